@@ -1,0 +1,331 @@
+//! The typed model of Synapse artifacts. It keeps what the XML says, with locations; it does not decide what
+//! the configuration means at run time (that is the mediation crate's compile step).
+
+use crate::diag::Location;
+use std::sync::Arc;
+
+pub const SYNAPSE_NS: &str = "http://ws.apache.org/ns/synapse";
+
+/// Namespace declarations in scope at an element: (prefix, uri), prefix "" for the default namespace.
+pub type Namespaces = Arc<Vec<(String, String)>>;
+
+/// Everything loaded from one PATH.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    pub proxies: Vec<Proxy>,
+    pub sequences: Vec<NamedSequence>,
+    pub endpoints: Vec<Endpoint>,
+    pub local_entries: Vec<LocalEntry>,
+    /// Registry resources (`conf:` / `gov:`) from Carbon Applications.
+    pub resources: Vec<Resource>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Proxy {
+    pub name: String,
+    pub loc: Location,
+    pub start_on_load: bool,
+    pub transports: Vec<String>,
+    pub target: Target,
+    pub publish_wsdl: Option<PublishWsdl>,
+    /// `<enableSec/>` or a `<policy>`: WS-Security, not served yet.
+    pub security: Option<Location>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Target {
+    pub endpoint: Option<EndpointRef>,
+    pub in_sequence: Option<SequenceRef>,
+    pub out_sequence: Option<SequenceRef>,
+    pub fault_sequence: Option<SequenceRef>,
+}
+
+#[derive(Clone, Debug)]
+pub struct PublishWsdl {
+    pub loc: Location,
+    pub source: WsdlSource,
+}
+
+#[derive(Clone, Debug)]
+pub enum WsdlSource {
+    /// `key="..."`: a local entry.
+    Key(String),
+    /// The WSDL inline, serialised with its in-scope namespaces.
+    Inline(String),
+    /// `uri="..."`: not fetched (no network at load).
+    Uri(String),
+}
+
+#[derive(Clone, Debug)]
+pub enum SequenceRef {
+    Key { key: String, loc: Location },
+    Inline(Sequence),
+}
+
+#[derive(Clone, Debug)]
+pub enum EndpointRef {
+    Key { key: String, loc: Location },
+    Inline(Box<Endpoint>),
+}
+
+#[derive(Clone, Debug)]
+pub struct Sequence {
+    pub loc: Location,
+    pub mediators: Vec<Mediator>,
+    pub on_error: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct NamedSequence {
+    pub name: String,
+    pub sequence: Sequence,
+}
+
+#[derive(Clone, Debug)]
+pub struct Endpoint {
+    pub name: Option<String>,
+    pub loc: Location,
+    pub kind: EndpointKind,
+}
+
+#[derive(Clone, Debug)]
+pub enum EndpointKind {
+    Address(AddressEndpoint),
+    /// `<endpoint key="..."/>` nested inside another endpoint definition.
+    Indirect(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct AddressEndpoint {
+    pub uri: String,
+    pub uri_loc: Location,
+    pub format: Option<String>,
+    pub timeout: Option<EndpointTimeout>,
+    pub suspend_on_failure: SuspendOnFailure,
+    pub mark_for_suspension: MarkForSuspension,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EndpointTimeout {
+    pub loc: Location,
+    /// Milliseconds; `None` when `<duration>` is absent.
+    pub duration_ms: Option<u64>,
+    pub action: TimeoutAction,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeoutAction {
+    Fault,
+    Discard,
+    Never,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SuspendOnFailure {
+    pub error_codes: Vec<i64>,
+    pub initial_duration_ms: Option<u64>,
+    pub progression_factor: Option<f64>,
+    pub maximum_duration_ms: Option<u64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MarkForSuspension {
+    pub error_codes: Vec<i64>,
+    pub retries_before_suspension: Option<u32>,
+    pub retry_delay_ms: Option<u64>,
+}
+
+#[derive(Clone, Debug)]
+pub struct LocalEntry {
+    pub key: String,
+    pub loc: Location,
+    pub value: LocalEntryValue,
+}
+
+#[derive(Clone, Debug)]
+pub enum LocalEntryValue {
+    Text(String),
+    /// An inline XML element, serialised with every in-scope namespace declared on its root.
+    Xml { root: String, text: String },
+    /// `src="..."`: a URL, not fetched (no network at load).
+    Src(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct Resource {
+    /// `conf:/path/name` or `gov:/path/name`.
+    pub key: String,
+    pub loc: Location,
+    pub bytes: Arc<[u8]>,
+}
+
+/// An expression as written, with what is needed to compile it.
+#[derive(Clone, Debug)]
+pub struct ExprSrc {
+    pub text: String,
+    pub ns: Namespaces,
+    pub loc: Location,
+}
+
+#[derive(Clone, Debug)]
+pub enum ValueSrc {
+    Literal(String),
+    Expr(ExprSrc),
+}
+
+#[derive(Clone, Debug)]
+pub struct Mediator {
+    /// The element name as written (`filter`, `send` ...).
+    pub element: String,
+    pub loc: Location,
+    pub kind: MediatorKind,
+}
+
+#[derive(Clone, Debug)]
+pub enum MediatorKind {
+    Send { endpoint: Option<EndpointRef> },
+    Respond,
+    Drop,
+    Log(Log),
+    Property(Property),
+    Header(Header),
+    Filter(Filter),
+    Switch(Switch),
+    /// `<sequence key="..."/>`.
+    SequenceRef { key: String },
+    MakeFault(MakeFault),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogLevel {
+    Simple,
+    Headers,
+    Full,
+    Custom,
+}
+
+#[derive(Clone, Debug)]
+pub struct Log {
+    pub level: LogLevel,
+    pub category: LogCategory,
+    pub separator: String,
+    pub properties: Vec<(String, ValueSrc)>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogCategory {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+    Fatal,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Scope {
+    Default,
+    Transport,
+    Axis2,
+    Axis2Client,
+    Operation,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PropertyType {
+    String,
+    Integer,
+    Boolean,
+    Long,
+    Double,
+    Float,
+    Short,
+    Om,
+}
+
+#[derive(Clone, Debug)]
+pub enum Action {
+    Set(ValueSrc),
+    Remove,
+}
+
+#[derive(Clone, Debug)]
+pub struct Property {
+    pub name: String,
+    pub scope: Scope,
+    pub ty: PropertyType,
+    pub action: Action,
+}
+
+#[derive(Clone, Debug)]
+pub struct Header {
+    /// As written: `To`, `Content-Type`, or `prefix:local` for a SOAP header.
+    pub name: String,
+    /// The namespace of a prefixed name, resolved from the element's in-scope declarations.
+    pub namespace: Option<String>,
+    pub scope: HeaderScope,
+    pub action: Action,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeaderScope {
+    /// SOAP / WS-Addressing headers.
+    Default,
+    Transport,
+}
+
+#[derive(Clone, Debug)]
+pub enum FilterCond {
+    /// `source` + `regex`: the string value of source must match the whole regex (Java `matches()`).
+    Regex { source: ExprSrc, regex: String, regex_loc: Location },
+    /// `xpath`: the boolean value of the expression.
+    XPath(ExprSrc),
+}
+
+#[derive(Clone, Debug)]
+pub struct Filter {
+    pub cond: FilterCond,
+    pub then: Sequence,
+    pub otherwise: Option<Sequence>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Case {
+    pub regex: String,
+    pub loc: Location,
+    pub sequence: Sequence,
+}
+
+#[derive(Clone, Debug)]
+pub struct Switch {
+    pub source: ExprSrc,
+    pub cases: Vec<Case>,
+    pub default: Option<Sequence>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultVersion {
+    Soap11,
+    Soap12,
+    Pox,
+}
+
+#[derive(Clone, Debug)]
+pub struct MakeFault {
+    pub version: FaultVersion,
+    /// (namespace uri, local name) of the fault code.
+    pub code: Option<(String, String)>,
+    pub reason: Option<ValueSrc>,
+    pub role: Option<String>,
+    pub node: Option<String>,
+    pub detail: Option<FaultDetail>,
+    /// `response="true"`: the fault is a response (to the client).
+    pub response: bool,
+}
+
+#[derive(Clone, Debug)]
+pub enum FaultDetail {
+    Value(ValueSrc),
+    /// Child elements, serialised with their in-scope namespaces.
+    Xml(String),
+}

@@ -1,0 +1,852 @@
+//! Synapse XML (one file's text) to the model. Problems become diagnostics; parsing goes on after them so one
+//! run reports everything.
+
+use crate::diag::{Diagnostics, Location, Severity};
+use crate::model::*;
+use roxmltree::{Document, Node, ParsingOptions};
+use std::sync::Arc;
+
+/// What a file is expected to hold (from a Carbon Application's artifact.xml), or anything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expect {
+    Any,
+    Proxy,
+    Endpoint,
+    Sequence,
+    LocalEntry,
+}
+
+/// Mediators Synapse and WSO2 MI define that Sluice does not run yet: reported as unsupported, not unknown.
+const KNOWN_UNSUPPORTED_MEDIATORS: &[&str] = &[
+    "xslt",
+    "fastXSLT",
+    "payloadFactory",
+    "enrich",
+    "validate",
+    "clone",
+    "aggregate",
+    "iterate",
+    "foreach",
+    "call",
+    "callout",
+    "cache",
+    "throttle",
+    "script",
+    "class",
+    "pojoCommand",
+    "spring",
+    "rule",
+    "event",
+    "dblookup",
+    "dbreport",
+    "xquery",
+    "smooks",
+    "store",
+    "transaction",
+    "bean",
+    "ejb",
+    "loopback",
+    "datamapper",
+    "jsontransform",
+    "propertyGroup",
+    "call-template",
+    "entitlementService",
+    "oauthService",
+    "builder",
+    "rewrite",
+    "conditionalRouter",
+    "router",
+    "in",
+    "out",
+    "enqueue",
+    "bam",
+    "publishEvent",
+    "variable",
+    "scatter-gather",
+    "dataServiceCall",
+    "ntlm",
+    "jsonTransform",
+];
+
+/// Top-level artifacts Synapse defines that Sluice does not serve yet.
+const KNOWN_UNSUPPORTED_ARTIFACTS: &[&str] = &[
+    "api",
+    "template",
+    "inboundEndpoint",
+    "task",
+    "messageStore",
+    "messageProcessor",
+    "eventSource",
+    "executor",
+    "import",
+    "registry",
+    "priorityExecutor",
+];
+
+pub(crate) struct FileParser<'a, 'input> {
+    file: Arc<str>,
+    doc: &'a Document<'input>,
+    text: &'input str,
+    diags: &'a mut Diagnostics,
+    artifact: Option<String>,
+}
+
+/// Parses one file's text into `cfg`, adding diagnostics.
+pub fn parse_text(file: Arc<str>, text: &str, expect: Expect, cfg: &mut Config, diags: &mut Diagnostics) {
+    let opts = ParsingOptions { allow_dtd: false, ..ParsingOptions::default() };
+    let doc = match Document::parse_with_options(text, opts) {
+        Ok(d) => d,
+        Err(e) => {
+            let pos = e.pos();
+            diags.push(
+                Severity::Error,
+                Location { file, line: pos.row, col: pos.col },
+                "",
+                format!("malformed XML: {e}"),
+                None,
+            );
+            return;
+        }
+    };
+    let mut p = FileParser { file, doc: &doc, text, diags, artifact: None };
+    let root = doc.root_element();
+    p.top_level(root, expect, cfg);
+}
+
+fn is_synapse(n: Node) -> bool {
+    n.tag_name().namespace() == Some(SYNAPSE_NS)
+}
+
+fn elements<'a, 'i>(n: Node<'a, 'i>) -> impl Iterator<Item = Node<'a, 'i>> {
+    n.children().filter(|c| c.is_element())
+}
+
+fn child<'a, 'i>(n: Node<'a, 'i>, name: &str) -> Option<Node<'a, 'i>> {
+    elements(n).find(|c| c.tag_name().name() == name)
+}
+
+fn text_of(n: Node) -> String {
+    n.text().map(|t| t.trim().to_owned()).unwrap_or_default()
+}
+
+impl<'a, 'input> FileParser<'a, 'input> {
+    fn loc(&self, n: Node) -> Location {
+        let pos = self.doc.text_pos_at(n.range().start);
+        Location { file: self.file.clone(), line: pos.row, col: pos.col }
+    }
+
+    fn attr_loc(&self, n: Node, name: &str) -> Location {
+        match n.attribute_node(name) {
+            Some(a) => {
+                let pos = self.doc.text_pos_at(a.range().start);
+                Location { file: self.file.clone(), line: pos.row, col: pos.col }
+            }
+            None => self.loc(n),
+        }
+    }
+
+    fn report(&mut self, sev: Severity, n: Node, msg: impl Into<String>) {
+        let loc = self.loc(n);
+        let artifact = self.artifact.clone();
+        self.diags.push(sev, loc, n.tag_name().name(), msg, artifact.as_deref());
+    }
+
+    fn required_attr(&mut self, n: Node, name: &str) -> Option<String> {
+        match n.attribute(name) {
+            Some(v) if !v.trim().is_empty() => Some(v.to_owned()),
+            _ => {
+                self.report(Severity::Error, n, format!("missing required attribute '{name}'"));
+                None
+            }
+        }
+    }
+
+    fn namespaces(&self, n: Node) -> Namespaces {
+        Arc::new(
+            n.namespaces()
+                .map(|ns| (ns.name().unwrap_or("").to_owned(), ns.uri().to_owned()))
+                .collect(),
+        )
+    }
+
+    fn expr(&self, n: Node, attr: &str, text: &str) -> ExprSrc {
+        ExprSrc { text: text.to_owned(), ns: self.namespaces(n), loc: self.attr_loc(n, attr) }
+    }
+
+    /// `value="..."` or `expression="..."` (exactly one of them).
+    fn value_or_expr(&mut self, n: Node) -> Option<ValueSrc> {
+        match (n.attribute("value"), n.attribute("expression")) {
+            (Some(v), None) => Some(ValueSrc::Literal(v.to_owned())),
+            (None, Some(e)) => Some(ValueSrc::Expr(self.expr(n, "expression", e))),
+            (Some(_), Some(_)) => {
+                self.report(Severity::Error, n, "give either 'value' or 'expression', not both");
+                None
+            }
+            (None, None) => None,
+        }
+    }
+
+    fn check_synapse_ns(&mut self, n: Node) -> bool {
+        if is_synapse(n) {
+            return true;
+        }
+        let ns = n.tag_name().namespace().unwrap_or("no namespace");
+        self.report(
+            Severity::Error,
+            n,
+            format!("element is in namespace '{ns}'; Synapse configuration elements must be in '{SYNAPSE_NS}'"),
+        );
+        false
+    }
+
+    fn top_level(&mut self, root: Node, expect: Expect, cfg: &mut Config) {
+        let name = root.tag_name().name();
+        if !is_synapse(root) {
+            if expect == Expect::Any {
+                self.report(Severity::Note, root, "not a Synapse artifact (root element is not in the Synapse namespace); skipped");
+            } else {
+                self.check_synapse_ns(root);
+            }
+            return;
+        }
+        let ok = match (expect, name) {
+            (Expect::Any, _) => true,
+            (Expect::Proxy, "proxy") | (Expect::Endpoint, "endpoint") | (Expect::Sequence, "sequence") => true,
+            (Expect::LocalEntry, "localEntry") => true,
+            _ => false,
+        };
+        if !ok {
+            self.report(Severity::Error, root, format!("artifact.xml declares {expect:?}, but the file holds <{name}>"));
+            return;
+        }
+        match name {
+            "definitions" => {
+                for c in elements(root) {
+                    if c.tag_name().name() == "definitions" {
+                        self.report(Severity::Error, c, "nested <definitions>");
+                        continue;
+                    }
+                    self.top_level(c, Expect::Any, cfg);
+                }
+            }
+            "proxy" => {
+                if let Some(p) = self.proxy(root) {
+                    cfg.proxies.push(p);
+                }
+            }
+            "sequence" => {
+                let Some(name) = self.required_attr(root, "name") else { return };
+                self.artifact = Some(format!("sequence {name}"));
+                let sequence = self.sequence(root);
+                cfg.sequences.push(NamedSequence { name, sequence });
+            }
+            "endpoint" => {
+                if root.attribute("name").is_none() {
+                    self.report(Severity::Error, root, "a top-level endpoint needs a 'name'");
+                    return;
+                }
+                self.artifact = root.attribute("name").map(|n| format!("endpoint {n}"));
+                if let Some(e) = self.endpoint(root) {
+                    cfg.endpoints.push(e);
+                }
+            }
+            "localEntry" => {
+                if let Some(le) = self.local_entry(root) {
+                    cfg.local_entries.push(le);
+                }
+            }
+            other if KNOWN_UNSUPPORTED_ARTIFACTS.contains(&other) => {
+                self.artifact = root.attribute("name").map(|n| format!("{other} {n}"));
+                self.report(Severity::Unsupported, root, format!("<{other}> artifacts are not supported yet; not deployed"));
+            }
+            other => self.report(Severity::Error, root, format!("unknown top-level element <{other}>")),
+        }
+    }
+
+    fn proxy(&mut self, n: Node) -> Option<Proxy> {
+        let name = self.required_attr(n, "name")?;
+        self.artifact = Some(format!("proxy {name}"));
+        let start_on_load = match n.attribute("startOnLoad") {
+            None | Some("true") => true,
+            Some("false") => false,
+            Some(v) => {
+                self.report(Severity::Error, n, format!("startOnLoad must be true or false, not '{v}'"));
+                true
+            }
+        };
+        let transports = n
+            .attribute("transports")
+            .map(|t| t.split([' ', ',']).filter(|s| !s.is_empty()).map(str::to_owned).collect())
+            .unwrap_or_else(|| vec!["http".to_owned(), "https".to_owned()]);
+        let mut target = Target::default();
+        let mut publish_wsdl = None;
+        let mut security = None;
+        for c in elements(n) {
+            if !self.check_synapse_ns(c) {
+                continue;
+            }
+            match c.tag_name().name() {
+                "target" => target = self.target(c),
+                "publishWSDL" => publish_wsdl = self.publish_wsdl(c),
+                "enableSec" | "policy" => security = Some(self.loc(c)),
+                "description" | "parameter" => {}
+                "enableAddressing" | "enableRM" => {
+                    self.report(Severity::Warning, c, "WS-Addressing / WS-RM engagement is ignored");
+                }
+                other => self.report(Severity::Error, c, format!("unknown element <{other}> in <proxy>")),
+            }
+        }
+        Some(Proxy { name, loc: self.loc(n), start_on_load, transports, target, publish_wsdl, security })
+    }
+
+    fn target(&mut self, n: Node) -> Target {
+        let mut t = Target::default();
+        for (attr, slot) in [
+            ("inSequence", &mut t.in_sequence),
+            ("outSequence", &mut t.out_sequence),
+            ("faultSequence", &mut t.fault_sequence),
+        ] {
+            if let Some(k) = n.attribute(attr) {
+                *slot = Some(SequenceRef::Key { key: k.to_owned(), loc: self.attr_loc(n, attr) });
+            }
+        }
+        if let Some(k) = n.attribute("endpoint") {
+            t.endpoint = Some(EndpointRef::Key { key: k.to_owned(), loc: self.attr_loc(n, "endpoint") });
+        }
+        for c in elements(n) {
+            if !self.check_synapse_ns(c) {
+                continue;
+            }
+            let name = c.tag_name().name();
+            let slot = match name {
+                "inSequence" => &mut t.in_sequence,
+                "outSequence" => &mut t.out_sequence,
+                "faultSequence" => &mut t.fault_sequence,
+                "endpoint" => {
+                    t.endpoint = self.endpoint_ref(c);
+                    continue;
+                }
+                other => {
+                    self.report(Severity::Error, c, format!("unknown element <{other}> in <target>"));
+                    continue;
+                }
+            };
+            if slot.is_some() {
+                self.report(Severity::Error, c, format!("<{name}> given twice (attribute and element?)"));
+            }
+            *slot = Some(SequenceRef::Inline(self.sequence(c)));
+        }
+        t
+    }
+
+    fn publish_wsdl(&mut self, n: Node) -> Option<PublishWsdl> {
+        let loc = self.loc(n);
+        let source = if let Some(k) = n.attribute("key") {
+            WsdlSource::Key(k.to_owned())
+        } else if let Some(u) = n.attribute("uri") {
+            WsdlSource::Uri(u.to_owned())
+        } else if let Some(c) = elements(n).next() {
+            WsdlSource::Inline(self.serialize_element(c))
+        } else {
+            self.report(Severity::Error, n, "publishWSDL needs 'key', 'uri' or an inline WSDL");
+            return None;
+        };
+        Some(PublishWsdl { loc, source })
+    }
+
+    fn endpoint_ref(&mut self, n: Node) -> Option<EndpointRef> {
+        if let Some(k) = n.attribute("key") {
+            return Some(EndpointRef::Key { key: k.to_owned(), loc: self.attr_loc(n, "key") });
+        }
+        self.endpoint(n).map(|e| EndpointRef::Inline(Box::new(e)))
+    }
+
+    fn endpoint(&mut self, n: Node) -> Option<Endpoint> {
+        let name = n.attribute("name").map(str::to_owned);
+        let loc = self.loc(n);
+        if let Some(k) = n.attribute("key") {
+            return Some(Endpoint { name, loc, kind: EndpointKind::Indirect(k.to_owned()) });
+        }
+        let mut kind = None;
+        for c in elements(n) {
+            if !self.check_synapse_ns(c) {
+                continue;
+            }
+            match c.tag_name().name() {
+                "address" => kind = self.address(c).map(EndpointKind::Address),
+                "description" | "property" | "parameter" => {}
+                k @ ("wsdl" | "default" | "http" | "loadbalance" | "failover" | "recipientlist" | "template"
+                | "session") => {
+                    self.report(Severity::Unsupported, c, format!("<{k}> endpoints are not supported yet"));
+                    return None;
+                }
+                other => {
+                    self.report(Severity::Error, c, format!("unknown endpoint type <{other}>"));
+                    return None;
+                }
+            }
+        }
+        match kind {
+            Some(kind) => Some(Endpoint { name, loc, kind }),
+            None => {
+                self.report(Severity::Error, n, "endpoint has no definition (expected <address>)");
+                None
+            }
+        }
+    }
+
+    fn address(&mut self, n: Node) -> Option<AddressEndpoint> {
+        let uri = self.required_attr(n, "uri")?;
+        let uri_loc = self.attr_loc(n, "uri");
+        let format = n.attribute("format").map(str::to_owned);
+        let mut a = AddressEndpoint {
+            uri,
+            uri_loc,
+            format,
+            timeout: None,
+            suspend_on_failure: SuspendOnFailure::default(),
+            mark_for_suspension: MarkForSuspension::default(),
+        };
+        for c in elements(n) {
+            match c.tag_name().name() {
+                "timeout" => a.timeout = Some(self.timeout(c)),
+                "suspendOnFailure" => a.suspend_on_failure = self.suspend_on_failure(c),
+                "markForSuspension" => a.mark_for_suspension = self.mark_for_suspension(c),
+                "retryConfig" | "enableAddressing" | "enableRM" | "description" | "property" => {
+                    self.report(Severity::Warning, c, "not implemented yet; ignored");
+                }
+                "enableSec" => {
+                    self.report(Severity::Unsupported, c, "WS-Security on endpoints is not supported yet");
+                    return None;
+                }
+                other => self.report(Severity::Error, c, format!("unknown element <{other}> in <address>")),
+            }
+        }
+        Some(a)
+    }
+
+    fn number<T: std::str::FromStr>(&mut self, n: Node) -> Option<T> {
+        let t = text_of(n);
+        match t.parse() {
+            Ok(v) => Some(v),
+            Err(_) => {
+                self.report(Severity::Error, n, format!("expected a number, found '{t}'"));
+                None
+            }
+        }
+    }
+
+    fn error_codes(&mut self, n: Node) -> Vec<i64> {
+        let mut v = Vec::new();
+        for part in text_of(n).split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            match part.parse() {
+                Ok(c) => v.push(c),
+                Err(_) => self.report(Severity::Error, n, format!("'{part}' is not an error code")),
+            }
+        }
+        v
+    }
+
+    fn timeout(&mut self, n: Node) -> EndpointTimeout {
+        let mut t = EndpointTimeout { loc: self.loc(n), duration_ms: None, action: TimeoutAction::Fault };
+        let mut explicit_action = false;
+        for c in elements(n) {
+            match c.tag_name().name() {
+                "duration" => t.duration_ms = self.number(c),
+                "responseAction" => {
+                    explicit_action = true;
+                    t.action = match text_of(c).as_str() {
+                        "fault" => TimeoutAction::Fault,
+                        "discard" => TimeoutAction::Discard,
+                        "never" => TimeoutAction::Never,
+                        other => {
+                            self.report(
+                                Severity::Error,
+                                c,
+                                format!("responseAction must be fault, discard or never, not '{other}'"),
+                            );
+                            TimeoutAction::Fault
+                        }
+                    }
+                }
+                other => self.report(Severity::Error, c, format!("unknown element <{other}> in <timeout>")),
+            }
+        }
+        // Synapse: a duration without a responseAction discards on timeout... but users expect an answer;
+        // Sluice answers in both cases (see docs), so only the explicit value matters.
+        let _ = explicit_action;
+        t
+    }
+
+    fn suspend_on_failure(&mut self, n: Node) -> SuspendOnFailure {
+        let mut s = SuspendOnFailure::default();
+        for c in elements(n) {
+            match c.tag_name().name() {
+                "errorCodes" => s.error_codes = self.error_codes(c),
+                "initialDuration" => s.initial_duration_ms = self.number(c),
+                "progressionFactor" => s.progression_factor = self.number(c),
+                "maximumDuration" => s.maximum_duration_ms = self.number(c),
+                other => self.report(Severity::Error, c, format!("unknown element <{other}> in <suspendOnFailure>")),
+            }
+        }
+        s
+    }
+
+    fn mark_for_suspension(&mut self, n: Node) -> MarkForSuspension {
+        let mut m = MarkForSuspension::default();
+        for c in elements(n) {
+            match c.tag_name().name() {
+                "errorCodes" => m.error_codes = self.error_codes(c),
+                "retriesBeforeSuspension" => m.retries_before_suspension = self.number(c),
+                "retryDelay" => m.retry_delay_ms = self.number(c),
+                other => self.report(Severity::Error, c, format!("unknown element <{other}> in <markForSuspension>")),
+            }
+        }
+        m
+    }
+
+    fn local_entry(&mut self, n: Node) -> Option<LocalEntry> {
+        let key = self.required_attr(n, "key")?;
+        self.artifact = Some(format!("local entry {key}"));
+        let loc = self.loc(n);
+        let value = if let Some(src) = n.attribute("src") {
+            LocalEntryValue::Src(src.to_owned())
+        } else if let Some(c) = elements(n).next() {
+            LocalEntryValue::Xml { root: c.tag_name().name().to_owned(), text: self.serialize_element(c) }
+        } else {
+            LocalEntryValue::Text(n.text().unwrap_or("").trim().to_owned())
+        };
+        Some(LocalEntry { key, loc, value })
+    }
+
+    /// The source text of an element, with every namespace it inherits declared on its start tag, so the
+    /// text stands alone as a document.
+    fn serialize_element(&self, n: Node) -> String {
+        let range = n.range();
+        let src = &self.text[range.clone()];
+        let parent_ns: Vec<(Option<&str>, &str)> = n
+            .parent_element()
+            .map(|p| p.namespaces().map(|ns| (ns.name(), ns.uri())).collect())
+            .unwrap_or_default();
+        let mut decls = String::new();
+        for ns in n.namespaces() {
+            let inherited = parent_ns.iter().any(|(p, u)| *p == ns.name() && *u == ns.uri());
+            if !inherited || ns.name() == Some("xml") {
+                continue;
+            }
+            let uri = ns.uri().replace('&', "&amp;").replace('"', "&quot;").replace('<', "&lt;");
+            match ns.name() {
+                Some(p) => decls.push_str(&format!(" xmlns:{p}=\"{uri}\"")),
+                None => decls.push_str(&format!(" xmlns=\"{uri}\"")),
+            }
+        }
+        if decls.is_empty() {
+            return src.to_owned();
+        }
+        // Insert after `<qname`.
+        let name_end = src[1..].find(|c: char| c.is_whitespace() || c == '>' || c == '/').map(|i| i + 1).unwrap_or(src.len());
+        format!("{}{}{}", &src[..name_end], decls, &src[name_end..])
+    }
+
+    pub(crate) fn sequence(&mut self, n: Node) -> Sequence {
+        let on_error = n.attribute("onError").map(str::to_owned);
+        let mut mediators = Vec::new();
+        for c in elements(n) {
+            if let Some(m) = self.mediator(c) {
+                mediators.push(m);
+            }
+        }
+        if n.attribute("key").is_some() && n.tag_name().name() != "sequence" {
+            self.report(Severity::Error, n, "use the 'inSequence'/'outSequence'/'faultSequence' attribute of <target> to refer to a named sequence");
+        }
+        Sequence { loc: self.loc(n), mediators, on_error }
+    }
+
+    fn mediator(&mut self, n: Node) -> Option<Mediator> {
+        let element = n.tag_name().name().to_owned();
+        if !is_synapse(n) {
+            self.check_synapse_ns(n);
+            return None;
+        }
+        let kind = match element.as_str() {
+            "description" => return None,
+            "send" => {
+                let endpoint = match child(n, "endpoint") {
+                    Some(e) => Some(self.endpoint_ref(e)?),
+                    None => None,
+                };
+                if n.attribute("receive").is_some() || n.attribute("buildmessage").is_some() {
+                    self.report(Severity::Warning, n, "'receive' and 'buildmessage' are ignored");
+                }
+                MediatorKind::Send { endpoint }
+            }
+            "respond" => MediatorKind::Respond,
+            "drop" => MediatorKind::Drop,
+            "log" => MediatorKind::Log(self.log(n)?),
+            "property" => MediatorKind::Property(self.property(n)?),
+            "header" => MediatorKind::Header(self.header(n)?),
+            "filter" => MediatorKind::Filter(self.filter(n)?),
+            "switch" => MediatorKind::Switch(self.switch(n)?),
+            "sequence" => {
+                let key = self.required_attr(n, "key")?;
+                MediatorKind::SequenceRef { key }
+            }
+            "makefault" => MediatorKind::MakeFault(self.makefault(n)?),
+            other if KNOWN_UNSUPPORTED_MEDIATORS.contains(&other) => {
+                self.report(Severity::Unsupported, n, format!("the <{other}> mediator is not supported yet"));
+                return None;
+            }
+            other => {
+                self.report(Severity::Error, n, format!("unknown mediator <{other}>"));
+                return None;
+            }
+        };
+        Some(Mediator { element, loc: self.loc(n), kind })
+    }
+
+    fn log(&mut self, n: Node) -> Option<Log> {
+        let level = match n.attribute("level").unwrap_or("simple") {
+            "simple" => LogLevel::Simple,
+            "headers" => LogLevel::Headers,
+            "full" => LogLevel::Full,
+            "custom" => LogLevel::Custom,
+            other => {
+                self.report(Severity::Error, n, format!("log level must be simple, headers, full or custom, not '{other}'"));
+                return None;
+            }
+        };
+        let category = match n.attribute("category").unwrap_or("INFO") {
+            "TRACE" => LogCategory::Trace,
+            "DEBUG" => LogCategory::Debug,
+            "INFO" => LogCategory::Info,
+            "WARN" => LogCategory::Warn,
+            "ERROR" => LogCategory::Error,
+            "FATAL" => LogCategory::Fatal,
+            other => {
+                self.report(Severity::Error, n, format!("log category must be TRACE, DEBUG, INFO, WARN, ERROR or FATAL, not '{other}'"));
+                LogCategory::Info
+            }
+        };
+        let separator = n.attribute("separator").unwrap_or(", ").to_owned();
+        let mut properties = Vec::new();
+        for c in elements(n) {
+            match c.tag_name().name() {
+                "property" => {
+                    let Some(name) = self.required_attr(c, "name") else { continue };
+                    match self.value_or_expr(c) {
+                        Some(v) => properties.push((name, v)),
+                        None => self.report(Severity::Error, c, "log property needs 'value' or 'expression'"),
+                    }
+                }
+                "description" => {}
+                other => self.report(Severity::Error, c, format!("unknown element <{other}> in <log>")),
+            }
+        }
+        Some(Log { level, category, separator, properties })
+    }
+
+    fn scope(&mut self, n: Node) -> Option<Scope> {
+        Some(match n.attribute("scope").unwrap_or("default") {
+            "default" => Scope::Default,
+            "transport" => Scope::Transport,
+            "axis2" => Scope::Axis2,
+            "axis2-client" => Scope::Axis2Client,
+            "operation" => Scope::Operation,
+            other => {
+                self.report(Severity::Error, n, format!("scope must be default, transport, axis2, axis2-client or operation, not '{other}'"));
+                return None;
+            }
+        })
+    }
+
+    fn property(&mut self, n: Node) -> Option<Property> {
+        let name = self.required_attr(n, "name")?;
+        let scope = self.scope(n)?;
+        let ty = match n.attribute("type").unwrap_or("STRING") {
+            "STRING" => PropertyType::String,
+            "INTEGER" => PropertyType::Integer,
+            "BOOLEAN" => PropertyType::Boolean,
+            "LONG" => PropertyType::Long,
+            "DOUBLE" => PropertyType::Double,
+            "FLOAT" => PropertyType::Float,
+            "SHORT" => PropertyType::Short,
+            "OM" => PropertyType::Om,
+            other => {
+                self.report(Severity::Error, n, format!("unknown property type '{other}'"));
+                return None;
+            }
+        };
+        let action = match n.attribute("action").unwrap_or("set") {
+            "set" => match self.value_or_expr(n) {
+                Some(v) => Action::Set(v),
+                None => {
+                    if elements(n).next().is_some() {
+                        self.report(Severity::Unsupported, n, "inline XML property values are not supported yet");
+                    } else {
+                        self.report(Severity::Error, n, "property needs 'value' or 'expression' (or action=\"remove\")");
+                    }
+                    return None;
+                }
+            },
+            "remove" => Action::Remove,
+            other => {
+                self.report(Severity::Error, n, format!("action must be set or remove, not '{other}'"));
+                return None;
+            }
+        };
+        if n.attribute("pattern").is_some() {
+            self.report(Severity::Unsupported, n, "property 'pattern'/'group' are not supported yet");
+            return None;
+        }
+        Some(Property { name, scope, ty, action })
+    }
+
+    fn header(&mut self, n: Node) -> Option<Header> {
+        let name = self.required_attr(n, "name")?;
+        let scope = match n.attribute("scope").unwrap_or("default") {
+            "default" => HeaderScope::Default,
+            "transport" => HeaderScope::Transport,
+            other => {
+                self.report(Severity::Error, n, format!("header scope must be default or transport, not '{other}'"));
+                return None;
+            }
+        };
+        let namespace = match name.split_once(':') {
+            Some((prefix, _)) if scope == HeaderScope::Default => match n.lookup_namespace_uri(Some(prefix)) {
+                Some(uri) => Some(uri.to_owned()),
+                None => {
+                    self.report(Severity::Error, n, format!("namespace prefix '{prefix}' of header '{name}' is not declared"));
+                    return None;
+                }
+            },
+            _ => None,
+        };
+        let action = match n.attribute("action").unwrap_or("set") {
+            "set" => match self.value_or_expr(n) {
+                Some(v) => Action::Set(v),
+                None => {
+                    if elements(n).next().is_some() {
+                        self.report(Severity::Unsupported, n, "inline XML SOAP headers are not supported yet");
+                    } else {
+                        self.report(Severity::Error, n, "header needs 'value' or 'expression' (or action=\"remove\")");
+                    }
+                    return None;
+                }
+            },
+            "remove" => Action::Remove,
+            other => {
+                self.report(Severity::Error, n, format!("action must be set or remove, not '{other}'"));
+                return None;
+            }
+        };
+        Some(Header { name, namespace, scope, action })
+    }
+
+    fn filter(&mut self, n: Node) -> Option<Filter> {
+        let cond = match (n.attribute("source"), n.attribute("regex"), n.attribute("xpath")) {
+            (Some(s), Some(r), None) => FilterCond::Regex {
+                source: self.expr(n, "source", s),
+                regex: r.to_owned(),
+                regex_loc: self.attr_loc(n, "regex"),
+            },
+            (None, None, Some(x)) => FilterCond::XPath(self.expr(n, "xpath", x)),
+            _ => {
+                self.report(Severity::Error, n, "filter needs either 'source' and 'regex', or 'xpath'");
+                return None;
+            }
+        };
+        let then_el = child(n, "then");
+        let else_el = child(n, "else");
+        let (then, otherwise) = if then_el.is_some() || else_el.is_some() {
+            for c in elements(n) {
+                let name = c.tag_name().name();
+                if name != "then" && name != "else" && name != "description" {
+                    self.report(Severity::Error, c, "a filter with <then>/<else> cannot hold other mediators directly");
+                }
+            }
+            let then = match then_el {
+                Some(t) => self.sequence(t),
+                None => Sequence { loc: self.loc(n), mediators: Vec::new(), on_error: None },
+            };
+            (then, else_el.map(|e| self.sequence(e)))
+        } else {
+            (self.sequence(n), None)
+        };
+        Some(Filter { cond, then, otherwise })
+    }
+
+    fn switch(&mut self, n: Node) -> Option<Switch> {
+        let source = n.attribute("source").map(|s| self.expr(n, "source", s));
+        let mut cases = Vec::new();
+        let mut default = None;
+        for c in elements(n) {
+            match c.tag_name().name() {
+                "case" => {
+                    let Some(regex) = self.required_attr(c, "regex") else { continue };
+                    let loc = self.attr_loc(c, "regex");
+                    cases.push(Case { regex, loc, sequence: self.sequence(c) });
+                }
+                "default" => default = Some(self.sequence(c)),
+                "description" => {}
+                other => self.report(Severity::Error, c, format!("unknown element <{other}> in <switch>")),
+            }
+        }
+        let Some(source) = source else {
+            self.report(Severity::Error, n, "missing required attribute 'source'");
+            return None;
+        };
+        Some(Switch { source, cases, default })
+    }
+
+    fn makefault(&mut self, n: Node) -> Option<MakeFault> {
+        let version = match n.attribute("version").unwrap_or("soap11") {
+            "soap11" => FaultVersion::Soap11,
+            "soap12" => FaultVersion::Soap12,
+            "pox" => FaultVersion::Pox,
+            other => {
+                self.report(Severity::Error, n, format!("version must be soap11, soap12 or pox, not '{other}'"));
+                return None;
+            }
+        };
+        let response = n.attribute("response") == Some("true");
+        let mut f = MakeFault { version, code: None, reason: None, role: None, node: None, detail: None, response };
+        for c in elements(n) {
+            match c.tag_name().name() {
+                "code" => {
+                    let Some(v) = self.required_attr(c, "value") else { continue };
+                    let (prefix, local) = match v.split_once(':') {
+                        Some((p, l)) => (Some(p), l),
+                        None => (None, v.as_str()),
+                    };
+                    match c.lookup_namespace_uri(prefix) {
+                        Some(uri) => f.code = Some((uri.to_owned(), local.to_owned())),
+                        None => self.report(Severity::Error, c, format!("fault code '{v}' uses an undeclared prefix")),
+                    }
+                }
+                "reason" => {
+                    f.reason = self.value_or_expr(c);
+                    if f.reason.is_none() {
+                        self.report(Severity::Error, c, "reason needs 'value' or 'expression'");
+                    }
+                }
+                "role" => f.role = Some(text_of(c)),
+                "node" => f.node = Some(text_of(c)),
+                "detail" => {
+                    f.detail = if let Some(v) = self.value_or_expr(c) {
+                        Some(FaultDetail::Value(v))
+                    } else if elements(c).next().is_some() {
+                        Some(FaultDetail::Xml(elements(c).map(|e| self.serialize_element(e)).collect()))
+                    } else {
+                        Some(FaultDetail::Value(ValueSrc::Literal(text_of(c))))
+                    }
+                }
+                "description" => {}
+                other => self.report(Severity::Error, c, format!("unknown element <{other}> in <makefault>")),
+            }
+        }
+        if version != FaultVersion::Pox && f.code.is_none() {
+            self.report(Severity::Error, n, "a SOAP fault needs a <code>");
+        }
+        Some(f)
+    }
+}

@@ -1,0 +1,277 @@
+//! Synapse expressions, compiled once at load.
+//!
+//! Supported now: the forms that do not read the message body — `$trp:NAME`, `$ctx:NAME`, `$axis2:NAME`,
+//! `$url:NAME`, `get-property('NAME')`, `get-property('SCOPE', 'NAME')`, and string literals. Every other
+//! expression is XPath over the message, reported as unsupported until content-aware mediation lands.
+//!
+//! Regexes follow Java's `String.matches()`: the whole string must match.
+
+use std::borrow::Cow;
+use std::fmt;
+
+/// Where a property lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PropScope {
+    /// Synapse message-context properties (and the special names `To`, `Action`, `MessageID`, ...).
+    Default,
+    /// HTTP headers of the current message.
+    Transport,
+    /// Axis2 message-context properties (`HTTP_SC`, `messageType`, ...).
+    Axis2,
+    /// Operation-scope properties (shared by request and response).
+    Operation,
+    /// Process environment / system properties.
+    System,
+}
+
+/// What an expression needs from the message body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum BodyNeed {
+    None,
+    Headers,
+    Full,
+}
+
+/// The values an expression can read.
+pub trait Env {
+    fn property(&self, scope: PropScope, name: &str) -> Option<Cow<'_, str>>;
+    fn url_param(&self, name: &str) -> Option<Cow<'_, str>>;
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Expr {
+    Literal(String),
+    Property { scope: PropScope, name: String },
+    UrlParam(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExprErrorKind {
+    /// Valid Synapse, not supported by Sluice yet.
+    Unsupported,
+    /// Not a valid expression.
+    Invalid,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExprError {
+    pub kind: ExprErrorKind,
+    pub message: String,
+}
+
+impl fmt::Display for ExprError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ExprError {}
+
+fn invalid(m: impl Into<String>) -> ExprError {
+    ExprError { kind: ExprErrorKind::Invalid, message: m.into() }
+}
+
+fn unsupported(m: impl Into<String>) -> ExprError {
+    ExprError { kind: ExprErrorKind::Unsupported, message: m.into() }
+}
+
+/// Parses a quoted string literal ('..' or ".."), returning it and the rest.
+fn literal(s: &str) -> Option<(&str, &str)> {
+    let q = s.chars().next()?;
+    if q != '\'' && q != '"' {
+        return None;
+    }
+    let end = s[1..].find(q)? + 1;
+    Some((&s[1..end], &s[end + 1..]))
+}
+
+fn scope_by_name(name: &str) -> Result<PropScope, ExprError> {
+    Ok(match name {
+        "default" => PropScope::Default,
+        "transport" => PropScope::Transport,
+        "axis2" | "axis2-client" => PropScope::Axis2,
+        "operation" => PropScope::Operation,
+        "system" | "env" => PropScope::System,
+        "registry" => return Err(unsupported("get-property('registry', ...) is not supported yet")),
+        other => return Err(invalid(format!("unknown property scope '{other}'"))),
+    })
+}
+
+fn is_name(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+impl Expr {
+    /// Compiles an expression as written in a mediator attribute.
+    pub fn compile(text: &str) -> Result<Expr, ExprError> {
+        let t = text.trim();
+        if t.is_empty() {
+            return Err(invalid("empty expression"));
+        }
+        for (prefix, scope) in [
+            ("$trp:", PropScope::Transport),
+            ("$ctx:", PropScope::Default),
+            ("$axis2:", PropScope::Axis2),
+        ] {
+            if let Some(name) = t.strip_prefix(prefix) {
+                if is_name(name) {
+                    return Ok(Expr::Property { scope, name: name.to_owned() });
+                }
+                return Err(unsupported(format!("'{t}': only a plain {prefix}NAME is supported yet")));
+            }
+        }
+        if let Some(name) = t.strip_prefix("$url:") {
+            if is_name(name) {
+                return Ok(Expr::UrlParam(name.to_owned()));
+            }
+        }
+        if let Some((lit, rest)) = literal(t) {
+            if rest.trim().is_empty() {
+                return Ok(Expr::Literal(lit.to_owned()));
+            }
+        }
+        if let Some(args) = t.strip_prefix("get-property").map(str::trim_start).and_then(|r| r.strip_prefix('(')) {
+            return Self::get_property(args, t);
+        }
+        Err(unsupported(format!(
+            "'{t}' is an XPath over the message; XPath on the body is not supported yet"
+        )))
+    }
+
+    fn get_property(args: &str, whole: &str) -> Result<Expr, ExprError> {
+        let mut parts = Vec::new();
+        let mut rest = args.trim_start();
+        loop {
+            let Some((lit, r)) = literal(rest) else {
+                return Err(unsupported(format!("'{whole}': get-property arguments must be string literals")));
+            };
+            parts.push(lit);
+            let r = r.trim_start();
+            if let Some(r) = r.strip_prefix(',') {
+                rest = r.trim_start();
+                continue;
+            }
+            match r.strip_prefix(')') {
+                Some(tail) if tail.trim().is_empty() => break,
+                Some(_) => return Err(unsupported(format!("'{whole}': only a plain get-property(...) is supported yet"))),
+                None => return Err(invalid(format!("'{whole}': expected ')'"))),
+            }
+        }
+        match parts.as_slice() {
+            [name] => Ok(Expr::Property { scope: PropScope::Default, name: (*name).to_owned() }),
+            [scope, name] => Ok(Expr::Property { scope: scope_by_name(scope)?, name: (*name).to_owned() }),
+            _ => Err(invalid(format!("'{whole}': get-property takes one or two arguments"))),
+        }
+    }
+
+    pub fn body_need(&self) -> BodyNeed {
+        BodyNeed::None
+    }
+
+    /// Synapse's string value: a missing property is the empty string.
+    pub fn eval_string<'e>(&'e self, env: &'e dyn Env) -> Cow<'e, str> {
+        match self {
+            Expr::Literal(s) => Cow::Borrowed(s),
+            Expr::Property { scope, name } => env.property(*scope, name).unwrap_or(Cow::Borrowed("")),
+            Expr::UrlParam(name) => env.url_param(name).unwrap_or(Cow::Borrowed("")),
+        }
+    }
+}
+
+/// A regex with Java `matches()` semantics: it must match the whole input.
+#[derive(Clone, Debug)]
+pub struct FullRegex {
+    re: regex::Regex,
+    source: String,
+}
+
+impl FullRegex {
+    pub fn compile(pattern: &str) -> Result<FullRegex, ExprError> {
+        let anchored = format!("^(?:{pattern})$");
+        match regex::Regex::new(&anchored) {
+            Ok(re) => Ok(FullRegex { re, source: pattern.to_owned() }),
+            Err(e) => {
+                let kind = if pattern.contains("(?=") || pattern.contains("(?!") || pattern.contains("(?<") {
+                    ExprErrorKind::Unsupported
+                } else {
+                    ExprErrorKind::Invalid
+                };
+                Err(ExprError { kind, message: format!("regex '{pattern}': {e}") })
+            }
+        }
+    }
+
+    pub fn matches(&self, s: &str) -> bool {
+        self.re.is_match(s)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    struct M(HashMap<(PropScope, String), String>);
+    impl Env for M {
+        fn property(&self, scope: PropScope, name: &str) -> Option<Cow<'_, str>> {
+            self.0.get(&(scope, name.to_owned())).map(|s| Cow::Borrowed(s.as_str()))
+        }
+        fn url_param(&self, name: &str) -> Option<Cow<'_, str>> {
+            (name == "q").then_some(Cow::Borrowed("v"))
+        }
+    }
+
+    fn env() -> M {
+        let mut m = HashMap::new();
+        m.insert((PropScope::Transport, "routing".into()), "xadmin;server1".into());
+        m.insert((PropScope::Default, "foo".into()), "bar".into());
+        m.insert((PropScope::Axis2, "HTTP_SC".into()), "202".into());
+        M(m)
+    }
+
+    #[test]
+    fn property_forms() {
+        let e = env();
+        for (src, want) in [
+            ("$trp:routing", "xadmin;server1"),
+            (" $ctx:foo ", "bar"),
+            ("$axis2:HTTP_SC", "202"),
+            ("get-property('foo')", "bar"),
+            ("get-property('transport','routing')", "xadmin;server1"),
+            ("get-property( \"axis2\" , 'HTTP_SC' )", "202"),
+            ("'lit'", "lit"),
+            ("$url:q", "v"),
+            ("$trp:missing", ""),
+        ] {
+            let x = Expr::compile(src).unwrap_or_else(|e| panic!("{src}: {e}"));
+            assert_eq!(x.eval_string(&e), want, "{src}");
+            assert_eq!(x.body_need(), BodyNeed::None);
+        }
+    }
+
+    #[test]
+    fn xpath_is_unsupported_and_garbage_invalid() {
+        assert_eq!(Expr::compile("//order[1]/symbol").unwrap_err().kind, ExprErrorKind::Unsupported);
+        assert_eq!(Expr::compile("get-property('a','b','c')").unwrap_err().kind, ExprErrorKind::Invalid);
+        assert_eq!(Expr::compile("get-property('nope','b')").unwrap_err().kind, ExprErrorKind::Invalid);
+        assert_eq!(Expr::compile("get-property('a'").unwrap_err().kind, ExprErrorKind::Invalid);
+        assert_eq!(Expr::compile("").unwrap_err().kind, ExprErrorKind::Invalid);
+    }
+
+    #[test]
+    fn regex_is_full_match() {
+        let r = FullRegex::compile("xadmin;server1;community#1.0##").unwrap();
+        assert!(r.matches("xadmin;server1;community#1.0##"));
+        assert!(!r.matches("xadmin;server1;community#1.0##x"));
+        assert!(!r.matches("yxadmin;server1;community#1.0##"));
+        let alt = FullRegex::compile("IBM|SUN").unwrap();
+        assert!(alt.matches("SUN") && !alt.matches("IBMSUN"));
+        assert!(FullRegex::compile(".*").unwrap().matches(""));
+        assert_eq!(FullRegex::compile("a(?=b)").unwrap_err().kind, ExprErrorKind::Unsupported);
+        assert_eq!(FullRegex::compile("a(").unwrap_err().kind, ExprErrorKind::Invalid);
+    }
+}

@@ -1,0 +1,144 @@
+//! One error type for everything that can go wrong with a message, with a kind, the source and whether a
+//! retry could succeed. Strings are for people; code matches on `ErrorKind`.
+
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// The back-end refused the connection, or its address did not resolve.
+    ConnectFailed,
+    /// No connection to the back-end within the endpoint timeout.
+    ConnectTimeout,
+    /// The back-end did not answer within the endpoint timeout.
+    ResponseTimeout,
+    /// The back-end closed or reset the connection before a complete response head.
+    ConnectionClosed,
+    /// The back-end sent something that is not HTTP/1.1.
+    BackendProtocol,
+    /// Reading the client's request failed, or it is malformed.
+    BadRequest,
+    /// No deployed service at that path.
+    NotFound,
+    /// A body larger than the limit had to be read into memory.
+    PayloadTooLarge,
+    /// A mediator failed at run time (bad value for a typed property, ...).
+    Mediation,
+    /// The flow ended with nowhere to send the message.
+    NoRoute,
+    /// A bug in Sluice.
+    Internal,
+}
+
+impl ErrorKind {
+    /// The Synapse `ERROR_CODE` users' fault sequences match on.
+    pub fn synapse_code(self) -> i64 {
+        match self {
+            ErrorKind::ConnectFailed => 101503,
+            ErrorKind::ConnectTimeout => 101508,
+            ErrorKind::ResponseTimeout => 101504,
+            ErrorKind::ConnectionClosed => 101505,
+            ErrorKind::BackendProtocol => 101506,
+            ErrorKind::BadRequest => 101001,
+            ErrorKind::NotFound => 404,
+            ErrorKind::PayloadTooLarge => 101001,
+            ErrorKind::Mediation | ErrorKind::NoRoute | ErrorKind::Internal => 0,
+        }
+    }
+
+    /// The HTTP status Sluice answers with when no fault sequence answered.
+    pub fn http_status(self) -> u16 {
+        match self {
+            ErrorKind::ConnectFailed | ErrorKind::ConnectionClosed | ErrorKind::BackendProtocol => 502,
+            ErrorKind::ConnectTimeout | ErrorKind::ResponseTimeout => 504,
+            ErrorKind::BadRequest => 400,
+            ErrorKind::NotFound => 404,
+            ErrorKind::PayloadTooLarge => 413,
+            ErrorKind::Mediation | ErrorKind::NoRoute | ErrorKind::Internal => 500,
+        }
+    }
+
+    /// Whether sending the same request again (to this or another endpoint) could succeed.
+    pub fn retryable(self) -> bool {
+        matches!(self, ErrorKind::ConnectFailed | ErrorKind::ConnectTimeout)
+    }
+
+    /// Whether the client, not the server side, is at fault (SOAP `Client` / `Sender` code).
+    pub fn is_client_fault(self) -> bool {
+        matches!(self, ErrorKind::BadRequest | ErrorKind::NotFound | ErrorKind::PayloadTooLarge)
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            ErrorKind::ConnectFailed => "connection to the back-end failed",
+            ErrorKind::ConnectTimeout => "connecting to the back-end timed out",
+            ErrorKind::ResponseTimeout => "the back-end did not answer in time",
+            ErrorKind::ConnectionClosed => "the back-end closed the connection before a complete response",
+            ErrorKind::BackendProtocol => "the back-end sent an invalid HTTP response",
+            ErrorKind::BadRequest => "bad request",
+            ErrorKind::NotFound => "not found",
+            ErrorKind::PayloadTooLarge => "message too large",
+            ErrorKind::Mediation => "mediation failed",
+            ErrorKind::NoRoute => "no route",
+            ErrorKind::Internal => "internal error",
+        }
+    }
+}
+
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+#[derive(Debug)]
+pub struct Error {
+    pub kind: ErrorKind,
+    /// What was involved: the endpoint name and address, the mediator, ...
+    pub context: String,
+    pub source: Option<BoxError>,
+}
+
+impl Error {
+    pub fn new(kind: ErrorKind, context: impl Into<String>) -> Self {
+        Error { kind, context: context.into(), source: None }
+    }
+
+    pub fn with_source(mut self, source: impl Into<BoxError>) -> Self {
+        self.source = Some(source.into());
+        self
+    }
+
+    pub fn retryable(&self) -> bool {
+        self.kind.retryable()
+    }
+
+    /// One line for people: what happened, where, and why.
+    pub fn reason(&self) -> String {
+        let mut s = String::from(self.kind.describe());
+        if !self.context.is_empty() {
+            s.push_str(": ");
+            s.push_str(&self.context);
+        }
+        let mut src: Option<&(dyn std::error::Error + 'static)> = self.source.as_deref().map(|e| e as _);
+        // Walk the source chain to its root cause, which is what people need.
+        let mut last = None;
+        while let Some(e) = src {
+            last = Some(e);
+            src = e.source();
+        }
+        if let Some(e) = last {
+            s.push_str(" (");
+            s.push_str(&e.to_string());
+            s.push(')');
+        }
+        s
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.reason())
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_deref().map(|e| e as _)
+    }
+}

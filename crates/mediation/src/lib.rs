@@ -1,0 +1,13 @@
+//! Mediation: the message context, the plan compiled from the configuration, and the executor that runs
+//! sequences over a message. The transport crate drives it; nothing here does I/O.
+
+pub mod error;
+pub mod exec;
+pub mod fault;
+pub mod message;
+pub mod plan;
+
+pub use error::{Error, ErrorKind};
+pub use exec::{run, Flow};
+pub use message::{Body, Direction, Message};
+pub use plan::{compile, CompileOptions, EndpointPlan, Plan, ProxyPlan, SeqPlan};

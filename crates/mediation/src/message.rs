@@ -1,0 +1,214 @@
+//! The message context: what mediators read and change. It holds no I/O handles: the transport keeps the
+//! body stream and looks at `body` to know whether the stream is still the message.
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use sluice_config::FaultVersion;
+use sluice_expr::{Env, PropScope};
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    Request,
+    Response,
+}
+
+/// The body as far as mediation knows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Body {
+    /// The original bytes, not read: the transport relays its stream.
+    Stream,
+    /// The whole message in memory: read from the stream, or made by a mediator.
+    Bytes(Bytes),
+    /// No body (`NO_ENTITY_BODY`, GET).
+    Empty,
+}
+
+/// Small ordered property map: a handful of entries is the norm, so a vector beats hashing.
+#[derive(Clone, Debug, Default)]
+pub struct Props(Vec<(String, String)>);
+
+impl Props {
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+    pub fn set(&mut self, name: &str, value: String) {
+        match self.0.iter_mut().find(|(k, _)| k == name) {
+            Some(slot) => slot.1 = value,
+            None => self.0.push((name.to_owned(), value)),
+        }
+    }
+    pub fn remove(&mut self, name: &str) {
+        self.0.retain(|(k, _)| k != name);
+    }
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+    pub fn is_true(&self, name: &str) -> bool {
+        self.get(name).is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    }
+}
+
+static MESSAGE_IDS: AtomicU64 = AtomicU64::new(1);
+
+pub struct Message {
+    pub direction: Direction,
+    pub service: std::sync::Arc<str>,
+    pub method: Method,
+    /// Request path and query as received (kept on the response for logging).
+    pub path_and_query: String,
+    /// Transport headers of the current message (the `transport` scope).
+    pub headers: HeaderMap,
+    /// Response status (response path), or the status to answer with (`HTTP_SC`).
+    pub status: Option<StatusCode>,
+    /// Synapse (`default` scope) properties.
+    pub props: Props,
+    /// Axis2 scope properties.
+    pub axis2: Props,
+    /// WS-Addressing To.
+    pub to: Option<String>,
+    pub body: Body,
+    /// The SOAP version of the request, from its Content-Type.
+    pub soap: FaultVersion,
+    /// The body is a fault made by `makefault` or by Sluice.
+    pub is_fault: bool,
+    message_id: Option<String>,
+}
+
+impl Message {
+    pub fn request(service: std::sync::Arc<str>, method: Method, path_and_query: String, headers: HeaderMap) -> Self {
+        let soap = soap_version(&headers);
+        Message {
+            direction: Direction::Request,
+            service,
+            method,
+            path_and_query,
+            headers,
+            status: None,
+            props: Props::default(),
+            axis2: Props::default(),
+            to: None,
+            body: Body::Stream,
+            soap,
+            is_fault: false,
+            message_id: None,
+        }
+    }
+
+    /// The response context: properties carry over from the request, headers and status are the back-end's.
+    pub fn into_response(self, status: StatusCode, headers: HeaderMap) -> Message {
+        let mut axis2 = self.axis2;
+        // Per-message Axis2 settings of the request do not apply to the response.
+        for k in ["HTTP_SC", "messageType", "ContentType", "NO_ENTITY_BODY", "FORCE_SC_ACCEPTED", "REST_URL_POSTFIX"] {
+            axis2.remove(k);
+        }
+        let mut props = self.props;
+        props.remove("RESPONSE");
+        Message {
+            direction: Direction::Response,
+            status: Some(status),
+            headers,
+            props,
+            axis2,
+            to: None,
+            body: Body::Stream,
+            is_fault: false,
+            ..self
+        }
+    }
+
+    pub fn message_id(&mut self) -> &str {
+        self.message_id.get_or_insert_with(|| {
+            format!("urn:uuid:sluice-{:016x}-{:x}", std::process::id(), MESSAGE_IDS.fetch_add(1, Ordering::Relaxed))
+        })
+    }
+
+    /// `RESPONSE=true` was set: `send` without an endpoint answers the client.
+    pub fn is_response(&self) -> bool {
+        self.direction == Direction::Response || self.props.is_true("RESPONSE")
+    }
+
+    pub fn soap_action(&self) -> Option<&str> {
+        if let Some(a) = self.headers.get("soapaction").and_then(|v| v.to_str().ok()) {
+            return Some(a.trim_matches('"'));
+        }
+        // SOAP 1.2 carries the action as a Content-Type parameter.
+        let ct = self.headers.get(http::header::CONTENT_TYPE)?.to_str().ok()?;
+        ct.split(';').map(str::trim).find_map(|p| p.strip_prefix("action=")).map(|a| a.trim_matches('"'))
+    }
+
+    /// Replaces the body with a message made here, with its content type.
+    pub fn set_body(&mut self, body: Bytes, content_type: &'static str) {
+        self.body = Body::Bytes(body);
+        self.headers.insert(http::header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        self.headers.remove(http::header::CONTENT_LENGTH);
+    }
+
+    pub fn set_header(&mut self, name: HeaderName, value: &str) -> Result<(), crate::Error> {
+        let v = HeaderValue::from_str(value).map_err(|e| {
+            crate::Error::new(crate::ErrorKind::Mediation, format!("invalid value for header {name}")).with_source(e)
+        })?;
+        self.headers.insert(name, v);
+        Ok(())
+    }
+}
+
+/// SOAP version from the Content-Type: `application/soap+xml` is 1.2, `text/xml` 1.1, anything else POX.
+pub fn soap_version(headers: &HeaderMap) -> FaultVersion {
+    let ct = headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let mime = ct.split(';').next().unwrap_or("").trim();
+    if mime.eq_ignore_ascii_case("application/soap+xml") {
+        FaultVersion::Soap12
+    } else if mime.eq_ignore_ascii_case("text/xml") {
+        FaultVersion::Soap11
+    } else {
+        FaultVersion::Pox
+    }
+}
+
+impl Env for Message {
+    fn property(&self, scope: PropScope, name: &str) -> Option<Cow<'_, str>> {
+        match scope {
+            PropScope::Default | PropScope::Operation => {
+                if let Some(v) = self.props.get(name) {
+                    return Some(Cow::Borrowed(v));
+                }
+                match name {
+                    "To" => self.to.as_deref().map(Cow::Borrowed),
+                    "Action" => self.soap_action().map(Cow::Borrowed),
+                    "MessageID" => self.message_id.as_deref().map(Cow::Borrowed),
+                    "SYSTEM_TIME" => Some(Cow::Owned(
+                        std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map(|d| d.as_millis().to_string())
+                            .unwrap_or_default(),
+                    )),
+                    "PROXY_NAME" => Some(Cow::Borrowed(&self.service)),
+                    _ => None,
+                }
+            }
+            PropScope::Transport => self.headers.get(name).and_then(|v| v.to_str().ok()).map(Cow::Borrowed),
+            PropScope::Axis2 => {
+                if let Some(v) = self.axis2.get(name) {
+                    return Some(Cow::Borrowed(v));
+                }
+                match name {
+                    "HTTP_SC" => self.status.map(|s| Cow::Owned(s.as_u16().to_string())),
+                    "HTTP_METHOD" => Some(Cow::Borrowed(self.method.as_str())),
+                    "REST_URL_POSTFIX" => None,
+                    _ => None,
+                }
+            }
+            PropScope::System => std::env::var(name).ok().map(Cow::Owned),
+        }
+    }
+
+    fn url_param(&self, name: &str) -> Option<Cow<'_, str>> {
+        let q = self.path_and_query.split_once('?')?.1;
+        q.split('&').find_map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            (k == name).then(|| Cow::Borrowed(v))
+        })
+    }
+}

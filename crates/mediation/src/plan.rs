@@ -1,0 +1,790 @@
+//! The executable plan: the configuration compiled once at load. Expressions and regexes are compiled,
+//! keys resolved, values checked; what each flow needs of the body is decided here.
+
+use crate::fault::{self, Detail, FaultParts};
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue, Uri};
+use sluice_config::{self as cfg, Diagnostics, FaultVersion, Location, Severity};
+use sluice_expr::{BodyNeed, Expr, ExprErrorKind, FullRegex};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Everything deployed, immutable once built; shared by all requests.
+#[derive(Debug, Default)]
+pub struct Plan {
+    pub proxies: HashMap<String, Arc<ProxyPlan>>,
+    /// Proxies found but not deployed, with the reason (for the 404 page and the start-up report).
+    pub not_deployed: Vec<(String, String)>,
+}
+
+#[derive(Debug)]
+pub struct ProxyPlan {
+    pub name: Arc<str>,
+    pub loc: Location,
+    pub started: bool,
+    pub in_seq: Arc<SeqPlan>,
+    pub out_seq: Option<Arc<SeqPlan>>,
+    pub fault_seq: Option<Arc<SeqPlan>>,
+    pub target: Option<Arc<EndpointPlan>>,
+    pub wsdl: Option<WsdlPlan>,
+}
+
+impl ProxyPlan {
+    /// Whether the request path must read the body (anything in the in-sequence or, after an error, the
+    /// fault sequence). Decided at load.
+    pub fn request_body_need(&self) -> BodyNeed {
+        self.in_seq.body_need
+    }
+    pub fn response_body_need(&self) -> BodyNeed {
+        self.out_seq.as_ref().map_or(BodyNeed::None, |s| s.body_need)
+    }
+}
+
+/// A WSDL with its `soap:address` locations cut out: `parts` joined by the service URL.
+#[derive(Debug, Clone)]
+pub struct WsdlPlan {
+    pub parts: Vec<String>,
+}
+
+impl WsdlPlan {
+    pub fn render(&self, service_url: &str) -> String {
+        self.parts.join(service_url)
+    }
+}
+
+#[derive(Debug)]
+pub struct SeqPlan {
+    pub name: Option<String>,
+    pub steps: Vec<Step>,
+    pub body_need: BodyNeed,
+}
+
+#[derive(Debug)]
+pub struct EndpointPlan {
+    /// The name, or `anonymous endpoint at file:line`.
+    pub name: String,
+    pub uri: Uri,
+    /// The Host header for this endpoint.
+    pub host: HeaderValue,
+    pub timeout: Option<Duration>,
+    pub timeout_action: cfg::TimeoutAction,
+    pub suspend_on_failure: cfg::SuspendOnFailure,
+    pub mark_for_suspension: cfg::MarkForSuspension,
+}
+
+impl EndpointPlan {
+    pub fn describe(&self) -> String {
+        format!("endpoint {} ({})", self.name, self.uri)
+    }
+}
+
+#[derive(Debug)]
+pub enum Value {
+    Literal(String),
+    Expr(Expr),
+}
+
+impl Value {
+    fn body_need(&self) -> BodyNeed {
+        match self {
+            Value::Literal(_) => BodyNeed::None,
+            Value::Expr(e) => e.body_need(),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub enum Step {
+    Send(Option<Arc<EndpointPlan>>),
+    Respond,
+    Drop,
+    Log(LogPlan),
+    SetProperty { scope: cfg::Scope, name: String, ty: cfg::PropertyType, value: Value },
+    RemoveProperty { scope: cfg::Scope, name: String },
+    SetHeader { name: HeaderName, value: Value },
+    RemoveHeader(HeaderName),
+    SetTo(Value),
+    RemoveTo,
+    Filter { cond: Cond, then: Vec<Step>, otherwise: Vec<Step> },
+    Switch { source: Expr, cases: Vec<(FullRegex, Vec<Step>)>, default: Vec<Step> },
+    Call(Arc<SeqPlan>),
+    MakeFault(FaultPlan),
+}
+
+#[derive(Debug)]
+pub enum Cond {
+    Regex { source: Expr, regex: FullRegex },
+}
+
+#[derive(Debug)]
+pub struct LogPlan {
+    pub level: cfg::LogLevel,
+    pub category: cfg::LogCategory,
+    pub separator: String,
+    pub properties: Vec<(String, Value)>,
+}
+
+#[derive(Debug)]
+pub struct FaultPlan {
+    pub version: FaultVersion,
+    pub response: bool,
+    /// The whole fault when nothing in it is computed per message.
+    pub fixed: Option<Bytes>,
+    pub code: Option<(String, String)>,
+    pub reason: Value,
+    pub role: Option<String>,
+    pub node: Option<String>,
+    pub detail: Option<DetailPlan>,
+}
+
+#[derive(Debug)]
+pub enum DetailPlan {
+    Value(Value),
+    Xml(String),
+}
+
+impl FaultPlan {
+    pub fn render(&self, reason: &str, detail: Option<&str>) -> Bytes {
+        let detail = match (&self.detail, detail) {
+            (Some(DetailPlan::Xml(x)), _) => Some(Detail::Xml(x)),
+            (Some(DetailPlan::Value(_)), Some(d)) => Some(Detail::Text(d)),
+            _ => None,
+        };
+        fault::build(
+            self.version,
+            &FaultParts {
+                code: self.code.as_ref().map(|(a, b)| (a.as_str(), b.as_str())),
+                reason,
+                role: self.role.as_deref(),
+                node: self.node.as_deref(),
+                detail,
+            },
+        )
+    }
+}
+
+/// Options of the compile step that do not come from the files.
+#[derive(Debug, Default, Clone)]
+pub struct CompileOptions {
+    /// Named endpoint -> replacement address URI (`--endpoint NAME=URI`).
+    pub endpoint_overrides: HashMap<String, String>,
+}
+
+/// Compiles the model into a plan. Artifacts with errors or unsupported features are left out and reported.
+pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnostics) -> Plan {
+    let mut c = Compiler {
+        opts,
+        diags,
+        sequences: config.sequences.iter().map(|s| (s.name.as_str(), s)).collect(),
+        endpoints: config.endpoints.iter().filter_map(|e| e.name.as_deref().map(|n| (n, e))).collect(),
+        local_entries: config.local_entries.iter().map(|l| (l.key.as_str(), l)).collect(),
+        seq_cache: HashMap::new(),
+        ep_cache: HashMap::new(),
+        in_progress: HashSet::new(),
+        artifact: String::new(),
+        failed: false,
+    };
+    for name in opts.endpoint_overrides.keys() {
+        if !c.endpoints.contains_key(name.as_str()) {
+            let loc = Location { file: "--endpoint".into(), line: 0, col: 0 };
+            c.diags.push(Severity::Error, loc, "", format!("--endpoint {name}=...: no endpoint named '{name}' is loaded"), None);
+        }
+    }
+    // Named sequences and endpoints are compiled on first use and also on their own, so that errors in
+    // unused ones are reported too.
+    for s in &config.sequences {
+        c.named_sequence(&s.name, None);
+    }
+    for e in &config.endpoints {
+        if let Some(n) = &e.name {
+            c.named_endpoint(n, None);
+        }
+    }
+    let mut plan = Plan::default();
+    for p in &config.proxies {
+        match c.proxy(p) {
+            Ok(pp) => {
+                plan.proxies.insert(p.name.clone(), Arc::new(pp));
+            }
+            Err(reason) => plan.not_deployed.push((p.name.clone(), reason)),
+        }
+    }
+    plan
+}
+
+type Failure = String;
+
+struct Compiler<'a> {
+    opts: &'a CompileOptions,
+    diags: &'a mut Diagnostics,
+    sequences: HashMap<&'a str, &'a cfg::NamedSequence>,
+    endpoints: HashMap<&'a str, &'a cfg::Endpoint>,
+    local_entries: HashMap<&'a str, &'a cfg::LocalEntry>,
+    seq_cache: HashMap<String, Result<Arc<SeqPlan>, Failure>>,
+    ep_cache: HashMap<String, Result<Arc<EndpointPlan>, Failure>>,
+    in_progress: HashSet<String>,
+    /// The artifact being compiled, for diagnostics.
+    artifact: String,
+    /// Set when the current artifact cannot be deployed.
+    failed: bool,
+}
+
+impl<'a> Compiler<'a> {
+    fn report(&mut self, sev: Severity, loc: &Location, element: &str, msg: impl Into<String>) {
+        if sev >= Severity::Unsupported {
+            self.failed = true;
+        }
+        let artifact = if self.artifact.is_empty() { None } else { Some(self.artifact.as_str()) };
+        let artifact = artifact.map(str::to_owned);
+        self.diags.push(sev, loc.clone(), element, msg, artifact.as_deref());
+    }
+
+    /// Runs `f` as the compile of a separate artifact, restoring the current one's state afterwards.
+    fn nested<T>(&mut self, artifact: String, f: impl FnOnce(&mut Self) -> T) -> (T, bool) {
+        let saved = (std::mem::replace(&mut self.artifact, artifact), std::mem::replace(&mut self.failed, false));
+        let r = f(self);
+        let failed = self.failed;
+        (self.artifact, self.failed) = saved;
+        (r, failed)
+    }
+
+    fn proxy(&mut self, p: &cfg::Proxy) -> Result<ProxyPlan, Failure> {
+        let (r, failed) = self.nested(format!("proxy {}", p.name), |c| c.proxy_inner(p));
+        match r {
+            Some(pp) if !failed => Ok(pp),
+            _ => Err(format!("proxy {} has errors or unsupported features (see above)", p.name)),
+        }
+    }
+
+    fn proxy_inner(&mut self, p: &cfg::Proxy) -> Option<ProxyPlan> {
+        if let Some(loc) = &p.security {
+            self.report(Severity::Unsupported, loc, "enableSec", "WS-Security (enableSec / policy) is not supported yet");
+        }
+        if !p.transports.iter().any(|t| t == "http") {
+            self.report(Severity::Unsupported, &p.loc, "proxy", format!("transports '{}': only http is served yet", p.transports.join(" ")));
+        } else if p.transports.iter().any(|t| t == "https") {
+            self.report(Severity::Note, &p.loc, "proxy", "https is not served yet (no TLS); the proxy is served on http");
+        }
+        let t = &p.target;
+        let in_seq = match &t.in_sequence {
+            Some(s) => self.sequence_ref(s, "inSequence"),
+            None => Some(Arc::new(SeqPlan { name: None, steps: Vec::new(), body_need: BodyNeed::None })),
+        };
+        let out_seq = t.out_sequence.as_ref().map(|s| self.sequence_ref(s, "outSequence"));
+        let fault_seq = match &t.fault_sequence {
+            Some(s) => Some(self.sequence_ref(s, "faultSequence")),
+            // Synapse's default: the sequence named "fault", when there is one.
+            None if self.sequences.contains_key("fault") => Some(self.named_sequence("fault", Some(&p.loc))),
+            None => None,
+        };
+        let target = t.endpoint.as_ref().map(|e| self.endpoint_ref(e));
+        let wsdl = p.publish_wsdl.as_ref().and_then(|w| self.wsdl(w));
+        Some(ProxyPlan {
+            name: p.name.as_str().into(),
+            loc: p.loc.clone(),
+            started: p.start_on_load,
+            in_seq: in_seq?,
+            out_seq: out_seq.flatten(),
+            fault_seq: fault_seq.flatten(),
+            target: target.flatten(),
+            wsdl,
+        })
+    }
+
+    fn wsdl(&mut self, w: &cfg::PublishWsdl) -> Option<WsdlPlan> {
+        let text = match &w.source {
+            cfg::WsdlSource::Inline(t) => t.clone(),
+            cfg::WsdlSource::Uri(u) => {
+                self.report(Severity::Warning, &w.loc, "publishWSDL", format!("WSDL from '{u}' is not fetched (no network at load); ?wsdl will answer 404"));
+                return None;
+            }
+            cfg::WsdlSource::Key(k) => match self.local_entries.get(k.as_str()).map(|l| &l.value) {
+                Some(cfg::LocalEntryValue::Xml { text, .. }) => text.clone(),
+                Some(_) => {
+                    self.report(Severity::Warning, &w.loc, "publishWSDL", format!("local entry '{k}' is not inline XML; ?wsdl will answer 404"));
+                    return None;
+                }
+                None => {
+                    self.report(Severity::Error, &w.loc, "publishWSDL", format!("no local entry '{k}' for publishWSDL"));
+                    return None;
+                }
+            },
+        };
+        Some(wsdl_template(&text))
+    }
+
+    fn sequence_ref(&mut self, s: &cfg::SequenceRef, what: &str) -> Option<Arc<SeqPlan>> {
+        match s {
+            cfg::SequenceRef::Key { key, loc } => {
+                let _ = what;
+                self.named_sequence(key, Some(loc))
+            }
+            cfg::SequenceRef::Inline(seq) => {
+                let steps = self.steps(&seq.mediators);
+                let body_need = need_of(&steps);
+                Some(Arc::new(SeqPlan { name: None, steps, body_need }))
+            }
+        }
+    }
+
+    /// A named sequence, compiled once. `from` is where it is referenced (None when compiled on its own).
+    fn named_sequence(&mut self, key: &str, from: Option<&Location>) -> Option<Arc<SeqPlan>> {
+        if let Some(r) = self.seq_cache.get(key) {
+            return self.dependency(r.clone(), "sequence", key, from);
+        }
+        let Some(seq) = self.sequences.get(key).copied() else {
+            if let Some(loc) = from {
+                self.report(Severity::Error, loc, "sequence", format!("no sequence named '{key}'"));
+            }
+            return None;
+        };
+        if !self.in_progress.insert(key.to_owned()) {
+            if let Some(loc) = from {
+                self.report(Severity::Error, loc, "sequence", format!("sequence '{key}' refers to itself (cycle)"));
+            }
+            return None;
+        }
+        let (steps, failed) = self.nested(format!("sequence {key}"), |c| c.steps(&seq.sequence.mediators));
+        self.in_progress.remove(key);
+        if seq.sequence.on_error.is_some() {
+            // Run-time mediation errors inside a sequence go to the proxy's fault sequence for now.
+            self.diags.push(Severity::Note, seq.sequence.loc.clone(), "sequence", "onError is not used yet: errors go to the proxy's fault sequence", Some(&format!("sequence {key}")));
+        }
+        let r = if failed {
+            Err(format!("sequence '{key}' is not deployed"))
+        } else {
+            let body_need = need_of(&steps);
+            Ok(Arc::new(SeqPlan { name: Some(key.to_owned()), steps, body_need }))
+        };
+        self.seq_cache.insert(key.to_owned(), r.clone());
+        self.dependency(r, "sequence", key, from)
+    }
+
+    fn dependency<T>(&mut self, r: Result<T, Failure>, kind: &str, key: &str, from: Option<&Location>) -> Option<T> {
+        match r {
+            Ok(v) => Some(v),
+            Err(reason) => {
+                if let Some(loc) = from {
+                    self.report(Severity::Unsupported, loc, kind, format!("depends on {kind} '{key}', which is not deployed ({reason})"));
+                }
+                None
+            }
+        }
+    }
+
+    fn endpoint_ref(&mut self, e: &cfg::EndpointRef) -> Option<Arc<EndpointPlan>> {
+        match e {
+            cfg::EndpointRef::Key { key, loc } => self.named_endpoint(key, Some(loc)),
+            cfg::EndpointRef::Inline(ep) => self.endpoint(ep, None).map(Arc::new),
+        }
+    }
+
+    fn named_endpoint(&mut self, key: &str, from: Option<&Location>) -> Option<Arc<EndpointPlan>> {
+        if let Some(r) = self.ep_cache.get(key) {
+            return self.dependency(r.clone(), "endpoint", key, from);
+        }
+        let Some(ep) = self.endpoints.get(key).copied() else {
+            if let Some(loc) = from {
+                self.report(Severity::Error, loc, "endpoint", format!("no endpoint named '{key}'"));
+            }
+            return None;
+        };
+        if !self.in_progress.insert(format!("endpoint:{key}")) {
+            if let Some(loc) = from {
+                self.report(Severity::Error, loc, "endpoint", format!("endpoint '{key}' refers to itself (cycle)"));
+            }
+            return None;
+        }
+        let override_uri = self.opts.endpoint_overrides.get(key).cloned();
+        let (plan, failed) = self.nested(format!("endpoint {key}"), |c| c.endpoint(ep, override_uri.as_deref()));
+        self.in_progress.remove(&format!("endpoint:{key}"));
+        let r = match plan {
+            Some(p) if !failed => Ok(Arc::new(p)),
+            _ => Err(format!("endpoint '{key}' is not deployed")),
+        };
+        self.ep_cache.insert(key.to_owned(), r.clone());
+        self.dependency(r, "endpoint", key, from)
+    }
+
+    fn endpoint(&mut self, ep: &cfg::Endpoint, override_uri: Option<&str>) -> Option<EndpointPlan> {
+        let name = ep.name.clone().unwrap_or_else(|| format!("anonymous endpoint at {}", ep.loc));
+        let a = match &ep.kind {
+            cfg::EndpointKind::Address(a) => a,
+            cfg::EndpointKind::Indirect(key) => {
+                let target = self.named_endpoint(key, Some(&ep.loc))?;
+                return Some(EndpointPlan {
+                    name,
+                    uri: target.uri.clone(),
+                    host: target.host.clone(),
+                    timeout: target.timeout,
+                    timeout_action: target.timeout_action,
+                    suspend_on_failure: target.suspend_on_failure.clone(),
+                    mark_for_suspension: target.mark_for_suspension.clone(),
+                });
+            }
+        };
+        let uri_text = override_uri.unwrap_or(&a.uri);
+        let uri: Uri = match uri_text.parse() {
+            Ok(u) => u,
+            Err(e) => {
+                self.report(Severity::Error, &a.uri_loc, "address", format!("invalid address uri '{uri_text}': {e}"));
+                return None;
+            }
+        };
+        match uri.scheme_str() {
+            Some("http") => {}
+            Some("https") => {
+                self.report(Severity::Unsupported, &a.uri_loc, "address", "https endpoints are not supported yet (no TLS)");
+                return None;
+            }
+            Some(other) => {
+                self.report(Severity::Unsupported, &a.uri_loc, "address", format!("'{other}:' endpoints are not supported; only http"));
+                return None;
+            }
+            None => {
+                self.report(Severity::Error, &a.uri_loc, "address", format!("address uri '{uri_text}' has no scheme"));
+                return None;
+            }
+        }
+        let Some(auth) = uri.authority() else {
+            self.report(Severity::Error, &a.uri_loc, "address", format!("address uri '{uri_text}' has no host"));
+            return None;
+        };
+        let host = HeaderValue::from_str(auth.as_str()).ok()?;
+        if let Some(f) = &a.format {
+            if !matches!(f.as_str(), "soap11" | "soap12" | "pox" | "leave-as-is") {
+                self.report(Severity::Unsupported, &a.uri_loc, "address", format!("format '{f}' is not supported yet (message conversion)"));
+            }
+        }
+        let (timeout, timeout_action) = match &a.timeout {
+            Some(t) => {
+                if t.duration_ms == Some(0) {
+                    self.report(Severity::Error, &t.loc, "timeout", "a timeout duration of 0 ms would fail every call");
+                }
+                (t.duration_ms.map(Duration::from_millis), t.action)
+            }
+            None => (None, cfg::TimeoutAction::Fault),
+        };
+        Some(EndpointPlan {
+            name,
+            uri,
+            host,
+            timeout,
+            timeout_action,
+            suspend_on_failure: a.suspend_on_failure.clone(),
+            mark_for_suspension: a.mark_for_suspension.clone(),
+        })
+    }
+
+    fn expr(&mut self, e: &cfg::ExprSrc, element: &str) -> Option<Expr> {
+        match Expr::compile(&e.text) {
+            Ok(x) => Some(x),
+            Err(err) => {
+                let sev = if err.kind == ExprErrorKind::Unsupported { Severity::Unsupported } else { Severity::Error };
+                self.report(sev, &e.loc, element, err.message);
+                None
+            }
+        }
+    }
+
+    fn value(&mut self, v: &cfg::ValueSrc, element: &str) -> Option<Value> {
+        match v {
+            cfg::ValueSrc::Literal(s) => Some(Value::Literal(s.clone())),
+            cfg::ValueSrc::Expr(e) => self.expr(e, element).map(Value::Expr),
+        }
+    }
+
+    fn regex(&mut self, pattern: &str, loc: &Location, element: &str) -> Option<FullRegex> {
+        match FullRegex::compile(pattern) {
+            Ok(r) => Some(r),
+            Err(err) => {
+                let sev = if err.kind == ExprErrorKind::Unsupported { Severity::Unsupported } else { Severity::Error };
+                self.report(sev, loc, element, err.message);
+                None
+            }
+        }
+    }
+
+    fn steps(&mut self, ms: &[cfg::Mediator]) -> Vec<Step> {
+        let mut out = Vec::with_capacity(ms.len());
+        for (i, m) in ms.iter().enumerate() {
+            if let Some(s) = self.step(m) {
+                let terminal = matches!(s, Step::Send(_) | Step::Respond | Step::Drop);
+                out.push(s);
+                if terminal && i + 1 < ms.len() {
+                    let next = &ms[i + 1];
+                    self.report(
+                        Severity::Warning,
+                        &next.loc,
+                        &next.element,
+                        format!("mediators after <{}> in the same sequence are never run", m.element),
+                    );
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    fn step(&mut self, m: &cfg::Mediator) -> Option<Step> {
+        let el = m.element.as_str();
+        Some(match &m.kind {
+            cfg::MediatorKind::Send { endpoint } => {
+                Step::Send(match endpoint {
+                    Some(e) => Some(self.endpoint_ref(e)?),
+                    None => None,
+                })
+            }
+            cfg::MediatorKind::Respond => Step::Respond,
+            cfg::MediatorKind::Drop => Step::Drop,
+            cfg::MediatorKind::Log(l) => {
+                let mut properties = Vec::new();
+                for (n, v) in &l.properties {
+                    properties.push((n.clone(), self.value(v, el)?));
+                }
+                Step::Log(LogPlan { level: l.level, category: l.category, separator: l.separator.clone(), properties })
+            }
+            cfg::MediatorKind::Property(p) => self.property(p, m)?,
+            cfg::MediatorKind::Header(h) => self.header(h, m)?,
+            cfg::MediatorKind::Filter(f) => {
+                let cond = match &f.cond {
+                    cfg::FilterCond::Regex { source, regex, regex_loc } => {
+                        let source = self.expr(source, el);
+                        let regex = self.regex(regex, regex_loc, el);
+                        Cond::Regex { source: source?, regex: regex? }
+                    }
+                    cfg::FilterCond::XPath(x) => {
+                        self.report(
+                            Severity::Unsupported,
+                            &x.loc,
+                            el,
+                            format!("filter xpath=\"{}\": boolean XPath conditions are not supported yet; use source+regex", x.text),
+                        );
+                        return None;
+                    }
+                };
+                let then = self.steps(&f.then.mediators);
+                let otherwise = f.otherwise.as_ref().map(|o| self.steps(&o.mediators)).unwrap_or_default();
+                Step::Filter { cond, then, otherwise }
+            }
+            cfg::MediatorKind::Switch(s) => {
+                let source = self.expr(&s.source, el);
+                let mut cases = Vec::new();
+                for c in &s.cases {
+                    let r = self.regex(&c.regex, &c.loc, "case");
+                    let steps = self.steps(&c.sequence.mediators);
+                    if let Some(r) = r {
+                        cases.push((r, steps));
+                    }
+                }
+                let default = s.default.as_ref().map(|d| self.steps(&d.mediators)).unwrap_or_default();
+                Step::Switch { source: source?, cases, default }
+            }
+            cfg::MediatorKind::SequenceRef { key } => Step::Call(self.named_sequence(key, Some(&m.loc))?),
+            cfg::MediatorKind::MakeFault(f) => Step::MakeFault(self.makefault(f, el)?),
+        })
+    }
+
+    fn property(&mut self, p: &cfg::Property, m: &cfg::Mediator) -> Option<Step> {
+        let el = m.element.as_str();
+        if p.scope == cfg::Scope::Transport {
+            let name = match HeaderName::from_bytes(p.name.as_bytes()) {
+                Ok(n) => n,
+                Err(_) => {
+                    self.report(Severity::Error, &m.loc, el, format!("'{}' is not a valid HTTP header name", p.name));
+                    return None;
+                }
+            };
+            return Some(match &p.action {
+                cfg::Action::Remove => Step::RemoveHeader(name),
+                cfg::Action::Set(v) => {
+                    let value = self.value(v, el)?;
+                    check_header_value(self, &value, &m.loc, el)?;
+                    Step::SetHeader { name, value }
+                }
+            });
+        }
+        if p.ty == cfg::PropertyType::Om {
+            self.report(Severity::Unsupported, &m.loc, el, "type OM needs XML messages; not supported yet");
+            return None;
+        }
+        Some(match &p.action {
+            cfg::Action::Remove => Step::RemoveProperty { scope: p.scope, name: p.name.clone() },
+            cfg::Action::Set(v) => {
+                let value = self.value(v, el)?;
+                if let Value::Literal(s) = &value {
+                    if let Err(e) = crate::exec::typed(p.ty, s) {
+                        self.report(Severity::Error, &m.loc, el, format!("property {}: {e}", p.name));
+                        return None;
+                    }
+                    if p.name == "HTTP_SC" && s.parse::<http::StatusCode>().is_err() {
+                        self.report(Severity::Error, &m.loc, el, format!("HTTP_SC '{s}' is not an HTTP status code"));
+                        return None;
+                    }
+                }
+                Step::SetProperty { scope: p.scope, name: p.name.clone(), ty: p.ty, value }
+            }
+        })
+    }
+
+    fn header(&mut self, h: &cfg::Header, m: &cfg::Mediator) -> Option<Step> {
+        let el = m.element.as_str();
+        match h.scope {
+            cfg::HeaderScope::Transport => {
+                let Ok(name) = HeaderName::from_bytes(h.name.as_bytes()) else {
+                    self.report(Severity::Error, &m.loc, el, format!("'{}' is not a valid HTTP header name", h.name));
+                    return None;
+                };
+                Some(match &h.action {
+                    cfg::Action::Remove => Step::RemoveHeader(name),
+                    cfg::Action::Set(v) => {
+                        let value = self.value(v, el)?;
+                        check_header_value(self, &value, &m.loc, el)?;
+                        Step::SetHeader { name, value }
+                    }
+                })
+            }
+            cfg::HeaderScope::Default => {
+                if h.namespace.is_none() && h.name == "To" {
+                    return Some(match &h.action {
+                        cfg::Action::Remove => Step::RemoveTo,
+                        cfg::Action::Set(v) => Step::SetTo(self.value(v, el)?),
+                    });
+                }
+                if h.namespace.is_none() && matches!(h.name.as_str(), "From" | "Action" | "ReplyTo" | "FaultTo" | "MessageID" | "RelatesTo") {
+                    self.report(Severity::Unsupported, &m.loc, el, format!("the WS-Addressing header '{}' is not supported yet (only To)", h.name));
+                } else {
+                    self.report(Severity::Unsupported, &m.loc, el, format!("SOAP header '{}': changing SOAP headers needs content-aware mediation; not supported yet", h.name));
+                }
+                None
+            }
+        }
+    }
+
+    fn makefault(&mut self, f: &cfg::MakeFault, el: &str) -> Option<FaultPlan> {
+        let reason = match &f.reason {
+            Some(v) => self.value(v, el)?,
+            None => Value::Literal(String::new()),
+        };
+        let detail = match &f.detail {
+            None => None,
+            Some(cfg::FaultDetail::Xml(x)) => Some(DetailPlan::Xml(x.clone())),
+            Some(cfg::FaultDetail::Value(v)) => Some(DetailPlan::Value(self.value(v, el)?)),
+        };
+        let mut plan = FaultPlan {
+            version: f.version,
+            response: f.response,
+            fixed: None,
+            code: f.code.clone(),
+            reason,
+            role: f.role.clone(),
+            node: f.node.clone(),
+            detail,
+        };
+        let detail_literal = match &plan.detail {
+            None | Some(DetailPlan::Xml(_)) => Some(None),
+            Some(DetailPlan::Value(Value::Literal(d))) => Some(Some(d.as_str())),
+            Some(DetailPlan::Value(Value::Expr(_))) => None,
+        };
+        if let (Value::Literal(r), Some(d)) = (&plan.reason, detail_literal) {
+            plan.fixed = Some(plan.render(r, d));
+        }
+        Some(plan)
+    }
+}
+
+fn check_header_value(c: &mut Compiler, v: &Value, loc: &Location, el: &str) -> Option<()> {
+    if let Value::Literal(s) = v {
+        if HeaderValue::from_str(s).is_err() {
+            c.report(Severity::Error, loc, el, format!("'{s}' is not a valid HTTP header value"));
+            return None;
+        }
+    }
+    Some(())
+}
+
+fn need_of(steps: &[Step]) -> BodyNeed {
+    let mut need = BodyNeed::None;
+    for s in steps {
+        let n = match s {
+            Step::Log(l) => {
+                let mut n = if l.level == cfg::LogLevel::Full { BodyNeed::Full } else { BodyNeed::None };
+                for (_, v) in &l.properties {
+                    n = n.max(v.body_need());
+                }
+                n
+            }
+            Step::SetProperty { value, .. } | Step::SetHeader { value, .. } | Step::SetTo(value) => value.body_need(),
+            Step::Filter { cond: Cond::Regex { source, .. }, then, otherwise } => {
+                source.body_need().max(need_of(then)).max(need_of(otherwise))
+            }
+            Step::Switch { source, cases, default } => {
+                let mut n = source.body_need().max(need_of(default));
+                for (_, s) in cases {
+                    n = n.max(need_of(s));
+                }
+                n
+            }
+            Step::Call(seq) => seq.body_need,
+            Step::MakeFault(f) => f.reason.body_need(),
+            Step::Send(_) | Step::Respond | Step::Drop | Step::RemoveProperty { .. } | Step::RemoveHeader(_) | Step::RemoveTo => BodyNeed::None,
+        };
+        need = need.max(n);
+    }
+    need
+}
+
+/// Splits a WSDL at its `location` attributes of `soap:address` / `soap12:address` elements.
+fn wsdl_template(text: &str) -> WsdlPlan {
+    let mut parts = Vec::new();
+    let Ok(doc) = roxmltree_like::addresses(text) else {
+        return WsdlPlan { parts: vec![text.to_owned()] };
+    };
+    let mut last = 0;
+    for (start, end) in doc {
+        parts.push(text[last..start].to_owned());
+        last = end;
+    }
+    parts.push(text[last..].to_owned());
+    WsdlPlan { parts }
+}
+
+/// Finds the byte ranges of the values of `location` attributes on `*:address` elements. The WSDL was
+/// already parsed once by the config loader; this is a small scan over well-formed text.
+mod roxmltree_like {
+    pub fn addresses(text: &str) -> Result<Vec<(usize, usize)>, ()> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while let Some(p) = text[i..].find('<') {
+            let start = i + p;
+            let end = text[start..].find('>').map(|e| start + e).ok_or(())?;
+            let tag = &text[start + 1..end];
+            let name = tag.split(|c: char| c.is_whitespace() || c == '/').next().unwrap_or("");
+            if name == "address" || name.ends_with(":address") {
+                if let Some(a) = tag.find("location=") {
+                    let q_at = start + 1 + a + "location=".len();
+                    let q = text.as_bytes()[q_at];
+                    if q == b'"' || q == b'\'' {
+                        let vstart = q_at + 1;
+                        let vend = text[vstart..].find(q as char).map(|e| vstart + e).ok_or(())?;
+                        out.push((vstart, vend));
+                    }
+                }
+            }
+            i = end + 1;
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wsdl_locations_are_cut_out() {
+        let w = wsdl_template("<d><soap:address location=\"http://x:1/EchoProxy\"/><soap12:address location='y'/></d>");
+        assert_eq!(w.render("U"), "<d><soap:address location=\"U\"/><soap12:address location='U'/></d>");
+    }
+}
