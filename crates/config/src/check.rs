@@ -5,7 +5,11 @@ use crate::model::Config;
 use std::collections::HashMap;
 
 pub(crate) fn check_duplicates(cfg: &Config, diags: &mut Diagnostics) {
-    fn dup<'a>(kind: &str, items: impl Iterator<Item = (&'a str, &'a Location)>, diags: &mut Diagnostics) {
+    fn dup<'a>(
+        kind: &str,
+        items: impl Iterator<Item = (&'a str, &'a Location)>,
+        diags: &mut Diagnostics,
+    ) {
         let mut seen: HashMap<&str, &Location> = HashMap::new();
         for (name, loc) in items {
             if let Some(first) = seen.get(name) {
@@ -21,8 +25,28 @@ pub(crate) fn check_duplicates(cfg: &Config, diags: &mut Diagnostics) {
             }
         }
     }
-    dup("proxy", cfg.proxies.iter().map(|p| (p.name.as_str(), &p.loc)), diags);
-    dup("sequence", cfg.sequences.iter().map(|s| (s.name.as_str(), &s.sequence.loc)), diags);
-    dup("endpoint", cfg.endpoints.iter().filter_map(|e| e.name.as_deref().map(|n| (n, &e.loc))), diags);
-    dup("localEntry", cfg.local_entries.iter().map(|l| (l.key.as_str(), &l.loc)), diags);
+    dup(
+        "proxy",
+        cfg.proxies.iter().map(|p| (p.name.as_str(), &p.loc)),
+        diags,
+    );
+    dup(
+        "sequence",
+        cfg.sequences
+            .iter()
+            .map(|s| (s.name.as_str(), &s.sequence.loc)),
+        diags,
+    );
+    dup(
+        "endpoint",
+        cfg.endpoints
+            .iter()
+            .filter_map(|e| e.name.as_deref().map(|n| (n, &e.loc))),
+        diags,
+    );
+    dup(
+        "localEntry",
+        cfg.local_entries.iter().map(|l| (l.key.as_str(), &l.loc)),
+        diags,
+    );
 }

@@ -14,7 +14,11 @@ pub struct Location {
 
 impl Location {
     pub fn file_only(file: &Arc<str>) -> Self {
-        Location { file: file.clone(), line: 0, col: 0 }
+        Location {
+            file: file.clone(),
+            line: 0,
+            col: 0,
+        }
     }
 }
 
@@ -116,7 +120,11 @@ impl Diagnostics {
     /// Sorted by file, line, column, for stable output.
     pub fn sorted(&self) -> Vec<&Diagnostic> {
         let mut v: Vec<&Diagnostic> = self.items.iter().collect();
-        v.sort_by(|a, b| a.location.cmp(&b.location).then(b.severity.cmp(&a.severity)));
+        v.sort_by(|a, b| {
+            a.location
+                .cmp(&b.location)
+                .then(b.severity.cmp(&a.severity))
+        });
         v
     }
 }

@@ -18,7 +18,13 @@ pub fn load_path(path: &Path) -> (Config, Diagnostics) {
     let mut diags = Diagnostics::default();
     let display: Arc<str> = path.display().to_string().into();
     match std::fs::metadata(path) {
-        Err(e) => diags.push(Severity::Error, Location::file_only(&display), "", format!("cannot read: {e}"), None),
+        Err(e) => diags.push(
+            Severity::Error,
+            Location::file_only(&display),
+            "",
+            format!("cannot read: {e}"),
+            None,
+        ),
         Ok(m) if m.is_dir() => load_dir(path, &mut cfg, &mut diags),
         Ok(_) => load_file(path, &mut cfg, &mut diags),
     }
@@ -40,7 +46,9 @@ fn read_limited(path: &Path) -> std::io::Result<Vec<u8>> {
     let mut buf = Vec::new();
     f.take(MAX_FILE_BYTES + 1).read_to_end(&mut buf)?;
     if buf.len() as u64 > MAX_FILE_BYTES {
-        return Err(std::io::Error::other(format!("larger than {MAX_FILE_BYTES} bytes")));
+        return Err(std::io::Error::other(format!(
+            "larger than {MAX_FILE_BYTES} bytes"
+        )));
     }
     Ok(buf)
 }
@@ -50,24 +58,51 @@ fn load_file(path: &Path, cfg: &mut Config, diags: &mut Diagnostics) {
     let bytes = match read_limited(path) {
         Ok(b) => b,
         Err(e) => {
-            diags.push(Severity::Error, Location::file_only(&display), "", format!("cannot read: {e}"), None);
+            diags.push(
+                Severity::Error,
+                Location::file_only(&display),
+                "",
+                format!("cannot read: {e}"),
+                None,
+            );
             return;
         }
     };
-    if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("car")) {
+    if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("car"))
+    {
         match unzip(&bytes) {
             Ok(tree) => load_car(&display, &tree, cfg, diags),
-            Err(e) => diags.push(Severity::Error, Location::file_only(&display), "", format!("not a readable .car (zip) file: {e}"), None),
+            Err(e) => diags.push(
+                Severity::Error,
+                Location::file_only(&display),
+                "",
+                format!("not a readable .car (zip) file: {e}"),
+                None,
+            ),
         }
         return;
     }
     parse_bytes(display, &bytes, Expect::Any, cfg, diags);
 }
 
-fn parse_bytes(display: Arc<str>, bytes: &[u8], expect: Expect, cfg: &mut Config, diags: &mut Diagnostics) {
+fn parse_bytes(
+    display: Arc<str>,
+    bytes: &[u8],
+    expect: Expect,
+    cfg: &mut Config,
+    diags: &mut Diagnostics,
+) {
     match std::str::from_utf8(bytes) {
         Ok(text) => parse_text(display, text, expect, cfg, diags),
-        Err(e) => diags.push(Severity::Error, Location::file_only(&display), "", format!("not UTF-8 text: {e}"), None),
+        Err(e) => diags.push(
+            Severity::Error,
+            Location::file_only(&display),
+            "",
+            format!("not UTF-8 text: {e}"),
+            None,
+        ),
     }
 }
 
@@ -83,7 +118,13 @@ fn load_dir(dir: &Path, cfg: &mut Config, diags: &mut Diagnostics) {
         Ok(rd) => rd.filter_map(Result::ok).map(|e| e.path()).collect(),
         Err(e) => {
             let display: Arc<str> = dir.display().to_string().into();
-            diags.push(Severity::Error, Location::file_only(&display), "", format!("cannot list: {e}"), None);
+            diags.push(
+                Severity::Error,
+                Location::file_only(&display),
+                "",
+                format!("cannot list: {e}"),
+                None,
+            );
             return;
         }
     };
@@ -91,7 +132,10 @@ fn load_dir(dir: &Path, cfg: &mut Config, diags: &mut Diagnostics) {
     for p in entries {
         if p.is_dir() {
             load_dir(&p, cfg, diags);
-        } else if p.extension().is_some_and(|e| e.eq_ignore_ascii_case("xml") || e.eq_ignore_ascii_case("car")) {
+        } else if p
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("xml") || e.eq_ignore_ascii_case("car"))
+        {
             load_file(&p, cfg, diags);
         }
     }
@@ -101,21 +145,33 @@ fn load_dir(dir: &Path, cfg: &mut Config, diags: &mut Diagnostics) {
 type Tree = BTreeMap<String, Arc<[u8]>>;
 
 fn read_tree(root: &Path, dir: &Path, tree: &mut Tree, diags: &mut Diagnostics) {
-    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
     for e in rd.filter_map(Result::ok) {
         let p = e.path();
         if p.is_dir() {
             read_tree(root, &p, tree, diags);
             continue;
         }
-        let rel = p.strip_prefix(root).unwrap_or(&p).to_string_lossy().replace('\\', "/");
+        let rel = p
+            .strip_prefix(root)
+            .unwrap_or(&p)
+            .to_string_lossy()
+            .replace('\\', "/");
         match read_limited(&p) {
             Ok(b) => {
                 tree.insert(rel, b.into());
             }
             Err(e) => {
                 let display: Arc<str> = p.display().to_string().into();
-                diags.push(Severity::Error, Location::file_only(&display), "", format!("cannot read: {e}"), None);
+                diags.push(
+                    Severity::Error,
+                    Location::file_only(&display),
+                    "",
+                    format!("cannot read: {e}"),
+                    None,
+                );
             }
         }
     }
@@ -129,12 +185,21 @@ fn unzip(bytes: &[u8]) -> Result<Tree, String> {
         if f.is_dir() {
             continue;
         }
-        let name = f.name().map_err(|e| e.to_string())?.trim_start_matches('/').to_owned();
+        let name = f
+            .name()
+            .map_err(|e| e.to_string())?
+            .trim_start_matches('/')
+            .to_owned();
         if f.size() > MAX_FILE_BYTES {
-            return Err(format!("entry {name} is larger than {MAX_FILE_BYTES} bytes"));
+            return Err(format!(
+                "entry {name} is larger than {MAX_FILE_BYTES} bytes"
+            ));
         }
         let mut buf = Vec::with_capacity(f.size() as usize);
-        (&mut f).take(MAX_FILE_BYTES).read_to_end(&mut buf).map_err(|e| e.to_string())?;
+        (&mut f)
+            .take(MAX_FILE_BYTES)
+            .read_to_end(&mut buf)
+            .map_err(|e| e.to_string())?;
         tree.insert(name, buf.into());
     }
     Ok(tree)
@@ -145,7 +210,13 @@ fn descriptor(display: &Arc<str>, bytes: &[u8], diags: &mut Diagnostics) -> Opti
     match std::str::from_utf8(bytes) {
         Ok(t) => Some(t.to_owned()),
         Err(e) => {
-            diags.push(Severity::Error, Location::file_only(display), "", format!("not UTF-8 text: {e}"), None);
+            diags.push(
+                Severity::Error,
+                Location::file_only(display),
+                "",
+                format!("not UTF-8 text: {e}"),
+                None,
+            );
             None
         }
     }
@@ -153,7 +224,11 @@ fn descriptor(display: &Arc<str>, bytes: &[u8], diags: &mut Diagnostics) -> Opti
 
 fn xml_loc(display: &Arc<str>, doc: &roxmltree::Document, n: roxmltree::Node) -> Location {
     let pos = doc.text_pos_at(n.range().start);
-    Location { file: display.clone(), line: pos.row, col: pos.col }
+    Location {
+        file: display.clone(),
+        line: pos.row,
+        col: pos.col,
+    }
 }
 
 /// A Carbon Application: `artifacts.xml` lists dependencies; each `<dir>/artifact.xml` says the type and
@@ -161,38 +236,79 @@ fn xml_loc(display: &Arc<str>, doc: &roxmltree::Document, n: roxmltree::Node) ->
 fn load_car(root: &Arc<str>, tree: &Tree, cfg: &mut Config, diags: &mut Diagnostics) {
     let disp = |rel: &str| -> Arc<str> { format!("{root}/{rel}").into() };
     let Some(top) = tree.get("artifacts.xml") else {
-        diags.push(Severity::Error, Location::file_only(root), "", "Carbon Application without artifacts.xml", None);
+        diags.push(
+            Severity::Error,
+            Location::file_only(root),
+            "",
+            "Carbon Application without artifacts.xml",
+            None,
+        );
         return;
     };
     let top_disp = disp("artifacts.xml");
-    let Some(top_text) = descriptor(&top_disp, top, diags) else { return };
+    let Some(top_text) = descriptor(&top_disp, top, diags) else {
+        return;
+    };
     let top_doc = match roxmltree::Document::parse(&top_text) {
         Ok(d) => d,
         Err(e) => {
             let p = e.pos();
-            diags.push(Severity::Error, Location { file: top_disp, line: p.row, col: p.col }, "", format!("malformed XML: {e}"), None);
+            diags.push(
+                Severity::Error,
+                Location {
+                    file: top_disp,
+                    line: p.row,
+                    col: p.col,
+                },
+                "",
+                format!("malformed XML: {e}"),
+                None,
+            );
             return;
         }
     };
     // (name, version) -> location of the dependency line.
     let mut wanted: BTreeMap<(String, String), Location> = BTreeMap::new();
-    for d in top_doc.descendants().filter(|n| n.has_tag_name("dependency")) {
+    for d in top_doc
+        .descendants()
+        .filter(|n| n.has_tag_name("dependency"))
+    {
         if d.attribute("include") == Some("false") {
             continue;
         }
-        let (Some(a), Some(v)) = (d.attribute("artifact"), d.attribute("version")) else { continue };
-        wanted.insert((a.to_owned(), v.to_owned()), xml_loc(&top_disp, &top_doc, d));
+        let (Some(a), Some(v)) = (d.attribute("artifact"), d.attribute("version")) else {
+            continue;
+        };
+        wanted.insert(
+            (a.to_owned(), v.to_owned()),
+            xml_loc(&top_disp, &top_doc, d),
+        );
     }
     // Each artifact.xml one level down.
-    for (rel, bytes) in tree.iter().filter(|(k, _)| k.ends_with("/artifact.xml") && k.matches('/').count() == 1) {
+    for (rel, bytes) in tree
+        .iter()
+        .filter(|(k, _)| k.ends_with("/artifact.xml") && k.matches('/').count() == 1)
+    {
         let dir = &rel[..rel.len() - "/artifact.xml".len()];
         let adisp = disp(rel);
-        let Some(text) = descriptor(&adisp, bytes, diags) else { continue };
+        let Some(text) = descriptor(&adisp, bytes, diags) else {
+            continue;
+        };
         let doc = match roxmltree::Document::parse(&text) {
             Ok(d) => d,
             Err(e) => {
                 let p = e.pos();
-                diags.push(Severity::Error, Location { file: adisp, line: p.row, col: p.col }, "", format!("malformed XML: {e}"), None);
+                diags.push(
+                    Severity::Error,
+                    Location {
+                        file: adisp,
+                        line: p.row,
+                        col: p.col,
+                    },
+                    "",
+                    format!("malformed XML: {e}"),
+                    None,
+                );
                 continue;
             }
         };
@@ -201,7 +317,13 @@ fn load_car(root: &Arc<str>, tree: &Tree, cfg: &mut Config, diags: &mut Diagnost
         let version = art.attribute("version").unwrap_or_default().to_owned();
         let aloc = xml_loc(&adisp, &doc, art);
         if wanted.remove(&(name.clone(), version.clone())).is_none() {
-            diags.push(Severity::Note, aloc, "artifact", format!("artifact {name} {version} is not listed in artifacts.xml; skipped"), None);
+            diags.push(
+                Severity::Note,
+                aloc,
+                "artifact",
+                format!("artifact {name} {version} is not listed in artifacts.xml; skipped"),
+                None,
+            );
             continue;
         }
         let ty = art.attribute("type").unwrap_or_default();
@@ -236,38 +358,84 @@ fn load_car(root: &Arc<str>, tree: &Tree, cfg: &mut Config, diags: &mut Diagnost
             let frel = format!("{dir}/{f}");
             match tree.get(&frel) {
                 Some(b) => parse_bytes(disp(&frel), b, expect, cfg, diags),
-                None => diags.push(Severity::Error, aloc.clone(), "file", format!("file '{frel}' is missing"), Some(&name)),
+                None => diags.push(
+                    Severity::Error,
+                    aloc.clone(),
+                    "file",
+                    format!("file '{frel}' is missing"),
+                    Some(&name),
+                ),
             }
         }
     }
     for ((a, v), loc) in wanted {
-        diags.push(Severity::Error, loc, "dependency", format!("no artifact.xml for dependency {a} {v}"), None);
+        diags.push(
+            Severity::Error,
+            loc,
+            "dependency",
+            format!("no artifact.xml for dependency {a} {v}"),
+            None,
+        );
     }
 }
 
-fn load_registry_info(root: &Arc<str>, tree: &Tree, dir: &str, file: &str, cfg: &mut Config, diags: &mut Diagnostics) {
+fn load_registry_info(
+    root: &Arc<str>,
+    tree: &Tree,
+    dir: &str,
+    file: &str,
+    cfg: &mut Config,
+    diags: &mut Diagnostics,
+) {
     let rel = format!("{dir}/{file}");
     let rdisp: Arc<str> = format!("{root}/{rel}").into();
     let Some(bytes) = tree.get(&rel) else {
-        diags.push(Severity::Error, Location::file_only(&rdisp), "", "registry-info file is missing", None);
+        diags.push(
+            Severity::Error,
+            Location::file_only(&rdisp),
+            "",
+            "registry-info file is missing",
+            None,
+        );
         return;
     };
-    let Some(text) = descriptor(&rdisp, bytes, diags) else { return };
+    let Some(text) = descriptor(&rdisp, bytes, diags) else {
+        return;
+    };
     let doc = match roxmltree::Document::parse(&text) {
         Ok(d) => d,
         Err(e) => {
             let p = e.pos();
-            diags.push(Severity::Error, Location { file: rdisp, line: p.row, col: p.col }, "", format!("malformed XML: {e}"), None);
+            diags.push(
+                Severity::Error,
+                Location {
+                    file: rdisp,
+                    line: p.row,
+                    col: p.col,
+                },
+                "",
+                format!("malformed XML: {e}"),
+                None,
+            );
             return;
         }
     };
     for item in doc.descendants().filter(|n| n.has_tag_name("item")) {
         let get = |tag: &str| {
-            item.children().find(|c| c.has_tag_name(tag)).and_then(|c| c.text()).map(|t| t.trim().to_owned())
+            item.children()
+                .find(|c| c.has_tag_name(tag))
+                .and_then(|c| c.text())
+                .map(|t| t.trim().to_owned())
         };
         let loc = xml_loc(&rdisp, &doc, item);
         let (Some(fname), Some(path)) = (get("file"), get("path")) else {
-            diags.push(Severity::Error, loc, "item", "registry item needs <file> and <path>", None);
+            diags.push(
+                Severity::Error,
+                loc,
+                "item",
+                "registry item needs <file> and <path>",
+                None,
+            );
             continue;
         };
         let key = match registry_key(&path, &fname) {

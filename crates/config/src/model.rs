@@ -30,6 +30,8 @@ pub struct Proxy {
     pub publish_wsdl: Option<PublishWsdl>,
     /// `<enableSec/>` or a `<policy>`: WS-Security, not served yet.
     pub security: Option<Location>,
+    /// Something in it was already reported as an error or unsupported: it must not be deployed.
+    pub rejected: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -79,6 +81,8 @@ pub struct Sequence {
 pub struct NamedSequence {
     pub name: String,
     pub sequence: Sequence,
+    /// Something in it was already reported as an error or unsupported: it must not be deployed.
+    pub rejected: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -93,6 +97,8 @@ pub enum EndpointKind {
     Address(AddressEndpoint),
     /// `<endpoint key="..."/>` nested inside another endpoint definition.
     Indirect(String),
+    /// Already reported as an error or unsupported; kept so references to it resolve.
+    Rejected,
 }
 
 #[derive(Clone, Debug)]
@@ -146,7 +152,10 @@ pub struct LocalEntry {
 pub enum LocalEntryValue {
     Text(String),
     /// An inline XML element, serialised with every in-scope namespace declared on its root.
-    Xml { root: String, text: String },
+    Xml {
+        root: String,
+        text: String,
+    },
     /// `src="..."`: a URL, not fetched (no network at load).
     Src(String),
 }
@@ -183,7 +192,9 @@ pub struct Mediator {
 
 #[derive(Clone, Debug)]
 pub enum MediatorKind {
-    Send { endpoint: Option<EndpointRef> },
+    Send {
+        endpoint: Option<EndpointRef>,
+    },
     Respond,
     Drop,
     Log(Log),
@@ -192,7 +203,9 @@ pub enum MediatorKind {
     Filter(Filter),
     Switch(Switch),
     /// `<sequence key="..."/>`.
-    SequenceRef { key: String },
+    SequenceRef {
+        key: String,
+    },
     MakeFault(MakeFault),
 }
 
@@ -277,7 +290,11 @@ pub enum HeaderScope {
 #[derive(Clone, Debug)]
 pub enum FilterCond {
     /// `source` + `regex`: the string value of source must match the whole regex (Java `matches()`).
-    Regex { source: ExprSrc, regex: String, regex_loc: Location },
+    Regex {
+        source: ExprSrc,
+        regex: String,
+        regex_loc: Location,
+    },
     /// `xpath`: the boolean value of the expression.
     XPath(ExprSrc),
 }

@@ -89,18 +89,33 @@ pub(crate) struct FileParser<'a, 'input> {
     text: &'input str,
     diags: &'a mut Diagnostics,
     artifact: Option<String>,
+    /// Set when the current artifact had an error or unsupported feature.
+    failed: bool,
 }
 
 /// Parses one file's text into `cfg`, adding diagnostics.
-pub fn parse_text(file: Arc<str>, text: &str, expect: Expect, cfg: &mut Config, diags: &mut Diagnostics) {
-    let opts = ParsingOptions { allow_dtd: false, ..ParsingOptions::default() };
+pub fn parse_text(
+    file: Arc<str>,
+    text: &str,
+    expect: Expect,
+    cfg: &mut Config,
+    diags: &mut Diagnostics,
+) {
+    let opts = ParsingOptions {
+        allow_dtd: false,
+        ..ParsingOptions::default()
+    };
     let doc = match Document::parse_with_options(text, opts) {
         Ok(d) => d,
         Err(e) => {
             let pos = e.pos();
             diags.push(
                 Severity::Error,
-                Location { file, line: pos.row, col: pos.col },
+                Location {
+                    file,
+                    line: pos.row,
+                    col: pos.col,
+                },
                 "",
                 format!("malformed XML: {e}"),
                 None,
@@ -108,7 +123,14 @@ pub fn parse_text(file: Arc<str>, text: &str, expect: Expect, cfg: &mut Config, 
             return;
         }
     };
-    let mut p = FileParser { file, doc: &doc, text, diags, artifact: None };
+    let mut p = FileParser {
+        file,
+        doc: &doc,
+        text,
+        diags,
+        artifact: None,
+        failed: false,
+    };
     let root = doc.root_element();
     p.top_level(root, expect, cfg);
 }
@@ -132,30 +154,46 @@ fn text_of(n: Node) -> String {
 impl<'a, 'input> FileParser<'a, 'input> {
     fn loc(&self, n: Node) -> Location {
         let pos = self.doc.text_pos_at(n.range().start);
-        Location { file: self.file.clone(), line: pos.row, col: pos.col }
+        Location {
+            file: self.file.clone(),
+            line: pos.row,
+            col: pos.col,
+        }
     }
 
     fn attr_loc(&self, n: Node, name: &str) -> Location {
         match n.attribute_node(name) {
             Some(a) => {
                 let pos = self.doc.text_pos_at(a.range().start);
-                Location { file: self.file.clone(), line: pos.row, col: pos.col }
+                Location {
+                    file: self.file.clone(),
+                    line: pos.row,
+                    col: pos.col,
+                }
             }
             None => self.loc(n),
         }
     }
 
     fn report(&mut self, sev: Severity, n: Node, msg: impl Into<String>) {
+        if sev >= Severity::Unsupported {
+            self.failed = true;
+        }
         let loc = self.loc(n);
         let artifact = self.artifact.clone();
-        self.diags.push(sev, loc, n.tag_name().name(), msg, artifact.as_deref());
+        self.diags
+            .push(sev, loc, n.tag_name().name(), msg, artifact.as_deref());
     }
 
     fn required_attr(&mut self, n: Node, name: &str) -> Option<String> {
         match n.attribute(name) {
             Some(v) if !v.trim().is_empty() => Some(v.to_owned()),
             _ => {
-                self.report(Severity::Error, n, format!("missing required attribute '{name}'"));
+                self.report(
+                    Severity::Error,
+                    n,
+                    format!("missing required attribute '{name}'"),
+                );
                 None
             }
         }
@@ -170,7 +208,11 @@ impl<'a, 'input> FileParser<'a, 'input> {
     }
 
     fn expr(&self, n: Node, attr: &str, text: &str) -> ExprSrc {
-        ExprSrc { text: text.to_owned(), ns: self.namespaces(n), loc: self.attr_loc(n, attr) }
+        ExprSrc {
+            text: text.to_owned(),
+            ns: self.namespaces(n),
+            loc: self.attr_loc(n, attr),
+        }
     }
 
     /// `value="..."` or `expression="..."` (exactly one of them).
@@ -179,7 +221,11 @@ impl<'a, 'input> FileParser<'a, 'input> {
             (Some(v), None) => Some(ValueSrc::Literal(v.to_owned())),
             (None, Some(e)) => Some(ValueSrc::Expr(self.expr(n, "expression", e))),
             (Some(_), Some(_)) => {
-                self.report(Severity::Error, n, "give either 'value' or 'expression', not both");
+                self.report(
+                    Severity::Error,
+                    n,
+                    "give either 'value' or 'expression', not both",
+                );
                 None
             }
             (None, None) => None,
@@ -211,12 +257,18 @@ impl<'a, 'input> FileParser<'a, 'input> {
         }
         let ok = match (expect, name) {
             (Expect::Any, _) => true,
-            (Expect::Proxy, "proxy") | (Expect::Endpoint, "endpoint") | (Expect::Sequence, "sequence") => true,
+            (Expect::Proxy, "proxy")
+            | (Expect::Endpoint, "endpoint")
+            | (Expect::Sequence, "sequence") => true,
             (Expect::LocalEntry, "localEntry") => true,
             _ => false,
         };
         if !ok {
-            self.report(Severity::Error, root, format!("artifact.xml declares {expect:?}, but the file holds <{name}>"));
+            self.report(
+                Severity::Error,
+                root,
+                format!("artifact.xml declares {expect:?}, but the file holds <{name}>"),
+            );
             return;
         }
         match name {
@@ -230,25 +282,42 @@ impl<'a, 'input> FileParser<'a, 'input> {
                 }
             }
             "proxy" => {
-                if let Some(p) = self.proxy(root) {
+                self.failed = false;
+                if let Some(mut p) = self.proxy(root) {
+                    p.rejected = self.failed;
                     cfg.proxies.push(p);
                 }
             }
             "sequence" => {
-                let Some(name) = self.required_attr(root, "name") else { return };
+                self.failed = false;
+                let Some(name) = self.required_attr(root, "name") else {
+                    return;
+                };
                 self.artifact = Some(format!("sequence {name}"));
                 let sequence = self.sequence(root);
-                cfg.sequences.push(NamedSequence { name, sequence });
+                cfg.sequences.push(NamedSequence {
+                    name,
+                    sequence,
+                    rejected: self.failed,
+                });
             }
             "endpoint" => {
-                if root.attribute("name").is_none() {
+                self.failed = false;
+                let Some(name) = root.attribute("name") else {
                     self.report(Severity::Error, root, "a top-level endpoint needs a 'name'");
                     return;
-                }
-                self.artifact = root.attribute("name").map(|n| format!("endpoint {n}"));
-                if let Some(e) = self.endpoint(root) {
-                    cfg.endpoints.push(e);
-                }
+                };
+                self.artifact = Some(format!("endpoint {name}"));
+                let e = self.endpoint(root);
+                let e = match e {
+                    Some(e) if !self.failed => e,
+                    _ => Endpoint {
+                        name: Some(name.to_owned()),
+                        loc: self.loc(root),
+                        kind: EndpointKind::Rejected,
+                    },
+                };
+                cfg.endpoints.push(e);
             }
             "localEntry" => {
                 if let Some(le) = self.local_entry(root) {
@@ -257,9 +326,17 @@ impl<'a, 'input> FileParser<'a, 'input> {
             }
             other if KNOWN_UNSUPPORTED_ARTIFACTS.contains(&other) => {
                 self.artifact = root.attribute("name").map(|n| format!("{other} {n}"));
-                self.report(Severity::Unsupported, root, format!("<{other}> artifacts are not supported yet; not deployed"));
+                self.report(
+                    Severity::Unsupported,
+                    root,
+                    format!("<{other}> artifacts are not supported yet; not deployed"),
+                );
             }
-            other => self.report(Severity::Error, root, format!("unknown top-level element <{other}>")),
+            other => self.report(
+                Severity::Error,
+                root,
+                format!("unknown top-level element <{other}>"),
+            ),
         }
     }
 
@@ -270,13 +347,22 @@ impl<'a, 'input> FileParser<'a, 'input> {
             None | Some("true") => true,
             Some("false") => false,
             Some(v) => {
-                self.report(Severity::Error, n, format!("startOnLoad must be true or false, not '{v}'"));
+                self.report(
+                    Severity::Error,
+                    n,
+                    format!("startOnLoad must be true or false, not '{v}'"),
+                );
                 true
             }
         };
         let transports = n
             .attribute("transports")
-            .map(|t| t.split([' ', ',']).filter(|s| !s.is_empty()).map(str::to_owned).collect())
+            .map(|t| {
+                t.split([' ', ','])
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
             .unwrap_or_else(|| vec!["http".to_owned(), "https".to_owned()]);
         let mut target = Target::default();
         let mut publish_wsdl = None;
@@ -291,12 +377,29 @@ impl<'a, 'input> FileParser<'a, 'input> {
                 "enableSec" | "policy" => security = Some(self.loc(c)),
                 "description" | "parameter" => {}
                 "enableAddressing" | "enableRM" => {
-                    self.report(Severity::Warning, c, "WS-Addressing / WS-RM engagement is ignored");
+                    self.report(
+                        Severity::Warning,
+                        c,
+                        "WS-Addressing / WS-RM engagement is ignored",
+                    );
                 }
-                other => self.report(Severity::Error, c, format!("unknown element <{other}> in <proxy>")),
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!("unknown element <{other}> in <proxy>"),
+                ),
             }
         }
-        Some(Proxy { name, loc: self.loc(n), start_on_load, transports, target, publish_wsdl, security })
+        Some(Proxy {
+            name,
+            loc: self.loc(n),
+            start_on_load,
+            transports,
+            target,
+            publish_wsdl,
+            security,
+            rejected: false,
+        })
     }
 
     fn target(&mut self, n: Node) -> Target {
@@ -307,11 +410,17 @@ impl<'a, 'input> FileParser<'a, 'input> {
             ("faultSequence", &mut t.fault_sequence),
         ] {
             if let Some(k) = n.attribute(attr) {
-                *slot = Some(SequenceRef::Key { key: k.to_owned(), loc: self.attr_loc(n, attr) });
+                *slot = Some(SequenceRef::Key {
+                    key: k.to_owned(),
+                    loc: self.attr_loc(n, attr),
+                });
             }
         }
         if let Some(k) = n.attribute("endpoint") {
-            t.endpoint = Some(EndpointRef::Key { key: k.to_owned(), loc: self.attr_loc(n, "endpoint") });
+            t.endpoint = Some(EndpointRef::Key {
+                key: k.to_owned(),
+                loc: self.attr_loc(n, "endpoint"),
+            });
         }
         for c in elements(n) {
             if !self.check_synapse_ns(c) {
@@ -327,12 +436,20 @@ impl<'a, 'input> FileParser<'a, 'input> {
                     continue;
                 }
                 other => {
-                    self.report(Severity::Error, c, format!("unknown element <{other}> in <target>"));
+                    self.report(
+                        Severity::Error,
+                        c,
+                        format!("unknown element <{other}> in <target>"),
+                    );
                     continue;
                 }
             };
             if slot.is_some() {
-                self.report(Severity::Error, c, format!("<{name}> given twice (attribute and element?)"));
+                self.report(
+                    Severity::Error,
+                    c,
+                    format!("<{name}> given twice (attribute and element?)"),
+                );
             }
             *slot = Some(SequenceRef::Inline(self.sequence(c)));
         }
@@ -348,7 +465,11 @@ impl<'a, 'input> FileParser<'a, 'input> {
         } else if let Some(c) = elements(n).next() {
             WsdlSource::Inline(self.serialize_element(c))
         } else {
-            self.report(Severity::Error, n, "publishWSDL needs 'key', 'uri' or an inline WSDL");
+            self.report(
+                Severity::Error,
+                n,
+                "publishWSDL needs 'key', 'uri' or an inline WSDL",
+            );
             return None;
         };
         Some(PublishWsdl { loc, source })
@@ -356,7 +477,10 @@ impl<'a, 'input> FileParser<'a, 'input> {
 
     fn endpoint_ref(&mut self, n: Node) -> Option<EndpointRef> {
         if let Some(k) = n.attribute("key") {
-            return Some(EndpointRef::Key { key: k.to_owned(), loc: self.attr_loc(n, "key") });
+            return Some(EndpointRef::Key {
+                key: k.to_owned(),
+                loc: self.attr_loc(n, "key"),
+            });
         }
         self.endpoint(n).map(|e| EndpointRef::Inline(Box::new(e)))
     }
@@ -365,7 +489,11 @@ impl<'a, 'input> FileParser<'a, 'input> {
         let name = n.attribute("name").map(str::to_owned);
         let loc = self.loc(n);
         if let Some(k) = n.attribute("key") {
-            return Some(Endpoint { name, loc, kind: EndpointKind::Indirect(k.to_owned()) });
+            return Some(Endpoint {
+                name,
+                loc,
+                kind: EndpointKind::Indirect(k.to_owned()),
+            });
         }
         let mut kind = None;
         for c in elements(n) {
@@ -375,13 +503,21 @@ impl<'a, 'input> FileParser<'a, 'input> {
             match c.tag_name().name() {
                 "address" => kind = self.address(c).map(EndpointKind::Address),
                 "description" | "property" | "parameter" => {}
-                k @ ("wsdl" | "default" | "http" | "loadbalance" | "failover" | "recipientlist" | "template"
-                | "session") => {
-                    self.report(Severity::Unsupported, c, format!("<{k}> endpoints are not supported yet"));
+                k @ ("wsdl" | "default" | "http" | "loadbalance" | "failover" | "recipientlist"
+                | "template" | "session") => {
+                    self.report(
+                        Severity::Unsupported,
+                        c,
+                        format!("<{k}> endpoints are not supported yet"),
+                    );
                     return None;
                 }
                 other => {
-                    self.report(Severity::Error, c, format!("unknown endpoint type <{other}>"));
+                    self.report(
+                        Severity::Error,
+                        c,
+                        format!("unknown endpoint type <{other}>"),
+                    );
                     return None;
                 }
             }
@@ -389,7 +525,11 @@ impl<'a, 'input> FileParser<'a, 'input> {
         match kind {
             Some(kind) => Some(Endpoint { name, loc, kind }),
             None => {
-                self.report(Severity::Error, n, "endpoint has no definition (expected <address>)");
+                self.report(
+                    Severity::Error,
+                    n,
+                    "endpoint has no definition (expected <address>)",
+                );
                 None
             }
         }
@@ -416,10 +556,18 @@ impl<'a, 'input> FileParser<'a, 'input> {
                     self.report(Severity::Warning, c, "not implemented yet; ignored");
                 }
                 "enableSec" => {
-                    self.report(Severity::Unsupported, c, "WS-Security on endpoints is not supported yet");
+                    self.report(
+                        Severity::Unsupported,
+                        c,
+                        "WS-Security on endpoints is not supported yet",
+                    );
                     return None;
                 }
-                other => self.report(Severity::Error, c, format!("unknown element <{other}> in <address>")),
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!("unknown element <{other}> in <address>"),
+                ),
             }
         }
         Some(a)
@@ -430,7 +578,11 @@ impl<'a, 'input> FileParser<'a, 'input> {
         match t.parse() {
             Ok(v) => Some(v),
             Err(_) => {
-                self.report(Severity::Error, n, format!("expected a number, found '{t}'"));
+                self.report(
+                    Severity::Error,
+                    n,
+                    format!("expected a number, found '{t}'"),
+                );
                 None
             }
         }
@@ -438,7 +590,11 @@ impl<'a, 'input> FileParser<'a, 'input> {
 
     fn error_codes(&mut self, n: Node) -> Vec<i64> {
         let mut v = Vec::new();
-        for part in text_of(n).split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        for part in text_of(n)
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
             match part.parse() {
                 Ok(c) => v.push(c),
                 Err(_) => self.report(Severity::Error, n, format!("'{part}' is not an error code")),
@@ -448,7 +604,11 @@ impl<'a, 'input> FileParser<'a, 'input> {
     }
 
     fn timeout(&mut self, n: Node) -> EndpointTimeout {
-        let mut t = EndpointTimeout { loc: self.loc(n), duration_ms: None, action: TimeoutAction::Fault };
+        let mut t = EndpointTimeout {
+            loc: self.loc(n),
+            duration_ms: None,
+            action: TimeoutAction::Fault,
+        };
         let mut explicit_action = false;
         for c in elements(n) {
             match c.tag_name().name() {
@@ -463,13 +623,19 @@ impl<'a, 'input> FileParser<'a, 'input> {
                             self.report(
                                 Severity::Error,
                                 c,
-                                format!("responseAction must be fault, discard or never, not '{other}'"),
+                                format!(
+                                    "responseAction must be fault, discard or never, not '{other}'"
+                                ),
                             );
                             TimeoutAction::Fault
                         }
                     }
                 }
-                other => self.report(Severity::Error, c, format!("unknown element <{other}> in <timeout>")),
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!("unknown element <{other}> in <timeout>"),
+                ),
             }
         }
         // Synapse: a duration without a responseAction discards on timeout... but users expect an answer;
@@ -486,7 +652,11 @@ impl<'a, 'input> FileParser<'a, 'input> {
                 "initialDuration" => s.initial_duration_ms = self.number(c),
                 "progressionFactor" => s.progression_factor = self.number(c),
                 "maximumDuration" => s.maximum_duration_ms = self.number(c),
-                other => self.report(Severity::Error, c, format!("unknown element <{other}> in <suspendOnFailure>")),
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!("unknown element <{other}> in <suspendOnFailure>"),
+                ),
             }
         }
         s
@@ -499,7 +669,11 @@ impl<'a, 'input> FileParser<'a, 'input> {
                 "errorCodes" => m.error_codes = self.error_codes(c),
                 "retriesBeforeSuspension" => m.retries_before_suspension = self.number(c),
                 "retryDelay" => m.retry_delay_ms = self.number(c),
-                other => self.report(Severity::Error, c, format!("unknown element <{other}> in <markForSuspension>")),
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!("unknown element <{other}> in <markForSuspension>"),
+                ),
             }
         }
         m
@@ -512,7 +686,10 @@ impl<'a, 'input> FileParser<'a, 'input> {
         let value = if let Some(src) = n.attribute("src") {
             LocalEntryValue::Src(src.to_owned())
         } else if let Some(c) = elements(n).next() {
-            LocalEntryValue::Xml { root: c.tag_name().name().to_owned(), text: self.serialize_element(c) }
+            LocalEntryValue::Xml {
+                root: c.tag_name().name().to_owned(),
+                text: self.serialize_element(c),
+            }
         } else {
             LocalEntryValue::Text(n.text().unwrap_or("").trim().to_owned())
         };
@@ -530,11 +707,17 @@ impl<'a, 'input> FileParser<'a, 'input> {
             .unwrap_or_default();
         let mut decls = String::new();
         for ns in n.namespaces() {
-            let inherited = parent_ns.iter().any(|(p, u)| *p == ns.name() && *u == ns.uri());
+            let inherited = parent_ns
+                .iter()
+                .any(|(p, u)| *p == ns.name() && *u == ns.uri());
             if !inherited || ns.name() == Some("xml") {
                 continue;
             }
-            let uri = ns.uri().replace('&', "&amp;").replace('"', "&quot;").replace('<', "&lt;");
+            let uri = ns
+                .uri()
+                .replace('&', "&amp;")
+                .replace('"', "&quot;")
+                .replace('<', "&lt;");
             match ns.name() {
                 Some(p) => decls.push_str(&format!(" xmlns:{p}=\"{uri}\"")),
                 None => decls.push_str(&format!(" xmlns=\"{uri}\"")),
@@ -544,7 +727,10 @@ impl<'a, 'input> FileParser<'a, 'input> {
             return src.to_owned();
         }
         // Insert after `<qname`.
-        let name_end = src[1..].find(|c: char| c.is_whitespace() || c == '>' || c == '/').map(|i| i + 1).unwrap_or(src.len());
+        let name_end = src[1..]
+            .find(|c: char| c.is_whitespace() || c == '>' || c == '/')
+            .map(|i| i + 1)
+            .unwrap_or(src.len());
         format!("{}{}{}", &src[..name_end], decls, &src[name_end..])
     }
 
@@ -559,7 +745,11 @@ impl<'a, 'input> FileParser<'a, 'input> {
         if n.attribute("key").is_some() && n.tag_name().name() != "sequence" {
             self.report(Severity::Error, n, "use the 'inSequence'/'outSequence'/'faultSequence' attribute of <target> to refer to a named sequence");
         }
-        Sequence { loc: self.loc(n), mediators, on_error }
+        Sequence {
+            loc: self.loc(n),
+            mediators,
+            on_error,
+        }
     }
 
     fn mediator(&mut self, n: Node) -> Option<Mediator> {
@@ -576,7 +766,11 @@ impl<'a, 'input> FileParser<'a, 'input> {
                     None => None,
                 };
                 if n.attribute("receive").is_some() || n.attribute("buildmessage").is_some() {
-                    self.report(Severity::Warning, n, "'receive' and 'buildmessage' are ignored");
+                    self.report(
+                        Severity::Warning,
+                        n,
+                        "'receive' and 'buildmessage' are ignored",
+                    );
                 }
                 MediatorKind::Send { endpoint }
             }
@@ -593,7 +787,11 @@ impl<'a, 'input> FileParser<'a, 'input> {
             }
             "makefault" => MediatorKind::MakeFault(self.makefault(n)?),
             other if KNOWN_UNSUPPORTED_MEDIATORS.contains(&other) => {
-                self.report(Severity::Unsupported, n, format!("the <{other}> mediator is not supported yet"));
+                self.report(
+                    Severity::Unsupported,
+                    n,
+                    format!("the <{other}> mediator is not supported yet"),
+                );
                 return None;
             }
             other => {
@@ -601,7 +799,11 @@ impl<'a, 'input> FileParser<'a, 'input> {
                 return None;
             }
         };
-        Some(Mediator { element, loc: self.loc(n), kind })
+        Some(Mediator {
+            element,
+            loc: self.loc(n),
+            kind,
+        })
     }
 
     fn log(&mut self, n: Node) -> Option<Log> {
@@ -611,7 +813,11 @@ impl<'a, 'input> FileParser<'a, 'input> {
             "full" => LogLevel::Full,
             "custom" => LogLevel::Custom,
             other => {
-                self.report(Severity::Error, n, format!("log level must be simple, headers, full or custom, not '{other}'"));
+                self.report(
+                    Severity::Error,
+                    n,
+                    format!("log level must be simple, headers, full or custom, not '{other}'"),
+                );
                 return None;
             }
         };
@@ -632,17 +838,32 @@ impl<'a, 'input> FileParser<'a, 'input> {
         for c in elements(n) {
             match c.tag_name().name() {
                 "property" => {
-                    let Some(name) = self.required_attr(c, "name") else { continue };
+                    let Some(name) = self.required_attr(c, "name") else {
+                        continue;
+                    };
                     match self.value_or_expr(c) {
                         Some(v) => properties.push((name, v)),
-                        None => self.report(Severity::Error, c, "log property needs 'value' or 'expression'"),
+                        None => self.report(
+                            Severity::Error,
+                            c,
+                            "log property needs 'value' or 'expression'",
+                        ),
                     }
                 }
                 "description" => {}
-                other => self.report(Severity::Error, c, format!("unknown element <{other}> in <log>")),
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!("unknown element <{other}> in <log>"),
+                ),
             }
         }
-        Some(Log { level, category, separator, properties })
+        Some(Log {
+            level,
+            category,
+            separator,
+            properties,
+        })
     }
 
     fn scope(&mut self, n: Node) -> Option<Scope> {
@@ -672,7 +893,11 @@ impl<'a, 'input> FileParser<'a, 'input> {
             "SHORT" => PropertyType::Short,
             "OM" => PropertyType::Om,
             other => {
-                self.report(Severity::Error, n, format!("unknown property type '{other}'"));
+                self.report(
+                    Severity::Error,
+                    n,
+                    format!("unknown property type '{other}'"),
+                );
                 return None;
             }
         };
@@ -681,24 +906,45 @@ impl<'a, 'input> FileParser<'a, 'input> {
                 Some(v) => Action::Set(v),
                 None => {
                     if elements(n).next().is_some() {
-                        self.report(Severity::Unsupported, n, "inline XML property values are not supported yet");
+                        self.report(
+                            Severity::Unsupported,
+                            n,
+                            "inline XML property values are not supported yet",
+                        );
                     } else {
-                        self.report(Severity::Error, n, "property needs 'value' or 'expression' (or action=\"remove\")");
+                        self.report(
+                            Severity::Error,
+                            n,
+                            "property needs 'value' or 'expression' (or action=\"remove\")",
+                        );
                     }
                     return None;
                 }
             },
             "remove" => Action::Remove,
             other => {
-                self.report(Severity::Error, n, format!("action must be set or remove, not '{other}'"));
+                self.report(
+                    Severity::Error,
+                    n,
+                    format!("action must be set or remove, not '{other}'"),
+                );
                 return None;
             }
         };
         if n.attribute("pattern").is_some() {
-            self.report(Severity::Unsupported, n, "property 'pattern'/'group' are not supported yet");
+            self.report(
+                Severity::Unsupported,
+                n,
+                "property 'pattern'/'group' are not supported yet",
+            );
             return None;
         }
-        Some(Property { name, scope, ty, action })
+        Some(Property {
+            name,
+            scope,
+            ty,
+            action,
+        })
     }
 
     fn header(&mut self, n: Node) -> Option<Header> {
@@ -707,15 +953,25 @@ impl<'a, 'input> FileParser<'a, 'input> {
             "default" => HeaderScope::Default,
             "transport" => HeaderScope::Transport,
             other => {
-                self.report(Severity::Error, n, format!("header scope must be default or transport, not '{other}'"));
+                self.report(
+                    Severity::Error,
+                    n,
+                    format!("header scope must be default or transport, not '{other}'"),
+                );
                 return None;
             }
         };
         let namespace = match name.split_once(':') {
-            Some((prefix, _)) if scope == HeaderScope::Default => match n.lookup_namespace_uri(Some(prefix)) {
+            Some((prefix, _)) if scope == HeaderScope::Default => match n
+                .lookup_namespace_uri(Some(prefix))
+            {
                 Some(uri) => Some(uri.to_owned()),
                 None => {
-                    self.report(Severity::Error, n, format!("namespace prefix '{prefix}' of header '{name}' is not declared"));
+                    self.report(
+                        Severity::Error,
+                        n,
+                        format!("namespace prefix '{prefix}' of header '{name}' is not declared"),
+                    );
                     return None;
                 }
             },
@@ -726,24 +982,45 @@ impl<'a, 'input> FileParser<'a, 'input> {
                 Some(v) => Action::Set(v),
                 None => {
                     if elements(n).next().is_some() {
-                        self.report(Severity::Unsupported, n, "inline XML SOAP headers are not supported yet");
+                        self.report(
+                            Severity::Unsupported,
+                            n,
+                            "inline XML SOAP headers are not supported yet",
+                        );
                     } else {
-                        self.report(Severity::Error, n, "header needs 'value' or 'expression' (or action=\"remove\")");
+                        self.report(
+                            Severity::Error,
+                            n,
+                            "header needs 'value' or 'expression' (or action=\"remove\")",
+                        );
                     }
                     return None;
                 }
             },
             "remove" => Action::Remove,
             other => {
-                self.report(Severity::Error, n, format!("action must be set or remove, not '{other}'"));
+                self.report(
+                    Severity::Error,
+                    n,
+                    format!("action must be set or remove, not '{other}'"),
+                );
                 return None;
             }
         };
-        Some(Header { name, namespace, scope, action })
+        Some(Header {
+            name,
+            namespace,
+            scope,
+            action,
+        })
     }
 
     fn filter(&mut self, n: Node) -> Option<Filter> {
-        let cond = match (n.attribute("source"), n.attribute("regex"), n.attribute("xpath")) {
+        let cond = match (
+            n.attribute("source"),
+            n.attribute("regex"),
+            n.attribute("xpath"),
+        ) {
             (Some(s), Some(r), None) => FilterCond::Regex {
                 source: self.expr(n, "source", s),
                 regex: r.to_owned(),
@@ -751,7 +1028,11 @@ impl<'a, 'input> FileParser<'a, 'input> {
             },
             (None, None, Some(x)) => FilterCond::XPath(self.expr(n, "xpath", x)),
             _ => {
-                self.report(Severity::Error, n, "filter needs either 'source' and 'regex', or 'xpath'");
+                self.report(
+                    Severity::Error,
+                    n,
+                    "filter needs either 'source' and 'regex', or 'xpath'",
+                );
                 return None;
             }
         };
@@ -761,18 +1042,30 @@ impl<'a, 'input> FileParser<'a, 'input> {
             for c in elements(n) {
                 let name = c.tag_name().name();
                 if name != "then" && name != "else" && name != "description" {
-                    self.report(Severity::Error, c, "a filter with <then>/<else> cannot hold other mediators directly");
+                    self.report(
+                        Severity::Error,
+                        c,
+                        "a filter with <then>/<else> cannot hold other mediators directly",
+                    );
                 }
             }
             let then = match then_el {
                 Some(t) => self.sequence(t),
-                None => Sequence { loc: self.loc(n), mediators: Vec::new(), on_error: None },
+                None => Sequence {
+                    loc: self.loc(n),
+                    mediators: Vec::new(),
+                    on_error: None,
+                },
             };
             (then, else_el.map(|e| self.sequence(e)))
         } else {
             (self.sequence(n), None)
         };
-        Some(Filter { cond, then, otherwise })
+        Some(Filter {
+            cond,
+            then,
+            otherwise,
+        })
     }
 
     fn switch(&mut self, n: Node) -> Option<Switch> {
@@ -782,20 +1075,34 @@ impl<'a, 'input> FileParser<'a, 'input> {
         for c in elements(n) {
             match c.tag_name().name() {
                 "case" => {
-                    let Some(regex) = self.required_attr(c, "regex") else { continue };
+                    let Some(regex) = self.required_attr(c, "regex") else {
+                        continue;
+                    };
                     let loc = self.attr_loc(c, "regex");
-                    cases.push(Case { regex, loc, sequence: self.sequence(c) });
+                    cases.push(Case {
+                        regex,
+                        loc,
+                        sequence: self.sequence(c),
+                    });
                 }
                 "default" => default = Some(self.sequence(c)),
                 "description" => {}
-                other => self.report(Severity::Error, c, format!("unknown element <{other}> in <switch>")),
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!("unknown element <{other}> in <switch>"),
+                ),
             }
         }
         let Some(source) = source else {
             self.report(Severity::Error, n, "missing required attribute 'source'");
             return None;
         };
-        Some(Switch { source, cases, default })
+        Some(Switch {
+            source,
+            cases,
+            default,
+        })
     }
 
     fn makefault(&mut self, n: Node) -> Option<MakeFault> {
@@ -804,23 +1111,41 @@ impl<'a, 'input> FileParser<'a, 'input> {
             "soap12" => FaultVersion::Soap12,
             "pox" => FaultVersion::Pox,
             other => {
-                self.report(Severity::Error, n, format!("version must be soap11, soap12 or pox, not '{other}'"));
+                self.report(
+                    Severity::Error,
+                    n,
+                    format!("version must be soap11, soap12 or pox, not '{other}'"),
+                );
                 return None;
             }
         };
         let response = n.attribute("response") == Some("true");
-        let mut f = MakeFault { version, code: None, reason: None, role: None, node: None, detail: None, response };
+        let mut f = MakeFault {
+            version,
+            code: None,
+            reason: None,
+            role: None,
+            node: None,
+            detail: None,
+            response,
+        };
         for c in elements(n) {
             match c.tag_name().name() {
                 "code" => {
-                    let Some(v) = self.required_attr(c, "value") else { continue };
+                    let Some(v) = self.required_attr(c, "value") else {
+                        continue;
+                    };
                     let (prefix, local) = match v.split_once(':') {
                         Some((p, l)) => (Some(p), l),
                         None => (None, v.as_str()),
                     };
                     match c.lookup_namespace_uri(prefix) {
                         Some(uri) => f.code = Some((uri.to_owned(), local.to_owned())),
-                        None => self.report(Severity::Error, c, format!("fault code '{v}' uses an undeclared prefix")),
+                        None => self.report(
+                            Severity::Error,
+                            c,
+                            format!("fault code '{v}' uses an undeclared prefix"),
+                        ),
                     }
                 }
                 "reason" => {
@@ -835,13 +1160,19 @@ impl<'a, 'input> FileParser<'a, 'input> {
                     f.detail = if let Some(v) = self.value_or_expr(c) {
                         Some(FaultDetail::Value(v))
                     } else if elements(c).next().is_some() {
-                        Some(FaultDetail::Xml(elements(c).map(|e| self.serialize_element(e)).collect()))
+                        Some(FaultDetail::Xml(
+                            elements(c).map(|e| self.serialize_element(e)).collect(),
+                        ))
                     } else {
                         Some(FaultDetail::Value(ValueSrc::Literal(text_of(c))))
                     }
                 }
                 "description" => {}
-                other => self.report(Severity::Error, c, format!("unknown element <{other}> in <makefault>")),
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!("unknown element <{other}> in <makefault>"),
+                ),
             }
         }
         if version != FaultVersion::Pox && f.code.is_none() {

@@ -68,11 +68,17 @@ impl fmt::Display for ExprError {
 impl std::error::Error for ExprError {}
 
 fn invalid(m: impl Into<String>) -> ExprError {
-    ExprError { kind: ExprErrorKind::Invalid, message: m.into() }
+    ExprError {
+        kind: ExprErrorKind::Invalid,
+        message: m.into(),
+    }
 }
 
 fn unsupported(m: impl Into<String>) -> ExprError {
-    ExprError { kind: ExprErrorKind::Unsupported, message: m.into() }
+    ExprError {
+        kind: ExprErrorKind::Unsupported,
+        message: m.into(),
+    }
 }
 
 /// Parses a quoted string literal ('..' or ".."), returning it and the rest.
@@ -92,13 +98,19 @@ fn scope_by_name(name: &str) -> Result<PropScope, ExprError> {
         "axis2" | "axis2-client" => PropScope::Axis2,
         "operation" => PropScope::Operation,
         "system" | "env" => PropScope::System,
-        "registry" => return Err(unsupported("get-property('registry', ...) is not supported yet")),
+        "registry" => {
+            return Err(unsupported(
+                "get-property('registry', ...) is not supported yet",
+            ))
+        }
         other => return Err(invalid(format!("unknown property scope '{other}'"))),
     })
 }
 
 fn is_name(s: &str) -> bool {
-    !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
 impl Expr {
@@ -115,9 +127,14 @@ impl Expr {
         ] {
             if let Some(name) = t.strip_prefix(prefix) {
                 if is_name(name) {
-                    return Ok(Expr::Property { scope, name: name.to_owned() });
+                    return Ok(Expr::Property {
+                        scope,
+                        name: name.to_owned(),
+                    });
                 }
-                return Err(unsupported(format!("'{t}': only a plain {prefix}NAME is supported yet")));
+                return Err(unsupported(format!(
+                    "'{t}': only a plain {prefix}NAME is supported yet"
+                )));
             }
         }
         if let Some(name) = t.strip_prefix("$url:") {
@@ -130,7 +147,11 @@ impl Expr {
                 return Ok(Expr::Literal(lit.to_owned()));
             }
         }
-        if let Some(args) = t.strip_prefix("get-property").map(str::trim_start).and_then(|r| r.strip_prefix('(')) {
+        if let Some(args) = t
+            .strip_prefix("get-property")
+            .map(str::trim_start)
+            .and_then(|r| r.strip_prefix('('))
+        {
             return Self::get_property(args, t);
         }
         Err(unsupported(format!(
@@ -143,7 +164,9 @@ impl Expr {
         let mut rest = args.trim_start();
         loop {
             let Some((lit, r)) = literal(rest) else {
-                return Err(unsupported(format!("'{whole}': get-property arguments must be string literals")));
+                return Err(unsupported(format!(
+                    "'{whole}': get-property arguments must be string literals"
+                )));
             };
             parts.push(lit);
             let r = r.trim_start();
@@ -153,14 +176,26 @@ impl Expr {
             }
             match r.strip_prefix(')') {
                 Some(tail) if tail.trim().is_empty() => break,
-                Some(_) => return Err(unsupported(format!("'{whole}': only a plain get-property(...) is supported yet"))),
+                Some(_) => {
+                    return Err(unsupported(format!(
+                        "'{whole}': only a plain get-property(...) is supported yet"
+                    )))
+                }
                 None => return Err(invalid(format!("'{whole}': expected ')'"))),
             }
         }
         match parts.as_slice() {
-            [name] => Ok(Expr::Property { scope: PropScope::Default, name: (*name).to_owned() }),
-            [scope, name] => Ok(Expr::Property { scope: scope_by_name(scope)?, name: (*name).to_owned() }),
-            _ => Err(invalid(format!("'{whole}': get-property takes one or two arguments"))),
+            [name] => Ok(Expr::Property {
+                scope: PropScope::Default,
+                name: (*name).to_owned(),
+            }),
+            [scope, name] => Ok(Expr::Property {
+                scope: scope_by_name(scope)?,
+                name: (*name).to_owned(),
+            }),
+            _ => Err(invalid(format!(
+                "'{whole}': get-property takes one or two arguments"
+            ))),
         }
     }
 
@@ -172,7 +207,9 @@ impl Expr {
     pub fn eval_string<'e>(&'e self, env: &'e dyn Env) -> Cow<'e, str> {
         match self {
             Expr::Literal(s) => Cow::Borrowed(s),
-            Expr::Property { scope, name } => env.property(*scope, name).unwrap_or(Cow::Borrowed("")),
+            Expr::Property { scope, name } => {
+                env.property(*scope, name).unwrap_or(Cow::Borrowed(""))
+            }
             Expr::UrlParam(name) => env.url_param(name).unwrap_or(Cow::Borrowed("")),
         }
     }
@@ -189,14 +226,23 @@ impl FullRegex {
     pub fn compile(pattern: &str) -> Result<FullRegex, ExprError> {
         let anchored = format!("^(?:{pattern})$");
         match regex::Regex::new(&anchored) {
-            Ok(re) => Ok(FullRegex { re, source: pattern.to_owned() }),
+            Ok(re) => Ok(FullRegex {
+                re,
+                source: pattern.to_owned(),
+            }),
             Err(e) => {
-                let kind = if pattern.contains("(?=") || pattern.contains("(?!") || pattern.contains("(?<") {
+                let kind = if pattern.contains("(?=")
+                    || pattern.contains("(?!")
+                    || pattern.contains("(?<")
+                {
                     ExprErrorKind::Unsupported
                 } else {
                     ExprErrorKind::Invalid
                 };
-                Err(ExprError { kind, message: format!("regex '{pattern}': {e}") })
+                Err(ExprError {
+                    kind,
+                    message: format!("regex '{pattern}': {e}"),
+                })
             }
         }
     }
@@ -218,7 +264,9 @@ mod tests {
     struct M(HashMap<(PropScope, String), String>);
     impl Env for M {
         fn property(&self, scope: PropScope, name: &str) -> Option<Cow<'_, str>> {
-            self.0.get(&(scope, name.to_owned())).map(|s| Cow::Borrowed(s.as_str()))
+            self.0
+                .get(&(scope, name.to_owned()))
+                .map(|s| Cow::Borrowed(s.as_str()))
         }
         fn url_param(&self, name: &str) -> Option<Cow<'_, str>> {
             (name == "q").then_some(Cow::Borrowed("v"))
@@ -227,7 +275,10 @@ mod tests {
 
     fn env() -> M {
         let mut m = HashMap::new();
-        m.insert((PropScope::Transport, "routing".into()), "xadmin;server1".into());
+        m.insert(
+            (PropScope::Transport, "routing".into()),
+            "xadmin;server1".into(),
+        );
         m.insert((PropScope::Default, "foo".into()), "bar".into());
         m.insert((PropScope::Axis2, "HTTP_SC".into()), "202".into());
         M(m)
@@ -255,10 +306,22 @@ mod tests {
 
     #[test]
     fn xpath_is_unsupported_and_garbage_invalid() {
-        assert_eq!(Expr::compile("//order[1]/symbol").unwrap_err().kind, ExprErrorKind::Unsupported);
-        assert_eq!(Expr::compile("get-property('a','b','c')").unwrap_err().kind, ExprErrorKind::Invalid);
-        assert_eq!(Expr::compile("get-property('nope','b')").unwrap_err().kind, ExprErrorKind::Invalid);
-        assert_eq!(Expr::compile("get-property('a'").unwrap_err().kind, ExprErrorKind::Invalid);
+        assert_eq!(
+            Expr::compile("//order[1]/symbol").unwrap_err().kind,
+            ExprErrorKind::Unsupported
+        );
+        assert_eq!(
+            Expr::compile("get-property('a','b','c')").unwrap_err().kind,
+            ExprErrorKind::Invalid
+        );
+        assert_eq!(
+            Expr::compile("get-property('nope','b')").unwrap_err().kind,
+            ExprErrorKind::Invalid
+        );
+        assert_eq!(
+            Expr::compile("get-property('a'").unwrap_err().kind,
+            ExprErrorKind::Invalid
+        );
         assert_eq!(Expr::compile("").unwrap_err().kind, ExprErrorKind::Invalid);
     }
 
@@ -271,7 +334,13 @@ mod tests {
         let alt = FullRegex::compile("IBM|SUN").unwrap();
         assert!(alt.matches("SUN") && !alt.matches("IBMSUN"));
         assert!(FullRegex::compile(".*").unwrap().matches(""));
-        assert_eq!(FullRegex::compile("a(?=b)").unwrap_err().kind, ExprErrorKind::Unsupported);
-        assert_eq!(FullRegex::compile("a(").unwrap_err().kind, ExprErrorKind::Invalid);
+        assert_eq!(
+            FullRegex::compile("a(?=b)").unwrap_err().kind,
+            ExprErrorKind::Unsupported
+        );
+        assert_eq!(
+            FullRegex::compile("a(").unwrap_err().kind,
+            ExprErrorKind::Invalid
+        );
     }
 }

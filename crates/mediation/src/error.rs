@@ -48,7 +48,9 @@ impl ErrorKind {
     /// The HTTP status Sluice answers with when no fault sequence answered.
     pub fn http_status(self) -> u16 {
         match self {
-            ErrorKind::ConnectFailed | ErrorKind::ConnectionClosed | ErrorKind::BackendProtocol => 502,
+            ErrorKind::ConnectFailed | ErrorKind::ConnectionClosed | ErrorKind::BackendProtocol => {
+                502
+            }
             ErrorKind::ConnectTimeout | ErrorKind::ResponseTimeout => 504,
             ErrorKind::BadRequest => 400,
             ErrorKind::NotFound => 404,
@@ -64,7 +66,10 @@ impl ErrorKind {
 
     /// Whether the client, not the server side, is at fault (SOAP `Client` / `Sender` code).
     pub fn is_client_fault(self) -> bool {
-        matches!(self, ErrorKind::BadRequest | ErrorKind::NotFound | ErrorKind::PayloadTooLarge)
+        matches!(
+            self,
+            ErrorKind::BadRequest | ErrorKind::NotFound | ErrorKind::PayloadTooLarge
+        )
     }
 
     pub fn describe(self) -> &'static str {
@@ -72,7 +77,9 @@ impl ErrorKind {
             ErrorKind::ConnectFailed => "connection to the back-end failed",
             ErrorKind::ConnectTimeout => "connecting to the back-end timed out",
             ErrorKind::ResponseTimeout => "the back-end did not answer in time",
-            ErrorKind::ConnectionClosed => "the back-end closed the connection before a complete response",
+            ErrorKind::ConnectionClosed => {
+                "the back-end closed the connection before a complete response"
+            }
             ErrorKind::BackendProtocol => "the back-end sent an invalid HTTP response",
             ErrorKind::BadRequest => "bad request",
             ErrorKind::NotFound => "not found",
@@ -96,7 +103,11 @@ pub struct Error {
 
 impl Error {
     pub fn new(kind: ErrorKind, context: impl Into<String>) -> Self {
-        Error { kind, context: context.into(), source: None }
+        Error {
+            kind,
+            context: context.into(),
+            source: None,
+        }
     }
 
     pub fn with_source(mut self, source: impl Into<BoxError>) -> Self {
@@ -115,7 +126,8 @@ impl Error {
             s.push_str(": ");
             s.push_str(&self.context);
         }
-        let mut src: Option<&(dyn std::error::Error + 'static)> = self.source.as_deref().map(|e| e as _);
+        let mut src: Option<&(dyn std::error::Error + 'static)> =
+            self.source.as_deref().map(|e| e as _);
         // Walk the source chain to its root cause, which is what people need.
         let mut last = None;
         while let Some(e) = src {

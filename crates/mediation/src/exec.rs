@@ -54,21 +54,31 @@ pub fn run(steps: &[Step], msg: &mut Message) -> Result<Flow, Error> {
             Step::Respond => return Ok(Flow::Respond),
             Step::Drop => return Ok(Flow::Drop),
             Step::Log(l) => log(l, msg),
-            Step::SetProperty { scope, name, ty, value } => {
+            Step::SetProperty {
+                scope,
+                name,
+                ty,
+                value,
+            } => {
                 let v = eval(value, msg).into_owned();
-                let v = typed(*ty, &v).map_err(|e| Error::new(ErrorKind::Mediation, format!("property {name}: {e}")))?;
+                let v = typed(*ty, &v).map_err(|e| {
+                    Error::new(ErrorKind::Mediation, format!("property {name}: {e}"))
+                })?;
                 match scope {
                     Scope::Default | Scope::Operation => msg.props.set(name, v),
                     Scope::Axis2 | Scope::Axis2Client => {
                         if name == "HTTP_SC" {
                             let sc = v.trim().parse::<http::StatusCode>().map_err(|e| {
-                                Error::new(ErrorKind::Mediation, format!("HTTP_SC '{v}'")).with_source(e)
+                                Error::new(ErrorKind::Mediation, format!("HTTP_SC '{v}'"))
+                                    .with_source(e)
                             })?;
                             msg.status = Some(sc);
                         }
                         msg.axis2.set(name, v)
                     }
-                    Scope::Transport => unreachable!("transport properties compile to header steps"),
+                    Scope::Transport => {
+                        unreachable!("transport properties compile to header steps")
+                    }
                 }
             }
             Step::RemoveProperty { scope, name } => match scope {
@@ -84,16 +94,28 @@ pub fn run(steps: &[Step], msg: &mut Message) -> Result<Flow, Error> {
             }
             Step::SetTo(v) => msg.to = Some(eval(v, msg).into_owned()),
             Step::RemoveTo => msg.to = None,
-            Step::Filter { cond, then, otherwise } => {
+            Step::Filter {
+                cond,
+                then,
+                otherwise,
+            } => {
                 let branch = if test(cond, msg) { then } else { otherwise };
                 match run(branch, msg)? {
                     Flow::Continue => {}
                     f => return Ok(f),
                 }
             }
-            Step::Switch { source, cases, default } => {
+            Step::Switch {
+                source,
+                cases,
+                default,
+            } => {
                 let value = source.eval_string(msg).into_owned();
-                let branch = cases.iter().find(|(re, _)| re.matches(&value)).map(|(_, s)| s).unwrap_or(default);
+                let branch = cases
+                    .iter()
+                    .find(|(re, _)| re.matches(&value))
+                    .map(|(_, s)| s)
+                    .unwrap_or(default);
                 match run(branch, msg)? {
                     Flow::Continue => {}
                     f => return Ok(f),
@@ -141,18 +163,26 @@ fn log(l: &LogPlan, msg: &mut Message) {
         LogCategory::Debug => tracing::enabled!(target: "sluice::log", tracing::Level::DEBUG),
         LogCategory::Info => tracing::enabled!(target: "sluice::log", tracing::Level::INFO),
         LogCategory::Warn => tracing::enabled!(target: "sluice::log", tracing::Level::WARN),
-        LogCategory::Error | LogCategory::Fatal => tracing::enabled!(target: "sluice::log", tracing::Level::ERROR),
+        LogCategory::Error | LogCategory::Fatal => {
+            tracing::enabled!(target: "sluice::log", tracing::Level::ERROR)
+        }
     };
     if !enabled {
         return;
     }
     let line = log_line(l, msg);
     match l.category {
-        LogCategory::Trace => tracing::trace!(target: "sluice::log", proxy = %msg.service, "{line}"),
-        LogCategory::Debug => tracing::debug!(target: "sluice::log", proxy = %msg.service, "{line}"),
+        LogCategory::Trace => {
+            tracing::trace!(target: "sluice::log", proxy = %msg.service, "{line}")
+        }
+        LogCategory::Debug => {
+            tracing::debug!(target: "sluice::log", proxy = %msg.service, "{line}")
+        }
         LogCategory::Info => tracing::info!(target: "sluice::log", proxy = %msg.service, "{line}"),
         LogCategory::Warn => tracing::warn!(target: "sluice::log", proxy = %msg.service, "{line}"),
-        LogCategory::Error | LogCategory::Fatal => tracing::error!(target: "sluice::log", proxy = %msg.service, "{line}"),
+        LogCategory::Error | LogCategory::Fatal => {
+            tracing::error!(target: "sluice::log", proxy = %msg.service, "{line}")
+        }
     }
 }
 
@@ -173,7 +203,11 @@ pub fn log_line(l: &LogPlan, msg: &mut Message) -> String {
         parts.push(format!("MessageID: {id}"));
         parts.push(format!(
             "Direction: {}",
-            if msg.direction == Direction::Request { "request" } else { "response" }
+            if msg.direction == Direction::Request {
+                "request"
+            } else {
+                "response"
+            }
         ));
     }
     if matches!(l.level, LogLevel::Headers | LogLevel::Full) {

@@ -73,7 +73,12 @@ pub fn build(version: FaultVersion, f: &FaultParts) -> Bytes {
             out.push_str("<soapenv:Envelope xmlns:soapenv=\"");
             out.push_str(SOAP11_ENV);
             out.push_str("\"><soapenv:Body><soapenv:Fault>");
-            push_code(&mut out, SOAP11_ENV, f.code.unwrap_or((SOAP11_ENV, "Server")), "faultcode");
+            push_code(
+                &mut out,
+                SOAP11_ENV,
+                f.code.unwrap_or((SOAP11_ENV, "Server")),
+                "faultcode",
+            );
             out.push_str("<faultstring>");
             escape(f.reason, &mut out);
             out.push_str("</faultstring>");
@@ -93,7 +98,12 @@ pub fn build(version: FaultVersion, f: &FaultParts) -> Bytes {
             out.push_str("<soapenv:Envelope xmlns:soapenv=\"");
             out.push_str(SOAP12_ENV);
             out.push_str("\"><soapenv:Body><soapenv:Fault><soapenv:Code>");
-            push_code(&mut out, SOAP12_ENV, f.code.unwrap_or((SOAP12_ENV, "Receiver")), "soapenv:Value");
+            push_code(
+                &mut out,
+                SOAP12_ENV,
+                f.code.unwrap_or((SOAP12_ENV, "Receiver")),
+                "soapenv:Value",
+            );
             out.push_str("</soapenv:Code><soapenv:Reason><soapenv:Text xml:lang=\"en\">");
             escape(f.reason, &mut out);
             out.push_str("</soapenv:Text></soapenv:Reason>");
@@ -146,22 +156,39 @@ mod tests {
     fn soap11_fault_shape() {
         let b = build(
             FaultVersion::Soap11,
-            &FaultParts { code: Some((SOAP11_ENV, "Server")), reason: "Invalid <routing> header", ..Default::default() },
+            &FaultParts {
+                code: Some((SOAP11_ENV, "Server")),
+                reason: "Invalid <routing> header",
+                ..Default::default()
+            },
         );
         let s = std::str::from_utf8(&b).unwrap();
         assert!(s.contains("<faultcode>soapenv:Server</faultcode>"), "{s}");
-        assert!(s.contains("<faultstring>Invalid &lt;routing&gt; header</faultstring>"), "{s}");
+        assert!(
+            s.contains("<faultstring>Invalid &lt;routing&gt; header</faultstring>"),
+            "{s}"
+        );
     }
 
     #[test]
     fn soap12_and_foreign_code() {
         let b = build(
             FaultVersion::Soap12,
-            &FaultParts { code: Some(("urn:x", "Oops")), reason: "r", detail: Some(Detail::Xml("<a/>")), ..Default::default() },
+            &FaultParts {
+                code: Some(("urn:x", "Oops")),
+                reason: "r",
+                detail: Some(Detail::Xml("<a/>")),
+                ..Default::default()
+            },
         );
         let s = std::str::from_utf8(&b).unwrap();
-        assert!(s.contains("<soapenv:Value xmlns:c=\"urn:x\">c:Oops</soapenv:Value>"), "{s}");
+        assert!(
+            s.contains("<soapenv:Value xmlns:c=\"urn:x\">c:Oops</soapenv:Value>"),
+            "{s}"
+        );
         assert!(s.contains("<soapenv:Detail><a/></soapenv:Detail>"), "{s}");
-        assert!(s.starts_with("<soapenv:Envelope xmlns:soapenv=\"http://www.w3.org/2003/05/soap-envelope\">"));
+        assert!(s.starts_with(
+            "<soapenv:Envelope xmlns:soapenv=\"http://www.w3.org/2003/05/soap-envelope\">"
+        ));
     }
 }

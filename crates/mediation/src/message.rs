@@ -31,7 +31,10 @@ pub struct Props(Vec<(String, String)>);
 
 impl Props {
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
     pub fn set(&mut self, name: &str, value: String) {
         match self.0.iter_mut().find(|(k, _)| k == name) {
@@ -46,7 +49,8 @@ impl Props {
         self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
     pub fn is_true(&self, name: &str) -> bool {
-        self.get(name).is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        self.get(name)
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
     }
 }
 
@@ -77,7 +81,12 @@ pub struct Message {
 }
 
 impl Message {
-    pub fn request(service: std::sync::Arc<str>, method: Method, path_and_query: String, headers: HeaderMap) -> Self {
+    pub fn request(
+        service: std::sync::Arc<str>,
+        method: Method,
+        path_and_query: String,
+        headers: HeaderMap,
+    ) -> Self {
         let soap = soap_version(&headers);
         Message {
             direction: Direction::Request,
@@ -100,7 +109,14 @@ impl Message {
     pub fn into_response(self, status: StatusCode, headers: HeaderMap) -> Message {
         let mut axis2 = self.axis2;
         // Per-message Axis2 settings of the request do not apply to the response.
-        for k in ["HTTP_SC", "messageType", "ContentType", "NO_ENTITY_BODY", "FORCE_SC_ACCEPTED", "REST_URL_POSTFIX"] {
+        for k in [
+            "HTTP_SC",
+            "messageType",
+            "ContentType",
+            "NO_ENTITY_BODY",
+            "FORCE_SC_ACCEPTED",
+            "REST_URL_POSTFIX",
+        ] {
             axis2.remove(k);
         }
         let mut props = self.props;
@@ -120,7 +136,11 @@ impl Message {
 
     pub fn message_id(&mut self) -> &str {
         self.message_id.get_or_insert_with(|| {
-            format!("urn:uuid:sluice-{:016x}-{:x}", std::process::id(), MESSAGE_IDS.fetch_add(1, Ordering::Relaxed))
+            format!(
+                "urn:uuid:sluice-{:016x}-{:x}",
+                std::process::id(),
+                MESSAGE_IDS.fetch_add(1, Ordering::Relaxed)
+            )
         })
     }
 
@@ -134,20 +154,34 @@ impl Message {
             return Some(a.trim_matches('"'));
         }
         // SOAP 1.2 carries the action as a Content-Type parameter.
-        let ct = self.headers.get(http::header::CONTENT_TYPE)?.to_str().ok()?;
-        ct.split(';').map(str::trim).find_map(|p| p.strip_prefix("action=")).map(|a| a.trim_matches('"'))
+        let ct = self
+            .headers
+            .get(http::header::CONTENT_TYPE)?
+            .to_str()
+            .ok()?;
+        ct.split(';')
+            .map(str::trim)
+            .find_map(|p| p.strip_prefix("action="))
+            .map(|a| a.trim_matches('"'))
     }
 
     /// Replaces the body with a message made here, with its content type.
     pub fn set_body(&mut self, body: Bytes, content_type: &'static str) {
         self.body = Body::Bytes(body);
-        self.headers.insert(http::header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        self.headers.insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static(content_type),
+        );
         self.headers.remove(http::header::CONTENT_LENGTH);
     }
 
     pub fn set_header(&mut self, name: HeaderName, value: &str) -> Result<(), crate::Error> {
         let v = HeaderValue::from_str(value).map_err(|e| {
-            crate::Error::new(crate::ErrorKind::Mediation, format!("invalid value for header {name}")).with_source(e)
+            crate::Error::new(
+                crate::ErrorKind::Mediation,
+                format!("invalid value for header {name}"),
+            )
+            .with_source(e)
         })?;
         self.headers.insert(name, v);
         Ok(())
@@ -156,7 +190,10 @@ impl Message {
 
 /// SOAP version from the Content-Type: `application/soap+xml` is 1.2, `text/xml` 1.1, anything else POX.
 pub fn soap_version(headers: &HeaderMap) -> FaultVersion {
-    let ct = headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let ct = headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     let mime = ct.split(';').next().unwrap_or("").trim();
     if mime.eq_ignore_ascii_case("application/soap+xml") {
         FaultVersion::Soap12
@@ -188,7 +225,11 @@ impl Env for Message {
                     _ => None,
                 }
             }
-            PropScope::Transport => self.headers.get(name).and_then(|v| v.to_str().ok()).map(Cow::Borrowed),
+            PropScope::Transport => self
+                .headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(Cow::Borrowed),
             PropScope::Axis2 => {
                 if let Some(v) = self.axis2.get(name) {
                     return Some(Cow::Borrowed(v));

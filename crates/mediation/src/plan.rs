@@ -37,7 +37,9 @@ impl ProxyPlan {
         self.in_seq.body_need
     }
     pub fn response_body_need(&self) -> BodyNeed {
-        self.out_seq.as_ref().map_or(BodyNeed::None, |s| s.body_need)
+        self.out_seq
+            .as_ref()
+            .map_or(BodyNeed::None, |s| s.body_need)
     }
 }
 
@@ -100,14 +102,33 @@ pub enum Step {
     Respond,
     Drop,
     Log(LogPlan),
-    SetProperty { scope: cfg::Scope, name: String, ty: cfg::PropertyType, value: Value },
-    RemoveProperty { scope: cfg::Scope, name: String },
-    SetHeader { name: HeaderName, value: Value },
+    SetProperty {
+        scope: cfg::Scope,
+        name: String,
+        ty: cfg::PropertyType,
+        value: Value,
+    },
+    RemoveProperty {
+        scope: cfg::Scope,
+        name: String,
+    },
+    SetHeader {
+        name: HeaderName,
+        value: Value,
+    },
     RemoveHeader(HeaderName),
     SetTo(Value),
     RemoveTo,
-    Filter { cond: Cond, then: Vec<Step>, otherwise: Vec<Step> },
-    Switch { source: Expr, cases: Vec<(FullRegex, Vec<Step>)>, default: Vec<Step> },
+    Filter {
+        cond: Cond,
+        then: Vec<Step>,
+        otherwise: Vec<Step>,
+    },
+    Switch {
+        source: Expr,
+        cases: Vec<(FullRegex, Vec<Step>)>,
+        default: Vec<Step>,
+    },
     Call(Arc<SeqPlan>),
     MakeFault(FaultPlan),
 }
@@ -176,9 +197,21 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
     let mut c = Compiler {
         opts,
         diags,
-        sequences: config.sequences.iter().map(|s| (s.name.as_str(), s)).collect(),
-        endpoints: config.endpoints.iter().filter_map(|e| e.name.as_deref().map(|n| (n, e))).collect(),
-        local_entries: config.local_entries.iter().map(|l| (l.key.as_str(), l)).collect(),
+        sequences: config
+            .sequences
+            .iter()
+            .map(|s| (s.name.as_str(), s))
+            .collect(),
+        endpoints: config
+            .endpoints
+            .iter()
+            .filter_map(|e| e.name.as_deref().map(|n| (n, e)))
+            .collect(),
+        local_entries: config
+            .local_entries
+            .iter()
+            .map(|l| (l.key.as_str(), l))
+            .collect(),
         seq_cache: HashMap::new(),
         ep_cache: HashMap::new(),
         in_progress: HashSet::new(),
@@ -187,8 +220,18 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
     };
     for name in opts.endpoint_overrides.keys() {
         if !c.endpoints.contains_key(name.as_str()) {
-            let loc = Location { file: "--endpoint".into(), line: 0, col: 0 };
-            c.diags.push(Severity::Error, loc, "", format!("--endpoint {name}=...: no endpoint named '{name}' is loaded"), None);
+            let loc = Location {
+                file: "--endpoint".into(),
+                line: 0,
+                col: 0,
+            };
+            c.diags.push(
+                Severity::Error,
+                loc,
+                "",
+                format!("--endpoint {name}=...: no endpoint named '{name}' is loaded"),
+                None,
+            );
         }
     }
     // Named sequences and endpoints are compiled on first use and also on their own, so that errors in
@@ -235,14 +278,22 @@ impl<'a> Compiler<'a> {
         if sev >= Severity::Unsupported {
             self.failed = true;
         }
-        let artifact = if self.artifact.is_empty() { None } else { Some(self.artifact.as_str()) };
+        let artifact = if self.artifact.is_empty() {
+            None
+        } else {
+            Some(self.artifact.as_str())
+        };
         let artifact = artifact.map(str::to_owned);
-        self.diags.push(sev, loc.clone(), element, msg, artifact.as_deref());
+        self.diags
+            .push(sev, loc.clone(), element, msg, artifact.as_deref());
     }
 
     /// Runs `f` as the compile of a separate artifact, restoring the current one's state afterwards.
     fn nested<T>(&mut self, artifact: String, f: impl FnOnce(&mut Self) -> T) -> (T, bool) {
-        let saved = (std::mem::replace(&mut self.artifact, artifact), std::mem::replace(&mut self.failed, false));
+        let saved = (
+            std::mem::replace(&mut self.artifact, artifact),
+            std::mem::replace(&mut self.failed, false),
+        );
         let r = f(self);
         let failed = self.failed;
         (self.artifact, self.failed) = saved;
@@ -253,29 +304,61 @@ impl<'a> Compiler<'a> {
         let (r, failed) = self.nested(format!("proxy {}", p.name), |c| c.proxy_inner(p));
         match r {
             Some(pp) if !failed => Ok(pp),
-            _ => Err(format!("proxy {} has errors or unsupported features (see above)", p.name)),
+            _ => Err(format!(
+                "proxy {} has errors or unsupported features (see above)",
+                p.name
+            )),
         }
     }
 
     fn proxy_inner(&mut self, p: &cfg::Proxy) -> Option<ProxyPlan> {
+        // Problems found while parsing were reported then; they still keep the proxy from deploying.
+        self.failed |= p.rejected;
         if let Some(loc) = &p.security {
-            self.report(Severity::Unsupported, loc, "enableSec", "WS-Security (enableSec / policy) is not supported yet");
+            self.report(
+                Severity::Unsupported,
+                loc,
+                "enableSec",
+                "WS-Security (enableSec / policy) is not supported yet",
+            );
         }
         if !p.transports.iter().any(|t| t == "http") {
-            self.report(Severity::Unsupported, &p.loc, "proxy", format!("transports '{}': only http is served yet", p.transports.join(" ")));
+            self.report(
+                Severity::Unsupported,
+                &p.loc,
+                "proxy",
+                format!(
+                    "transports '{}': only http is served yet",
+                    p.transports.join(" ")
+                ),
+            );
         } else if p.transports.iter().any(|t| t == "https") {
-            self.report(Severity::Note, &p.loc, "proxy", "https is not served yet (no TLS); the proxy is served on http");
+            self.report(
+                Severity::Note,
+                &p.loc,
+                "proxy",
+                "https is not served yet (no TLS); the proxy is served on http",
+            );
         }
         let t = &p.target;
         let in_seq = match &t.in_sequence {
             Some(s) => self.sequence_ref(s, "inSequence"),
-            None => Some(Arc::new(SeqPlan { name: None, steps: Vec::new(), body_need: BodyNeed::None })),
+            None => Some(Arc::new(SeqPlan {
+                name: None,
+                steps: Vec::new(),
+                body_need: BodyNeed::None,
+            })),
         };
-        let out_seq = t.out_sequence.as_ref().map(|s| self.sequence_ref(s, "outSequence"));
+        let out_seq = t
+            .out_sequence
+            .as_ref()
+            .map(|s| self.sequence_ref(s, "outSequence"));
         let fault_seq = match &t.fault_sequence {
             Some(s) => Some(self.sequence_ref(s, "faultSequence")),
             // Synapse's default: the sequence named "fault", when there is one.
-            None if self.sequences.contains_key("fault") => Some(self.named_sequence("fault", Some(&p.loc))),
+            None if self.sequences.contains_key("fault") => {
+                Some(self.named_sequence("fault", Some(&p.loc)))
+            }
             None => None,
         };
         let target = t.endpoint.as_ref().map(|e| self.endpoint_ref(e));
@@ -302,11 +385,21 @@ impl<'a> Compiler<'a> {
             cfg::WsdlSource::Key(k) => match self.local_entries.get(k.as_str()).map(|l| &l.value) {
                 Some(cfg::LocalEntryValue::Xml { text, .. }) => text.clone(),
                 Some(_) => {
-                    self.report(Severity::Warning, &w.loc, "publishWSDL", format!("local entry '{k}' is not inline XML; ?wsdl will answer 404"));
+                    self.report(
+                        Severity::Warning,
+                        &w.loc,
+                        "publishWSDL",
+                        format!("local entry '{k}' is not inline XML; ?wsdl will answer 404"),
+                    );
                     return None;
                 }
                 None => {
-                    self.report(Severity::Error, &w.loc, "publishWSDL", format!("no local entry '{k}' for publishWSDL"));
+                    self.report(
+                        Severity::Error,
+                        &w.loc,
+                        "publishWSDL",
+                        format!("no local entry '{k}' for publishWSDL"),
+                    );
                     return None;
                 }
             },
@@ -323,7 +416,11 @@ impl<'a> Compiler<'a> {
             cfg::SequenceRef::Inline(seq) => {
                 let steps = self.steps(&seq.mediators);
                 let body_need = need_of(&steps);
-                Some(Arc::new(SeqPlan { name: None, steps, body_need }))
+                Some(Arc::new(SeqPlan {
+                    name: None,
+                    steps,
+                    body_need,
+                }))
             }
         }
     }
@@ -335,38 +432,72 @@ impl<'a> Compiler<'a> {
         }
         let Some(seq) = self.sequences.get(key).copied() else {
             if let Some(loc) = from {
-                self.report(Severity::Error, loc, "sequence", format!("no sequence named '{key}'"));
+                self.report(
+                    Severity::Error,
+                    loc,
+                    "sequence",
+                    format!("no sequence named '{key}'"),
+                );
             }
             return None;
         };
         if !self.in_progress.insert(key.to_owned()) {
             if let Some(loc) = from {
-                self.report(Severity::Error, loc, "sequence", format!("sequence '{key}' refers to itself (cycle)"));
+                self.report(
+                    Severity::Error,
+                    loc,
+                    "sequence",
+                    format!("sequence '{key}' refers to itself (cycle)"),
+                );
             }
             return None;
         }
-        let (steps, failed) = self.nested(format!("sequence {key}"), |c| c.steps(&seq.sequence.mediators));
+        let (steps, failed) = self.nested(format!("sequence {key}"), |c| {
+            c.failed |= seq.rejected;
+            c.steps(&seq.sequence.mediators)
+        });
         self.in_progress.remove(key);
         if seq.sequence.on_error.is_some() {
             // Run-time mediation errors inside a sequence go to the proxy's fault sequence for now.
-            self.diags.push(Severity::Note, seq.sequence.loc.clone(), "sequence", "onError is not used yet: errors go to the proxy's fault sequence", Some(&format!("sequence {key}")));
+            self.diags.push(
+                Severity::Note,
+                seq.sequence.loc.clone(),
+                "sequence",
+                "onError is not used yet: errors go to the proxy's fault sequence",
+                Some(&format!("sequence {key}")),
+            );
         }
         let r = if failed {
             Err(format!("sequence '{key}' is not deployed"))
         } else {
             let body_need = need_of(&steps);
-            Ok(Arc::new(SeqPlan { name: Some(key.to_owned()), steps, body_need }))
+            Ok(Arc::new(SeqPlan {
+                name: Some(key.to_owned()),
+                steps,
+                body_need,
+            }))
         };
         self.seq_cache.insert(key.to_owned(), r.clone());
         self.dependency(r, "sequence", key, from)
     }
 
-    fn dependency<T>(&mut self, r: Result<T, Failure>, kind: &str, key: &str, from: Option<&Location>) -> Option<T> {
+    fn dependency<T>(
+        &mut self,
+        r: Result<T, Failure>,
+        kind: &str,
+        key: &str,
+        from: Option<&Location>,
+    ) -> Option<T> {
         match r {
             Ok(v) => Some(v),
             Err(reason) => {
                 if let Some(loc) = from {
-                    self.report(Severity::Unsupported, loc, kind, format!("depends on {kind} '{key}', which is not deployed ({reason})"));
+                    self.report(
+                        Severity::Unsupported,
+                        loc,
+                        kind,
+                        format!("depends on {kind} '{key}', which is not deployed ({reason})"),
+                    );
                 }
                 None
             }
@@ -386,18 +517,30 @@ impl<'a> Compiler<'a> {
         }
         let Some(ep) = self.endpoints.get(key).copied() else {
             if let Some(loc) = from {
-                self.report(Severity::Error, loc, "endpoint", format!("no endpoint named '{key}'"));
+                self.report(
+                    Severity::Error,
+                    loc,
+                    "endpoint",
+                    format!("no endpoint named '{key}'"),
+                );
             }
             return None;
         };
         if !self.in_progress.insert(format!("endpoint:{key}")) {
             if let Some(loc) = from {
-                self.report(Severity::Error, loc, "endpoint", format!("endpoint '{key}' refers to itself (cycle)"));
+                self.report(
+                    Severity::Error,
+                    loc,
+                    "endpoint",
+                    format!("endpoint '{key}' refers to itself (cycle)"),
+                );
             }
             return None;
         }
         let override_uri = self.opts.endpoint_overrides.get(key).cloned();
-        let (plan, failed) = self.nested(format!("endpoint {key}"), |c| c.endpoint(ep, override_uri.as_deref()));
+        let (plan, failed) = self.nested(format!("endpoint {key}"), |c| {
+            c.endpoint(ep, override_uri.as_deref())
+        });
         self.in_progress.remove(&format!("endpoint:{key}"));
         let r = match plan {
             Some(p) if !failed => Ok(Arc::new(p)),
@@ -408,9 +551,16 @@ impl<'a> Compiler<'a> {
     }
 
     fn endpoint(&mut self, ep: &cfg::Endpoint, override_uri: Option<&str>) -> Option<EndpointPlan> {
-        let name = ep.name.clone().unwrap_or_else(|| format!("anonymous endpoint at {}", ep.loc));
+        let name = ep
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("anonymous endpoint at {}", ep.loc));
         let a = match &ep.kind {
             cfg::EndpointKind::Address(a) => a,
+            cfg::EndpointKind::Rejected => {
+                self.failed = true;
+                return None;
+            }
             cfg::EndpointKind::Indirect(key) => {
                 let target = self.named_endpoint(key, Some(&ep.loc))?;
                 return Some(EndpointPlan {
@@ -428,39 +578,74 @@ impl<'a> Compiler<'a> {
         let uri: Uri = match uri_text.parse() {
             Ok(u) => u,
             Err(e) => {
-                self.report(Severity::Error, &a.uri_loc, "address", format!("invalid address uri '{uri_text}': {e}"));
+                self.report(
+                    Severity::Error,
+                    &a.uri_loc,
+                    "address",
+                    format!("invalid address uri '{uri_text}': {e}"),
+                );
                 return None;
             }
         };
         match uri.scheme_str() {
             Some("http") => {}
             Some("https") => {
-                self.report(Severity::Unsupported, &a.uri_loc, "address", "https endpoints are not supported yet (no TLS)");
+                self.report(
+                    Severity::Unsupported,
+                    &a.uri_loc,
+                    "address",
+                    "https endpoints are not supported yet (no TLS)",
+                );
                 return None;
             }
             Some(other) => {
-                self.report(Severity::Unsupported, &a.uri_loc, "address", format!("'{other}:' endpoints are not supported; only http"));
+                self.report(
+                    Severity::Unsupported,
+                    &a.uri_loc,
+                    "address",
+                    format!("'{other}:' endpoints are not supported; only http"),
+                );
                 return None;
             }
             None => {
-                self.report(Severity::Error, &a.uri_loc, "address", format!("address uri '{uri_text}' has no scheme"));
+                self.report(
+                    Severity::Error,
+                    &a.uri_loc,
+                    "address",
+                    format!("address uri '{uri_text}' has no scheme"),
+                );
                 return None;
             }
         }
         let Some(auth) = uri.authority() else {
-            self.report(Severity::Error, &a.uri_loc, "address", format!("address uri '{uri_text}' has no host"));
+            self.report(
+                Severity::Error,
+                &a.uri_loc,
+                "address",
+                format!("address uri '{uri_text}' has no host"),
+            );
             return None;
         };
         let host = HeaderValue::from_str(auth.as_str()).ok()?;
         if let Some(f) = &a.format {
             if !matches!(f.as_str(), "soap11" | "soap12" | "pox" | "leave-as-is") {
-                self.report(Severity::Unsupported, &a.uri_loc, "address", format!("format '{f}' is not supported yet (message conversion)"));
+                self.report(
+                    Severity::Unsupported,
+                    &a.uri_loc,
+                    "address",
+                    format!("format '{f}' is not supported yet (message conversion)"),
+                );
             }
         }
         let (timeout, timeout_action) = match &a.timeout {
             Some(t) => {
                 if t.duration_ms == Some(0) {
-                    self.report(Severity::Error, &t.loc, "timeout", "a timeout duration of 0 ms would fail every call");
+                    self.report(
+                        Severity::Error,
+                        &t.loc,
+                        "timeout",
+                        "a timeout duration of 0 ms would fail every call",
+                    );
                 }
                 (t.duration_ms.map(Duration::from_millis), t.action)
             }
@@ -481,7 +666,11 @@ impl<'a> Compiler<'a> {
         match Expr::compile(&e.text) {
             Ok(x) => Some(x),
             Err(err) => {
-                let sev = if err.kind == ExprErrorKind::Unsupported { Severity::Unsupported } else { Severity::Error };
+                let sev = if err.kind == ExprErrorKind::Unsupported {
+                    Severity::Unsupported
+                } else {
+                    Severity::Error
+                };
                 self.report(sev, &e.loc, element, err.message);
                 None
             }
@@ -499,7 +688,11 @@ impl<'a> Compiler<'a> {
         match FullRegex::compile(pattern) {
             Ok(r) => Some(r),
             Err(err) => {
-                let sev = if err.kind == ExprErrorKind::Unsupported { Severity::Unsupported } else { Severity::Error };
+                let sev = if err.kind == ExprErrorKind::Unsupported {
+                    Severity::Unsupported
+                } else {
+                    Severity::Error
+                };
                 self.report(sev, loc, element, err.message);
                 None
             }
@@ -518,7 +711,10 @@ impl<'a> Compiler<'a> {
                         Severity::Warning,
                         &next.loc,
                         &next.element,
-                        format!("mediators after <{}> in the same sequence are never run", m.element),
+                        format!(
+                            "mediators after <{}> in the same sequence are never run",
+                            m.element
+                        ),
                     );
                     break;
                 }
@@ -530,12 +726,10 @@ impl<'a> Compiler<'a> {
     fn step(&mut self, m: &cfg::Mediator) -> Option<Step> {
         let el = m.element.as_str();
         Some(match &m.kind {
-            cfg::MediatorKind::Send { endpoint } => {
-                Step::Send(match endpoint {
-                    Some(e) => Some(self.endpoint_ref(e)?),
-                    None => None,
-                })
-            }
+            cfg::MediatorKind::Send { endpoint } => Step::Send(match endpoint {
+                Some(e) => Some(self.endpoint_ref(e)?),
+                None => None,
+            }),
             cfg::MediatorKind::Respond => Step::Respond,
             cfg::MediatorKind::Drop => Step::Drop,
             cfg::MediatorKind::Log(l) => {
@@ -543,16 +737,28 @@ impl<'a> Compiler<'a> {
                 for (n, v) in &l.properties {
                     properties.push((n.clone(), self.value(v, el)?));
                 }
-                Step::Log(LogPlan { level: l.level, category: l.category, separator: l.separator.clone(), properties })
+                Step::Log(LogPlan {
+                    level: l.level,
+                    category: l.category,
+                    separator: l.separator.clone(),
+                    properties,
+                })
             }
             cfg::MediatorKind::Property(p) => self.property(p, m)?,
             cfg::MediatorKind::Header(h) => self.header(h, m)?,
             cfg::MediatorKind::Filter(f) => {
                 let cond = match &f.cond {
-                    cfg::FilterCond::Regex { source, regex, regex_loc } => {
+                    cfg::FilterCond::Regex {
+                        source,
+                        regex,
+                        regex_loc,
+                    } => {
                         let source = self.expr(source, el);
                         let regex = self.regex(regex, regex_loc, el);
-                        Cond::Regex { source: source?, regex: regex? }
+                        Cond::Regex {
+                            source: source?,
+                            regex: regex?,
+                        }
                     }
                     cfg::FilterCond::XPath(x) => {
                         self.report(
@@ -565,8 +771,16 @@ impl<'a> Compiler<'a> {
                     }
                 };
                 let then = self.steps(&f.then.mediators);
-                let otherwise = f.otherwise.as_ref().map(|o| self.steps(&o.mediators)).unwrap_or_default();
-                Step::Filter { cond, then, otherwise }
+                let otherwise = f
+                    .otherwise
+                    .as_ref()
+                    .map(|o| self.steps(&o.mediators))
+                    .unwrap_or_default();
+                Step::Filter {
+                    cond,
+                    then,
+                    otherwise,
+                }
             }
             cfg::MediatorKind::Switch(s) => {
                 let source = self.expr(&s.source, el);
@@ -578,10 +792,20 @@ impl<'a> Compiler<'a> {
                         cases.push((r, steps));
                     }
                 }
-                let default = s.default.as_ref().map(|d| self.steps(&d.mediators)).unwrap_or_default();
-                Step::Switch { source: source?, cases, default }
+                let default = s
+                    .default
+                    .as_ref()
+                    .map(|d| self.steps(&d.mediators))
+                    .unwrap_or_default();
+                Step::Switch {
+                    source: source?,
+                    cases,
+                    default,
+                }
             }
-            cfg::MediatorKind::SequenceRef { key } => Step::Call(self.named_sequence(key, Some(&m.loc))?),
+            cfg::MediatorKind::SequenceRef { key } => {
+                Step::Call(self.named_sequence(key, Some(&m.loc))?)
+            }
             cfg::MediatorKind::MakeFault(f) => Step::MakeFault(self.makefault(f, el)?),
         })
     }
@@ -592,7 +816,12 @@ impl<'a> Compiler<'a> {
             let name = match HeaderName::from_bytes(p.name.as_bytes()) {
                 Ok(n) => n,
                 Err(_) => {
-                    self.report(Severity::Error, &m.loc, el, format!("'{}' is not a valid HTTP header name", p.name));
+                    self.report(
+                        Severity::Error,
+                        &m.loc,
+                        el,
+                        format!("'{}' is not a valid HTTP header name", p.name),
+                    );
                     return None;
                 }
             };
@@ -606,24 +835,47 @@ impl<'a> Compiler<'a> {
             });
         }
         if p.ty == cfg::PropertyType::Om {
-            self.report(Severity::Unsupported, &m.loc, el, "type OM needs XML messages; not supported yet");
+            self.report(
+                Severity::Unsupported,
+                &m.loc,
+                el,
+                "type OM needs XML messages; not supported yet",
+            );
             return None;
         }
         Some(match &p.action {
-            cfg::Action::Remove => Step::RemoveProperty { scope: p.scope, name: p.name.clone() },
+            cfg::Action::Remove => Step::RemoveProperty {
+                scope: p.scope,
+                name: p.name.clone(),
+            },
             cfg::Action::Set(v) => {
                 let value = self.value(v, el)?;
                 if let Value::Literal(s) = &value {
                     if let Err(e) = crate::exec::typed(p.ty, s) {
-                        self.report(Severity::Error, &m.loc, el, format!("property {}: {e}", p.name));
+                        self.report(
+                            Severity::Error,
+                            &m.loc,
+                            el,
+                            format!("property {}: {e}", p.name),
+                        );
                         return None;
                     }
                     if p.name == "HTTP_SC" && s.parse::<http::StatusCode>().is_err() {
-                        self.report(Severity::Error, &m.loc, el, format!("HTTP_SC '{s}' is not an HTTP status code"));
+                        self.report(
+                            Severity::Error,
+                            &m.loc,
+                            el,
+                            format!("HTTP_SC '{s}' is not an HTTP status code"),
+                        );
                         return None;
                     }
                 }
-                Step::SetProperty { scope: p.scope, name: p.name.clone(), ty: p.ty, value }
+                Step::SetProperty {
+                    scope: p.scope,
+                    name: p.name.clone(),
+                    ty: p.ty,
+                    value,
+                }
             }
         })
     }
@@ -633,7 +885,12 @@ impl<'a> Compiler<'a> {
         match h.scope {
             cfg::HeaderScope::Transport => {
                 let Ok(name) = HeaderName::from_bytes(h.name.as_bytes()) else {
-                    self.report(Severity::Error, &m.loc, el, format!("'{}' is not a valid HTTP header name", h.name));
+                    self.report(
+                        Severity::Error,
+                        &m.loc,
+                        el,
+                        format!("'{}' is not a valid HTTP header name", h.name),
+                    );
                     return None;
                 };
                 Some(match &h.action {
@@ -652,8 +909,21 @@ impl<'a> Compiler<'a> {
                         cfg::Action::Set(v) => Step::SetTo(self.value(v, el)?),
                     });
                 }
-                if h.namespace.is_none() && matches!(h.name.as_str(), "From" | "Action" | "ReplyTo" | "FaultTo" | "MessageID" | "RelatesTo") {
-                    self.report(Severity::Unsupported, &m.loc, el, format!("the WS-Addressing header '{}' is not supported yet (only To)", h.name));
+                if h.namespace.is_none()
+                    && matches!(
+                        h.name.as_str(),
+                        "From" | "Action" | "ReplyTo" | "FaultTo" | "MessageID" | "RelatesTo"
+                    )
+                {
+                    self.report(
+                        Severity::Unsupported,
+                        &m.loc,
+                        el,
+                        format!(
+                            "the WS-Addressing header '{}' is not supported yet (only To)",
+                            h.name
+                        ),
+                    );
                 } else {
                     self.report(Severity::Unsupported, &m.loc, el, format!("SOAP header '{}': changing SOAP headers needs content-aware mediation; not supported yet", h.name));
                 }
@@ -697,7 +967,12 @@ impl<'a> Compiler<'a> {
 fn check_header_value(c: &mut Compiler, v: &Value, loc: &Location, el: &str) -> Option<()> {
     if let Value::Literal(s) = v {
         if HeaderValue::from_str(s).is_err() {
-            c.report(Severity::Error, loc, el, format!("'{s}' is not a valid HTTP header value"));
+            c.report(
+                Severity::Error,
+                loc,
+                el,
+                format!("'{s}' is not a valid HTTP header value"),
+            );
             return None;
         }
     }
@@ -709,17 +984,32 @@ fn need_of(steps: &[Step]) -> BodyNeed {
     for s in steps {
         let n = match s {
             Step::Log(l) => {
-                let mut n = if l.level == cfg::LogLevel::Full { BodyNeed::Full } else { BodyNeed::None };
+                let mut n = if l.level == cfg::LogLevel::Full {
+                    BodyNeed::Full
+                } else {
+                    BodyNeed::None
+                };
                 for (_, v) in &l.properties {
                     n = n.max(v.body_need());
                 }
                 n
             }
-            Step::SetProperty { value, .. } | Step::SetHeader { value, .. } | Step::SetTo(value) => value.body_need(),
-            Step::Filter { cond: Cond::Regex { source, .. }, then, otherwise } => {
-                source.body_need().max(need_of(then)).max(need_of(otherwise))
-            }
-            Step::Switch { source, cases, default } => {
+            Step::SetProperty { value, .. }
+            | Step::SetHeader { value, .. }
+            | Step::SetTo(value) => value.body_need(),
+            Step::Filter {
+                cond: Cond::Regex { source, .. },
+                then,
+                otherwise,
+            } => source
+                .body_need()
+                .max(need_of(then))
+                .max(need_of(otherwise)),
+            Step::Switch {
+                source,
+                cases,
+                default,
+            } => {
                 let mut n = source.body_need().max(need_of(default));
                 for (_, s) in cases {
                     n = n.max(need_of(s));
@@ -728,7 +1018,12 @@ fn need_of(steps: &[Step]) -> BodyNeed {
             }
             Step::Call(seq) => seq.body_need,
             Step::MakeFault(f) => f.reason.body_need(),
-            Step::Send(_) | Step::Respond | Step::Drop | Step::RemoveProperty { .. } | Step::RemoveHeader(_) | Step::RemoveTo => BodyNeed::None,
+            Step::Send(_)
+            | Step::Respond
+            | Step::Drop
+            | Step::RemoveProperty { .. }
+            | Step::RemoveHeader(_)
+            | Step::RemoveTo => BodyNeed::None,
         };
         need = need.max(n);
     }
@@ -739,7 +1034,9 @@ fn need_of(steps: &[Step]) -> BodyNeed {
 fn wsdl_template(text: &str) -> WsdlPlan {
     let mut parts = Vec::new();
     let Ok(doc) = roxmltree_like::addresses(text) else {
-        return WsdlPlan { parts: vec![text.to_owned()] };
+        return WsdlPlan {
+            parts: vec![text.to_owned()],
+        };
     };
     let mut last = 0;
     for (start, end) in doc {
@@ -760,14 +1057,20 @@ mod roxmltree_like {
             let start = i + p;
             let end = text[start..].find('>').map(|e| start + e).ok_or(())?;
             let tag = &text[start + 1..end];
-            let name = tag.split(|c: char| c.is_whitespace() || c == '/').next().unwrap_or("");
+            let name = tag
+                .split(|c: char| c.is_whitespace() || c == '/')
+                .next()
+                .unwrap_or("");
             if name == "address" || name.ends_with(":address") {
                 if let Some(a) = tag.find("location=") {
                     let q_at = start + 1 + a + "location=".len();
                     let q = text.as_bytes()[q_at];
                     if q == b'"' || q == b'\'' {
                         let vstart = q_at + 1;
-                        let vend = text[vstart..].find(q as char).map(|e| vstart + e).ok_or(())?;
+                        let vend = text[vstart..]
+                            .find(q as char)
+                            .map(|e| vstart + e)
+                            .ok_or(())?;
                         out.push((vstart, vend));
                     }
                 }
@@ -785,6 +1088,9 @@ mod tests {
     #[test]
     fn wsdl_locations_are_cut_out() {
         let w = wsdl_template("<d><soap:address location=\"http://x:1/EchoProxy\"/><soap12:address location='y'/></d>");
-        assert_eq!(w.render("U"), "<d><soap:address location=\"U\"/><soap12:address location='U'/></d>");
+        assert_eq!(
+            w.render("U"),
+            "<d><soap:address location=\"U\"/><soap12:address location='U'/></d>"
+        );
     }
 }

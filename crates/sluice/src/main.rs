@@ -1,1 +1,298 @@
-fn main() {}
+//! The `sluice` command: run or validate Synapse / WSO2 MI artifacts.
+
+use clap::{Parser, Subcommand};
+use sluice_config::{Diagnostics, Severity};
+use sluice_mediation::{CompileOptions, Plan};
+use sluice_transport::{Engine, EngineOptions, ServerOptions};
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+const DEFAULT_CONFIG: &str = include_str!("../../../examples/default/synapse.xml");
+
+#[derive(Parser)]
+#[command(
+    name = "sluice",
+    version,
+    about = "A streaming service bus for Synapse / WSO2 MI artifacts.\n\nWith no command, serves the embedded example configuration with a built-in echo service."
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+    #[command(flatten)]
+    listen: Listen,
+}
+
+#[derive(clap::Args, Clone)]
+struct Listen {
+    /// Port to serve on (0 picks a free one; the chosen address is printed).
+    #[arg(long, env = "SLUICE_PORT", default_value_t = 8290, global = true)]
+    port: u16,
+    /// Address to bind.
+    #[arg(long, env = "SLUICE_HOST", default_value = "0.0.0.0", global = true)]
+    host: String,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Serve the artifacts under PATH: a file, a folder tree, a .car file or an unpacked CAR folder.
+    Run {
+        path: PathBuf,
+        /// Re-point a named endpoint: --endpoint RealService=http://127.0.0.1:9000/service/EchoService
+        #[arg(long = "endpoint", value_name = "NAME=URI")]
+        endpoints: Vec<String>,
+        /// Seconds in-flight requests get to finish after SIGINT/SIGTERM.
+        #[arg(long, default_value_t = 30)]
+        grace: u64,
+    },
+    /// Load and check the artifacts under PATH without serving; print every problem; exit 1 if any.
+    Validate {
+        path: PathBuf,
+        #[arg(long = "endpoint", value_name = "NAME=URI")]
+        endpoints: Vec<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
+                .unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    match cli.cmd {
+        Some(Cmd::Validate { path, endpoints }) => validate(path, &endpoints),
+        Some(Cmd::Run {
+            path,
+            endpoints,
+            grace,
+        }) => {
+            let Some((plan, _)) = load(Source::Path(path), &endpoints) else {
+                return ExitCode::from(2);
+            };
+            serve(plan, cli.listen, Duration::from_secs(grace), None)
+        }
+        None => serve_default(cli.listen),
+    }
+}
+
+enum Source {
+    Path(PathBuf),
+    Embedded,
+}
+
+fn overrides(endpoints: &[String]) -> Result<HashMap<String, String>, String> {
+    endpoints
+        .iter()
+        .map(|e| match e.split_once('=') {
+            Some((n, u)) if !n.is_empty() && !u.is_empty() => Ok((n.to_owned(), u.to_owned())),
+            _ => Err(format!("--endpoint '{e}': expected NAME=URI")),
+        })
+        .collect()
+}
+
+fn print_diagnostics(d: &Diagnostics) {
+    let mut err = std::io::stderr().lock();
+    for x in d.sorted() {
+        let _ = writeln!(err, "{x}");
+    }
+}
+
+/// Loads and compiles; prints every diagnostic. None when there are errors.
+fn load(source: Source, endpoints: &[String]) -> Option<(Plan, Diagnostics)> {
+    let opts = match overrides(endpoints) {
+        Ok(o) => CompileOptions {
+            endpoint_overrides: o,
+        },
+        Err(e) => {
+            eprintln!("error: {e}");
+            return None;
+        }
+    };
+    let (config, mut diags) = match &source {
+        Source::Path(p) => sluice_config::load_path(p),
+        Source::Embedded => sluice_config::load_str("<embedded>/synapse.xml", DEFAULT_CONFIG),
+    };
+    let plan = sluice_mediation::compile(&config, &opts, &mut diags);
+    print_diagnostics(&diags);
+    if diags.has_errors() {
+        eprintln!(
+            "sluice: {} error(s) in the configuration; nothing was started",
+            diags.count(Severity::Error)
+        );
+        return None;
+    }
+    Some((plan, diags))
+}
+
+fn validate(path: PathBuf, endpoints: &[String]) -> ExitCode {
+    let opts = match overrides(endpoints) {
+        Ok(o) => CompileOptions {
+            endpoint_overrides: o,
+        },
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let (config, mut diags) = sluice_config::load_path(&path);
+    let plan = sluice_mediation::compile(&config, &opts, &mut diags);
+    print_diagnostics(&diags);
+    let mut deployed: Vec<&str> = plan.proxies.keys().map(String::as_str).collect();
+    deployed.sort_unstable();
+    let (e, u, w) = (
+        diags.count(Severity::Error),
+        diags.count(Severity::Unsupported),
+        diags.count(Severity::Warning),
+    );
+    println!(
+        "{e} error(s), {u} unsupported, {w} warning(s); {} proxy service(s) would deploy: {}",
+        deployed.len(),
+        deployed.join(", ")
+    );
+    if e + u > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+fn raise_fd_limit() {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(n) => tracing::info!("open-file limit: {n}"),
+        Err(e) => tracing::warn!("could not raise the open-file limit: {e}"),
+    }
+}
+
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {},
+        _ = term => {},
+    }
+}
+
+fn serve(
+    plan: Plan,
+    listen: Listen,
+    grace: Duration,
+    banner: Option<&dyn Fn(SocketAddr)>,
+) -> ExitCode {
+    raise_fd_limit();
+    let rt = runtime();
+    rt.block_on(async move {
+        let mut names: Vec<String> = plan.proxies.keys().cloned().collect();
+        names.sort();
+        for (n, why) in &plan.not_deployed {
+            tracing::warn!("not deployed: {n}: {why}");
+        }
+        let listener =
+            match tokio::net::TcpListener::bind((listen.host.as_str(), listen.port)).await {
+                Ok(l) => l,
+                Err(e) => {
+                    eprintln!(
+                        "sluice: cannot listen on {}:{}: {e}",
+                        listen.host, listen.port
+                    );
+                    return ExitCode::from(2);
+                }
+            };
+        let addr = listener.local_addr().expect("bound address");
+        tracing::info!(
+            "deployed {} proxy service(s): {}",
+            names.len(),
+            names.join(", ")
+        );
+        let engine = Engine::new(plan, EngineOptions::default());
+        {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "sluice listening on http://{addr}");
+            let _ = out.flush();
+        }
+        if let Some(b) = banner {
+            b(addr);
+        }
+        let opts = ServerOptions {
+            grace,
+            ..ServerOptions::default()
+        };
+        match sluice_transport::serve(listener, engine, shutdown_signal(), opts).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("sluice: {e}");
+                ExitCode::from(1)
+            }
+        }
+    })
+}
+
+/// `sluice` with no command: the embedded example with the built-in echo service behind it.
+fn serve_default(listen: Listen) -> ExitCode {
+    let echo_rt = runtime();
+    let echo_listener = match echo_rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("sluice: cannot start the built-in echo service: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let echo_addr = echo_listener.local_addr().expect("echo address");
+    echo_rt.spawn(async move {
+        let _ = temp_echo(echo_listener).await; // TEMP until sluice-echo lands
+    });
+    let echo_uri = format!("EchoService=http://{echo_addr}/service/EchoService");
+    let Some((plan, _)) = load(Source::Embedded, &[echo_uri]) else {
+        return ExitCode::from(2);
+    };
+    let banner = |addr: SocketAddr| {
+        let port = addr.port();
+        eprintln!(
+            "\nSluice is serving its embedded example (examples/default/synapse.xml) with a built-in echo service at http://{echo_addr}.\n\
+             Services: http://localhost:{port}/services/\n\
+             Try:\n  curl -s http://localhost:{port}/services/EchoProxy -H 'Content-Type: text/xml' -H 'SOAPAction: urn:echo' \\\n    -d '<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\"><soapenv:Body><hello>world</hello></soapenv:Body></soapenv:Envelope>'\n  curl -s http://localhost:{port}/services/HeaderRoutingProxy -H 'Content-Type: text/xml' -H 'routing: gold' -d '<a/>'\n  curl -s http://localhost:{port}/services/HeaderRoutingProxy -H 'Content-Type: text/xml' -d '<a/>'\n"
+        );
+    };
+    let code = serve(plan, listen, Duration::from_secs(5), Some(&banner));
+    echo_rt.shutdown_timeout(Duration::from_secs(1));
+    code
+}
+
+// TEMP: replaced by sluice_echo::serve once that crate lands.
+async fn temp_echo(l: tokio::net::TcpListener) -> std::io::Result<()> {
+    loop {
+        let (s, _) = l.accept().await?;
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(
+                |req: hyper::Request<hyper::body::Incoming>| async move {
+                    let mut b = hyper::Response::builder();
+                    if let Some(ct) = req.headers().get("content-type") {
+                        b = b.header("content-type", ct.clone());
+                    }
+                    Ok::<_, std::convert::Infallible>(b.body(req.into_body()).unwrap())
+                },
+            );
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(s), svc)
+                .await;
+        });
+    }
+}

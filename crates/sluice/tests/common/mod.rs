@@ -1,0 +1,368 @@
+//! Shared harness for the integration tests: the real `sluice` binary as a child process, a capturing
+//! back-end, and a plain HTTP/1.1 client on real sockets.
+#![allow(dead_code)]
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::net::{TcpListener, TcpStream};
+
+pub fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+pub fn reference() -> PathBuf {
+    let p = workspace_root().join("../shared/reference/wso2-perf");
+    assert!(
+        p.is_dir(),
+        "the WSO2 reference artifacts must be at {} (shared/ beside the repository)",
+        p.display()
+    );
+    p
+}
+
+pub fn capp() -> PathBuf {
+    reference().join("performance-ei/capp")
+}
+
+pub fn payload(name: &str) -> Bytes {
+    Bytes::from(
+        std::fs::read(
+            reference()
+                .join("performance-ei/requests/current")
+                .join(name),
+        )
+        .unwrap(),
+    )
+}
+
+pub fn test_config(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/configs")
+        .join(name)
+}
+
+/// A running `sluice` process; killed on drop.
+pub struct Sluice {
+    pub child: Child,
+    pub addr: SocketAddr,
+    pub stderr: Arc<Mutex<String>>,
+}
+
+impl Sluice {
+    pub fn start(args: &[&str]) -> Sluice {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(args)
+            .args(["--port", "0", "--host", "127.0.0.1"])
+            .env("SLUICE_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn sluice");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let err_pipe = child.stderr.take().unwrap();
+        let sink = stderr.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err_pipe).lines().map_while(Result::ok) {
+                let mut s = sink.lock().unwrap();
+                s.push_str(&line);
+                s.push('\n');
+            }
+        });
+        let out = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(out).lines();
+            if let Some(Ok(l)) = lines.next() {
+                let _ = tx.send(l);
+            }
+            for _ in lines {}
+        });
+        let line = match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(l) => l,
+            Err(_) => {
+                let _ = child.kill();
+                panic!(
+                    "sluice did not report listening; stderr:\n{}",
+                    stderr.lock().unwrap()
+                );
+            }
+        };
+        let addr = line
+            .strip_prefix("sluice listening on http://")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+        Sluice {
+            addr: addr.parse().unwrap(),
+            child,
+            stderr,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    /// Open file descriptors of the process.
+    pub fn fd_count(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    }
+
+    /// A field of /proc/PID/status in kB (VmRSS, VmHWM).
+    pub fn status_kb(&self, field: &str) -> u64 {
+        let s = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        s.lines()
+            .find_map(|l| {
+                l.strip_prefix(field).and_then(|r| {
+                    r.trim_start_matches(':')
+                        .trim()
+                        .split_whitespace()
+                        .next()?
+                        .parse()
+                        .ok()
+                })
+            })
+            .unwrap_or(0)
+    }
+
+    /// Waits (bounded) until the fd count is at most `n`; returns the last count seen.
+    pub fn wait_fds_at_most(&self, n: usize, limit: Duration) -> usize {
+        let start = Instant::now();
+        loop {
+            let c = self.fd_count();
+            if c <= n || start.elapsed() > limit {
+                return c;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Sluice {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What the capturing back-end saw of one request.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    pub method: String,
+    pub path: String,
+    pub headers: http::HeaderMap,
+}
+
+/// A back-end that records request heads and echoes the body (streaming) with its Content-Type.
+/// Header `x-test-delay-ms` delays the answer.
+pub struct Backend {
+    pub addr: SocketAddr,
+    pub seen: Arc<Mutex<Vec<Seen>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+pub async fn backend() -> Backend {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
+    let seen2 = seen.clone();
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((s, _)) = listener.accept().await else {
+                continue;
+            };
+            let _ = s.set_nodelay(true);
+            let seen = seen2.clone();
+            tokio::spawn(async move {
+                let svc = service_fn(move |req: Request<Incoming>| {
+                    let seen = seen.clone();
+                    async move {
+                        seen.lock().unwrap().push(Seen {
+                            method: req.method().to_string(),
+                            path: req.uri().path().to_owned(),
+                            headers: req.headers().clone(),
+                        });
+                        if let Some(ms) = req
+                            .headers()
+                            .get("x-test-delay-ms")
+                            .and_then(|v| v.to_str().ok()?.parse().ok())
+                        {
+                            tokio::time::sleep(Duration::from_millis(ms)).await;
+                        }
+                        let mut b = Response::builder().status(200);
+                        if let Some(ct) = req.headers().get("content-type") {
+                            b = b.header("content-type", ct.clone());
+                        }
+                        if let Some(cl) = req.headers().get("content-length") {
+                            b = b.header("content-length", cl.clone());
+                        }
+                        Ok::<_, std::convert::Infallible>(b.body(req.into_body()).unwrap())
+                    }
+                });
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(s), svc)
+                    .await;
+            });
+        }
+    });
+    Backend { addr, seen, task }
+}
+
+/// A back-end on raw TCP that reads a request head and then does `f` with the socket.
+pub async fn raw_backend<F, Fut>(f: F) -> (SocketAddr, tokio::task::JoinHandle<()>)
+where
+    F: Fn(TcpStream) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let f = Arc::new(f);
+    let h = tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = listener.accept().await else {
+                continue;
+            };
+            let f = f.clone();
+            tokio::spawn(async move {
+                use tokio::io::AsyncReadExt;
+                let mut buf = vec![0u8; 65536];
+                let mut got = Vec::new();
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                f(s).await;
+            });
+        }
+    });
+    (addr, h)
+}
+
+/// A port nothing listens on.
+pub fn closed_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// One keep-alive client connection.
+pub struct Conn {
+    send: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+    pub host: String,
+}
+
+impl Conn {
+    pub async fn open(addr: SocketAddr) -> Conn {
+        let s = TcpStream::connect(addr).await.unwrap();
+        let _ = s.set_nodelay(true);
+        let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(s))
+            .await
+            .unwrap();
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        Conn {
+            send,
+            host: addr.to_string(),
+        }
+    }
+
+    pub async fn post(
+        &mut self,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Bytes,
+    ) -> Result<Reply, String> {
+        let mut b = Request::builder()
+            .method("POST")
+            .uri(path)
+            .header("host", &self.host);
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        self.request(b.body(Full::new(body)).unwrap()).await
+    }
+
+    pub async fn get(&mut self, path: &str) -> Result<Reply, String> {
+        let req = Request::builder()
+            .method("GET")
+            .uri(path)
+            .header("host", &self.host)
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        self.request(req).await
+    }
+
+    async fn request(&mut self, req: Request<Full<Bytes>>) -> Result<Reply, String> {
+        self.send.ready().await.map_err(|e| e.to_string())?;
+        let resp = self
+            .send
+            .send_request(req)
+            .await
+            .map_err(|e| e.to_string())?;
+        let (parts, body) = resp.into_parts();
+        let body = body
+            .collect()
+            .await
+            .map_err(|e| format!("body: {e}"))?
+            .to_bytes();
+        Ok(Reply {
+            status: parts.status.as_u16(),
+            headers: parts.headers,
+            body,
+        })
+    }
+}
+
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: http::HeaderMap,
+    pub body: Bytes,
+}
+
+impl Reply {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+    pub fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    }
+}
+
+pub const SOAP_HEADERS: &[(&str, &str)] = &[
+    ("content-type", "text/xml; charset=UTF-8"),
+    ("soapaction", "urn:buyStocks"),
+];

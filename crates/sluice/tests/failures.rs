@@ -1,0 +1,179 @@
+//! Back-end failures: each gives its documented fault within the endpoint timeout, and no descriptor leaks.
+
+mod common;
+use common::*;
+use std::time::{Duration, Instant};
+use tokio::io::AsyncWriteExt;
+
+const BODY: &str = "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\"><soapenv:Body><a/></soapenv:Body></soapenv:Envelope>";
+
+fn start(backend: &str) -> Sluice {
+    let ep = format!("Backend=http://{backend}/service");
+    Sluice::start(&[
+        "run",
+        test_config("failures").to_str().unwrap(),
+        "--endpoint",
+        &ep,
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backend_down_gives_502_fault_naming_endpoint() {
+    let s = start(&format!("127.0.0.1:{}", closed_port()));
+    let baseline = s.fd_count();
+    {
+        let mut c = Conn::open(s.addr).await;
+        let r = c
+            .post("/services/Plain", SOAP_HEADERS, BODY.into())
+            .await
+            .unwrap();
+        assert_eq!(r.status, 502);
+        let t = r.text();
+        assert!(t.contains("<faultcode>soapenv:Server</faultcode>"), "{t}");
+        assert!(
+            t.contains("endpoint Backend") && t.to_lowercase().contains("refused"),
+            "{t}"
+        );
+        // SOAP 1.2 requests get SOAP 1.2 faults.
+        let r12 = c
+            .post(
+                "/services/Plain",
+                &[("content-type", "application/soap+xml; charset=UTF-8")],
+                BODY.into(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r12.status, 502);
+        assert!(
+            r12.text()
+                .contains("http://www.w3.org/2003/05/soap-envelope")
+                && r12.text().contains("soapenv:Receiver"),
+            "{}",
+            r12.text()
+        );
+        // With a fault sequence, it answers instead, with ERROR_CODE and ERROR_MESSAGE set.
+        let f = c
+            .post("/services/WithFaultSequence", SOAP_HEADERS, BODY.into())
+            .await
+            .unwrap();
+        assert_eq!(f.status, 500);
+        let t = f.text();
+        assert!(
+            t.contains("<detail>101503</detail>") && t.contains("endpoint Backend"),
+            "{t}"
+        );
+    }
+    assert_eq!(
+        s.wait_fds_at_most(baseline, Duration::from_secs(5)),
+        baseline,
+        "descriptors back to baseline"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_backend_gives_504_within_timeout() {
+    let be = backend().await;
+    let s = start(&be.addr.to_string());
+    let baseline = s.fd_count();
+    {
+        let mut c = Conn::open(s.addr).await;
+        let t0 = Instant::now();
+        let r = c
+            .post(
+                "/services/Plain",
+                &[SOAP_HEADERS[0], ("x-test-delay-ms", "5000")],
+                BODY.into(),
+            )
+            .await
+            .unwrap();
+        let took = t0.elapsed();
+        assert_eq!(r.status, 504, "{}", r.text());
+        assert!(
+            r.text().contains("did not answer within 500 ms"),
+            "{}",
+            r.text()
+        );
+        assert!(
+            took < Duration::from_millis(2500),
+            "answered after {took:?}; the timeout is 500 ms"
+        );
+        // A fast request afterwards still works on the same connection.
+        let ok = c
+            .post("/services/Plain", SOAP_HEADERS, BODY.into())
+            .await
+            .unwrap();
+        assert_eq!(ok.status, 200);
+    }
+    // The abandoned back-end connection is closed, not pooled or leaked; the good one may stay pooled.
+    assert!(s.wait_fds_at_most(baseline + 1, Duration::from_secs(5)) <= baseline + 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backend_closing_before_response_gives_502() {
+    let (addr, _h) = raw_backend(|mut s| async move {
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-").await;
+        // Dropping the socket closes it mid-head.
+    })
+    .await;
+    let s = start(&addr.to_string());
+    let baseline = s.fd_count();
+    {
+        let mut c = Conn::open(s.addr).await;
+        let r = c
+            .post("/services/Plain", SOAP_HEADERS, BODY.into())
+            .await
+            .unwrap();
+        assert_eq!(r.status, 502, "{}", r.text());
+        assert!(
+            r.text().contains("closed the connection") || r.text().contains("invalid HTTP"),
+            "{}",
+            r.text()
+        );
+    }
+    assert_eq!(
+        s.wait_fds_at_most(baseline, Duration::from_secs(5)),
+        baseline
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backend_closing_mid_body_aborts_the_client_response() {
+    let (addr, _h) = raw_backend(|mut s| async move {
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nContent-Length: 1000\r\n\r\n<partial").await;
+    })
+    .await;
+    let s = start(&addr.to_string());
+    let baseline = s.fd_count();
+    {
+        let mut c = Conn::open(s.addr).await;
+        let r = c.post("/services/Plain", SOAP_HEADERS, BODY.into()).await;
+        // The head was already relayed, so the only honest signal left is an incomplete body.
+        assert!(
+            r.is_err(),
+            "a truncated back-end body must not look complete: {r:?}"
+        );
+    }
+    assert_eq!(
+        s.wait_fds_at_most(baseline, Duration::from_secs(5)),
+        baseline
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backend_stalling_mid_body_is_cut_after_the_timeout() {
+    let (addr, _h) = raw_backend(|mut s| async move {
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nContent-Length: 1000\r\n\r\n<partial").await;
+        tokio::time::sleep(Duration::from_secs(20)).await;
+    })
+    .await;
+    let s = start(&addr.to_string());
+    let mut c = Conn::open(s.addr).await;
+    let t0 = Instant::now();
+    let r = c.post("/services/Plain", SOAP_HEADERS, BODY.into()).await;
+    assert!(r.is_err());
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "a stalled body must be cut after the 500 ms timeout, took {:?}",
+        t0.elapsed()
+    );
+}

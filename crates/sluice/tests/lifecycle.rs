@@ -1,0 +1,96 @@
+//! Start-up on the embedded default, and graceful shutdown.
+
+mod common;
+use common::*;
+use std::time::{Duration, Instant};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embedded_default_serves_its_examples() {
+    let s = Sluice::start(&[]);
+    let mut c = Conn::open(s.addr).await;
+    let body = bytes::Bytes::from_static(b"<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\"><soapenv:Body><hello>world</hello></soapenv:Body></soapenv:Envelope>");
+    let r = c
+        .post("/services/EchoProxy", SOAP_HEADERS, body.clone())
+        .await
+        .unwrap();
+    assert_eq!((r.status, &r.body), (200, &body));
+    let gold = c
+        .post(
+            "/services/HeaderRoutingProxy",
+            &[SOAP_HEADERS[0], ("routing", "gold")],
+            body.clone(),
+        )
+        .await
+        .unwrap();
+    assert_eq!((gold.status, &gold.body), (200, &body));
+    let none = c
+        .post("/services/HeaderRoutingProxy", SOAP_HEADERS, body.clone())
+        .await
+        .unwrap();
+    assert_eq!(none.status, 500);
+    assert!(
+        none.text().contains("soapenv:Client") && none.text().contains("routing: gold"),
+        "{}",
+        none.text()
+    );
+    assert!(
+        s.stderr().contains("curl"),
+        "the banner shows a curl line: {}",
+        s.stderr()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_finishes_in_flight_requests_then_exits_zero() {
+    let be = backend().await;
+    let ep = format!("RealService=http://{}/service/EchoService", be.addr);
+    let mut s = Sluice::start(&["run", capp().to_str().unwrap(), "--endpoint", &ep]);
+    let mut c = Conn::open(s.addr).await;
+    let body = payload("1000B_buyStocks.xml");
+    let b2 = body.clone();
+    let inflight = tokio::spawn(async move {
+        c.post(
+            "/services/DirectProxy",
+            &[SOAP_HEADERS[0], ("x-test-delay-ms", "1000")],
+            b2,
+        )
+        .await
+    });
+    // Wait (bounded) until the back-end has the request, then signal.
+    let t0 = Instant::now();
+    while be.seen.lock().unwrap().is_empty() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "request never reached the back-end"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &s.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let r = inflight.await.unwrap().unwrap();
+    assert_eq!(
+        (r.status, r.body),
+        (200, body),
+        "the in-flight request completes"
+    );
+    // New connections are refused once shutdown started.
+    assert!(
+        tokio::net::TcpStream::connect(s.addr).await.is_err()
+            || s.child.try_wait().unwrap().is_some()
+    );
+    let t1 = Instant::now();
+    let status = loop {
+        if let Some(st) = s.child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            t1.elapsed() < Duration::from_secs(10),
+            "sluice did not exit after SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(status.code(), Some(0));
+}

@@ -1,0 +1,73 @@
+//! `sluice validate` reports every problem at once with file:line:column.
+
+mod common;
+use common::*;
+use std::process::Command;
+
+#[test]
+fn validate_reports_unknown_mediator_and_malformed_xml() {
+    let dir = test_config("invalid");
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["validate", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {err}");
+    assert!(
+        err.contains(
+            "unknown-mediator.xml:6:13: error: <frobnicate>: unknown mediator <frobnicate>"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("broken.xml:5:5: error: malformed XML"),
+        "{err}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("2 error(s)") && stdout.contains("would deploy: Fine"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn validate_of_the_wso2_capp_lists_unsupported_features_by_file() {
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["validate", capp().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "unsupported features make validate fail: {err}"
+    );
+    assert!(
+        !err.contains(": error:"),
+        "the WSO2 artifacts have no errors: {err}"
+    );
+    assert!(
+        err.contains("XSLTProxy-1.0.0.xml:")
+            && err.contains("the <xslt> mediator is not supported yet"),
+        "{err}"
+    );
+    assert!(
+        err.contains("SecureProxy-1.0.0.xml:") && err.contains("WS-Security"),
+        "{err}"
+    );
+}
+
+#[test]
+fn run_refuses_a_configuration_with_errors() {
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "run",
+            test_config("invalid").to_str().unwrap(),
+            "--port",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing was started"));
+}

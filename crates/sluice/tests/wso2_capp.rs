@@ -1,0 +1,208 @@
+//! The WSO2 performance-test Carbon Application, loaded unchanged, against a real back-end.
+
+mod common;
+use common::*;
+
+fn start(capp: &std::path::Path, backend: std::net::SocketAddr) -> Sluice {
+    let ep = format!("RealService=http://{backend}/service/EchoService");
+    Sluice::start(&["run", capp.to_str().unwrap(), "--endpoint", &ep])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn direct_proxy_relays_payloads_and_headers_unchanged() {
+    let be = backend().await;
+    let s = start(&capp(), be.addr);
+    let mut c = Conn::open(s.addr).await;
+    for name in ["1000B_buyStocks.xml", "10000B_buyStocks.xml"] {
+        let body = payload(name);
+        let r = c
+            .post(
+                "/services/DirectProxy",
+                &[
+                    SOAP_HEADERS[0],
+                    SOAP_HEADERS[1],
+                    ("routing", "xadmin;server1;community#1.0##"),
+                ],
+                body.clone(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(r.body, body, "{name} must come back byte-identical");
+        assert_eq!(r.header("content-type"), "text/xml; charset=UTF-8");
+    }
+    // The 2019 payloads of exactly 1 KiB and 10 KiB too.
+    for name in ["1024B_buyStocks.xml", "10240B_buyStocks.xml"] {
+        let body = bytes::Bytes::from(
+            std::fs::read(
+                reference()
+                    .join("performance-ei/requests/2019-04_to_2020-08")
+                    .join(name),
+            )
+            .unwrap(),
+        );
+        let r = c
+            .post("/services/DirectProxy", SOAP_HEADERS, body.clone())
+            .await
+            .unwrap();
+        assert_eq!(r.body, body);
+    }
+    let seen = be.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 4);
+    let first = &seen[0];
+    assert_eq!(first.method, "POST");
+    assert_eq!(first.path, "/service/EchoService");
+    assert_eq!(first.headers["soapaction"], "urn:buyStocks");
+    assert_eq!(first.headers["routing"], "xadmin;server1;community#1.0##");
+    assert_eq!(first.headers["content-type"], "text/xml; charset=UTF-8");
+    assert_eq!(first.headers["host"], be.addr.to_string().as_str());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cbr_transport_header_proxy_routes_or_faults() {
+    let be = backend().await;
+    let s = start(&capp(), be.addr);
+    let mut c = Conn::open(s.addr).await;
+    let body = payload("1000B_buyStocks.xml");
+    let ok = c
+        .post(
+            "/services/CBRTransportHeaderProxy",
+            &[
+                SOAP_HEADERS[0],
+                SOAP_HEADERS[1],
+                ("routing", "xadmin;server1;community#1.0##"),
+            ],
+            body.clone(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(ok.status, 200);
+    assert_eq!(ok.body, body);
+    // Without the header: the SOAP 1.1 fault, on the same keep-alive connection.
+    let bad = c
+        .post(
+            "/services/CBRTransportHeaderProxy",
+            SOAP_HEADERS,
+            body.clone(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(bad.status, 500);
+    assert!(
+        bad.header("content-type").starts_with("text/xml"),
+        "{:?}",
+        bad.headers
+    );
+    let t = bad.text();
+    assert!(
+        t.contains("<faultstring>Invalid routing header</faultstring>"),
+        "{t}"
+    );
+    assert!(t.contains("<faultcode>soapenv:Server</faultcode>"), "{t}");
+    assert!(
+        t.contains("http://schemas.xmlsoap.org/soap/envelope/"),
+        "{t}"
+    );
+    // A wrong value is refused too (full match, not substring).
+    let partial = c
+        .post(
+            "/services/CBRTransportHeaderProxy",
+            &[
+                SOAP_HEADERS[0],
+                ("routing", "xadmin;server1;community#1.0##extra"),
+            ],
+            body.clone(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(partial.status, 500);
+    assert_eq!(
+        be.seen.lock().unwrap().len(),
+        1,
+        "only the matching request reaches the back-end"
+    );
+    // And the connection still works after a fault.
+    let again = c
+        .post("/services/DirectProxy", SOAP_HEADERS, body.clone())
+        .await
+        .unwrap();
+    assert_eq!(again.body, body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsupported_proxies_are_reported_and_the_rest_serve() {
+    let be = backend().await;
+    let s = start(&capp(), be.addr);
+    let mut c = Conn::open(s.addr).await;
+    let list = c.get("/services/").await.unwrap();
+    let t = list.text();
+    assert!(
+        t.contains("DirectProxy") && t.contains("CBRTransportHeaderProxy"),
+        "{t}"
+    );
+    for later in [
+        "CBRProxy",
+        "XSLTProxy",
+        "SecureProxy",
+        "CloneAndAggregateWithTwoBackendProxy",
+    ] {
+        assert!(
+            t.contains(&format!("Not deployed: {later}")),
+            "{later} must be listed as not deployed:\n{t}"
+        );
+    }
+    let err = s.stderr();
+    assert!(
+        err.contains("CBRProxy-1.0.0.xml:"),
+        "diagnostics name the file: {err}"
+    );
+    assert!(err.contains("unsupported"), "{err}");
+    // An undeployed proxy answers 404 naming what is deployed.
+    let r = c
+        .post(
+            "/services/CBRProxy",
+            SOAP_HEADERS,
+            payload("1000B_buyStocks.xml"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 404);
+    assert!(r.text().contains("DirectProxy"), "{}", r.text());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wsdl_is_served_with_sluice_address() {
+    let be = backend().await;
+    let s = start(&capp(), be.addr);
+    let mut c = Conn::open(s.addr).await;
+    let r = c.get("/services/DirectProxy?wsdl").await.unwrap();
+    assert_eq!(r.status, 200);
+    let t = r.text();
+    assert!(
+        t.contains(&format!(
+            "location=\"http://{}/services/DirectProxy\"",
+            s.addr
+        )),
+        "{t}"
+    );
+    assert!(
+        t.contains("<definitions") && !t.contains("localhost:18181"),
+        "{t}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn car_of_2018_loads_and_routes() {
+    let be = backend().await;
+    let s = start(
+        &reference().join("performance-ei/capp-2018-01-car"),
+        be.addr,
+    );
+    let mut c = Conn::open(s.addr).await;
+    let body = payload("1000B_buyStocks.xml");
+    let r = c
+        .post("/services/DirectProxy", SOAP_HEADERS, body.clone())
+        .await
+        .unwrap();
+    assert_eq!(r.body, body);
+}

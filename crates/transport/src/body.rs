@@ -1,0 +1,165 @@
+//! The one body type Sluice sends, both ways: nothing, bytes made in memory, or another message's stream
+//! relayed frame by frame (bounded by hyper's buffers, never collected).
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use hyper::body::Incoming;
+use sluice_mediation::error::BoxError;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::time::Sleep;
+
+/// Last time a relayed stream made progress, for idle timeouts that must not fire while a large body is
+/// still moving.
+#[derive(Debug)]
+pub struct Activity {
+    origin: Instant,
+    last_nanos: AtomicU64,
+}
+
+impl Activity {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Activity {
+            origin: Instant::now(),
+            last_nanos: AtomicU64::new(0),
+        })
+    }
+    pub fn touch(&self) {
+        self.last_nanos
+            .store(self.origin.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+    pub fn last(&self) -> Instant {
+        self.origin + Duration::from_nanos(self.last_nanos.load(Ordering::Relaxed))
+    }
+}
+
+/// Fails a stream that makes no progress for `limit`.
+pub struct IdleTimeout {
+    limit: Duration,
+    sleep: Pin<Box<Sleep>>,
+    what: Arc<str>,
+}
+
+impl IdleTimeout {
+    pub fn new(limit: Duration, what: Arc<str>) -> Self {
+        IdleTimeout {
+            limit,
+            sleep: Box::pin(tokio::time::sleep(limit)),
+            what,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct StalledError(pub String);
+
+impl std::fmt::Display for StalledError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for StalledError {}
+
+pub struct Stream {
+    inner: Incoming,
+    idle: Option<IdleTimeout>,
+    activity: Option<Arc<Activity>>,
+}
+
+pub enum RelayBody {
+    Empty,
+    Full(Option<Bytes>),
+    Stream(Box<Stream>),
+}
+
+impl RelayBody {
+    pub fn full(b: Bytes) -> Self {
+        if b.is_empty() {
+            RelayBody::Empty
+        } else {
+            RelayBody::Full(Some(b))
+        }
+    }
+
+    pub fn stream(inner: Incoming) -> Self {
+        RelayBody::Stream(Box::new(Stream {
+            inner,
+            idle: None,
+            activity: None,
+        }))
+    }
+
+    pub fn stream_with(
+        inner: Incoming,
+        idle: Option<IdleTimeout>,
+        activity: Option<Arc<Activity>>,
+    ) -> Self {
+        RelayBody::Stream(Box::new(Stream {
+            inner,
+            idle,
+            activity,
+        }))
+    }
+}
+
+impl Body for RelayBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        match self.get_mut() {
+            RelayBody::Empty => Poll::Ready(None),
+            RelayBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            RelayBody::Stream(s) => {
+                let s = &mut **s;
+                match Pin::new(&mut s.inner).poll_frame(cx) {
+                    Poll::Ready(r) => {
+                        if let Some(a) = &s.activity {
+                            a.touch();
+                        }
+                        if let Some(idle) = &mut s.idle {
+                            let deadline = tokio::time::Instant::now() + idle.limit;
+                            idle.sleep.as_mut().reset(deadline);
+                        }
+                        Poll::Ready(r.map(|r| r.map_err(Into::into)))
+                    }
+                    Poll::Pending => {
+                        if let Some(idle) = &mut s.idle {
+                            if idle.sleep.as_mut().poll(cx).is_ready() {
+                                let msg =
+                                    format!("{} sent nothing for {:?}", idle.what, idle.limit);
+                                s.idle = None;
+                                return Poll::Ready(Some(Err(Box::new(StalledError(msg)))));
+                            }
+                        }
+                        Poll::Pending
+                    }
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            RelayBody::Empty => true,
+            RelayBody::Full(b) => b.is_none(),
+            RelayBody::Stream(s) => s.inner.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            RelayBody::Empty => SizeHint::with_exact(0),
+            RelayBody::Full(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
+            RelayBody::Stream(s) => s.inner.size_hint(),
+        }
+    }
+}
+
+use std::future::Future;

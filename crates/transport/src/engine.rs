@@ -1,0 +1,628 @@
+//! The life of a request: dispatch to a proxy, in-sequence, endpoint, out-sequence, fault sequence, and
+//! the answer to the client. Mediation runs synchronously between the awaits; bodies nobody reads are
+//! relayed as streams.
+
+use crate::body::{Activity, IdleTimeout, RelayBody};
+use crate::client::BackendClient;
+use crate::headers::strip_hop_by_hop;
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use sluice_config::FaultVersion;
+use sluice_expr::BodyNeed;
+use sluice_mediation::fault::{self, FaultParts};
+use sluice_mediation::{
+    exec, Body, Direction, EndpointPlan, Error, ErrorKind, Flow, Message, Plan, ProxyPlan,
+};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Clone, Debug)]
+pub struct EngineOptions {
+    /// Largest body read into memory when a mediator must see it.
+    pub max_buffered_body: usize,
+    /// Endpoint timeout when the endpoint sets none.
+    pub default_timeout: Duration,
+    pub connect_timeout: Duration,
+    /// Most back-end calls one request may make (out-sequence sends to further endpoints).
+    pub max_hops: usize,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            max_buffered_body: 64 * 1024 * 1024,
+            default_timeout: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(10),
+            max_hops: 8,
+        }
+    }
+}
+
+pub struct Engine {
+    plan: Arc<Plan>,
+    client: BackendClient,
+    opts: EngineOptions,
+    services: String,
+}
+
+/// How deep in fault handling a call is: a failure inside a fault sequence's own send is not handled again.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Depth {
+    Normal,
+    InFault,
+}
+
+impl Engine {
+    pub fn new(plan: Plan, opts: EngineOptions) -> Arc<Self> {
+        let mut names: Vec<&str> = plan.proxies.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        let services = names.join(", ");
+        Arc::new(Engine {
+            client: BackendClient::new(opts.connect_timeout),
+            plan: Arc::new(plan),
+            opts,
+            services,
+        })
+    }
+
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    pub async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<RelayBody> {
+        let (parts, body) = req.into_parts();
+        let path = parts.uri.path();
+        let rest = match path.strip_prefix("/services") {
+            Some(r) if r.is_empty() || r == "/" => return self.listing(),
+            Some(r) if r.starts_with('/') => &r[1..],
+            _ => return self.not_found(&parts.method, &parts.headers, path),
+        };
+        let name = rest.split('/').next().unwrap_or(rest);
+        let proxy = match self.plan.proxies.get(name) {
+            Some(p) => p,
+            // WSO2 MI also answers at /services/Name.NameHttpSoap11Endpoint and the like.
+            None => match name
+                .split_once('.')
+                .and_then(|(n, _)| self.plan.proxies.get(n))
+            {
+                Some(p) => p,
+                None => return self.not_found(&parts.method, &parts.headers, path),
+            },
+        };
+        if !proxy.started {
+            let e = Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "proxy {} is deployed but not started (startOnLoad=\"false\")",
+                    proxy.name
+                ),
+            );
+            return error_response(
+                fault_version(&parts.headers),
+                &e,
+                StatusCode::SERVICE_UNAVAILABLE,
+            );
+        }
+        if parts.method == Method::GET
+            && parts
+                .uri
+                .query()
+                .is_some_and(|q| q.eq_ignore_ascii_case("wsdl") || q.starts_with("wsdl"))
+        {
+            return self.wsdl(proxy, &parts.headers);
+        }
+        let pq = parts
+            .uri
+            .path_and_query()
+            .map(|p| p.as_str().to_owned())
+            .unwrap_or_default();
+        let msg = Message::request(proxy.name.clone(), parts.method, pq, parts.headers);
+        let proxy = proxy.clone();
+        self.request_flow(&proxy, msg, body).await
+    }
+
+    async fn request_flow(
+        &self,
+        proxy: &Arc<ProxyPlan>,
+        mut msg: Message,
+        body: Incoming,
+    ) -> Response<RelayBody> {
+        let mut stream = Some(body);
+        if proxy.request_body_need() != BodyNeed::None {
+            match self.buffer(stream.take(), "request").await {
+                Ok(b) => msg.body = Body::Bytes(b),
+                Err(e) => return self.default_fault(msg.soap, &e),
+            }
+        }
+        let flow = match exec::run(&proxy.in_seq.steps, &mut msg) {
+            Ok(f) => f,
+            Err(e) => return self.fault_flow(proxy, msg, e, stream, Depth::Normal).await,
+        };
+        match flow {
+            Flow::Send(Some(ep)) => self.call(proxy, msg, stream, ep, Depth::Normal).await,
+            Flow::Respond => self.reply(msg, stream, None).await,
+            Flow::Send(None) if msg.is_response() => self.reply(msg, stream, None).await,
+            Flow::Drop => {
+                discard(stream).await;
+                accepted()
+            }
+            Flow::Continue | Flow::Send(None) => match self.implicit_endpoint(proxy, &msg) {
+                Ok(ep) => self.call(proxy, msg, stream, ep, Depth::Normal).await,
+                Err(e) => {
+                    discard(stream).await;
+                    self.default_fault(msg.soap, &e)
+                }
+            },
+        }
+    }
+
+    /// Where a message goes when the sequence did not name an endpoint: the WS-Addressing To set by a
+    /// header mediator, else the proxy's target endpoint.
+    fn implicit_endpoint(
+        &self,
+        proxy: &ProxyPlan,
+        msg: &Message,
+    ) -> Result<Arc<EndpointPlan>, Error> {
+        if let Some(to) = &msg.to {
+            let uri: http::Uri = to.parse().map_err(|e| {
+                Error::new(
+                    ErrorKind::Mediation,
+                    format!("To address '{to}' is not a URI"),
+                )
+                .with_source(e)
+            })?;
+            let host = uri
+                .authority()
+                .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
+                .filter(|_| uri.scheme_str() == Some("http"))
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::Mediation,
+                        format!("To address '{to}' is not an http URL"),
+                    )
+                })?;
+            return Ok(Arc::new(EndpointPlan {
+                name: format!("To {to}"),
+                uri,
+                host,
+                timeout: None,
+                timeout_action: sluice_config::TimeoutAction::Fault,
+                suspend_on_failure: Default::default(),
+                mark_for_suspension: Default::default(),
+            }));
+        }
+        proxy.target.clone().ok_or_else(|| {
+            Error::new(
+                ErrorKind::NoRoute,
+                format!("the in-sequence of proxy {} ended without send, respond or drop, and the proxy has no target endpoint", proxy.name),
+            )
+        })
+    }
+
+    async fn call(
+        &self,
+        proxy: &Arc<ProxyPlan>,
+        mut msg: Message,
+        mut stream: Option<Incoming>,
+        mut ep: Arc<EndpointPlan>,
+        depth: Depth,
+    ) -> Response<RelayBody> {
+        if msg.props.is_true("OUT_ONLY") || msg.axis2.is_true("FORCE_SC_ACCEPTED") {
+            let (req, activity) = self.backend_request(&mut msg, &ep, stream.take(), false);
+            let client = self.client.clone();
+            let limit = ep.timeout.unwrap_or(self.opts.default_timeout);
+            tokio::spawn(async move {
+                match send_with_timeout(&client, req, &ep, activity, limit).await {
+                    Ok(resp) => {
+                        let _ = resp.into_body().collect().await;
+                    }
+                    Err(e) => {
+                        tracing::warn!(proxy = %msg.service, "one-way send failed: {}", e.reason())
+                    }
+                }
+            });
+            return accepted();
+        }
+        let keep_headers = proxy.fault_seq.is_some();
+        for _ in 0..self.opts.max_hops {
+            let (req, activity) = self.backend_request(&mut msg, &ep, stream.take(), keep_headers);
+            let limit = ep.timeout.unwrap_or(self.opts.default_timeout);
+            let resp = match send_with_timeout(&self.client, req, &ep, activity, limit).await {
+                Ok(r) => r,
+                Err(e) => {
+                    if e.kind == ErrorKind::ResponseTimeout
+                        && ep.timeout_action == sluice_config::TimeoutAction::Discard
+                    {
+                        tracing::warn!(proxy = %proxy.name, "{} (responseAction discard)", e.reason());
+                        return self.default_fault(msg.soap, &e);
+                    }
+                    return if depth == Depth::Normal {
+                        self.fault_flow(proxy, msg, e, None, Depth::InFault).await
+                    } else {
+                        tracing::warn!(proxy = %proxy.name, "{}", e.reason());
+                        self.default_fault(msg.soap, &e)
+                    };
+                }
+            };
+            let (parts, body) = resp.into_parts();
+            let mut rmsg = msg.into_response(parts.status, parts.headers);
+            let mut rstream = Some(body);
+            let idle = IdleTimeout::new(limit, format!("{}", ep.describe()).into());
+            let Some(out) = &proxy.out_seq else {
+                return client_response(rmsg, rstream, Some(idle));
+            };
+            if out.body_need != BodyNeed::None {
+                match self.buffer(rstream.take(), "response").await {
+                    Ok(b) => rmsg.body = Body::Bytes(b),
+                    Err(e) => return self.default_fault(rmsg.soap, &e),
+                }
+            }
+            match exec::run(&out.steps, &mut rmsg) {
+                Err(e) => return self.fault_flow(proxy, rmsg, e, None, Depth::InFault).await,
+                Ok(Flow::Continue | Flow::Send(None) | Flow::Respond) => {
+                    return client_response(rmsg, rstream, Some(idle))
+                }
+                Ok(Flow::Drop) => return accepted(),
+                Ok(Flow::Send(Some(next))) => {
+                    msg = rmsg;
+                    stream = rstream;
+                    ep = next;
+                }
+            }
+        }
+        let e = Error::new(
+            ErrorKind::Mediation,
+            format!(
+                "more than {} back-end calls for one request",
+                self.opts.max_hops
+            ),
+        );
+        self.default_fault(msg.soap, &e)
+    }
+
+    /// Runs the fault sequence (the proxy's, else the sequence named "fault") for an error. If it answers,
+    /// that is the answer; otherwise a fault in the request's SOAP version with the status of the error.
+    async fn fault_flow(
+        &self,
+        proxy: &Arc<ProxyPlan>,
+        mut msg: Message,
+        err: Error,
+        stream: Option<Incoming>,
+        depth: Depth,
+    ) -> Response<RelayBody> {
+        tracing::warn!(proxy = %proxy.name, kind = ?err.kind, "{}", err.reason());
+        let Some(fs) = &proxy.fault_seq else {
+            discard(stream).await;
+            return self.default_fault(msg.soap, &err);
+        };
+        msg.props
+            .set("ERROR_CODE", err.kind.synapse_code().to_string());
+        msg.props.set("ERROR_MESSAGE", err.reason());
+        msg.props.set("ERROR_DETAIL", err.reason());
+        msg.direction = Direction::Request;
+        let soap = msg.soap;
+        match exec::run(&fs.steps, &mut msg) {
+            Ok(Flow::Respond | Flow::Send(None)) if !matches!(msg.body, Body::Stream) => {
+                discard(stream).await;
+                client_response(msg, None, None)
+            }
+            Ok(Flow::Send(Some(ep))) if !matches!(msg.body, Body::Stream) || stream.is_some() => {
+                let fut = Box::pin(self.call(proxy, msg, stream, ep, Depth::InFault));
+                let _ = depth;
+                fut.await
+            }
+            Ok(_) => {
+                discard(stream).await;
+                self.default_fault(soap, &err)
+            }
+            Err(e2) => {
+                tracing::warn!(proxy = %proxy.name, "fault sequence failed: {}", e2.reason());
+                discard(stream).await;
+                self.default_fault(soap, &err)
+            }
+        }
+    }
+
+    fn backend_request(
+        &self,
+        msg: &mut Message,
+        ep: &EndpointPlan,
+        stream: Option<Incoming>,
+        keep_headers: bool,
+    ) -> (Request<RelayBody>, Option<Arc<Activity>>) {
+        let mut headers = if keep_headers {
+            msg.headers.clone()
+        } else {
+            std::mem::take(&mut msg.headers)
+        };
+        strip_hop_by_hop(&mut headers);
+        headers.insert(header::HOST, ep.host.clone());
+        apply_content_type_props(msg, &mut headers);
+        let mut activity = None;
+        let body = if msg.axis2.is_true("NO_ENTITY_BODY") {
+            headers.remove(header::CONTENT_LENGTH);
+            RelayBody::Empty
+        } else {
+            match &msg.body {
+                Body::Stream => match stream {
+                    Some(s) => {
+                        let a = Activity::new();
+                        activity = Some(a.clone());
+                        RelayBody::stream_with(s, None, Some(a))
+                    }
+                    None => RelayBody::Empty,
+                },
+                Body::Bytes(b) => {
+                    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(b.len()));
+                    RelayBody::full(b.clone())
+                }
+                Body::Empty => {
+                    headers.remove(header::CONTENT_LENGTH);
+                    RelayBody::Empty
+                }
+            }
+        };
+        let mut req = Request::new(body);
+        *req.method_mut() = msg.method.clone();
+        *req.uri_mut() = ep.uri.clone();
+        *req.headers_mut() = headers;
+        (req, activity)
+    }
+
+    async fn reply(
+        &self,
+        msg: Message,
+        req_stream: Option<Incoming>,
+        _resp: Option<Incoming>,
+    ) -> Response<RelayBody> {
+        let stream = if matches!(msg.body, Body::Stream) {
+            req_stream
+        } else {
+            discard(req_stream).await;
+            None
+        };
+        client_response(msg, stream, None)
+    }
+
+    async fn buffer(&self, stream: Option<Incoming>, what: &str) -> Result<Bytes, Error> {
+        let Some(s) = stream else {
+            return Ok(Bytes::new());
+        };
+        match http_body_util::Limited::new(s, self.opts.max_buffered_body)
+            .collect()
+            .await
+        {
+            Ok(c) => Ok(c.to_bytes()),
+            Err(e) => {
+                if e.downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some()
+                {
+                    Err(Error::new(
+                        ErrorKind::PayloadTooLarge,
+                        format!(
+                            "the {what} body is larger than {} bytes and a mediator must read it",
+                            self.opts.max_buffered_body
+                        ),
+                    ))
+                } else {
+                    Err(Error::new(
+                        ErrorKind::BadRequest,
+                        format!("reading the {what} body failed"),
+                    )
+                    .with_source(e))
+                }
+            }
+        }
+    }
+
+    fn default_fault(&self, soap: FaultVersion, e: &Error) -> Response<RelayBody> {
+        error_response(
+            soap,
+            e,
+            StatusCode::from_u16(e.kind.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        )
+    }
+
+    fn listing(&self) -> Response<RelayBody> {
+        let mut s = format!("Deployed services: {}\n", self.services);
+        for (name, why) in &self.plan.not_deployed {
+            s.push_str(&format!("Not deployed: {name}: {why}\n"));
+        }
+        text_response(StatusCode::OK, s)
+    }
+
+    fn not_found(&self, method: &Method, headers: &HeaderMap, path: &str) -> Response<RelayBody> {
+        let msg = format!(
+            "no service at {path}; deployed services (under /services/): {}",
+            self.services
+        );
+        if method == Method::GET {
+            return text_response(StatusCode::NOT_FOUND, msg + "\n");
+        }
+        error_response(
+            fault_version(headers),
+            &Error::new(ErrorKind::NotFound, msg),
+            StatusCode::NOT_FOUND,
+        )
+    }
+
+    fn wsdl(&self, proxy: &ProxyPlan, headers: &HeaderMap) -> Response<RelayBody> {
+        let Some(w) = &proxy.wsdl else {
+            return text_response(
+                StatusCode::NOT_FOUND,
+                format!("proxy {} publishes no WSDL\n", proxy.name),
+            );
+        };
+        let host = headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("localhost:8290");
+        let url = format!("http://{host}/services/{}", proxy.name);
+        let mut r = Response::new(RelayBody::full(Bytes::from(w.render(&url))));
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/xml; charset=UTF-8"),
+        );
+        r
+    }
+}
+
+async fn send_with_timeout(
+    client: &BackendClient,
+    req: Request<RelayBody>,
+    ep: &EndpointPlan,
+    activity: Option<Arc<Activity>>,
+    limit: Duration,
+) -> Result<http::Response<Incoming>, Error> {
+    let fut = client.send(req, ep);
+    tokio::pin!(fut);
+    let mut deadline = tokio::time::Instant::now() + limit;
+    loop {
+        tokio::select! {
+            r = &mut fut => return r,
+            _ = tokio::time::sleep_until(deadline) => {
+                // A request body still moving is progress: the timeout counts from its last chunk.
+                if let Some(a) = &activity {
+                    let next = tokio::time::Instant::from_std(a.last()) + limit;
+                    if next > tokio::time::Instant::now() {
+                        deadline = next;
+                        continue;
+                    }
+                }
+                return Err(Error::new(ErrorKind::ResponseTimeout, format!("{} did not answer within {} ms", ep.describe(), limit.as_millis())));
+            }
+        }
+    }
+}
+
+fn apply_content_type_props(msg: &Message, headers: &mut HeaderMap) {
+    let ct = msg
+        .axis2
+        .get("ContentType")
+        .or_else(|| msg.axis2.get("messageType"));
+    if let Some(v) = ct.and_then(|c| HeaderValue::from_str(c).ok()) {
+        headers.insert(header::CONTENT_TYPE, v);
+    }
+}
+
+/// The answer to the client for a message. On the response path the back-end's end-to-end headers are
+/// relayed; on the request path (respond, makefault + send) only the content headers of the message.
+fn client_response(
+    msg: Message,
+    stream: Option<Incoming>,
+    idle: Option<IdleTimeout>,
+) -> Response<RelayBody> {
+    let status = msg.status.unwrap_or(if msg.is_fault {
+        StatusCode::INTERNAL_SERVER_ERROR
+    } else {
+        StatusCode::OK
+    });
+    let mut headers = if msg.direction == Direction::Response {
+        let mut h = msg.headers;
+        strip_hop_by_hop(&mut h);
+        h
+    } else {
+        let mut h = HeaderMap::new();
+        if let Some(ct) = msg.headers.get(header::CONTENT_TYPE) {
+            h.insert(header::CONTENT_TYPE, ct.clone());
+        }
+        if matches!(msg.body, Body::Stream) {
+            if let Some(cl) = msg.headers.get(header::CONTENT_LENGTH) {
+                h.insert(header::CONTENT_LENGTH, cl.clone());
+            }
+        }
+        h
+    };
+    let ct = msg
+        .axis2
+        .get("ContentType")
+        .or_else(|| msg.axis2.get("messageType"));
+    if let Some(v) = ct.and_then(|c| HeaderValue::from_str(c).ok()) {
+        headers.insert(header::CONTENT_TYPE, v);
+    }
+    let body = if msg.axis2.is_true("NO_ENTITY_BODY") {
+        headers.remove(header::CONTENT_LENGTH);
+        RelayBody::Empty
+    } else {
+        match msg.body {
+            Body::Stream => match stream {
+                Some(s) => RelayBody::stream_with(s, idle, None),
+                None => RelayBody::Empty,
+            },
+            Body::Bytes(b) => {
+                headers.insert(header::CONTENT_LENGTH, HeaderValue::from(b.len()));
+                RelayBody::full(b)
+            }
+            Body::Empty => {
+                headers.remove(header::CONTENT_LENGTH);
+                RelayBody::Empty
+            }
+        }
+    };
+    let mut r = Response::new(body);
+    *r.status_mut() = status;
+    *r.headers_mut() = headers;
+    r
+}
+
+fn fault_version(headers: &HeaderMap) -> FaultVersion {
+    sluice_mediation::message::soap_version(headers)
+}
+
+/// A fault for an error, in the given SOAP version, with a status.
+pub fn error_response(soap: FaultVersion, e: &Error, status: StatusCode) -> Response<RelayBody> {
+    let code = fault::server_or_client(soap, e.kind.is_client_fault());
+    let body = fault::build(
+        soap,
+        &FaultParts {
+            code: Some(code),
+            reason: &e.reason(),
+            ..Default::default()
+        },
+    );
+    let mut r = Response::new(RelayBody::full(body));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(fault::content_type(soap)),
+    );
+    r
+}
+
+fn text_response(status: StatusCode, s: String) -> Response<RelayBody> {
+    let mut r = Response::new(RelayBody::full(Bytes::from(s)));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=UTF-8"),
+    );
+    r
+}
+
+fn accepted() -> Response<RelayBody> {
+    let mut r = Response::new(RelayBody::Empty);
+    *r.status_mut() = StatusCode::ACCEPTED;
+    r
+}
+
+/// Reads and drops a request body nobody will use, so the connection stays usable; gives up (and lets the
+/// connection close) past a size or time bound.
+async fn discard(stream: Option<Incoming>) {
+    const MAX: usize = 4 * 1024 * 1024;
+    let Some(mut s) = stream else { return };
+    let drain = async {
+        let mut n = 0usize;
+        while let Some(Ok(frame)) = s.frame().await {
+            if let Some(d) = frame.data_ref() {
+                n += d.len();
+                if n > MAX {
+                    return;
+                }
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(5), drain).await;
+}

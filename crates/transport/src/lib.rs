@@ -1,0 +1,10 @@
+//! HTTP transport: the listener, the pooled back-end client, and the request life that drives mediation.
+
+pub mod body;
+pub mod client;
+pub mod engine;
+pub mod headers;
+pub mod server;
+
+pub use engine::{Engine, EngineOptions};
+pub use server::{serve, ServerOptions};

@@ -1,0 +1,94 @@
+//! The HTTP/1.1 listener: accept loop, one task per connection, graceful shutdown.
+
+use crate::engine::Engine;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+
+#[derive(Clone, Debug)]
+pub struct ServerOptions {
+    /// How long in-flight requests may take to finish after shutdown starts.
+    pub grace: Duration,
+    /// A client must send its request head within this time.
+    pub header_read_timeout: Duration,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            grace: Duration::from_secs(30),
+            header_read_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Whether an accept error means the process is out of file descriptors (or the system is): then
+/// accepting pauses briefly instead of spinning or exiting.
+fn out_of_descriptors(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(23) | Some(24)) // ENFILE, EMFILE
+}
+
+/// Serves until `shutdown` resolves, then stops accepting and waits up to `opts.grace` for open
+/// connections to finish their requests.
+pub async fn serve(
+    listener: TcpListener,
+    engine: Arc<Engine>,
+    shutdown: impl Future<Output = ()>,
+    opts: ServerOptions,
+) -> std::io::Result<()> {
+    let graceful = GracefulShutdown::new();
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(opts.header_read_timeout)
+        .keep_alive(true);
+    tokio::pin!(shutdown);
+    let mut last_warning: Option<Instant> = None;
+    loop {
+        tokio::select! {
+            r = listener.accept() => match r {
+                Ok((stream, _peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    let engine = engine.clone();
+                    let svc = service_fn(move |req| {
+                        let engine = engine.clone();
+                        async move { Ok::<_, Infallible>(engine.handle(req).await) }
+                    });
+                    let conn = builder.serve_connection(TokioIo::new(stream), svc);
+                    let conn = graceful.watch(conn);
+                    tokio::spawn(async move {
+                        if let Err(e) = conn.await {
+                            tracing::debug!("connection ended: {e}");
+                        }
+                    });
+                }
+                Err(e) if out_of_descriptors(&e) => {
+                    if last_warning.is_none_or(|t| t.elapsed() > Duration::from_secs(5)) {
+                        tracing::warn!("out of file descriptors ({e}); pausing accepts until connections close");
+                        last_warning = Some(Instant::now());
+                    }
+                    // Back off instead of spinning: the next accept is retried shortly.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => tracing::debug!("accept failed: {e}"),
+            },
+            _ = &mut shutdown => break,
+        }
+    }
+    drop(listener);
+    tracing::info!(
+        "shutting down: no new connections; waiting up to {:?} for in-flight requests",
+        opts.grace
+    );
+    tokio::select! {
+        _ = graceful.shutdown() => tracing::info!("all connections closed"),
+        _ = tokio::time::sleep(opts.grace) => tracing::warn!("grace period over; closing remaining connections"),
+    }
+    Ok(())
+}
