@@ -94,7 +94,7 @@ pub struct Endpoint {
 
 #[derive(Clone, Debug)]
 pub enum EndpointKind {
-    Address(AddressEndpoint),
+    Address(Box<AddressEndpoint>),
     /// `<endpoint key="..."/>` nested inside another endpoint definition.
     Indirect(String),
     /// Already reported as an error or unsupported; kept so references to it resolve.

@@ -255,14 +255,14 @@ impl<'a, 'input> FileParser<'a, 'input> {
             }
             return;
         }
-        let ok = match (expect, name) {
-            (Expect::Any, _) => true,
-            (Expect::Proxy, "proxy")
-            | (Expect::Endpoint, "endpoint")
-            | (Expect::Sequence, "sequence") => true,
-            (Expect::LocalEntry, "localEntry") => true,
-            _ => false,
-        };
+        let ok = matches!(
+            (expect, name),
+            (Expect::Any, _)
+                | (Expect::Proxy, "proxy")
+                | (Expect::Endpoint, "endpoint")
+                | (Expect::Sequence, "sequence")
+                | (Expect::LocalEntry, "localEntry")
+        );
         if !ok {
             self.report(
                 Severity::Error,
@@ -501,7 +501,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
                 continue;
             }
             match c.tag_name().name() {
-                "address" => kind = self.address(c).map(EndpointKind::Address),
+                "address" => kind = self.address(c).map(|a| EndpointKind::Address(Box::new(a))),
                 "description" | "property" | "parameter" => {}
                 k @ ("wsdl" | "default" | "http" | "loadbalance" | "failover" | "recipientlist"
                 | "template" | "session") => {

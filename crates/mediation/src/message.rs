@@ -249,7 +249,7 @@ impl Env for Message {
         let q = self.path_and_query.split_once('?')?.1;
         q.split('&').find_map(|kv| {
             let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-            (k == name).then(|| Cow::Borrowed(v))
+            (k == name).then_some(Cow::Borrowed(v))
         })
     }
 }

@@ -66,6 +66,8 @@ pub struct SeqPlan {
 pub struct EndpointPlan {
     /// The name, or `anonymous endpoint at file:line`.
     pub name: String,
+    /// `endpoint NAME (URI)`, made once for errors and logs.
+    pub label: Arc<str>,
     pub uri: Uri,
     /// The Host header for this endpoint.
     pub host: HeaderValue,
@@ -76,8 +78,30 @@ pub struct EndpointPlan {
 }
 
 impl EndpointPlan {
-    pub fn describe(&self) -> String {
-        format!("endpoint {} ({})", self.name, self.uri)
+    pub fn new(
+        name: String,
+        uri: Uri,
+        host: HeaderValue,
+        timeout: Option<Duration>,
+        timeout_action: cfg::TimeoutAction,
+        suspend_on_failure: cfg::SuspendOnFailure,
+        mark_for_suspension: cfg::MarkForSuspension,
+    ) -> Self {
+        let label = format!("endpoint {name} ({uri})").into();
+        EndpointPlan {
+            name,
+            label,
+            uri,
+            host,
+            timeout,
+            timeout_action,
+            suspend_on_failure,
+            mark_for_suspension,
+        }
+    }
+
+    pub fn describe(&self) -> &str {
+        &self.label
     }
 }
 
@@ -563,15 +587,15 @@ impl<'a> Compiler<'a> {
             }
             cfg::EndpointKind::Indirect(key) => {
                 let target = self.named_endpoint(key, Some(&ep.loc))?;
-                return Some(EndpointPlan {
+                return Some(EndpointPlan::new(
                     name,
-                    uri: target.uri.clone(),
-                    host: target.host.clone(),
-                    timeout: target.timeout,
-                    timeout_action: target.timeout_action,
-                    suspend_on_failure: target.suspend_on_failure.clone(),
-                    mark_for_suspension: target.mark_for_suspension.clone(),
-                });
+                    target.uri.clone(),
+                    target.host.clone(),
+                    target.timeout,
+                    target.timeout_action,
+                    target.suspend_on_failure.clone(),
+                    target.mark_for_suspension.clone(),
+                ));
             }
         };
         let uri_text = override_uri.unwrap_or(&a.uri);
@@ -651,15 +675,15 @@ impl<'a> Compiler<'a> {
             }
             None => (None, cfg::TimeoutAction::Fault),
         };
-        Some(EndpointPlan {
+        Some(EndpointPlan::new(
             name,
             uri,
             host,
             timeout,
             timeout_action,
-            suspend_on_failure: a.suspend_on_failure.clone(),
-            mark_for_suspension: a.mark_for_suspension.clone(),
-        })
+            a.suspend_on_failure.clone(),
+            a.mark_for_suspension.clone(),
+        ))
     }
 
     fn expr(&mut self, e: &cfg::ExprSrc, element: &str) -> Option<Expr> {

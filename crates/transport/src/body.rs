@@ -36,10 +36,13 @@ impl Activity {
     }
 }
 
-/// Fails a stream that makes no progress for `limit`.
+/// Fails a stream that makes no progress for `limit`. The timer is only made when the stream first has
+/// to wait, so a body that is ready at once costs no timer.
 pub struct IdleTimeout {
     limit: Duration,
-    sleep: Pin<Box<Sleep>>,
+    sleep: Option<Pin<Box<Sleep>>>,
+    /// Whether the timer counts from the current wait (reset after every frame).
+    armed: bool,
     what: Arc<str>,
 }
 
@@ -47,7 +50,8 @@ impl IdleTimeout {
     pub fn new(limit: Duration, what: Arc<str>) -> Self {
         IdleTimeout {
             limit,
-            sleep: Box::pin(tokio::time::sleep(limit)),
+            sleep: None,
+            armed: false,
             what,
         }
     }
@@ -124,14 +128,21 @@ impl Body for RelayBody {
                             a.touch();
                         }
                         if let Some(idle) = &mut s.idle {
-                            let deadline = tokio::time::Instant::now() + idle.limit;
-                            idle.sleep.as_mut().reset(deadline);
+                            idle.armed = false;
                         }
                         Poll::Ready(r.map(|r| r.map_err(Into::into)))
                     }
                     Poll::Pending => {
                         if let Some(idle) = &mut s.idle {
-                            if idle.sleep.as_mut().poll(cx).is_ready() {
+                            let limit = idle.limit;
+                            let sleep = idle
+                                .sleep
+                                .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+                            if !idle.armed {
+                                sleep.as_mut().reset(tokio::time::Instant::now() + limit);
+                                idle.armed = true;
+                            }
+                            if sleep.as_mut().poll(cx).is_ready() {
                                 let msg =
                                     format!("{} sent nothing for {:?}", idle.what, idle.limit);
                                 s.idle = None;

@@ -184,15 +184,15 @@ impl Engine {
                         format!("To address '{to}' is not an http URL"),
                     )
                 })?;
-            return Ok(Arc::new(EndpointPlan {
-                name: format!("To {to}"),
+            return Ok(Arc::new(EndpointPlan::new(
+                format!("To {to}"),
                 uri,
                 host,
-                timeout: None,
-                timeout_action: sluice_config::TimeoutAction::Fault,
-                suspend_on_failure: Default::default(),
-                mark_for_suspension: Default::default(),
-            }));
+                None,
+                sluice_config::TimeoutAction::Fault,
+                Default::default(),
+                Default::default(),
+            )));
         }
         proxy.target.clone().ok_or_else(|| {
             Error::new(
@@ -250,7 +250,7 @@ impl Engine {
             let (parts, body) = resp.into_parts();
             let mut rmsg = msg.into_response(parts.status, parts.headers);
             let mut rstream = Some(body);
-            let idle = IdleTimeout::new(limit, format!("{}", ep.describe()).into());
+            let idle = IdleTimeout::new(limit, ep.label.clone());
             let Some(out) = &proxy.out_seq else {
                 return client_response(rmsg, rstream, Some(idle));
             };
