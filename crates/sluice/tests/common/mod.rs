@@ -136,7 +136,8 @@ impl Sluice {
         s.lines()
             .find_map(|l| {
                 l.strip_prefix(field).and_then(|r| {
-                    r.trim_start_matches(':').split_whitespace()
+                    r.trim_start_matches(':')
+                        .split_whitespace()
                         .next()?
                         .parse()
                         .ok()

@@ -1,0 +1,185 @@
+//! Runs the data-driven conformance suites in `conformance/` against the real binary.
+
+mod common;
+use common::*;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+#[derive(Deserialize)]
+struct Suite {
+    endpoints: Vec<String>,
+    cases: Vec<Case>,
+}
+
+#[derive(Deserialize)]
+struct Case {
+    name: String,
+    request: Req,
+    expect: Expect,
+    backend: Option<BackendExpect>,
+}
+
+#[derive(Deserialize)]
+struct Req {
+    #[serde(default = "post")]
+    method: String,
+    path: String,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    body: String,
+}
+
+fn post() -> String {
+    "POST".into()
+}
+
+#[derive(Deserialize)]
+struct Expect {
+    status: u16,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    body: Option<String>,
+    #[serde(default)]
+    body_contains: Vec<String>,
+    #[serde(default)]
+    echoed: bool,
+}
+
+#[derive(Deserialize)]
+struct BackendExpect {
+    count: Option<usize>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    absent: Vec<String>,
+}
+
+async fn run_suite(dir: &std::path::Path) -> Vec<String> {
+    let suite: Suite =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).unwrap()).unwrap();
+    let be = backend().await;
+    let mut args = vec![
+        "run".to_owned(),
+        dir.join("synapse").to_str().unwrap().to_owned(),
+    ];
+    for e in &suite.endpoints {
+        args.push("--endpoint".into());
+        args.push(format!("{e}=http://{}/backend", be.addr));
+    }
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let s = Sluice::start(&argv);
+    let mut failures = Vec::new();
+    assert!(!suite.cases.is_empty());
+    for case in &suite.cases {
+        let before = be.seen.lock().unwrap().len();
+        let mut c = Conn::open(s.addr).await;
+        let headers: Vec<(&str, &str)> = case
+            .request
+            .headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let body = bytes::Bytes::from(case.request.body.clone());
+        assert_eq!(case.request.method, "POST", "only POST cases so far");
+        let r = match c.post(&case.request.path, &headers, body.clone()).await {
+            Ok(r) => r,
+            Err(e) => {
+                failures.push(format!("{}: request failed: {e}", case.name));
+                continue;
+            }
+        };
+        let mut why = Vec::new();
+        if r.status != case.expect.status {
+            why.push(format!(
+                "status {} (want {}); body {}",
+                r.status,
+                case.expect.status,
+                r.text()
+            ));
+        }
+        for (k, v) in &case.expect.headers {
+            if r.header(k) != v {
+                why.push(format!("header {k}: {:?} (want {v:?})", r.header(k)));
+            }
+        }
+        if let Some(b) = &case.expect.body {
+            if r.text() != *b {
+                why.push(format!("body {:?}\n   want {b:?}", r.text()));
+            }
+        }
+        for needle in &case.expect.body_contains {
+            if !r.text().contains(needle) {
+                why.push(format!("body lacks {needle:?}: {}", r.text()));
+            }
+        }
+        if case.expect.echoed && r.body != body {
+            why.push(format!("body {:?} is not the request body", r.text()));
+        }
+        if let Some(b) = &case.backend {
+            let seen = be.seen.lock().unwrap()[before..].to_vec();
+            if let Some(n) = b.count {
+                if seen.len() != n {
+                    why.push(format!("back-end saw {} requests (want {n})", seen.len()));
+                }
+            }
+            if let Some(last) = seen.last() {
+                for (k, v) in &b.headers {
+                    let got = last
+                        .headers
+                        .get(k.as_str())
+                        .and_then(|x| x.to_str().ok())
+                        .unwrap_or("");
+                    if got != v {
+                        why.push(format!("back-end header {k}: {got:?} (want {v:?})"));
+                    }
+                }
+                for k in &b.absent {
+                    if last.headers.contains_key(k.as_str()) {
+                        why.push(format!(
+                            "back-end got header {k}, which must have been removed"
+                        ));
+                    }
+                }
+            } else if !b.headers.is_empty() {
+                why.push("back-end saw nothing".into());
+            }
+        }
+        if !why.is_empty() {
+            failures.push(format!("{}:\n  {}", case.name, why.join("\n  ")));
+        }
+    }
+    failures
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_suites() {
+    let root = workspace_root().join("conformance");
+    let mut suites: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.join("cases.json").is_file())
+        .collect();
+    suites.sort();
+    assert!(
+        !suites.is_empty(),
+        "no conformance suites found under {}",
+        root.display()
+    );
+    let mut failures = Vec::new();
+    for dir in &suites {
+        for f in run_suite(dir).await {
+            failures.push(format!(
+                "[{}] {f}",
+                dir.file_name().unwrap().to_string_lossy()
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} conformance failure(s):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
