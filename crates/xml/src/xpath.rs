@@ -1,0 +1,453 @@
+//! XPath 1.0: compile once, evaluate with a per-call context.
+
+use crate::document::{take_xml_string, Document, Node};
+use crate::error::{Capture, XmlError, XmlErrorKind};
+use crate::parse::cstr_lossy;
+use libxml::bindings::{
+    xmlChar, xmlElementType_XML_NAMESPACE_DECL, xmlNodeGetContent, xmlNodePtr, xmlNs,
+    xmlXPathCastNumberToString, xmlXPathCastToBoolean, xmlXPathCastToNumber, xmlXPathCompExpr,
+    xmlXPathCompile, xmlXPathCompiledEval, xmlXPathContextPtr, xmlXPathFreeCompExpr,
+    xmlXPathFreeContext, xmlXPathFreeObject, xmlXPathNewContext, xmlXPathNewString,
+    xmlXPathNodeSetSort, xmlXPathObjectPtr, xmlXPathObjectType_XPATH_BOOLEAN,
+    xmlXPathObjectType_XPATH_NODESET, xmlXPathObjectType_XPATH_NUMBER,
+    xmlXPathObjectType_XPATH_STRING, xmlXPathObjectType_XPATH_XSLT_TREE, xmlXPathRegisterNs,
+    xmlXPathRegisterVariableLookup,
+};
+use std::any::Any;
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::{c_void, CString};
+use std::fmt;
+use std::hash::BuildHasher;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::ptr::{self, NonNull};
+
+/// Supplies values for XPath variables (`$name`), as strings.
+pub trait VariableResolver {
+    /// The value of variable `name` (in namespace `ns_uri` for `$p:name`),
+    /// or `None` if undefined (evaluation then fails).
+    fn resolve(&self, name: &str, ns_uri: Option<&str>) -> Option<String>;
+}
+
+/// No variables.
+impl VariableResolver for () {
+    fn resolve(&self, _name: &str, _ns_uri: Option<&str>) -> Option<String> {
+        None
+    }
+}
+
+impl<S: BuildHasher> VariableResolver for HashMap<String, String, S> {
+    fn resolve(&self, name: &str, ns_uri: Option<&str>) -> Option<String> {
+        ns_uri.is_none().then(|| self.get(name).cloned()).flatten()
+    }
+}
+
+impl VariableResolver for BTreeMap<String, String> {
+    fn resolve(&self, name: &str, ns_uri: Option<&str>) -> Option<String> {
+        ns_uri.is_none().then(|| self.get(name).cloned()).flatten()
+    }
+}
+
+impl VariableResolver for [(&str, &str)] {
+    fn resolve(&self, name: &str, ns_uri: Option<&str>) -> Option<String> {
+        if ns_uri.is_some() {
+            return None;
+        }
+        self.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+    }
+}
+
+/// The result of an XPath evaluation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum XPathValue<'a> {
+    /// A node-set in document order. Namespace nodes (`namespace::*`) are
+    /// not represented (libxml2 only has temporary copies of them).
+    NodeSet(Vec<Node<'a>>),
+    /// A string.
+    String(String),
+    /// A number.
+    Number(f64),
+    /// A boolean.
+    Boolean(bool),
+}
+
+/// A compiled XPath 1.0 expression with its namespace bindings.
+///
+/// Compiled once, evaluated many times; `Send + Sync`, so one instance can
+/// be shared by all threads.
+pub struct XPath {
+    comp: NonNull<xmlXPathCompExpr>,
+    expr: String,
+    namespaces: Vec<(CString, CString)>,
+}
+
+// SAFETY: after xmlXPathCompile returns, libxml2 only reads the compiled
+// expression during evaluation (xmlXPathCompiledEval builds a fresh parser
+// context per call and never writes to the xmlXPathCompExpr in threaded
+// builds); it is freed only in Drop, which needs exclusive ownership. All
+// other state (namespace strings) is immutable Rust data.
+unsafe impl Send for XPath {}
+// SAFETY: see `Send`: concurrent evaluations only read the compiled
+// expression; every mutable structure is created per call.
+unsafe impl Sync for XPath {}
+
+impl Drop for XPath {
+    fn drop(&mut self) {
+        // SAFETY: created by xmlXPathCompile, freed exactly once here.
+        unsafe { xmlXPathFreeCompExpr(self.comp.as_ptr()) };
+    }
+}
+
+impl fmt::Debug for XPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("XPath").field("expr", &self.expr).finish()
+    }
+}
+
+struct ContextGuard(xmlXPathContextPtr);
+
+impl Drop for ContextGuard {
+    fn drop(&mut self) {
+        // SAFETY: created by xmlXPathNewContext, freed exactly once here.
+        unsafe { xmlXPathFreeContext(self.0) };
+    }
+}
+
+struct ObjectGuard(xmlXPathObjectPtr);
+
+impl Drop for ObjectGuard {
+    fn drop(&mut self) {
+        // SAFETY: returned by xmlXPathCompiledEval and owned by us.
+        unsafe { xmlXPathFreeObject(self.0) };
+    }
+}
+
+struct VarState<'r> {
+    resolver: &'r dyn VariableResolver,
+    panic: Option<Box<dyn Any + Send + 'static>>,
+}
+
+unsafe extern "C" fn variable_lookup(
+    data: *mut c_void,
+    name: *const xmlChar,
+    ns_uri: *const xmlChar,
+) -> xmlXPathObjectPtr {
+    // SAFETY: `data` is the VarState registered by `evaluate`, alive for the
+    // whole evaluation, only touched from this (the evaluating) thread.
+    let state = unsafe { &mut *(data as *mut VarState<'_>) };
+    if state.panic.is_some() {
+        return ptr::null_mut();
+    }
+    // SAFETY: libxml2 passes NUL-terminated strings (ns_uri may be NULL).
+    let (name, ns) = unsafe {
+        (
+            cstr_lossy(name),
+            (!ns_uri.is_null()).then(|| cstr_lossy(ns_uri)),
+        )
+    };
+    let resolver = state.resolver;
+    match catch_unwind(AssertUnwindSafe(|| resolver.resolve(&name, ns.as_deref()))) {
+        Ok(Some(value)) => match CString::new(value) {
+            // SAFETY: xmlXPathNewString copies the string; the returned
+            // object is handed to (and freed by) libxml2.
+            Ok(v) => unsafe { xmlXPathNewString(v.as_ptr() as *const xmlChar) },
+            Err(_) => ptr::null_mut(),
+        },
+        Ok(None) => ptr::null_mut(),
+        Err(payload) => {
+            state.panic = Some(payload);
+            ptr::null_mut()
+        }
+    }
+}
+
+impl XPath {
+    /// Compiles `expr`; `namespaces` are `(prefix, uri)` bindings used when
+    /// evaluating.
+    pub fn compile(expr: &str, namespaces: &[(&str, &str)]) -> Result<XPath, XmlError> {
+        crate::init();
+        let c_expr = CString::new(expr)
+            .map_err(|_| XmlError::new(XmlErrorKind::InvalidArgument, "expression contains NUL"))?;
+        let namespaces = namespaces
+            .iter()
+            .map(|(p, u)| Ok((CString::new(*p)?, CString::new(*u)?)))
+            .collect::<Result<Vec<_>, std::ffi::NulError>>()
+            .map_err(|_| {
+                XmlError::new(XmlErrorKind::InvalidArgument, "namespace binding contains NUL")
+            })?;
+        let capture = Capture::start();
+        // SAFETY: compiles a NUL-terminated expression; returns NULL or a new
+        // compiled expression that we own.
+        let comp = unsafe { xmlXPathCompile(c_expr.as_ptr() as *const xmlChar) };
+        let diags = capture.finish();
+        match NonNull::new(comp) {
+            Some(comp) => Ok(XPath {
+                comp,
+                expr: expr.to_string(),
+                namespaces,
+            }),
+            None => {
+                let e = XmlError::from_diagnostics(
+                    XmlErrorKind::XPathCompile,
+                    "invalid expression",
+                    &diags,
+                );
+                let msg = format!("{} in '{}'", e.message(), expr);
+                Err(XmlError::new(XmlErrorKind::XPathCompile, msg).with_details(e.details().to_vec()))
+            }
+        }
+    }
+
+    /// The source text of the expression.
+    pub fn as_str(&self) -> &str {
+        &self.expr
+    }
+
+    /// Evaluates with `context` as context node and hands the raw result to
+    /// `f` (which must not keep it).
+    fn evaluate<'a, R>(
+        &self,
+        context: Node<'a>,
+        vars: &dyn VariableResolver,
+        f: impl FnOnce(xmlXPathObjectPtr) -> R,
+    ) -> Result<R, XmlError> {
+        let capture = Capture::start();
+        let mut state = VarState {
+            resolver: vars,
+            panic: None,
+        };
+        let node = context.as_ptr();
+        // SAFETY: `node` is a live node of a document borrowed for 'a; its
+        // `doc` header field is that document. The XPath context is created
+        // and freed here (ContextGuard), the namespace strings outlive it
+        // (xmlXPathRegisterNs copies them anyway), and `state` outlives the
+        // evaluation that may call `variable_lookup` with it.
+        let result = unsafe {
+            let doc = (*node).doc;
+            let ctxt = xmlXPathNewContext(doc);
+            if ctxt.is_null() {
+                return Err(XmlError::new(
+                    XmlErrorKind::OutOfMemory,
+                    "xmlXPathNewContext failed",
+                ));
+            }
+            let ctxt = ContextGuard(ctxt);
+            for (prefix, uri) in &self.namespaces {
+                if xmlXPathRegisterNs(
+                    ctxt.0,
+                    prefix.as_ptr() as *const xmlChar,
+                    uri.as_ptr() as *const xmlChar,
+                ) != 0
+                {
+                    return Err(XmlError::new(
+                        XmlErrorKind::InvalidArgument,
+                        format!("cannot bind namespace prefix '{}'", prefix.to_string_lossy()),
+                    ));
+                }
+            }
+            (*ctxt.0).node = node;
+            xmlXPathRegisterVariableLookup(
+                ctxt.0,
+                Some(variable_lookup),
+                &mut state as *mut VarState<'_> as *mut c_void,
+            );
+            let obj = xmlXPathCompiledEval(self.comp.as_ptr(), ctxt.0);
+            // The object is freed before the context (guards drop in reverse
+            // order); `f` runs while both are alive.
+            let obj = (!obj.is_null()).then_some(ObjectGuard(obj));
+            obj.map(|o| f(o.0))
+        };
+        let diags = capture.finish();
+        if let Some(payload) = state.panic.take() {
+            resume_unwind(payload);
+        }
+        result.ok_or_else(|| {
+            let e = XmlError::from_diagnostics(XmlErrorKind::XPathEval, "evaluation failed", &diags);
+            let msg = format!("{} in '{}'", e.message(), self.expr);
+            XmlError::new(XmlErrorKind::XPathEval, msg).with_details(e.details().to_vec())
+        })
+    }
+
+    /// Evaluates against `doc` (the document node is the context node).
+    pub fn eval<'a>(
+        &self,
+        doc: &'a Document,
+        vars: &dyn VariableResolver,
+    ) -> Result<XPathValue<'a>, XmlError> {
+        self.eval_at(doc.as_node(), vars)
+    }
+
+    /// Evaluates with `node` as the context node.
+    pub fn eval_at<'a>(
+        &self,
+        node: Node<'a>,
+        vars: &dyn VariableResolver,
+    ) -> Result<XPathValue<'a>, XmlError> {
+        self.evaluate(node, vars, |obj| {
+            // SAFETY: `obj` is a live result object; node pointers in its
+            // node-set are nodes of the document borrowed for 'a (namespace
+            // items, which are temporary copies, are skipped).
+            unsafe { to_value::<'a>(obj) }
+        })?
+    }
+
+    /// Evaluates to a string with Synapse's string-value rule: for a
+    /// node-set, the text content of *every* node, concatenated in document
+    /// order (not XPath `string()`, which takes the first node only);
+    /// numbers that are integers print without a fractional part; booleans
+    /// print `true`/`false`.
+    pub fn eval_string(&self, doc: &Document, vars: &dyn VariableResolver) -> Result<String, XmlError> {
+        self.eval_string_at(doc.as_node(), vars)
+    }
+
+    /// [`XPath::eval_string`] with `node` as the context node.
+    pub fn eval_string_at(&self, node: Node<'_>, vars: &dyn VariableResolver) -> Result<String, XmlError> {
+        self.evaluate(node, vars, |obj| {
+            // SAFETY: `obj` is a live result object.
+            unsafe { string_value(obj) }
+        })
+    }
+
+    /// Evaluates to a boolean (XPath `boolean()` rules: non-empty node-set,
+    /// non-empty string, non-zero number).
+    pub fn eval_bool(&self, doc: &Document, vars: &dyn VariableResolver) -> Result<bool, XmlError> {
+        self.eval_bool_at(doc.as_node(), vars)
+    }
+
+    /// [`XPath::eval_bool`] with `node` as the context node.
+    pub fn eval_bool_at(&self, node: Node<'_>, vars: &dyn VariableResolver) -> Result<bool, XmlError> {
+        self.evaluate(node, vars, |obj| {
+            // SAFETY: `obj` is a live result object.
+            unsafe { xmlXPathCastToBoolean(obj) != 0 }
+        })
+    }
+
+    /// Evaluates to a number (XPath `number()` rules).
+    pub fn eval_number(&self, doc: &Document, vars: &dyn VariableResolver) -> Result<f64, XmlError> {
+        self.evaluate(doc.as_node(), vars, |obj| {
+            // SAFETY: `obj` is a live result object.
+            unsafe { xmlXPathCastToNumber(obj) }
+        })
+    }
+}
+
+/// Formats an XPath number: integers without a fractional part, `NaN`,
+/// `Infinity`, `-Infinity`, otherwise libxml2's XPath number formatting.
+pub(crate) fn format_number(n: f64) -> String {
+    if n.is_nan() {
+        return "NaN".into();
+    }
+    if n.is_infinite() {
+        return if n > 0.0 { "Infinity".into() } else { "-Infinity".into() };
+    }
+    if n == 0.0 {
+        return "0".into(); // also -0
+    }
+    if n.fract() == 0.0 {
+        // XPath 1.0: integers in plain decimal, no exponent, no ".0".
+        return format!("{n:.0}");
+    }
+    // SAFETY: returns a new libxml2 string that take_xml_string frees.
+    unsafe { take_xml_string(xmlXPathCastNumberToString(n)) }.unwrap_or_else(|| n.to_string())
+}
+
+/// Node pointers of a node-set object, sorted in document order.
+///
+/// # Safety
+/// `obj` must be a live XPath object.
+unsafe fn node_set(obj: xmlXPathObjectPtr) -> Vec<xmlNodePtr> {
+    // SAFETY: per the contract; the node set belongs to `obj` and sorting it
+    // in place only reorders its pointer table.
+    unsafe {
+        let set = (*obj).nodesetval;
+        if set.is_null() || (*set).nodeNr <= 0 || (*set).nodeTab.is_null() {
+            return Vec::new();
+        }
+        xmlXPathNodeSetSort(set);
+        std::slice::from_raw_parts((*set).nodeTab, (*set).nodeNr as usize).to_vec()
+    }
+}
+
+fn is_namespace_item(p: xmlNodePtr) -> bool {
+    // SAFETY: both xmlNode and xmlNs items of a node-set carry their type in
+    // a field that libxml2 keeps at a position readable as `type_` for both
+    // (xmlNs: next, type; xmlNode: _private, type), which is exactly how
+    // libxml2 itself tells them apart.
+    unsafe { (*p).type_ == xmlElementType_XML_NAMESPACE_DECL }
+}
+
+/// # Safety
+/// `obj` must be a live XPath object whose nodes belong to a document
+/// borrowed for `'a`.
+unsafe fn to_value<'a>(obj: xmlXPathObjectPtr) -> Result<XPathValue<'a>, XmlError> {
+    // SAFETY: per the contract.
+    unsafe {
+        let t = (*obj).type_;
+        if t == xmlXPathObjectType_XPATH_NODESET || t == xmlXPathObjectType_XPATH_XSLT_TREE {
+            let nodes = node_set(obj)
+                .into_iter()
+                .filter(|&p| !p.is_null() && !is_namespace_item(p))
+                .filter_map(|p| Node::from_raw(p))
+                .collect();
+            Ok(XPathValue::NodeSet(nodes))
+        } else if t == xmlXPathObjectType_XPATH_BOOLEAN {
+            Ok(XPathValue::Boolean((*obj).boolval != 0))
+        } else if t == xmlXPathObjectType_XPATH_NUMBER {
+            Ok(XPathValue::Number((*obj).floatval))
+        } else if t == xmlXPathObjectType_XPATH_STRING {
+            Ok(XPathValue::String(cstr_lossy((*obj).stringval)))
+        } else {
+            Err(XmlError::new(
+                XmlErrorKind::XPathEval,
+                format!("unsupported XPath result type {t}"),
+            ))
+        }
+    }
+}
+
+/// # Safety
+/// `obj` must be a live XPath object.
+unsafe fn string_value(obj: xmlXPathObjectPtr) -> String {
+    // SAFETY: per the contract; node pointers are live nodes (or namespace
+    // items, whose `href` we read through the xmlNs layout).
+    unsafe {
+        let t = (*obj).type_;
+        if t == xmlXPathObjectType_XPATH_NODESET || t == xmlXPathObjectType_XPATH_XSLT_TREE {
+            let mut out = String::new();
+            for p in node_set(obj) {
+                if p.is_null() {
+                    continue;
+                }
+                if is_namespace_item(p) {
+                    let ns = p as *const xmlNs;
+                    out.push_str(&cstr_lossy((*ns).href));
+                } else if let Some(s) = take_xml_string(xmlNodeGetContent(p)) {
+                    out.push_str(&s);
+                }
+            }
+            out
+        } else if t == xmlXPathObjectType_XPATH_BOOLEAN {
+            if (*obj).boolval != 0 { "true" } else { "false" }.to_string()
+        } else if t == xmlXPathObjectType_XPATH_NUMBER {
+            format_number((*obj).floatval)
+        } else if t == xmlXPathObjectType_XPATH_STRING {
+            cstr_lossy((*obj).stringval)
+        } else {
+            String::new()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_number;
+
+    #[test]
+    fn numbers_format_like_synapse() {
+        assert_eq!(format_number(1.0), "1");
+        assert_eq!(format_number(-0.0), "0");
+        assert_eq!(format_number(14.56), "14.56");
+        assert_eq!(format_number(f64::NAN), "NaN");
+        assert_eq!(format_number(f64::NEG_INFINITY), "-Infinity");
+        assert_eq!(format_number(3e20), "300000000000000000000");
+    }
+}
