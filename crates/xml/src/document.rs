@@ -293,7 +293,10 @@ impl Document {
                 }
                 let copy = xmlDocCopyNode(root, doc, 1);
                 if copy.is_null() {
-                    return Err(XmlError::new(XmlErrorKind::OutOfMemory, "xmlDocCopyNode failed"));
+                    return Err(XmlError::new(
+                        XmlErrorKind::OutOfMemory,
+                        "xmlDocCopyNode failed",
+                    ));
                 }
                 xmlReplaceNode(target, copy);
                 xmlFreeNode(target);
@@ -392,7 +395,10 @@ fn save(
     // SAFETY: plain constructor, NULL-checked, freed by `Buf`.
     let buf = unsafe { xmlBufferCreate() };
     if buf.is_null() {
-        return Err(XmlError::new(XmlErrorKind::OutOfMemory, "xmlBufferCreate failed"));
+        return Err(XmlError::new(
+            XmlErrorKind::OutOfMemory,
+            "xmlBufferCreate failed",
+        ));
     }
     let buf = Buf(buf);
     let capture = Capture::start();
@@ -402,7 +408,10 @@ fn save(
     let (rc, close_rc) = unsafe {
         let sctx = xmlSaveToBuffer(buf.0, utf8.as_ptr(), flags);
         if sctx.is_null() {
-            return Err(XmlError::new(XmlErrorKind::Serialize, "xmlSaveToBuffer failed"));
+            return Err(XmlError::new(
+                XmlErrorKind::Serialize,
+                "xmlSaveToBuffer failed",
+            ));
         }
         let rc = f(sctx);
         (rc, xmlSaveClose(sctx))
@@ -655,7 +664,12 @@ impl<'a> Node<'a> {
         }
         let name = CString::new(name).ok()?;
         // SAFETY: element node; returns a new string we free.
-        unsafe { take_xml_string(xmlGetNoNsProp(self.ptr.as_ptr(), name.as_ptr() as *const xmlChar)) }
+        unsafe {
+            take_xml_string(xmlGetNoNsProp(
+                self.ptr.as_ptr(),
+                name.as_ptr() as *const xmlChar,
+            ))
+        }
     }
 
     /// Value of the attribute `{ns_uri}name` (elements only).
@@ -783,7 +797,10 @@ impl<'a> Node<'a> {
             };
             let copy = xmlDocCopyNode(self.ptr.as_ptr(), new_doc.as_ptr(), 1);
             if copy.is_null() {
-                return Err(XmlError::new(XmlErrorKind::OutOfMemory, "xmlDocCopyNode failed"));
+                return Err(XmlError::new(
+                    XmlErrorKind::OutOfMemory,
+                    "xmlDocCopyNode failed",
+                ));
             }
             xmlDocSetRootElement(new_doc.as_ptr(), copy);
             let src = self.ptr.as_ref();

@@ -9,9 +9,9 @@
 //! other threads never see each other's messages.
 
 use libxml::bindings::{
-    __xmlGenericError, __xmlGenericErrorContext, __xmlStructuredError,
-    __xmlStructuredErrorContext, xmlErrorPtr, xmlGenericErrorFunc, xmlSetGenericErrorFunc,
-    xmlSetStructuredErrorFunc, xmlStructuredErrorFunc,
+    __xmlGenericError, __xmlGenericErrorContext, __xmlStructuredError, __xmlStructuredErrorContext,
+    xmlErrorPtr, xmlGenericErrorFunc, xmlSetGenericErrorFunc, xmlSetStructuredErrorFunc,
+    xmlStructuredErrorFunc,
 };
 use std::cell::RefCell;
 use std::ffi::{c_char, c_void, CStr};
@@ -87,10 +87,7 @@ impl XmlError {
         fallback: &str,
         diags: &[Diagnostic],
     ) -> Self {
-        let primary = diags
-            .iter()
-            .find(|d| d.is_error)
-            .or_else(|| diags.first());
+        let primary = diags.iter().find(|d| d.is_error).or_else(|| diags.first());
         let (message, line, column) = match primary {
             Some(d) => (d.message.clone(), d.line, d.column),
             None => (fallback.to_string(), None, None),

@@ -64,10 +64,7 @@ pub(crate) fn init() {
         unsafe {
             ffi::xsltInit();
             ffi::sluice_xml_install_sink(error::text_sink);
-            ffi::xsltSetGenericErrorFunc(
-                std::ptr::null_mut(),
-                Some(ffi::sluice_xml_generic_error),
-            );
+            ffi::xsltSetGenericErrorFunc(std::ptr::null_mut(), Some(ffi::sluice_xml_generic_error));
         }
         xslt::install_default_security();
     });

@@ -3,10 +3,9 @@
 use crate::document::{Document, RawDoc};
 use crate::error::{Capture, XmlError, XmlErrorKind};
 use libxml::bindings::{
-    endElementNsSAX2Func, entityDeclSAXFunc, unparsedEntityDeclSAXFunc, xmlChar,
-    xmlCtxtReadMemory, xmlFreeParserCtxt, xmlNewParserCtxt, xmlParserCtxtPtr,
+    endElementNsSAX2Func, entityDeclSAXFunc, startElementNsSAX2Func, unparsedEntityDeclSAXFunc,
+    xmlChar, xmlCtxtReadMemory, xmlFreeParserCtxt, xmlNewParserCtxt, xmlParserCtxtPtr,
     xmlParserOption_XML_PARSE_NONET, xmlSAX2GetLineNumber, xmlStopParser,
-    startElementNsSAX2Func,
 };
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::ptr;
@@ -251,9 +250,8 @@ pub(crate) fn parse_raw(
             ),
         ));
     }
-    let len = c_int::try_from(bytes.len()).map_err(|_| {
-        XmlError::new(XmlErrorKind::InputTooLarge, "input larger than 2 GiB")
-    })?;
+    let len = c_int::try_from(bytes.len())
+        .map_err(|_| XmlError::new(XmlErrorKind::InputTooLarge, "input larger than 2 GiB"))?;
     let url = url
         .map(CString::new)
         .transpose()

@@ -52,7 +52,30 @@ impl VariableResolver for [(&str, &str)] {
         if ns_uri.is_some() {
             return None;
         }
-        self.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+        self.iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+    }
+}
+
+impl<const N: usize> VariableResolver for [(&str, &str); N] {
+    fn resolve(&self, name: &str, ns_uri: Option<&str>) -> Option<String> {
+        self[..].resolve(name, ns_uri)
+    }
+}
+
+impl<T: VariableResolver + ?Sized> VariableResolver for &T {
+    fn resolve(&self, name: &str, ns_uri: Option<&str>) -> Option<String> {
+        (**self).resolve(name, ns_uri)
+    }
+}
+
+/// Makes any (possibly unsized) resolver usable as `&dyn VariableResolver`.
+struct Unsized<'v, V: ?Sized>(&'v V);
+
+impl<V: VariableResolver + ?Sized> VariableResolver for Unsized<'_, V> {
+    fn resolve(&self, name: &str, ns_uri: Option<&str>) -> Option<String> {
+        self.0.resolve(name, ns_uri)
     }
 }
 
@@ -172,7 +195,10 @@ impl XPath {
             .map(|(p, u)| Ok((CString::new(*p)?, CString::new(*u)?)))
             .collect::<Result<Vec<_>, std::ffi::NulError>>()
             .map_err(|_| {
-                XmlError::new(XmlErrorKind::InvalidArgument, "namespace binding contains NUL")
+                XmlError::new(
+                    XmlErrorKind::InvalidArgument,
+                    "namespace binding contains NUL",
+                )
             })?;
         let capture = Capture::start();
         // SAFETY: compiles a NUL-terminated expression; returns NULL or a new
@@ -192,7 +218,8 @@ impl XPath {
                     &diags,
                 );
                 let msg = format!("{} in '{}'", e.message(), expr);
-                Err(XmlError::new(XmlErrorKind::XPathCompile, msg).with_details(e.details().to_vec()))
+                Err(XmlError::new(XmlErrorKind::XPathCompile, msg)
+                    .with_details(e.details().to_vec()))
             }
         }
     }
@@ -204,15 +231,16 @@ impl XPath {
 
     /// Evaluates with `context` as context node and hands the raw result to
     /// `f` (which must not keep it).
-    fn evaluate<'a, R>(
+    fn evaluate<'a, R, V: VariableResolver + ?Sized>(
         &self,
         context: Node<'a>,
-        vars: &dyn VariableResolver,
+        vars: &V,
         f: impl FnOnce(xmlXPathObjectPtr) -> R,
     ) -> Result<R, XmlError> {
         let capture = Capture::start();
+        let vars = Unsized(vars);
         let mut state = VarState {
-            resolver: vars,
+            resolver: &vars,
             panic: None,
         };
         let node = context.as_ptr();
@@ -240,7 +268,10 @@ impl XPath {
                 {
                     return Err(XmlError::new(
                         XmlErrorKind::InvalidArgument,
-                        format!("cannot bind namespace prefix '{}'", prefix.to_string_lossy()),
+                        format!(
+                            "cannot bind namespace prefix '{}'",
+                            prefix.to_string_lossy()
+                        ),
                     ));
                 }
             }
@@ -261,26 +292,27 @@ impl XPath {
             resume_unwind(payload);
         }
         result.ok_or_else(|| {
-            let e = XmlError::from_diagnostics(XmlErrorKind::XPathEval, "evaluation failed", &diags);
+            let e =
+                XmlError::from_diagnostics(XmlErrorKind::XPathEval, "evaluation failed", &diags);
             let msg = format!("{} in '{}'", e.message(), self.expr);
             XmlError::new(XmlErrorKind::XPathEval, msg).with_details(e.details().to_vec())
         })
     }
 
     /// Evaluates against `doc` (the document node is the context node).
-    pub fn eval<'a>(
+    pub fn eval<'a, V: VariableResolver + ?Sized>(
         &self,
         doc: &'a Document,
-        vars: &dyn VariableResolver,
+        vars: &V,
     ) -> Result<XPathValue<'a>, XmlError> {
         self.eval_at(doc.as_node(), vars)
     }
 
     /// Evaluates with `node` as the context node.
-    pub fn eval_at<'a>(
+    pub fn eval_at<'a, V: VariableResolver + ?Sized>(
         &self,
         node: Node<'a>,
-        vars: &dyn VariableResolver,
+        vars: &V,
     ) -> Result<XPathValue<'a>, XmlError> {
         self.evaluate(node, vars, |obj| {
             // SAFETY: `obj` is a live result object; node pointers in its
@@ -295,12 +327,20 @@ impl XPath {
     /// order (not XPath `string()`, which takes the first node only);
     /// numbers that are integers print without a fractional part; booleans
     /// print `true`/`false`.
-    pub fn eval_string(&self, doc: &Document, vars: &dyn VariableResolver) -> Result<String, XmlError> {
+    pub fn eval_string<V: VariableResolver + ?Sized>(
+        &self,
+        doc: &Document,
+        vars: &V,
+    ) -> Result<String, XmlError> {
         self.eval_string_at(doc.as_node(), vars)
     }
 
     /// [`XPath::eval_string`] with `node` as the context node.
-    pub fn eval_string_at(&self, node: Node<'_>, vars: &dyn VariableResolver) -> Result<String, XmlError> {
+    pub fn eval_string_at<V: VariableResolver + ?Sized>(
+        &self,
+        node: Node<'_>,
+        vars: &V,
+    ) -> Result<String, XmlError> {
         self.evaluate(node, vars, |obj| {
             // SAFETY: `obj` is a live result object.
             unsafe { string_value(obj) }
@@ -309,12 +349,20 @@ impl XPath {
 
     /// Evaluates to a boolean (XPath `boolean()` rules: non-empty node-set,
     /// non-empty string, non-zero number).
-    pub fn eval_bool(&self, doc: &Document, vars: &dyn VariableResolver) -> Result<bool, XmlError> {
+    pub fn eval_bool<V: VariableResolver + ?Sized>(
+        &self,
+        doc: &Document,
+        vars: &V,
+    ) -> Result<bool, XmlError> {
         self.eval_bool_at(doc.as_node(), vars)
     }
 
     /// [`XPath::eval_bool`] with `node` as the context node.
-    pub fn eval_bool_at(&self, node: Node<'_>, vars: &dyn VariableResolver) -> Result<bool, XmlError> {
+    pub fn eval_bool_at<V: VariableResolver + ?Sized>(
+        &self,
+        node: Node<'_>,
+        vars: &V,
+    ) -> Result<bool, XmlError> {
         self.evaluate(node, vars, |obj| {
             // SAFETY: `obj` is a live result object.
             unsafe { xmlXPathCastToBoolean(obj) != 0 }
@@ -322,7 +370,11 @@ impl XPath {
     }
 
     /// Evaluates to a number (XPath `number()` rules).
-    pub fn eval_number(&self, doc: &Document, vars: &dyn VariableResolver) -> Result<f64, XmlError> {
+    pub fn eval_number<V: VariableResolver + ?Sized>(
+        &self,
+        doc: &Document,
+        vars: &V,
+    ) -> Result<f64, XmlError> {
         self.evaluate(doc.as_node(), vars, |obj| {
             // SAFETY: `obj` is a live result object.
             unsafe { xmlXPathCastToNumber(obj) }
@@ -337,7 +389,11 @@ pub(crate) fn format_number(n: f64) -> String {
         return "NaN".into();
     }
     if n.is_infinite() {
-        return if n > 0.0 { "Infinity".into() } else { "-Infinity".into() };
+        return if n > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        };
     }
     if n == 0.0 {
         return "0".into(); // also -0

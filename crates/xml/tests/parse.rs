@@ -213,7 +213,8 @@ fn errors_of_concurrent_parses_do_not_mix() {
 fn utf16_input_is_guarded_too() {
     // The entity check runs inside the parser, so a non-UTF-8 encoding does
     // not smuggle a declaration past it.
-    let text = "<?xml version=\"1.0\" encoding=\"UTF-16\"?><!DOCTYPE a [<!ENTITY e \"x\">]><a>&e;</a>";
+    let text =
+        "<?xml version=\"1.0\" encoding=\"UTF-16\"?><!DOCTYPE a [<!ENTITY e \"x\">]><a>&e;</a>";
     let mut bytes = vec![0xFF, 0xFE];
     for u in text.encode_utf16() {
         bytes.extend_from_slice(&u.to_le_bytes());

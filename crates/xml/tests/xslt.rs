@@ -76,7 +76,11 @@ fn xsltproc(stylesheet: &[u8], input: &[u8], tag: &str) -> Option<Vec<u8>> {
     let _ = std::fs::remove_dir_all(&dir);
     match out {
         Ok(o) => {
-            assert!(o.status.success(), "xsltproc failed: {}", String::from_utf8_lossy(&o.stderr));
+            assert!(
+                o.status.success(),
+                "xsltproc failed: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
             Some(o.stdout)
         }
         Err(e) => {
@@ -93,7 +97,10 @@ fn version_2_stylesheets_compile_in_forwards_compatible_mode() {
     let sheet = Stylesheet::compile(&reverse, Some("reverse.xsl")).unwrap();
     // libxslt says so, as a compile-time notice that is not an error.
     assert!(
-        sheet.warnings().iter().any(|w| w.contains("xsl:version: only 1.1 features are supported")),
+        sheet
+            .warnings()
+            .iter()
+            .any(|w| w.contains("xsl:version: only 1.1 features are supported")),
         "{:?}",
         sheet.warnings()
     );
@@ -104,15 +111,27 @@ fn version_2_stylesheets_compile_in_forwards_compatible_mode() {
     assert_eq!(body.namespace_uri(), Some("http://services.samples/xsd"));
     let redros: Vec<_> = body.child_elements().collect();
     assert_eq!(redros.len(), 7);
-    assert!(redros.iter().all(|r| r.name() == "redro" && r.namespace_uri().is_none()));
+    assert!(redros
+        .iter()
+        .all(|r| r.name() == "redro" && r.namespace_uri().is_none()));
     let symbols: Vec<String> = redros
         .iter()
-        .map(|r| r.first_child_element().unwrap().text_content().trim().to_string())
+        .map(|r| {
+            r.first_child_element()
+                .unwrap()
+                .text_content()
+                .trim()
+                .to_string()
+        })
         .collect();
     assert_eq!(symbols, ["N", "SUN", "MSFT", "IBM", "N", "SUN", "MSFT"]);
     // The SOAP header is copied by the identity template.
     assert_eq!(
-        out.soap_header().unwrap().first_child_element().unwrap().text_content(),
+        out.soap_header()
+            .unwrap()
+            .first_child_element()
+            .unwrap()
+            .text_content(),
         "xadmin;server1;community#1.0##"
     );
 }
@@ -156,7 +175,10 @@ fn output_matches_xsltproc_after_canonicalisation() {
         let ours = sheet
             .transform_to_bytes(&Document::parse(&input).unwrap(), &[])
             .unwrap();
-        assert!(ours.starts_with(b"<?xml version=\"1.0\""), "xsl:output honoured");
+        assert!(
+            ours.starts_with(b"<?xml version=\"1.0\""),
+            "xsl:output honoured"
+        );
         let Some(theirs) = xsltproc(&xsl, &input, rel.split('/').nth(1).unwrap()) else {
             continue;
         };
@@ -234,7 +256,10 @@ fn compile_errors_are_reported_with_libxslt_messages() {
     let err = Stylesheet::compile(bad_xpath.as_bytes(), Some("bad.xsl")).unwrap_err();
     assert_eq!(err.kind(), XmlErrorKind::XsltCompile);
     let all = err.details().join("\n");
-    assert!(all.contains("could not compile select expression '1 +'"), "{all}");
+    assert!(
+        all.contains("could not compile select expression '1 +'"),
+        "{all}"
+    );
     assert_eq!(err.line(), Some(3), "{err} / {all}");
 
     // libxml2 only checks function arity when evaluating: this compiles and
@@ -245,7 +270,13 @@ fn compile_errors_are_reported_with_libxslt_messages() {
         .transform(&Document::parse(b"<a/>").unwrap(), &[])
         .unwrap_err();
     assert_eq!(err.kind(), XmlErrorKind::XsltTransform);
-    assert!(err.details().join("\n").contains("Invalid number of arguments"), "{:?}", err.details());
+    assert!(
+        err.details()
+            .join("\n")
+            .contains("Invalid number of arguments"),
+        "{:?}",
+        err.details()
+    );
     assert_eq!(err.line(), Some(3), "{err} {:?}", err.details());
 
     let not_xslt = Stylesheet::compile(b"<html><body/></html>", None).unwrap_err();
@@ -263,7 +294,11 @@ fn compile_errors_are_reported_with_libxslt_messages() {
 
 #[test]
 fn document_function_cannot_read_files_or_network() {
-    for uri in ["file:///etc/passwd", "/etc/passwd", "http://127.0.0.1:9/x.xml"] {
+    for uri in [
+        "file:///etc/passwd",
+        "/etc/passwd",
+        "http://127.0.0.1:9/x.xml",
+    ] {
         let xsl = format!(
             r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
   <xsl:template match="/"><out><xsl:copy-of select="document('{uri}')"/></out></xsl:template>
@@ -274,7 +309,10 @@ fn document_function_cannot_read_files_or_network() {
         let err = sheet.transform_to_bytes(&doc, &[]).unwrap_err();
         assert_eq!(err.kind(), XmlErrorKind::XsltTransform, "{uri}: {err}");
         let all = format!("{err} {:?}", err.details());
-        assert!(all.contains("refused") || all.contains("denied"), "{uri}: {all}");
+        assert!(
+            all.contains("refused") || all.contains("denied"),
+            "{uri}: {all}"
+        );
         assert!(!all.contains("root:x"), "{all}");
     }
 }
@@ -315,7 +353,11 @@ fn terminating_message_fails_the_transform_with_its_text() {
     let doc = Document::parse(b"<in/>").unwrap();
     let err = sheet.transform(&doc, &[]).unwrap_err();
     assert_eq!(err.kind(), XmlErrorKind::XsltTransform);
-    assert!(err.details().join("\n").contains("stop here: in"), "{:?}", err.details());
+    assert!(
+        err.details().join("\n").contains("stop here: in"),
+        "{:?}",
+        err.details()
+    );
     // A failed transform leaves the stylesheet usable.
     let ok = Stylesheet::compile(ECHO_PARAM.as_bytes(), None).unwrap();
     assert!(ok.transform(&doc, &[]).is_ok());
@@ -337,14 +379,28 @@ fn xslt_result_replaces_the_source_payload() {
     // The new subtree serialises with its namespace bound.
     let bytes = String::from_utf8(payload.to_bytes().unwrap()).unwrap();
     assert!(bytes.starts_with("<m0:skcotSyub"), "{bytes}");
-    assert!(bytes.contains("xmlns:m0=\"http://services.samples/xsd\""), "{bytes}");
+    assert!(
+        bytes.contains("xmlns:m0=\"http://services.samples/xsd\""),
+        "{bytes}"
+    );
     // The rest of the envelope is untouched.
-    assert_eq!(msg.soap_header().unwrap().first_child_element().unwrap().name(), "routing");
+    assert_eq!(
+        msg.soap_header()
+            .unwrap()
+            .first_child_element()
+            .unwrap()
+            .name(),
+        "routing"
+    );
     // Canonical forms agree across C14N modes on the replaced tree.
     let c = canonicalize(&msg).unwrap();
     let e = canonicalize_with(&msg, C14nMode::Exclusive, false).unwrap();
-    assert!(String::from_utf8(c).unwrap().contains("<lobmys>IBM</lobmys>"));
-    assert!(String::from_utf8(e).unwrap().contains("<lobmys>IBM</lobmys>"));
+    assert!(String::from_utf8(c)
+        .unwrap()
+        .contains("<lobmys>IBM</lobmys>"));
+    assert!(String::from_utf8(e)
+        .unwrap()
+        .contains("<lobmys>IBM</lobmys>"));
 }
 
 #[test]
