@@ -2,7 +2,7 @@
 
 use crate::error::{Capture, XmlError, XmlErrorKind};
 use libxml::bindings::{
-    xmlAddPrevSibling, xmlBufferContent, xmlBufferCreate, xmlBufferFree, xmlBufferLength,
+    xmlAddNextSibling, xmlBufferContent, xmlBufferCreate, xmlBufferFree, xmlBufferLength,
     xmlBufferPtr, xmlC14NDocDumpMemory, xmlC14NMode_XML_C14N_1_0, xmlC14NMode_XML_C14N_1_1,
     xmlC14NMode_XML_C14N_EXCLUSIVE_1_0, xmlChar, xmlCopyDoc, xmlDoc, xmlDocCopyNode,
     xmlDocGetRootElement, xmlDocPtr, xmlDocSetRootElement, xmlElementType_XML_ATTRIBUTE_NODE,
@@ -14,7 +14,7 @@ use libxml::bindings::{
     xmlGetLineNo, xmlGetNoNsProp, xmlGetNsList, xmlGetNsProp, xmlNewDoc, xmlNewNs, xmlNode,
     xmlNodeGetContent, xmlNodePtr, xmlReplaceNode, xmlSaveClose, xmlSaveDoc,
     xmlSaveOption_XML_SAVE_AS_XML, xmlSaveOption_XML_SAVE_FORMAT, xmlSaveOption_XML_SAVE_NO_DECL,
-    xmlSaveToBuffer, xmlSaveTree, xmlUnlinkNode,
+    xmlSaveToBuffer, xmlSaveTree,
 };
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::fmt;
@@ -272,18 +272,25 @@ impl Document {
             )
         })?;
         // SAFETY: `target` was found by walking this document's tree, so it is
-        // a live, non-attribute node with a parent; `replacement` is a
-        // distinct live document (borrowed shared while `self` is borrowed
+        // a live element/text/CDATA/comment/PI node with a parent; `replacement`
+        // is a distinct live document (borrowed shared while `self` is borrowed
         // mutably). Copies are made into `doc` (xmlDocCopyNode handles
-        // dictionaries and namespace reconciliation); the target is unlinked
-        // before being freed, and no Node handle can exist for it because we
-        // hold `&mut self`.
+        // dictionaries and namespace reconciliation) and freed if unused; the
+        // target is unlinked by xmlReplaceNode before being freed, and no Node
+        // handle can exist for it because we hold `&mut self`.
         unsafe {
             let parent = (*target).parent;
             let parent_is_doc = !parent.is_null()
                 && ((*parent).type_ == xmlElementType_XML_DOCUMENT_NODE
                     || (*parent).type_ == xmlElementType_XML_HTML_DOCUMENT_NODE);
+            let mut copies = Vec::new();
             if parent_is_doc {
+                if (*target).type_ != xmlElementType_XML_ELEMENT_NODE {
+                    return Err(XmlError::new(
+                        XmlErrorKind::InvalidArgument,
+                        "only the root element can be replaced at the document level",
+                    ));
+                }
                 let root = xmlDocGetRootElement(replacement.doc_ptr());
                 if root.is_null() {
                     return Err(XmlError::new(
@@ -291,40 +298,15 @@ impl Document {
                         "replacement has no root element to replace the root with",
                     ));
                 }
-                let copy = xmlDocCopyNode(root, doc, 1);
-                if copy.is_null() {
-                    return Err(XmlError::new(
-                        XmlErrorKind::OutOfMemory,
-                        "xmlDocCopyNode failed",
-                    ));
-                }
-                xmlReplaceNode(target, copy);
-                xmlFreeNode(target);
-                return Ok(());
-            }
-            let mut copies = Vec::new();
-            let mut cur = (*replacement.doc_ptr()).children;
-            while !cur.is_null() {
-                let t = (*cur).type_;
-                if t == xmlElementType_XML_ELEMENT_NODE
-                    || t == xmlElementType_XML_TEXT_NODE
-                    || t == xmlElementType_XML_CDATA_SECTION_NODE
-                    || t == xmlElementType_XML_COMMENT_NODE
-                    || t == xmlElementType_XML_PI_NODE
-                {
-                    let copy = xmlDocCopyNode(cur, doc, 1);
-                    if copy.is_null() {
-                        for c in copies {
-                            xmlFreeNode(c);
-                        }
-                        return Err(XmlError::new(
-                            XmlErrorKind::OutOfMemory,
-                            "xmlDocCopyNode failed",
-                        ));
+                copies.push(root);
+            } else {
+                let mut cur = (*replacement.doc_ptr()).children;
+                while !cur.is_null() {
+                    if is_content_type((*cur).type_) {
+                        copies.push(cur);
                     }
-                    copies.push(copy);
+                    cur = (*cur).next;
                 }
-                cur = (*cur).next;
             }
             if copies.is_empty() {
                 return Err(XmlError::new(
@@ -332,12 +314,28 @@ impl Document {
                     "replacement document is empty",
                 ));
             }
-            for copy in copies {
-                // May merge adjacent text nodes (freeing `copy`); we do not
-                // use `copy` afterwards.
-                xmlAddPrevSibling(target, copy);
+            let mut made: Vec<xmlNodePtr> = Vec::with_capacity(copies.len());
+            for src in copies {
+                let copy = xmlDocCopyNode(src, doc, 1);
+                if copy.is_null() {
+                    for c in made {
+                        xmlFreeNode(c);
+                    }
+                    return Err(XmlError::new(
+                        XmlErrorKind::OutOfMemory,
+                        "xmlDocCopyNode failed",
+                    ));
+                }
+                made.push(copy);
             }
-            xmlUnlinkNode(target);
+            // xmlReplaceNode never merges text nodes, so the first copy takes
+            // the target's place exactly; later copies go after it (text may
+            // merge into the preceding copy, which is fine).
+            let mut prev = made[0];
+            xmlReplaceNode(target, prev);
+            for &copy in &made[1..] {
+                prev = xmlAddNextSibling(prev, copy);
+            }
             xmlFreeNode(target);
         }
         Ok(())
@@ -355,7 +353,7 @@ impl Document {
             let mut cur = (*doc).children;
             while !cur.is_null() {
                 if cur as usize == id.0 {
-                    return Some(cur);
+                    return is_content_type((*cur).type_).then_some(cur);
                 }
                 let t = (*cur).type_;
                 let descend = t == xmlElementType_XML_ELEMENT_NODE && !(*cur).children.is_null();
@@ -377,6 +375,15 @@ impl Document {
         }
         None
     }
+}
+
+/// Node types that can be replaced or inserted by `replace_node`.
+fn is_content_type(t: u32) -> bool {
+    t == xmlElementType_XML_ELEMENT_NODE
+        || t == xmlElementType_XML_TEXT_NODE
+        || t == xmlElementType_XML_CDATA_SECTION_NODE
+        || t == xmlElementType_XML_COMMENT_NODE
+        || t == xmlElementType_XML_PI_NODE
 }
 
 /// Runs `f` with a save context writing to a memory buffer; returns the bytes.

@@ -9,6 +9,24 @@
 //!   compiled expressions are `Send + Sync`.
 //! * [`Document`] / [`Node`]: tree access, serialisation, SOAP helpers, C14N.
 //!
+//! ```
+//! use sluice_xml::{Document, Stylesheet, XPath};
+//!
+//! let doc = Document::parse(br#"<r><v>1</v><v>2</v></r>"#)?;
+//! let xp = XPath::compile("//v", &[])?;
+//! assert_eq!(xp.eval_string(&doc, &())?, "12"); // every node, in document order
+//!
+//! let xsl = Stylesheet::compile(
+//!     br#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+//!           <xsl:output method="text"/>
+//!           <xsl:template match="/">sum=<xsl:value-of select="sum(//v)"/></xsl:template>
+//!         </xsl:stylesheet>"#,
+//!     None,
+//! )?;
+//! assert_eq!(xsl.transform_to_bytes(&doc, &[])?, b"sum=3");
+//! # Ok::<(), sluice_xml::XmlError>(())
+//! ```
+//!
 //! # Thread-safety contract
 //!
 //! [`Document`] and [`Node`] wrap raw libxml2 trees and are deliberately

@@ -220,3 +220,37 @@ fn duplicate_is_independent() {
     let lx = doc.into_libxml();
     assert_eq!(lx.get_root_element().unwrap().get_name(), "a");
 }
+
+#[test]
+fn replace_text_with_text_and_refuse_doctype_and_top_level_comments() {
+    let mut doc = Document::parse(b"<!DOCTYPE r><!--top--><r>before<b/>after</r>").unwrap();
+    let repl = Document::parse(b"<x/>").unwrap();
+    // The doctype and a top-level comment are not replaceable.
+    let ids: Vec<_> = doc
+        .as_node()
+        .children()
+        .map(|n| (n.kind(), n.id()))
+        .collect();
+    assert_eq!(ids[0].0, NodeKind::DocumentType);
+    assert_eq!(ids[1].0, NodeKind::Comment);
+    assert!(doc.replace_node(ids[0].1, &repl).is_err());
+    assert!(doc.replace_node(ids[1].1, &repl).is_err());
+    // Text replaced by (text-method) text result keeps the new text.
+    let text = {
+        let sheet = sluice_xml::Stylesheet::compile(
+            br#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform"><xsl:output method="text"/><xsl:template match="/">NEW</xsl:template></xsl:stylesheet>"#,
+            None,
+        )
+        .unwrap();
+        sheet
+            .transform(&Document::parse(b"<i/>").unwrap(), &[])
+            .unwrap()
+    };
+    let before = doc.root_element().unwrap().first_child().unwrap().id();
+    doc.replace_node(before, &text).unwrap();
+    assert_eq!(doc.root_element().unwrap().text_content(), "NEWafter");
+    assert_eq!(
+        canonicalize(&doc).unwrap(),
+        b"<r>NEW<b></b>after</r>".to_vec()
+    );
+}
