@@ -56,13 +56,14 @@ enum Depth {
 }
 
 impl Engine {
-    pub fn new(plan: Plan, opts: EngineOptions) -> Arc<Self> {
+    /// One engine per serving thread: the plan is shared, the back-end connection pool is the thread's own.
+    pub fn new(plan: Arc<Plan>, opts: EngineOptions) -> Arc<Self> {
         let mut names: Vec<&str> = plan.proxies.keys().map(String::as_str).collect();
         names.sort_unstable();
         let services = names.join(", ");
         Arc::new(Engine {
             client: BackendClient::new(opts.connect_timeout),
-            plan: Arc::new(plan),
+            plan,
             opts,
             services,
         })
