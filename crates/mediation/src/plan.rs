@@ -69,6 +69,8 @@ pub struct EndpointPlan {
     /// `endpoint NAME (URI)`, made once for errors and logs.
     pub label: Arc<str>,
     pub uri: Uri,
+    /// `host:port` to connect to (port 80 when the URI has none).
+    pub authority: String,
     /// The Host header for this endpoint.
     pub host: HeaderValue,
     pub timeout: Option<Duration>,
@@ -88,10 +90,16 @@ impl EndpointPlan {
         mark_for_suspension: cfg::MarkForSuspension,
     ) -> Self {
         let label = format!("endpoint {name} ({uri})").into();
+        let authority = match uri.authority() {
+            Some(a) if a.port().is_some() => a.as_str().to_owned(),
+            Some(a) => format!("{}:80", a.host()),
+            None => String::new(),
+        };
         EndpointPlan {
             name,
             label,
             uri,
+            authority,
             host,
             timeout,
             timeout_action,

@@ -182,18 +182,53 @@ fn raise_fd_limit() {
     }
 }
 
-async fn shutdown_signal() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+/// SIGINT and SIGTERM, installed before Sluice says it is ready (so both are handled from then on).
+struct Signals {
+    rt: tokio::runtime::Runtime,
+    term: Option<tokio::signal::unix::Signal>,
+    int: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn install() -> Signals {
+        use tokio::signal::unix::{signal, SignalKind};
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("tokio runtime");
+        let (term, int) = {
+            let _guard = rt.enter();
+            (
+                signal(SignalKind::terminate()).ok(),
+                signal(SignalKind::interrupt()).ok(),
+            )
+        };
+        Signals { rt, term, int }
+    }
+
+    fn wait(mut self) {
+        self.rt.block_on(async {
+            let term = async {
+                match &mut self.term {
+                    Some(s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            let int = async {
+                match &mut self.int {
+                    Some(s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                _ = term => {},
+                _ = int => {},
             }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {},
-        _ = term => {},
+        });
     }
 }
 
@@ -298,6 +333,7 @@ fn serve(
     }
     drop(listener);
     drop(ready_tx);
+    let signals = Signals::install();
     if ready_rx.iter().take(threads).count() < threads {
         eprintln!("sluice: a worker thread failed to start");
         let _ = stop_tx.send(true);
@@ -311,11 +347,7 @@ fn serve(
     if let Some(b) = banner {
         b(addr);
     }
-    let signals = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
-    signals.block_on(shutdown_signal());
+    signals.wait();
     let _ = stop_tx.send(true);
     let mut code = ExitCode::SUCCESS;
     for w in workers {

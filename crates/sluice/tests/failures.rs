@@ -63,10 +63,13 @@ async fn backend_down_gives_502_fault_naming_endpoint() {
             "{t}"
         );
     }
+    let fds = s.wait_fds_at_most(baseline, Duration::from_secs(5));
     assert_eq!(
-        s.wait_fds_at_most(baseline, Duration::from_secs(5)),
+        fds,
         baseline,
-        "descriptors back to baseline"
+        "descriptors back to baseline:
+{}",
+        s.fd_listing()
     );
 }
 
@@ -130,9 +133,13 @@ async fn backend_closing_before_response_gives_502() {
             r.text()
         );
     }
+    let fds = s.wait_fds_at_most(baseline, Duration::from_secs(5));
     assert_eq!(
-        s.wait_fds_at_most(baseline, Duration::from_secs(5)),
-        baseline
+        fds,
+        baseline,
+        "descriptors back to baseline:
+{}",
+        s.fd_listing()
     );
 }
 
@@ -153,9 +160,13 @@ async fn backend_closing_mid_body_aborts_the_client_response() {
             "a truncated back-end body must not look complete: {r:?}"
         );
     }
+    let fds = s.wait_fds_at_most(baseline, Duration::from_secs(5));
     assert_eq!(
-        s.wait_fds_at_most(baseline, Duration::from_secs(5)),
-        baseline
+        fds,
+        baseline,
+        "descriptors back to baseline:
+{}",
+        s.fd_listing()
     );
 }
 

@@ -227,7 +227,11 @@ impl Engine {
             });
             return accepted();
         }
-        let keep_headers = proxy.fault_seq.is_some();
+        // The request headers are only needed after the call by a fault sequence that has something in it.
+        let keep_headers = proxy
+            .fault_seq
+            .as_ref()
+            .is_some_and(|f| !f.steps.is_empty());
         for _ in 0..self.opts.max_hops {
             let (req, activity) = self.backend_request(&mut msg, &ep, stream.take(), keep_headers);
             let limit = ep.timeout.unwrap_or(self.opts.default_timeout);

@@ -12,8 +12,16 @@ const HOP_BY_HOP: [HeaderName; 7] = [
     header::PROXY_AUTHENTICATE,
 ];
 
+fn is_hop_by_hop(n: &HeaderName) -> bool {
+    HOP_BY_HOP.contains(n) || n.as_str() == "keep-alive" || n.as_str() == "proxy-connection"
+}
+
 /// Removes hop-by-hop headers, including those the Connection header names.
 pub fn strip_hop_by_hop(h: &mut HeaderMap) {
+    // Most messages have none: one pass over the few names beats a hashed removal of each candidate.
+    if !h.keys().any(is_hop_by_hop) {
+        return;
+    }
     if let Some(conn) = h.get(header::CONNECTION) {
         if conn.as_bytes().contains(&b',') || !is_plain_keep_alive_or_close(conn.as_bytes()) {
             let named: Vec<HeaderName> = conn

@@ -47,7 +47,8 @@ pub async fn serve(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(opts.header_read_timeout)
-        .keep_alive(true);
+        .keep_alive(true)
+        .writev(false);
     tokio::pin!(shutdown);
     let mut last_warning: Option<Instant> = None;
     loop {

@@ -130,6 +130,27 @@ impl Sluice {
             .unwrap_or(0)
     }
 
+    /// What each open descriptor is (for failure messages).
+    pub fn fd_listing(&self) -> String {
+        let mut out = String::new();
+        if let Ok(d) = std::fs::read_dir(format!("/proc/{}/fd", self.pid())) {
+            for e in d.filter_map(Result::ok) {
+                let target = std::fs::read_link(e.path())
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default();
+                out.push_str(&format!(
+                    "{} -> {}\n",
+                    e.file_name().to_string_lossy(),
+                    target
+                ));
+            }
+        }
+        if let Ok(tcp) = std::fs::read_to_string(format!("/proc/{}/net/tcp", self.pid())) {
+            out.push_str(&tcp);
+        }
+        out
+    }
+
     /// A field of /proc/PID/status in kB (VmRSS, VmHWM).
     pub fn status_kb(&self, field: &str) -> u64 {
         let s = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
