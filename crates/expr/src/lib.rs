@@ -1,8 +1,10 @@
 //! Synapse expressions, compiled once at load.
 //!
-//! Supported now: the forms that do not read the message body — `$trp:NAME`, `$ctx:NAME`, `$axis2:NAME`,
-//! `$url:NAME`, `get-property('NAME')`, `get-property('SCOPE', 'NAME')`, and string literals. Every other
-//! expression is XPath over the message, reported as unsupported until content-aware mediation lands.
+//! Property forms that do not read the message body — `$trp:NAME`, `$ctx:NAME`, `$axis2:NAME`,
+//! `$url:NAME`, `get-property('NAME')`, `get-property('SCOPE', 'NAME')`, string literals — are evaluated
+//! without touching the body. Every other expression is XPath 1.0 over the SOAP envelope (libxml2,
+//! compiled once), with prefixes from the mediator element's namespace declarations. XPath that mixes in
+//! Synapse variables or functions is reported as unsupported for now.
 //!
 //! Regexes follow Java's `String.matches()`: the whole string must match.
 
@@ -36,13 +38,45 @@ pub enum BodyNeed {
 pub trait Env {
     fn property(&self, scope: PropScope, name: &str) -> Option<Cow<'_, str>>;
     fn url_param(&self, name: &str) -> Option<Cow<'_, str>>;
+    /// The message as an XML document, parsed on first use; an error when the body is not well-formed
+    /// XML or was not read.
+    fn document(&self) -> Result<&sluice_xml::Document, ExprError> {
+        Err(invalid(
+            "the message body is not available to this expression",
+        ))
+    }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Expr {
     Literal(String),
     Property { scope: PropScope, name: String },
     UrlParam(String),
+    XPath(Box<XPathExpr>),
+}
+
+/// An XPath over the message, compiled once.
+#[derive(Debug)]
+pub struct XPathExpr {
+    xpath: sluice_xml::XPath,
+    need: BodyNeed,
+}
+
+const SOAP11_ENV: &str = "http://schemas.xmlsoap.org/soap/envelope/";
+const SOAP12_ENV: &str = "http://www.w3.org/2003/05/soap-envelope";
+
+/// Whether an absolute path stays inside the SOAP Header (so a parse could stop after the header).
+fn header_only(text: &str, ns: &[(String, String)]) -> bool {
+    let mut steps = text.trim().strip_prefix('/').unwrap_or("").split('/');
+    let is_soap = |step: Option<&str>, local: &str| {
+        step.and_then(|s| s.split_once(':')).is_some_and(|(p, l)| {
+            l == local
+                && ns
+                    .iter()
+                    .any(|(np, u)| np == p && (u == SOAP11_ENV || u == SOAP12_ENV))
+        })
+    };
+    is_soap(steps.next(), "Envelope") && is_soap(steps.next(), "Header")
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,6 +85,8 @@ pub enum ExprErrorKind {
     Unsupported,
     /// Not a valid expression.
     Invalid,
+    /// The message cannot be evaluated against (its body is not well-formed XML, or too deep / large).
+    BadMessage,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -114,8 +150,9 @@ fn is_name(s: &str) -> bool {
 }
 
 impl Expr {
-    /// Compiles an expression as written in a mediator attribute.
-    pub fn compile(text: &str) -> Result<Expr, ExprError> {
+    /// Compiles an expression as written in a mediator attribute; `ns` are the (prefix, uri) declarations
+    /// in scope at the element.
+    pub fn compile(text: &str, ns: &[(String, String)]) -> Result<Expr, ExprError> {
         let t = text.trim();
         if t.is_empty() {
             return Err(invalid("empty expression"));
@@ -154,9 +191,39 @@ impl Expr {
         {
             return Self::get_property(args, t);
         }
-        Err(unsupported(format!(
-            "'{t}' is an XPath over the message; XPath on the body is not supported yet"
-        )))
+        Self::xpath(t, ns)
+    }
+
+    fn xpath(t: &str, ns: &[(String, String)]) -> Result<Expr, ExprError> {
+        for synapse_only in [
+            "get-property(",
+            "$ctx:",
+            "$trp:",
+            "$axis2:",
+            "$url:",
+            "$body",
+            "$header",
+            "base64Encode(",
+            "base64Decode(",
+            "url-encode(",
+        ] {
+            if t.contains(synapse_only) {
+                return Err(unsupported(format!("'{t}': Synapse variables and functions inside a larger XPath are not supported yet")));
+            }
+        }
+        let pairs: Vec<(&str, &str)> = ns
+            .iter()
+            .filter(|(p, _)| !p.is_empty())
+            .map(|(p, u)| (p.as_str(), u.as_str()))
+            .collect();
+        let xpath = sluice_xml::XPath::compile(t, &pairs)
+            .map_err(|e| invalid(format!("XPath '{t}': {e}")))?;
+        let need = if header_only(t, ns) {
+            BodyNeed::Headers
+        } else {
+            BodyNeed::Full
+        };
+        Ok(Expr::XPath(Box::new(XPathExpr { xpath, need })))
     }
 
     fn get_property(args: &str, whole: &str) -> Result<Expr, ExprError> {
@@ -200,17 +267,42 @@ impl Expr {
     }
 
     pub fn body_need(&self) -> BodyNeed {
-        BodyNeed::None
+        match self {
+            Expr::XPath(x) => x.need,
+            _ => BodyNeed::None,
+        }
     }
 
-    /// Synapse's string value: a missing property is the empty string.
-    pub fn eval_string<'e>(&'e self, env: &'e dyn Env) -> Cow<'e, str> {
-        match self {
+    /// Synapse's string value: a missing property is the empty string; a node-set is the text of every
+    /// node in it, in document order.
+    pub fn eval_string<'e>(&'e self, env: &'e dyn Env) -> Result<Cow<'e, str>, ExprError> {
+        Ok(match self {
             Expr::Literal(s) => Cow::Borrowed(s),
             Expr::Property { scope, name } => {
                 env.property(*scope, name).unwrap_or(Cow::Borrowed(""))
             }
             Expr::UrlParam(name) => env.url_param(name).unwrap_or(Cow::Borrowed("")),
+            Expr::XPath(x) => {
+                let doc = env.document()?;
+                let v = x
+                    .xpath
+                    .eval_string(doc, &())
+                    .map_err(|e| invalid(format!("XPath '{}': {e}", x.xpath.as_str())))?;
+                Cow::Owned(v)
+            }
+        })
+    }
+
+    /// The boolean value (XPath's `boolean()`; a non-empty string for the property forms).
+    pub fn eval_bool(&self, env: &dyn Env) -> Result<bool, ExprError> {
+        match self {
+            Expr::XPath(x) => {
+                let doc = env.document()?;
+                x.xpath
+                    .eval_bool(doc, &())
+                    .map_err(|e| invalid(format!("XPath '{}': {e}", x.xpath.as_str())))
+            }
+            other => Ok(!other.eval_string(env)?.is_empty()),
         }
     }
 }
@@ -298,31 +390,82 @@ mod tests {
             ("$url:q", "v"),
             ("$trp:missing", ""),
         ] {
-            let x = Expr::compile(src).unwrap_or_else(|e| panic!("{src}: {e}"));
-            assert_eq!(x.eval_string(&e), want, "{src}");
+            let x = Expr::compile(src, &[]).unwrap_or_else(|e| panic!("{src}: {e}"));
+            assert_eq!(x.eval_string(&e).unwrap(), want, "{src}");
             assert_eq!(x.body_need(), BodyNeed::None);
         }
     }
 
     #[test]
-    fn xpath_is_unsupported_and_garbage_invalid() {
+    fn xpath_compiles_and_garbage_is_invalid() {
+        let c = |s: &str| Expr::compile(s, &[]);
+        assert_eq!(c("//order[1]/symbol").unwrap().body_need(), BodyNeed::Full);
         assert_eq!(
-            Expr::compile("//order[1]/symbol").unwrap_err().kind,
+            c("concat(get-property('a'), 'b')").unwrap_err().kind,
             ExprErrorKind::Unsupported
         );
         assert_eq!(
-            Expr::compile("get-property('a','b','c')").unwrap_err().kind,
+            c("get-property('a','b','c')").unwrap_err().kind,
             ExprErrorKind::Invalid
         );
         assert_eq!(
-            Expr::compile("get-property('nope','b')").unwrap_err().kind,
+            c("get-property('nope','b')").unwrap_err().kind,
             ExprErrorKind::Invalid
         );
         assert_eq!(
-            Expr::compile("get-property('a'").unwrap_err().kind,
+            c("get-property('a'").unwrap_err().kind,
             ExprErrorKind::Invalid
         );
-        assert_eq!(Expr::compile("").unwrap_err().kind, ExprErrorKind::Invalid);
+        assert_eq!(c("//order[").unwrap_err().kind, ExprErrorKind::Invalid);
+        assert_eq!(c("").unwrap_err().kind, ExprErrorKind::Invalid);
+        // Without the document, an XPath cannot be evaluated: an error, never a silent empty string.
+        assert!(c("//a").unwrap().eval_string(&env()).is_err());
+    }
+
+    struct WithDoc(sluice_xml::Document);
+    impl Env for WithDoc {
+        fn property(&self, _: PropScope, _: &str) -> Option<Cow<'_, str>> {
+            None
+        }
+        fn url_param(&self, _: &str) -> Option<Cow<'_, str>> {
+            None
+        }
+        fn document(&self) -> Result<&sluice_xml::Document, ExprError> {
+            Ok(&self.0)
+        }
+    }
+
+    #[test]
+    fn xpath_over_the_envelope() {
+        let env = WithDoc(
+            sluice_xml::Document::parse(
+                br#"<s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Header><routing xmlns="http://someuri">r1</routing></s:Header><s:Body><m:buy xmlns:m="urn:m"><order><symbol>IBM</symbol></order><order><symbol>SUN</symbol></order></m:buy></s:Body></s:Envelope>"#,
+            )
+            .unwrap(),
+        );
+        let ns = vec![
+            ("soapenv".to_owned(), SOAP11_ENV.to_owned()),
+            ("t".to_owned(), "http://someuri".to_owned()),
+        ];
+        let h = Expr::compile("/soapenv:Envelope/soapenv:Header/t:routing", &ns).unwrap();
+        assert_eq!(h.body_need(), BodyNeed::Headers);
+        assert_eq!(h.eval_string(&env).unwrap(), "r1");
+        let first = Expr::compile("//order[1]/symbol", &ns).unwrap();
+        assert_eq!(first.eval_string(&env).unwrap(), "IBM");
+        let all = Expr::compile("//symbol", &ns).unwrap();
+        assert_eq!(
+            all.eval_string(&env).unwrap(),
+            "IBMSUN",
+            "Synapse joins every node of a node-set"
+        );
+        assert!(Expr::compile("count(//order) = 2", &ns)
+            .unwrap()
+            .eval_bool(&env)
+            .unwrap());
+        assert!(!Expr::compile("//nothing", &ns)
+            .unwrap()
+            .eval_bool(&env)
+            .unwrap());
     }
 
     #[test]

@@ -5,7 +5,9 @@ use crate::error::{Error, ErrorKind};
 use crate::message::{Body, Direction, Message};
 use crate::plan::{Cond, EndpointPlan, FaultPlan, LogPlan, Step, Value};
 use sluice_config::{LogCategory, LogLevel, PropertyType, Scope};
+use sluice_expr::{Env, Expr, ExprError, ExprErrorKind, PropScope};
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::fmt::Write;
 use std::sync::Arc;
 
@@ -39,28 +41,91 @@ pub fn typed(ty: PropertyType, s: &str) -> Result<String, String> {
     ok.ok_or_else(|| format!("'{s}' is not a valid {ty:?}"))
 }
 
-fn eval<'m>(v: &'m Value, msg: &'m Message) -> Cow<'m, str> {
-    match v {
-        Value::Literal(s) => Cow::Borrowed(s),
-        Value::Expr(e) => e.eval_string(msg),
+/// The message as expressions see it: its properties, and the body parsed as XML on the first XPath
+/// that needs it (at most once per run; a mediator that replaces the body drops the parse).
+struct View<'a> {
+    msg: &'a Message,
+    doc: &'a OnceCell<Result<sluice_xml::Document, ExprError>>,
+}
+
+impl Env for View<'_> {
+    fn property(&self, scope: PropScope, name: &str) -> Option<Cow<'_, str>> {
+        self.msg.property(scope, name)
+    }
+    fn url_param(&self, name: &str) -> Option<Cow<'_, str>> {
+        self.msg.url_param(name)
+    }
+    fn document(&self) -> Result<&sluice_xml::Document, ExprError> {
+        self.doc
+            .get_or_init(|| parse_body(self.msg))
+            .as_ref()
+            .map_err(Clone::clone)
     }
 }
 
-/// Runs steps in order until one of them decides the flow.
+fn parse_body(msg: &Message) -> Result<sluice_xml::Document, ExprError> {
+    let bad = |m: String| ExprError {
+        kind: ExprErrorKind::BadMessage,
+        message: m,
+    };
+    match &msg.body {
+        Body::Bytes(b) => sluice_xml::parse_untrusted(b, &sluice_xml::Limits::default())
+            .map_err(|e| bad(format!("the message is not acceptable XML: {e}"))),
+        Body::Empty => Err(bad("the message has no body".to_owned())),
+        Body::Stream => Err(ExprError {
+            kind: ExprErrorKind::Invalid,
+            message: "internal: the body was not read for an expression that needs it".to_owned(),
+        }),
+    }
+}
+
+type DocCache = OnceCell<Result<sluice_xml::Document, ExprError>>;
+
+fn expr_error(e: ExprError) -> Error {
+    let kind = if e.kind == ExprErrorKind::BadMessage {
+        ErrorKind::BadRequest
+    } else {
+        ErrorKind::Mediation
+    };
+    Error::new(kind, e.message)
+}
+
+fn eval_value(v: &Value, msg: &Message, doc: &DocCache) -> Result<String, Error> {
+    match v {
+        Value::Literal(s) => Ok(s.clone()),
+        Value::Expr(e) => e
+            .eval_string(&View { msg, doc })
+            .map(Cow::into_owned)
+            .map_err(expr_error),
+    }
+}
+
+fn eval_expr(e: &Expr, msg: &Message, doc: &DocCache) -> Result<String, Error> {
+    e.eval_string(&View { msg, doc })
+        .map(Cow::into_owned)
+        .map_err(expr_error)
+}
+
+/// Runs steps in order until one of them decides the flow. libxml2 values made here never leave it.
 pub fn run(steps: &[Step], msg: &mut Message) -> Result<Flow, Error> {
+    let mut doc = DocCache::new();
+    run_steps(steps, msg, &mut doc)
+}
+
+fn run_steps(steps: &[Step], msg: &mut Message, doc: &mut DocCache) -> Result<Flow, Error> {
     for step in steps {
         match step {
             Step::Send(ep) => return Ok(Flow::Send(ep.clone())),
             Step::Respond => return Ok(Flow::Respond),
             Step::Drop => return Ok(Flow::Drop),
-            Step::Log(l) => log(l, msg),
+            Step::Log(l) => log(l, msg, doc),
             Step::SetProperty {
                 scope,
                 name,
                 ty,
                 value,
             } => {
-                let v = eval(value, msg).into_owned();
+                let v = eval_value(value, msg, doc)?;
                 let v = typed(*ty, &v).map_err(|e| {
                     Error::new(ErrorKind::Mediation, format!("property {name}: {e}"))
                 })?;
@@ -86,21 +151,25 @@ pub fn run(steps: &[Step], msg: &mut Message) -> Result<Flow, Error> {
                 _ => msg.axis2.remove(name),
             },
             Step::SetHeader { name, value } => {
-                let v = eval(value, msg).into_owned();
+                let v = eval_value(value, msg, doc)?;
                 msg.set_header(name.clone(), &v)?;
             }
             Step::RemoveHeader(name) => {
                 msg.headers.remove(name);
             }
-            Step::SetTo(v) => msg.to = Some(eval(v, msg).into_owned()),
+            Step::SetTo(v) => msg.to = Some(eval_value(v, msg, doc)?),
             Step::RemoveTo => msg.to = None,
             Step::Filter {
                 cond,
                 then,
                 otherwise,
             } => {
-                let branch = if test(cond, msg) { then } else { otherwise };
-                match run(branch, msg)? {
+                let branch = if test(cond, msg, doc)? {
+                    then
+                } else {
+                    otherwise
+                };
+                match run_steps(branch, msg, doc)? {
                     Flow::Continue => {}
                     f => return Ok(f),
                 }
@@ -110,40 +179,45 @@ pub fn run(steps: &[Step], msg: &mut Message) -> Result<Flow, Error> {
                 cases,
                 default,
             } => {
-                let value = source.eval_string(msg).into_owned();
+                let value = eval_expr(source, msg, doc)?;
                 let branch = cases
                     .iter()
                     .find(|(re, _)| re.matches(&value))
                     .map(|(_, s)| s)
                     .unwrap_or(default);
-                match run(branch, msg)? {
+                match run_steps(branch, msg, doc)? {
                     Flow::Continue => {}
                     f => return Ok(f),
                 }
             }
-            Step::Call(seq) => match run(&seq.steps, msg)? {
+            Step::Call(seq) => match run_steps(&seq.steps, msg, doc)? {
                 Flow::Continue => {}
                 f => return Ok(f),
             },
-            Step::MakeFault(f) => make_fault(f, msg),
+            Step::MakeFault(f) => {
+                make_fault(f, msg, doc)?;
+                // The body changed: a later XPath must see the fault, not the old parse.
+                *doc = DocCache::new();
+            }
         }
     }
     Ok(Flow::Continue)
 }
 
-fn test(cond: &Cond, msg: &Message) -> bool {
+fn test(cond: &Cond, msg: &Message, doc: &DocCache) -> Result<bool, Error> {
     match cond {
-        Cond::Regex { source, regex } => regex.matches(&source.eval_string(msg)),
+        Cond::Regex { source, regex } => Ok(regex.matches(&eval_expr(source, msg, doc)?)),
+        Cond::XPath(x) => x.eval_bool(&View { msg, doc }).map_err(expr_error),
     }
 }
 
-fn make_fault(f: &FaultPlan, msg: &mut Message) {
+fn make_fault(f: &FaultPlan, msg: &mut Message, doc: &DocCache) -> Result<(), Error> {
     let body = match &f.fixed {
         Some(b) => b.clone(),
         None => {
-            let reason = eval(&f.reason, msg).into_owned();
+            let reason = eval_value(&f.reason, msg, doc)?;
             let detail = match &f.detail {
-                Some(crate::plan::DetailPlan::Value(v)) => Some(eval(v, msg).into_owned()),
+                Some(crate::plan::DetailPlan::Value(v)) => Some(eval_value(v, msg, doc)?),
                 _ => None,
             };
             f.render(&reason, detail.as_deref())
@@ -155,9 +229,10 @@ fn make_fault(f: &FaultPlan, msg: &mut Message) {
     if f.response {
         msg.props.set("RESPONSE", "true".to_owned());
     }
+    Ok(())
 }
 
-fn log(l: &LogPlan, msg: &mut Message) {
+fn log(l: &LogPlan, msg: &mut Message, doc: &DocCache) {
     let enabled = match l.category {
         LogCategory::Trace => tracing::enabled!(target: "sluice::log", tracing::Level::TRACE),
         LogCategory::Debug => tracing::enabled!(target: "sluice::log", tracing::Level::DEBUG),
@@ -170,7 +245,7 @@ fn log(l: &LogPlan, msg: &mut Message) {
     if !enabled {
         return;
     }
-    let line = log_line(l, msg);
+    let line = log_line(l, msg, doc);
     match l.category {
         LogCategory::Trace => {
             tracing::trace!(target: "sluice::log", proxy = %msg.service, "{line}")
@@ -188,7 +263,7 @@ fn log(l: &LogPlan, msg: &mut Message) {
 
 /// The text of a log mediator's line, in Synapse's order: the standard fields, headers, envelope, then the
 /// custom properties.
-pub fn log_line(l: &LogPlan, msg: &mut Message) -> String {
+fn log_line(l: &LogPlan, msg: &mut Message, doc: &DocCache) -> String {
     let sep = l.separator.as_str();
     let mut parts: Vec<String> = Vec::new();
     if l.level != LogLevel::Custom {
@@ -224,7 +299,9 @@ pub fn log_line(l: &LogPlan, msg: &mut Message) -> String {
         parts.push(format!("Envelope: {}", env.trim()));
     }
     for (name, v) in &l.properties {
-        parts.push(format!("{name} = {}", eval(v, msg)));
+        // A property that cannot be evaluated is logged as such rather than failing the message.
+        let value = eval_value(v, msg, doc).unwrap_or_else(|e| format!("(error: {})", e.context));
+        parts.push(format!("{name} = {value}"));
     }
     let mut out = String::new();
     for (i, p) in parts.iter().enumerate() {

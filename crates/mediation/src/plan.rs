@@ -168,6 +168,7 @@ pub enum Step {
 #[derive(Debug)]
 pub enum Cond {
     Regex { source: Expr, regex: FullRegex },
+    XPath(Expr),
 }
 
 #[derive(Debug)]
@@ -695,7 +696,7 @@ impl<'a> Compiler<'a> {
     }
 
     fn expr(&mut self, e: &cfg::ExprSrc, element: &str) -> Option<Expr> {
-        match Expr::compile(&e.text) {
+        match Expr::compile(&e.text, &e.ns) {
             Ok(x) => Some(x),
             Err(err) => {
                 let sev = if err.kind == ExprErrorKind::Unsupported {
@@ -792,15 +793,7 @@ impl<'a> Compiler<'a> {
                             regex: regex?,
                         }
                     }
-                    cfg::FilterCond::XPath(x) => {
-                        self.report(
-                            Severity::Unsupported,
-                            &x.loc,
-                            el,
-                            format!("filter xpath=\"{}\": boolean XPath conditions are not supported yet; use source+regex", x.text),
-                        );
-                        return None;
-                    }
+                    cfg::FilterCond::XPath(x) => Cond::XPath(self.expr(x, el)?),
                 };
                 let then = self.steps(&f.then.mediators);
                 let otherwise = f
@@ -1030,13 +1023,15 @@ fn need_of(steps: &[Step]) -> BodyNeed {
             | Step::SetHeader { value, .. }
             | Step::SetTo(value) => value.body_need(),
             Step::Filter {
-                cond: Cond::Regex { source, .. },
+                cond,
                 then,
                 otherwise,
-            } => source
-                .body_need()
-                .max(need_of(then))
-                .max(need_of(otherwise)),
+            } => {
+                let c = match cond {
+                    Cond::Regex { source, .. } | Cond::XPath(source) => source.body_need(),
+                };
+                c.max(need_of(then)).max(need_of(otherwise))
+            }
             Step::Switch {
                 source,
                 cases,

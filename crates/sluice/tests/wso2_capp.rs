@@ -141,7 +141,7 @@ async fn unsupported_proxies_are_reported_and_the_rest_serve() {
         "{t}"
     );
     for later in [
-        "CBRProxy",
+        "XSLTEnhancedProxy",
         "XSLTProxy",
         "SecureProxy",
         "CloneAndAggregateWithTwoBackendProxy",
@@ -153,14 +153,14 @@ async fn unsupported_proxies_are_reported_and_the_rest_serve() {
     }
     let err = s.stderr();
     assert!(
-        err.contains("CBRProxy-1.0.0.xml:"),
+        err.contains("XSLTProxy-1.0.0.xml:"),
         "diagnostics name the file: {err}"
     );
     assert!(err.contains("unsupported"), "{err}");
     // An undeployed proxy answers 404 naming what is deployed.
     let r = c
         .post(
-            "/services/CBRProxy",
+            "/services/XSLTProxy",
             SOAP_HEADERS,
             payload("1000B_buyStocks.xml"),
         )
@@ -205,4 +205,127 @@ async fn car_of_2018_loads_and_routes() {
         .await
         .unwrap();
     assert_eq!(r.body, body);
+}
+
+const IBM_FIRST: &str = "2018-01_initial/1K_buyStocks.xml";
+
+fn request_file(rel: &str) -> bytes::Bytes {
+    bytes::Bytes::from(
+        std::fs::read(reference().join("performance-ei/requests").join(rel)).unwrap(),
+    )
+}
+
+/// The same payload with its first order's symbol changed.
+fn with_first_symbol(body: &bytes::Bytes, symbol: &str) -> bytes::Bytes {
+    let s = String::from_utf8(body.to_vec()).unwrap();
+    let start = s.find("<symbol>").unwrap() + "<symbol>".len();
+    let end = start + s[start..].find("</symbol>").unwrap();
+    bytes::Bytes::from(format!("{}{symbol}{}", &s[..start], &s[end..]))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cbr_proxy_routes_on_xpath_over_the_body() {
+    let be = backend().await;
+    // Current artifacts: regex ".*", so any well-formed order routes; a body that is not XML is refused.
+    let s = start(&capp(), be.addr);
+    let mut c = Conn::open(s.addr).await;
+    for name in ["1000B_buyStocks.xml", "10000B_buyStocks.xml"] {
+        let body = payload(name);
+        let r = c
+            .post("/services/CBRProxy", SOAP_HEADERS, body.clone())
+            .await
+            .unwrap();
+        assert_eq!((r.status, &r.body), (200, &body), "{name}");
+    }
+    let bad = c
+        .post(
+            "/services/CBRProxy",
+            SOAP_HEADERS,
+            "<soapenv:Envelope><unclosed>".into(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(bad.status, 400, "{}", bad.text());
+    assert!(
+        bad.text().contains("not acceptable XML") && bad.text().contains("soapenv:Client"),
+        "{}",
+        bad.text()
+    );
+    assert_eq!(be.seen.lock().unwrap().len(), 2);
+    drop(s);
+
+    // The 2018 CAR: the first order must be IBM.
+    let s = start(
+        &reference().join("performance-ei/capp-2018-01-car"),
+        be.addr,
+    );
+    let mut c = Conn::open(s.addr).await;
+    let ibm = request_file(IBM_FIRST);
+    let r = c
+        .post("/services/CBRProxy", SOAP_HEADERS, ibm.clone())
+        .await
+        .unwrap();
+    assert_eq!((r.status, &r.body), (200, &ibm));
+    let not_ibm = with_first_symbol(&ibm, "MSFT");
+    let f = c
+        .post("/services/CBRProxy", SOAP_HEADERS, not_ibm)
+        .await
+        .unwrap();
+    assert_eq!(f.status, 500);
+    assert!(
+        f.text()
+            .contains("<faultstring>First order must be for the symbol IBM</faultstring>"),
+        "{}",
+        f.text()
+    );
+    // "IBM" must be the whole value (Java matches()), not a substring.
+    let f2 = c
+        .post(
+            "/services/CBRProxy",
+            SOAP_HEADERS,
+            with_first_symbol(&ibm, "IBMX"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(f2.status, 500);
+    assert_eq!(
+        be.seen.lock().unwrap().len(),
+        3,
+        "only the IBM order reached the back-end"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cbr_soap_header_proxy_routes_on_the_soap_header() {
+    let be = backend().await;
+    let s = start(&capp(), be.addr);
+    let mut c = Conn::open(s.addr).await;
+    let body = payload("1000B_buyStocks.xml");
+    let r = c
+        .post("/services/CBRSOAPHeaderProxy", SOAP_HEADERS, body.clone())
+        .await
+        .unwrap();
+    assert_eq!((r.status, &r.body), (200, &body));
+    let text = String::from_utf8(body.to_vec()).unwrap();
+    let wrong = bytes::Bytes::from(text.replace("xadmin;server1;community#1.0##", "guest"));
+    let f = c
+        .post("/services/CBRSOAPHeaderProxy", SOAP_HEADERS, wrong)
+        .await
+        .unwrap();
+    assert_eq!(f.status, 500);
+    assert!(
+        f.text()
+            .contains("<faultstring>Invalid routing header</faultstring>"),
+        "{}",
+        f.text()
+    );
+    let start_h = text.find("<soapenv:Header>").unwrap();
+    let end_h = text.find("</soapenv:Header>").unwrap() + "</soapenv:Header>".len();
+    let no_header = bytes::Bytes::from(format!("{}{}", &text[..start_h], &text[end_h..]));
+    let f = c
+        .post("/services/CBRSOAPHeaderProxy", SOAP_HEADERS, no_header)
+        .await
+        .unwrap();
+    assert_eq!(f.status, 500, "{}", f.text());
+    assert_eq!(be.seen.lock().unwrap().len(), 1);
 }
