@@ -207,6 +207,20 @@ pub enum MediatorKind {
         key: String,
     },
     MakeFault(MakeFault),
+    /// `<xslt>` (result replaces the source node) or `<fastXSLT>` (whole envelope in, bytes out).
+    Xslt(Xslt),
+}
+
+#[derive(Clone, Debug)]
+pub struct Xslt {
+    /// A local entry, or a `conf:` / `gov:` registry resource.
+    pub key: String,
+    /// XPath to the node transformed (default: the first child of the SOAP Body).
+    pub source: Option<ExprSrc>,
+    /// `<property name value|expression>` children: stylesheet parameters.
+    pub params: Vec<(String, ValueSrc)>,
+    /// `<fastXSLT>`.
+    pub fast: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

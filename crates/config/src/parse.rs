@@ -18,8 +18,6 @@ pub enum Expect {
 
 /// Mediators Synapse and WSO2 MI define that Sluice does not run yet: reported as unsupported, not unknown.
 const KNOWN_UNSUPPORTED_MEDIATORS: &[&str] = &[
-    "xslt",
-    "fastXSLT",
     "payloadFactory",
     "enrich",
     "validate",
@@ -701,6 +699,26 @@ impl<'a, 'input> FileParser<'a, 'input> {
     fn serialize_element(&self, n: Node) -> String {
         let range = n.range();
         let src = &self.text[range.clone()];
+        // Like Synapse (Axiom), carry over only the inherited namespaces the subtree uses: by an element
+        // or attribute name, or by a prefix inside an attribute value (XPath in XSLT, expressions).
+        // Declaring the others would leak them into XSLT output (literal result elements copy them).
+        let mut used_uris: Vec<&str> = Vec::new();
+        let mut attr_text = String::new();
+        for d in n.descendants().filter(|d| d.is_element()) {
+            if let Some(u) = d.tag_name().namespace() {
+                used_uris.push(u);
+            }
+            for a in d.attributes() {
+                if let Some(u) = a.namespace() {
+                    used_uris.push(u);
+                }
+                attr_text.push_str(a.value());
+                attr_text.push(' ');
+            }
+        }
+        let used = |prefix: Option<&str>, uri: &str| {
+            used_uris.contains(&uri) || prefix.is_some_and(|p| attr_text.contains(&format!("{p}:")))
+        };
         let parent_ns: Vec<(Option<&str>, &str)> = n
             .parent_element()
             .map(|p| p.namespaces().map(|ns| (ns.name(), ns.uri())).collect())
@@ -710,7 +728,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
             let inherited = parent_ns
                 .iter()
                 .any(|(p, u)| *p == ns.name() && *u == ns.uri());
-            if !inherited || ns.name() == Some("xml") {
+            if !inherited || ns.name() == Some("xml") || !used(ns.name(), ns.uri()) {
                 continue;
             }
             let uri = ns
@@ -786,6 +804,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
                 MediatorKind::SequenceRef { key }
             }
             "makefault" => MediatorKind::MakeFault(self.makefault(n)?),
+            "xslt" | "fastXSLT" => MediatorKind::Xslt(self.xslt(n, element == "fastXSLT")?),
             other if KNOWN_UNSUPPORTED_MEDIATORS.contains(&other) => {
                 self.report(
                     Severity::Unsupported,
@@ -1102,6 +1121,76 @@ impl<'a, 'input> FileParser<'a, 'input> {
             source,
             cases,
             default,
+        })
+    }
+
+    fn xslt(&mut self, n: Node, fast: bool) -> Option<Xslt> {
+        let key = self.required_attr(n, "key")?;
+        if key.starts_with('{') {
+            self.report(
+                Severity::Unsupported,
+                n,
+                "dynamic stylesheet keys ({...}) are not supported yet",
+            );
+            return None;
+        }
+        let source = match n.attribute("source") {
+            Some(s) if fast => {
+                let _ = s;
+                self.report(
+                    Severity::Error,
+                    n,
+                    "fastXSLT transforms the whole message; it takes no 'source'",
+                );
+                return None;
+            }
+            Some(s) => Some(self.expr(n, "source", s)),
+            None => None,
+        };
+        let mut params = Vec::new();
+        for c in elements(n) {
+            match c.tag_name().name() {
+                "property" => {
+                    let Some(name) = self.required_attr(c, "name") else {
+                        continue;
+                    };
+                    match self.value_or_expr(c) {
+                        Some(v) => params.push((name, v)),
+                        None => self.report(
+                            Severity::Error,
+                            c,
+                            "stylesheet parameter needs 'value' or 'expression'",
+                        ),
+                    }
+                }
+                "feature" | "attribute" => {
+                    self.report(
+                        Severity::Warning,
+                        c,
+                        "XSLT processor features and attributes are ignored (libxslt)",
+                    );
+                }
+                "resource" => {
+                    self.report(
+                        Severity::Unsupported,
+                        c,
+                        "xsl:import/include resources mapped by <resource> are not supported yet",
+                    );
+                    return None;
+                }
+                "description" => {}
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!("unknown element <{other}> in <{}>", n.tag_name().name()),
+                ),
+            }
+        }
+        Some(Xslt {
+            key,
+            source,
+            params,
+            fast,
         })
     }
 

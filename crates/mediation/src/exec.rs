@@ -3,7 +3,7 @@
 
 use crate::error::{Error, ErrorKind};
 use crate::message::{Body, Direction, Message};
-use crate::plan::{Cond, EndpointPlan, FaultPlan, LogPlan, Step, Value};
+use crate::plan::{Cond, EndpointPlan, FaultPlan, LogPlan, Step, Value, XsltPlan};
 use sluice_config::{LogCategory, LogLevel, PropertyType, Scope};
 use sluice_expr::{Env, Expr, ExprError, ExprErrorKind, PropScope};
 use std::borrow::Cow;
@@ -194,6 +194,7 @@ fn run_steps(steps: &[Step], msg: &mut Message, doc: &mut DocCache) -> Result<Fl
                 Flow::Continue => {}
                 f => return Ok(f),
             },
+            Step::Xslt(x) => xslt(x, msg, doc)?,
             Step::MakeFault(f) => {
                 make_fault(f, msg, doc)?;
                 // The body changed: a later XPath must see the fault, not the old parse.
@@ -209,6 +210,50 @@ fn test(cond: &Cond, msg: &Message, doc: &DocCache) -> Result<bool, Error> {
         Cond::Regex { source, regex } => Ok(regex.matches(&eval_expr(source, msg, doc)?)),
         Cond::XPath(x) => x.eval_bool(&View { msg, doc }).map_err(expr_error),
     }
+}
+
+fn xml_error(what: &str, e: sluice_xml::XmlError) -> Error {
+    Error::new(ErrorKind::Mediation, format!("{what}: {e}"))
+}
+
+/// `xslt`: the source node (default: the first child of the SOAP Body) is transformed and the result
+/// replaces it. `fastXSLT`: the whole message is transformed and the output becomes the body as is.
+fn xslt(x: &XsltPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error> {
+    let mut params = Vec::with_capacity(x.params.len());
+    for (n, v) in &x.params {
+        params.push((n.as_str(), eval_value(v, msg, doc)?));
+    }
+    let params: Vec<(&str, &str)> = params.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let what = format!("xslt {}", x.key);
+    let parsed = match doc.take() {
+        Some(d) => d,
+        None => parse_body(msg),
+    };
+    let mut d = parsed.map_err(expr_error)?;
+    if x.fast {
+        let out = x.sheet.transform_to_bytes(&d, &params).map_err(|e| xml_error(&what, e))?;
+        msg.body = Body::Bytes(out.into());
+        msg.headers.remove(http::header::CONTENT_LENGTH);
+        return Ok(());
+    }
+    let (target, input) = {
+        let node = match &x.source {
+            Some(e) => e.first_node(&d).map_err(expr_error)?,
+            None => d.soap_body_first_child().or_else(|| if d.soap_body().is_none() { d.root_element() } else { None }),
+        };
+        let node = node.ok_or_else(|| Error::new(ErrorKind::Mediation, format!("{what}: the source selects nothing in the message")))?;
+        (node.id(), node.to_document().map_err(|e| xml_error(&what, e))?)
+    };
+    let result = x.sheet.transform(&input, &params).map_err(|e| xml_error(&what, e))?;
+    d.replace_node(target, &result).map_err(|e| xml_error(&what, e))?;
+    let bytes = d
+        .to_bytes_with(sluice_xml::SerializeOptions { xml_declaration: false, indent: false })
+        .map_err(|e| xml_error(&what, e))?;
+    msg.body = Body::Bytes(bytes.into());
+    msg.headers.remove(http::header::CONTENT_LENGTH);
+    // The tree is the new body: later XPath in this run reads it without parsing again.
+    *doc = DocCache::from(Ok(d));
+    Ok(())
 }
 
 fn make_fault(f: &FaultPlan, msg: &mut Message, doc: &DocCache) -> Result<(), Error> {

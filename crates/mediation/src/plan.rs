@@ -163,6 +163,17 @@ pub enum Step {
     },
     Call(Arc<SeqPlan>),
     MakeFault(FaultPlan),
+    Xslt(XsltPlan),
+}
+
+#[derive(Debug)]
+pub struct XsltPlan {
+    pub sheet: Arc<sluice_xml::Stylesheet>,
+    pub key: String,
+    /// Node transformed (`None`: the first child of the SOAP Body, or the root of a plain XML message).
+    pub source: Option<Expr>,
+    pub params: Vec<(String, Value)>,
+    pub fast: bool,
 }
 
 #[derive(Debug)]
@@ -246,6 +257,8 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
             .map(|l| (l.key.as_str(), l))
             .collect(),
         seq_cache: HashMap::new(),
+        xslt_cache: HashMap::new(),
+        resources: config.resources.iter().map(|r| (normalize_registry_key(&r.key), r)).collect(),
         ep_cache: HashMap::new(),
         in_progress: HashSet::new(),
         artifact: String::new(),
@@ -298,6 +311,9 @@ struct Compiler<'a> {
     endpoints: HashMap<&'a str, &'a cfg::Endpoint>,
     local_entries: HashMap<&'a str, &'a cfg::LocalEntry>,
     seq_cache: HashMap<String, Result<Arc<SeqPlan>, Failure>>,
+    /// Stylesheets by key, compiled once and shared by every mediator that names them.
+    xslt_cache: HashMap<String, Option<Arc<sluice_xml::Stylesheet>>>,
+    resources: HashMap<String, &'a cfg::Resource>,
     ep_cache: HashMap<String, Result<Arc<EndpointPlan>, Failure>>,
     in_progress: HashSet<String>,
     /// The artifact being compiled, for diagnostics.
@@ -832,6 +848,18 @@ impl<'a> Compiler<'a> {
                 Step::Call(self.named_sequence(key, Some(&m.loc))?)
             }
             cfg::MediatorKind::MakeFault(f) => Step::MakeFault(self.makefault(f, el)?),
+            cfg::MediatorKind::Xslt(x) => {
+                let sheet = self.stylesheet(&x.key, &m.loc, el);
+                let source = match &x.source {
+                    Some(e) => Some(self.expr(e, el)?),
+                    None => None,
+                };
+                let mut params = Vec::new();
+                for (n, v) in &x.params {
+                    params.push((n.clone(), self.value(v, el)?));
+                }
+                Step::Xslt(XsltPlan { sheet: sheet?, key: x.key.clone(), source, params, fast: x.fast })
+            }
         })
     }
 
@@ -957,6 +985,41 @@ impl<'a> Compiler<'a> {
         }
     }
 
+    /// The stylesheet for a key: a local entry holding `xsl:stylesheet`, or a registry resource.
+    fn stylesheet(&mut self, key: &str, loc: &Location, el: &str) -> Option<Arc<sluice_xml::Stylesheet>> {
+        if let Some(cached) = self.xslt_cache.get(key) {
+            if cached.is_none() {
+                self.failed = true;
+            }
+            return cached.clone();
+        }
+        let (bytes, origin): (Vec<u8>, String) = if let Some(le) = self.local_entries.get(key) {
+            match &le.value {
+                cfg::LocalEntryValue::Xml { text, .. } => (text.clone().into_bytes(), format!("local entry '{key}' ({})", le.loc)),
+                _ => {
+                    self.report(Severity::Error, loc, el, format!("local entry '{key}' does not hold an XSLT stylesheet"));
+                    self.xslt_cache.insert(key.to_owned(), None);
+                    return None;
+                }
+            }
+        } else if let Some(r) = self.resources.get(normalize_registry_key(key).as_str()) {
+            (r.bytes.to_vec(), format!("registry resource '{key}' ({})", r.loc))
+        } else {
+            self.report(Severity::Error, loc, el, format!("no local entry or registry resource '{key}'"));
+            self.xslt_cache.insert(key.to_owned(), None);
+            return None;
+        };
+        let sheet = match sluice_xml::Stylesheet::compile(&bytes, None) {
+            Ok(s) => Some(Arc::new(s)),
+            Err(e) => {
+                self.report(Severity::Error, loc, el, format!("stylesheet {origin} does not compile: {e}"));
+                None
+            }
+        };
+        self.xslt_cache.insert(key.to_owned(), sheet.clone());
+        sheet
+    }
+
     fn makefault(&mut self, f: &cfg::MakeFault, el: &str) -> Option<FaultPlan> {
         let reason = match &f.reason {
             Some(v) => self.value(v, el)?,
@@ -986,6 +1049,14 @@ impl<'a> Compiler<'a> {
             plan.fixed = Some(plan.render(r, d));
         }
         Some(plan)
+    }
+}
+
+/// `conf:/a/b`, `conf:a/b` and `conf://a/b` name the same resource.
+fn normalize_registry_key(k: &str) -> String {
+    match k.split_once(':') {
+        Some((scheme, rest)) => format!("{scheme}:/{}", rest.trim_start_matches('/')),
+        None => k.to_owned(),
     }
 }
 
@@ -1044,6 +1115,7 @@ fn need_of(steps: &[Step]) -> BodyNeed {
                 n
             }
             Step::Call(seq) => seq.body_need,
+            Step::Xslt(_) => BodyNeed::Full,
             Step::MakeFault(f) => f.reason.body_need(),
             Step::Send(_)
             | Step::Respond

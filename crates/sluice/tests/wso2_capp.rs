@@ -141,8 +141,8 @@ async fn unsupported_proxies_are_reported_and_the_rest_serve() {
         "{t}"
     );
     for later in [
-        "XSLTEnhancedProxy",
-        "XSLTProxy",
+        "XSLTTransformProxy",
+        "DatamapperProxy",
         "SecureProxy",
         "CloneAndAggregateWithTwoBackendProxy",
     ] {
@@ -153,14 +153,14 @@ async fn unsupported_proxies_are_reported_and_the_rest_serve() {
     }
     let err = s.stderr();
     assert!(
-        err.contains("XSLTProxy-1.0.0.xml:"),
+        err.contains("SecureProxy-1.0.0.xml:"),
         "diagnostics name the file: {err}"
     );
     assert!(err.contains("unsupported"), "{err}");
     // An undeployed proxy answers 404 naming what is deployed.
     let r = c
         .post(
-            "/services/XSLTProxy",
+            "/services/SecureProxy",
             SOAP_HEADERS,
             payload("1000B_buyStocks.xml"),
         )

@@ -193,6 +193,8 @@ pub struct Seen {
     pub method: String,
     pub path: String,
     pub headers: http::HeaderMap,
+    /// The body, for requests of at most 1 MiB with a Content-Length (larger ones stream back).
+    pub body: Option<Bytes>,
 }
 
 /// A back-end that records request heads and echoes the body (streaming) with its Content-Type.
@@ -225,26 +227,45 @@ pub async fn backend() -> Backend {
                 let svc = service_fn(move |req: Request<Incoming>| {
                     let seen = seen.clone();
                     async move {
-                        seen.lock().unwrap().push(Seen {
-                            method: req.method().to_string(),
-                            path: req.uri().path().to_owned(),
-                            headers: req.headers().clone(),
-                        });
-                        if let Some(ms) = req
+                        let small = req
                             .headers()
+                            .get("content-length")
+                            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+                            .is_some_and(|n| n <= 1 << 20);
+                        let (parts, body) = req.into_parts();
+                        let mut record = Seen {
+                            method: parts.method.to_string(),
+                            path: parts.uri.path().to_owned(),
+                            headers: parts.headers.clone(),
+                            body: None,
+                        };
+                        let reply = if small {
+                            let bytes = body
+                                .collect()
+                                .await
+                                .map(|c| c.to_bytes())
+                                .unwrap_or_default();
+                            record.body = Some(bytes.clone());
+                            http_body_util::Either::Left(Full::new(bytes))
+                        } else {
+                            http_body_util::Either::Right(body)
+                        };
+                        seen.lock().unwrap().push(record);
+                        if let Some(ms) = parts
+                            .headers
                             .get("x-test-delay-ms")
                             .and_then(|v| v.to_str().ok()?.parse().ok())
                         {
                             tokio::time::sleep(Duration::from_millis(ms)).await;
                         }
                         let mut b = Response::builder().status(200);
-                        if let Some(ct) = req.headers().get("content-type") {
+                        if let Some(ct) = parts.headers.get("content-type") {
                             b = b.header("content-type", ct.clone());
                         }
-                        if let Some(cl) = req.headers().get("content-length") {
+                        if let Some(cl) = parts.headers.get("content-length") {
                             b = b.header("content-length", cl.clone());
                         }
-                        Ok::<_, std::convert::Infallible>(b.body(req.into_body()).unwrap())
+                        Ok::<_, std::convert::Infallible>(b.body(reply).unwrap())
                     }
                 });
                 let _ = http1::Builder::new()
