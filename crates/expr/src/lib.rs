@@ -294,11 +294,17 @@ impl Expr {
     }
 
     /// The first node an XPath selects in `doc` (for mediators that work on a node, like `xslt`).
-    pub fn first_node<'d>(&self, doc: &'d sluice_xml::Document) -> Result<Option<sluice_xml::Node<'d>>, ExprError> {
+    pub fn first_node<'d>(
+        &self,
+        doc: &'d sluice_xml::Document,
+    ) -> Result<Option<sluice_xml::Node<'d>>, ExprError> {
         match self {
             Expr::XPath(x) => match x.xpath.eval(doc, &()) {
                 Ok(sluice_xml::XPathValue::NodeSet(nodes)) => Ok(nodes.into_iter().next()),
-                Ok(_) => Err(invalid(format!("XPath '{}' does not select nodes", x.xpath.as_str()))),
+                Ok(_) => Err(invalid(format!(
+                    "XPath '{}' does not select nodes",
+                    x.xpath.as_str()
+                ))),
                 Err(e) => Err(invalid(format!("XPath '{}': {e}", x.xpath.as_str()))),
             },
             _ => Err(invalid("a node-selecting XPath is needed here")),

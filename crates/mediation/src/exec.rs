@@ -231,7 +231,10 @@ fn xslt(x: &XsltPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error
     };
     let mut d = parsed.map_err(expr_error)?;
     if x.fast {
-        let out = x.sheet.transform_to_bytes(&d, &params).map_err(|e| xml_error(&what, e))?;
+        let out = x
+            .sheet
+            .transform_to_bytes(&d, &params)
+            .map_err(|e| xml_error(&what, e))?;
         msg.body = Body::Bytes(out.into());
         msg.headers.remove(http::header::CONTENT_LENGTH);
         return Ok(());
@@ -239,15 +242,36 @@ fn xslt(x: &XsltPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error
     let (target, input) = {
         let node = match &x.source {
             Some(e) => e.first_node(&d).map_err(expr_error)?,
-            None => d.soap_body_first_child().or_else(|| if d.soap_body().is_none() { d.root_element() } else { None }),
+            None => d.soap_body_first_child().or_else(|| {
+                if d.soap_body().is_none() {
+                    d.root_element()
+                } else {
+                    None
+                }
+            }),
         };
-        let node = node.ok_or_else(|| Error::new(ErrorKind::Mediation, format!("{what}: the source selects nothing in the message")))?;
-        (node.id(), node.to_document().map_err(|e| xml_error(&what, e))?)
+        let node = node.ok_or_else(|| {
+            Error::new(
+                ErrorKind::Mediation,
+                format!("{what}: the source selects nothing in the message"),
+            )
+        })?;
+        (
+            node.id(),
+            node.to_document().map_err(|e| xml_error(&what, e))?,
+        )
     };
-    let result = x.sheet.transform(&input, &params).map_err(|e| xml_error(&what, e))?;
-    d.replace_node(target, &result).map_err(|e| xml_error(&what, e))?;
+    let result = x
+        .sheet
+        .transform(&input, &params)
+        .map_err(|e| xml_error(&what, e))?;
+    d.replace_node(target, &result)
+        .map_err(|e| xml_error(&what, e))?;
     let bytes = d
-        .to_bytes_with(sluice_xml::SerializeOptions { xml_declaration: false, indent: false })
+        .to_bytes_with(sluice_xml::SerializeOptions {
+            xml_declaration: false,
+            indent: false,
+        })
         .map_err(|e| xml_error(&what, e))?;
     msg.body = Body::Bytes(bytes.into());
     msg.headers.remove(http::header::CONTENT_LENGTH);

@@ -258,7 +258,11 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
             .collect(),
         seq_cache: HashMap::new(),
         xslt_cache: HashMap::new(),
-        resources: config.resources.iter().map(|r| (normalize_registry_key(&r.key), r)).collect(),
+        resources: config
+            .resources
+            .iter()
+            .map(|r| (normalize_registry_key(&r.key), r))
+            .collect(),
         ep_cache: HashMap::new(),
         in_progress: HashSet::new(),
         artifact: String::new(),
@@ -858,7 +862,13 @@ impl<'a> Compiler<'a> {
                 for (n, v) in &x.params {
                     params.push((n.clone(), self.value(v, el)?));
                 }
-                Step::Xslt(XsltPlan { sheet: sheet?, key: x.key.clone(), source, params, fast: x.fast })
+                Step::Xslt(XsltPlan {
+                    sheet: sheet?,
+                    key: x.key.clone(),
+                    source,
+                    params,
+                    fast: x.fast,
+                })
             }
         })
     }
@@ -986,7 +996,12 @@ impl<'a> Compiler<'a> {
     }
 
     /// The stylesheet for a key: a local entry holding `xsl:stylesheet`, or a registry resource.
-    fn stylesheet(&mut self, key: &str, loc: &Location, el: &str) -> Option<Arc<sluice_xml::Stylesheet>> {
+    fn stylesheet(
+        &mut self,
+        key: &str,
+        loc: &Location,
+        el: &str,
+    ) -> Option<Arc<sluice_xml::Stylesheet>> {
         if let Some(cached) = self.xslt_cache.get(key) {
             if cached.is_none() {
                 self.failed = true;
@@ -995,24 +1010,45 @@ impl<'a> Compiler<'a> {
         }
         let (bytes, origin): (Vec<u8>, String) = if let Some(le) = self.local_entries.get(key) {
             match &le.value {
-                cfg::LocalEntryValue::Xml { text, .. } => (text.clone().into_bytes(), format!("local entry '{key}' ({})", le.loc)),
+                cfg::LocalEntryValue::Xml { text, .. } => (
+                    text.clone().into_bytes(),
+                    format!("local entry '{key}' ({})", le.loc),
+                ),
                 _ => {
-                    self.report(Severity::Error, loc, el, format!("local entry '{key}' does not hold an XSLT stylesheet"));
+                    self.report(
+                        Severity::Error,
+                        loc,
+                        el,
+                        format!("local entry '{key}' does not hold an XSLT stylesheet"),
+                    );
                     self.xslt_cache.insert(key.to_owned(), None);
                     return None;
                 }
             }
         } else if let Some(r) = self.resources.get(normalize_registry_key(key).as_str()) {
-            (r.bytes.to_vec(), format!("registry resource '{key}' ({})", r.loc))
+            (
+                r.bytes.to_vec(),
+                format!("registry resource '{key}' ({})", r.loc),
+            )
         } else {
-            self.report(Severity::Error, loc, el, format!("no local entry or registry resource '{key}'"));
+            self.report(
+                Severity::Error,
+                loc,
+                el,
+                format!("no local entry or registry resource '{key}'"),
+            );
             self.xslt_cache.insert(key.to_owned(), None);
             return None;
         };
         let sheet = match sluice_xml::Stylesheet::compile(&bytes, None) {
             Ok(s) => Some(Arc::new(s)),
             Err(e) => {
-                self.report(Severity::Error, loc, el, format!("stylesheet {origin} does not compile: {e}"));
+                self.report(
+                    Severity::Error,
+                    loc,
+                    el,
+                    format!("stylesheet {origin} does not compile: {e}"),
+                );
                 None
             }
         };
