@@ -18,13 +18,7 @@ pub fn load_path(path: &Path) -> (Config, Diagnostics) {
     let mut diags = Diagnostics::default();
     let display: Arc<str> = path.display().to_string().into();
     match std::fs::metadata(path) {
-        Err(e) => diags.push(
-            Severity::Error,
-            Location::file_only(&display),
-            "",
-            format!("cannot read: {e}"),
-            None,
-        ),
+        Err(e) => file_error(&mut diags, &display, format!("cannot read: {e}")),
         Ok(m) if m.is_dir() => load_dir(path, &mut cfg, &mut diags),
         Ok(_) => load_file(path, &mut cfg, &mut diags),
     }
@@ -39,6 +33,17 @@ pub fn load_str(display: &str, text: &str) -> (Config, Diagnostics) {
     parse_text(display.into(), text, Expect::Any, &mut cfg, &mut diags);
     crate::check::check_duplicates(&cfg, &mut diags);
     (cfg, diags)
+}
+
+/// An error about a whole file (it cannot be read, is not UTF-8, ...).
+fn file_error(diags: &mut Diagnostics, file: &Arc<str>, message: impl Into<String>) {
+    diags.push(
+        Severity::Error,
+        Location::file_only(file),
+        "",
+        message,
+        None,
+    );
 }
 
 fn read_limited(path: &Path) -> std::io::Result<Vec<u8>> {
@@ -58,13 +63,7 @@ fn load_file(path: &Path, cfg: &mut Config, diags: &mut Diagnostics) {
     let bytes = match read_limited(path) {
         Ok(b) => b,
         Err(e) => {
-            diags.push(
-                Severity::Error,
-                Location::file_only(&display),
-                "",
-                format!("cannot read: {e}"),
-                None,
-            );
+            file_error(diags, &display, format!("cannot read: {e}"));
             return;
         }
     };
@@ -74,12 +73,10 @@ fn load_file(path: &Path, cfg: &mut Config, diags: &mut Diagnostics) {
     {
         match unzip(&bytes) {
             Ok(tree) => load_car(&display, &tree, cfg, diags),
-            Err(e) => diags.push(
-                Severity::Error,
-                Location::file_only(&display),
-                "",
+            Err(e) => file_error(
+                diags,
+                &display,
                 format!("not a readable .car (zip) file: {e}"),
-                None,
             ),
         }
         return;
@@ -96,13 +93,7 @@ fn parse_bytes(
 ) {
     match std::str::from_utf8(bytes) {
         Ok(text) => parse_text(display, text, expect, cfg, diags),
-        Err(e) => diags.push(
-            Severity::Error,
-            Location::file_only(&display),
-            "",
-            format!("not UTF-8 text: {e}"),
-            None,
-        ),
+        Err(e) => file_error(diags, &display, format!("not UTF-8 text: {e}")),
     }
 }
 
@@ -118,13 +109,7 @@ fn load_dir(dir: &Path, cfg: &mut Config, diags: &mut Diagnostics) {
         Ok(rd) => rd.filter_map(Result::ok).map(|e| e.path()).collect(),
         Err(e) => {
             let display: Arc<str> = dir.display().to_string().into();
-            diags.push(
-                Severity::Error,
-                Location::file_only(&display),
-                "",
-                format!("cannot list: {e}"),
-                None,
-            );
+            file_error(diags, &display, format!("cannot list: {e}"));
             return;
         }
     };
@@ -165,13 +150,7 @@ fn read_tree(root: &Path, dir: &Path, tree: &mut Tree, diags: &mut Diagnostics) 
             }
             Err(e) => {
                 let display: Arc<str> = p.display().to_string().into();
-                diags.push(
-                    Severity::Error,
-                    Location::file_only(&display),
-                    "",
-                    format!("cannot read: {e}"),
-                    None,
-                );
+                file_error(diags, &display, format!("cannot read: {e}"));
             }
         }
     }
@@ -390,13 +369,7 @@ fn load_registry_info(
     let rel = format!("{dir}/{file}");
     let rdisp: Arc<str> = format!("{root}/{rel}").into();
     let Some(bytes) = tree.get(&rel) else {
-        diags.push(
-            Severity::Error,
-            Location::file_only(&rdisp),
-            "",
-            "registry-info file is missing",
-            None,
-        );
+        file_error(diags, &rdisp, "registry-info file is missing");
         return;
     };
     let Some(text) = descriptor(&rdisp, bytes, diags) else {

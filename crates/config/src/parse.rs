@@ -230,6 +230,22 @@ impl<'a, 'input> FileParser<'a, 'input> {
         }
     }
 
+    /// A `<property name="..." value|expression="..."/>` child (log properties, stylesheet parameters).
+    fn named_value(&mut self, c: Node, what: &str) -> Option<(String, ValueSrc)> {
+        let name = self.required_attr(c, "name")?;
+        match self.value_or_expr(c) {
+            Some(v) => Some((name, v)),
+            None => {
+                self.report(
+                    Severity::Error,
+                    c,
+                    format!("{what} needs 'value' or 'expression'"),
+                );
+                None
+            }
+        }
+    }
+
     fn check_synapse_ns(&mut self, n: Node) -> bool {
         if is_synapse(n) {
             return true;
@@ -856,19 +872,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
         let mut properties = Vec::new();
         for c in elements(n) {
             match c.tag_name().name() {
-                "property" => {
-                    let Some(name) = self.required_attr(c, "name") else {
-                        continue;
-                    };
-                    match self.value_or_expr(c) {
-                        Some(v) => properties.push((name, v)),
-                        None => self.report(
-                            Severity::Error,
-                            c,
-                            "log property needs 'value' or 'expression'",
-                        ),
-                    }
-                }
+                "property" => properties.extend(self.named_value(c, "log property")),
                 "description" => {}
                 other => self.report(
                     Severity::Error,
@@ -1150,19 +1154,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
         let mut params = Vec::new();
         for c in elements(n) {
             match c.tag_name().name() {
-                "property" => {
-                    let Some(name) = self.required_attr(c, "name") else {
-                        continue;
-                    };
-                    match self.value_or_expr(c) {
-                        Some(v) => params.push((name, v)),
-                        None => self.report(
-                            Severity::Error,
-                            c,
-                            "stylesheet parameter needs 'value' or 'expression'",
-                        ),
-                    }
-                }
+                "property" => params.extend(self.named_value(c, "stylesheet parameter")),
                 "feature" | "attribute" => {
                     self.report(
                         Severity::Warning,
