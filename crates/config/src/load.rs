@@ -444,3 +444,57 @@ pub fn registry_key(path: &str, file: &str) -> Option<String> {
     };
     Some(format!("{prefix}{rest}/{file}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_keys() {
+        assert_eq!(
+            registry_key("/_system/config", "a.xslt").as_deref(),
+            Some("conf:/a.xslt")
+        );
+        assert_eq!(
+            registry_key("/_system/governance/datamapper/", "d.dmc").as_deref(),
+            Some("gov:/datamapper/d.dmc")
+        );
+        assert_eq!(registry_key("/elsewhere", "x"), None);
+    }
+
+    #[test]
+    fn unpacked_car_loads_listed_artifacts_and_resources() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/reference/wso2-perf/performance-ei/capp");
+        let (cfg, d) = load_path(&dir);
+        assert!(
+            !d.has_errors(),
+            "{:?}",
+            d.items
+                .iter()
+                .filter(|x| x.severity == Severity::Error)
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(cfg.proxies.len(), 19);
+        assert!(cfg
+            .endpoints
+            .iter()
+            .any(|e| e.name.as_deref() == Some("RealService")));
+        assert!(cfg.local_entries.iter().any(|l| l.key == "xslt_transform"));
+        assert!(cfg
+            .resources
+            .iter()
+            .any(|r| r.key == "conf:/XSLT_Datatransform.xslt"));
+        // The missing .dmc of the data mapper is a warning, not an error.
+        assert!(d
+            .items
+            .iter()
+            .any(|x| x.severity == Severity::Warning && x.message.contains("DMPerfTest.dmc")));
+    }
+
+    #[test]
+    fn missing_path_is_an_error() {
+        let (_, d) = load_path(std::path::Path::new("/nonexistent/sluice/config"));
+        assert!(d.has_errors());
+    }
+}

@@ -1262,3 +1262,168 @@ impl<'a, 'input> FileParser<'a, 'input> {
         Some(f)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> (Config, Diagnostics) {
+        let mut cfg = Config::default();
+        let mut d = Diagnostics::default();
+        parse_text("t.xml".into(), text, Expect::Any, &mut cfg, &mut d);
+        (cfg, d)
+    }
+
+    const NS: &str = r#"xmlns="http://ws.apache.org/ns/synapse""#;
+
+    #[test]
+    fn proxy_with_inline_sequences_and_keyed_endpoint() {
+        let (cfg, d) = parse(&format!(
+            r#"<proxy name="P" transports="http" startOnLoad="false" {NS}>
+  <target endpoint="E" faultSequence="F">
+    <inSequence><log level="custom"><property name="a" expression="$trp:x"/></log></inSequence>
+    <outSequence><send/></outSequence>
+  </target>
+</proxy>"#
+        ));
+        assert!(d.items.is_empty(), "{:?}", d.items);
+        let p = &cfg.proxies[0];
+        assert!(!p.start_on_load && !p.rejected);
+        assert_eq!(p.transports, vec!["http"]);
+        assert!(matches!(&p.target.endpoint, Some(EndpointRef::Key { key, .. }) if key == "E"));
+        assert!(
+            matches!(&p.target.fault_sequence, Some(SequenceRef::Key { key, .. }) if key == "F")
+        );
+        let Some(SequenceRef::Inline(seq)) = &p.target.in_sequence else {
+            panic!()
+        };
+        let MediatorKind::Log(l) = &seq.mediators[0].kind else {
+            panic!()
+        };
+        assert_eq!(l.level, LogLevel::Custom);
+        assert_eq!(seq.mediators[0].loc.line, 3);
+    }
+
+    #[test]
+    fn every_problem_is_reported_with_its_position() {
+        let (cfg, d) = parse(&format!(
+            r#"<definitions {NS}>
+  <proxy name="A"><target><inSequence><clone/><bogus/></inSequence></target></proxy>
+  <endpoint name="E"><address uri="http://h/x"><timeout><duration>soon</duration></timeout></address></endpoint>
+  <sequence name="S"><property name="p" type="NUMBER" value="1"/></sequence>
+</definitions>"#
+        ));
+        let msgs: Vec<String> = d.items.iter().map(|x| x.to_string()).collect();
+        assert!(
+            msgs.iter()
+                .any(|m| m.starts_with("t.xml:2:39: unsupported: <clone>")),
+            "{msgs:#?}"
+        );
+        assert!(
+            msgs.iter()
+                .any(|m| m.starts_with("t.xml:2:47: error: <bogus>: unknown mediator")),
+            "{msgs:#?}"
+        );
+        assert!(
+            msgs.iter()
+                .any(|m| m.contains("expected a number, found 'soon'")),
+            "{msgs:#?}"
+        );
+        assert!(
+            msgs.iter()
+                .any(|m| m.contains("unknown property type 'NUMBER'")),
+            "{msgs:#?}"
+        );
+        assert!(
+            cfg.proxies[0].rejected,
+            "a proxy with a rejected mediator must not deploy"
+        );
+        assert!(cfg.sequences[0].rejected);
+    }
+
+    #[test]
+    fn malformed_xml_and_foreign_roots() {
+        let (_, d) = parse("<proxy name='x'>\n<target></proxy>");
+        assert_eq!(d.items[0].severity, Severity::Error);
+        assert_eq!(d.items[0].location.line, 2);
+        let (cfg, d) = parse(
+            "<xsl:stylesheet xmlns:xsl='http://www.w3.org/1999/XSL/Transform' version='1.0'/>",
+        );
+        assert_eq!(d.items[0].severity, Severity::Note);
+        assert!(cfg.proxies.is_empty());
+    }
+
+    #[test]
+    fn inline_xml_keeps_only_the_namespaces_it_uses() {
+        let (cfg, d) = parse(&format!(
+            r#"<localEntry key="k" {NS} xmlns:unused="urn:u" xmlns:m="urn:m" xmlns:x="urn:x"><xsl:stylesheet xmlns:xsl="http://www.w3.org/1999/XSL/Transform" version="1.0"><xsl:template match="x:a"><m:b/></xsl:template></xsl:stylesheet></localEntry>"#
+        ));
+        assert!(d.items.is_empty());
+        let LocalEntryValue::Xml { text, root } = &cfg.local_entries[0].value else {
+            panic!()
+        };
+        assert_eq!(root, "stylesheet");
+        assert!(
+            text.contains(r#"xmlns:m="urn:m""#),
+            "used by an element: {text}"
+        );
+        assert!(
+            text.contains(r#"xmlns:x="urn:x""#),
+            "used inside an attribute value: {text}"
+        );
+        assert!(
+            !text.contains("urn:u") && !text.contains("ws.apache.org"),
+            "unused ones dropped: {text}"
+        );
+    }
+
+    /// Deterministic mutation fuzzing of the parser over the real WSO2 artifacts: byte flips, deletions
+    /// and truncations must give diagnostics, never a panic.
+    #[test]
+    fn mutated_artifacts_never_panic() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/reference/wso2-perf/performance-ei/capp");
+        let mut seeds: Vec<Vec<u8>> = Vec::new();
+        for d in std::fs::read_dir(&dir)
+            .expect("reference artifacts")
+            .filter_map(Result::ok)
+        {
+            for f in std::fs::read_dir(d.path())
+                .into_iter()
+                .flatten()
+                .filter_map(Result::ok)
+            {
+                if f.path().extension().is_some_and(|e| e == "xml") {
+                    seeds.push(std::fs::read(f.path()).unwrap());
+                }
+            }
+        }
+        assert!(seeds.len() > 20);
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let specials = b"<>/=\"'&:;![]? \n";
+        for i in 0..3000 {
+            let mut b = seeds[i % seeds.len()].clone();
+            for _ in 0..(1 + next() % 4) {
+                if b.is_empty() {
+                    break;
+                }
+                let at = (next() as usize) % b.len();
+                match next() % 3 {
+                    0 => b[at] = specials[(next() as usize) % specials.len()],
+                    1 => {
+                        b.remove(at);
+                    }
+                    _ => b.truncate(at),
+                }
+            }
+            let text = String::from_utf8_lossy(&b);
+            let _ = parse(&text);
+        }
+    }
+}

@@ -504,4 +504,51 @@ mod tests {
             ExprErrorKind::Invalid
         );
     }
+
+    /// Deterministic mutation fuzzing of the expression compiler: never a panic, whatever the input.
+    #[test]
+    fn mutated_expressions_never_panic() {
+        let seeds = [
+            "$trp:routing",
+            "get-property('transport','routing')",
+            "//order[1]/symbol",
+            "/soapenv:Envelope/soapenv:Header/t:routing",
+            "count(//order) = 2",
+            "'lit'",
+            "$url:q",
+        ];
+        let ns = vec![
+            ("soapenv".to_owned(), SOAP11_ENV.to_owned()),
+            ("t".to_owned(), "urn:t".to_owned()),
+        ];
+        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let alphabet: Vec<char> = "$:/'\"()[],=!<>*@.|-_ aZ9\u{e9}\u{0}".chars().collect();
+        for i in 0..5000 {
+            let mut chars: Vec<char> = seeds[i % seeds.len()].chars().collect();
+            for _ in 0..(1 + next() % 4) {
+                if chars.is_empty() {
+                    break;
+                }
+                let at = (next() as usize) % chars.len();
+                match next() % 3 {
+                    0 => chars[at] = alphabet[(next() as usize) % alphabet.len()],
+                    1 => {
+                        chars.remove(at);
+                    }
+                    _ => chars.truncate(at),
+                }
+            }
+            let text: String = chars.into_iter().collect();
+            if let Ok(e) = Expr::compile(&text, &ns) {
+                let _ = e.eval_string(&env());
+            }
+            let _ = FullRegex::compile(&text);
+        }
+    }
 }
