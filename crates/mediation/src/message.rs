@@ -189,18 +189,53 @@ impl Message {
 }
 
 /// SOAP version from the Content-Type: `application/soap+xml` is 1.2, `text/xml` 1.1, anything else POX.
+/// Runs for every request: compares bytes, no string validation or splitting.
 pub fn soap_version(headers: &HeaderMap) -> FaultVersion {
-    let ct = headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let mime = ct.split(';').next().unwrap_or("").trim();
-    if mime.eq_ignore_ascii_case("application/soap+xml") {
+    let Some(ct) = headers.get(http::header::CONTENT_TYPE) else {
+        return FaultVersion::Pox;
+    };
+    let b = ct.as_bytes();
+    let start = b
+        .iter()
+        .position(|c| !c.is_ascii_whitespace())
+        .unwrap_or(b.len());
+    let b = &b[start..];
+    let is = |mime: &[u8]| {
+        b.len() >= mime.len()
+            && b[..mime.len()].eq_ignore_ascii_case(mime)
+            && b[mime.len()..]
+                .first()
+                .is_none_or(|c| *c == b';' || c.is_ascii_whitespace())
+    };
+    if is(b"application/soap+xml") {
         FaultVersion::Soap12
-    } else if mime.eq_ignore_ascii_case("text/xml") {
+    } else if is(b"text/xml") {
         FaultVersion::Soap11
     } else {
         FaultVersion::Pox
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn soap_version_from_content_type() {
+        let v = |ct: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(http::header::CONTENT_TYPE, ct.parse().unwrap());
+            soap_version(&h)
+        };
+        assert_eq!(v("text/xml; charset=UTF-8"), FaultVersion::Soap11);
+        assert_eq!(v("TEXT/XML"), FaultVersion::Soap11);
+        assert_eq!(
+            v(" application/soap+xml;action=urn:x"),
+            FaultVersion::Soap12
+        );
+        assert_eq!(v("text/xmlx"), FaultVersion::Pox);
+        assert_eq!(v("application/json"), FaultVersion::Pox);
+        assert_eq!(soap_version(&HeaderMap::new()), FaultVersion::Pox);
     }
 }
 

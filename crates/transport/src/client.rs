@@ -56,9 +56,13 @@ impl BackendClient {
     /// the response body has been relayed, and `checkout` only hands out ready ones.
     fn checkin(&self, key: &str, conn: SendRequest<RelayBody>) {
         let mut pool = self.inner.pool.lock().unwrap_or_else(|p| p.into_inner());
-        let conns = pool.entry(key.to_owned()).or_default();
-        if conns.len() < MAX_IDLE_PER_HOST {
-            conns.push(conn);
+        // get_mut first: the key String is only allocated the first time a host is seen.
+        match pool.get_mut(key) {
+            Some(conns) if conns.len() < MAX_IDLE_PER_HOST => conns.push(conn),
+            Some(_) => {}
+            None => {
+                pool.insert(key.to_owned(), vec![conn]);
+            }
         }
     }
 
