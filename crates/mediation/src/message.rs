@@ -216,29 +216,6 @@ pub fn soap_version(headers: &HeaderMap) -> FaultVersion {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn soap_version_from_content_type() {
-        let v = |ct: &str| {
-            let mut h = HeaderMap::new();
-            h.insert(http::header::CONTENT_TYPE, ct.parse().unwrap());
-            soap_version(&h)
-        };
-        assert_eq!(v("text/xml; charset=UTF-8"), FaultVersion::Soap11);
-        assert_eq!(v("TEXT/XML"), FaultVersion::Soap11);
-        assert_eq!(
-            v(" application/soap+xml;action=urn:x"),
-            FaultVersion::Soap12
-        );
-        assert_eq!(v("text/xmlx"), FaultVersion::Pox);
-        assert_eq!(v("application/json"), FaultVersion::Pox);
-        assert_eq!(soap_version(&HeaderMap::new()), FaultVersion::Pox);
-    }
-}
-
 impl Env for Message {
     fn property(&self, scope: PropScope, name: &str) -> Option<Cow<'_, str>> {
         match scope {
@@ -286,5 +263,28 @@ impl Env for Message {
             let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
             (k == name).then_some(Cow::Borrowed(v))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn soap_version_from_content_type() {
+        let v = |ct: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(http::header::CONTENT_TYPE, ct.parse().unwrap());
+            soap_version(&h)
+        };
+        assert_eq!(v("text/xml; charset=UTF-8"), FaultVersion::Soap11);
+        assert_eq!(v("TEXT/XML"), FaultVersion::Soap11);
+        assert_eq!(
+            v(" application/soap+xml;action=urn:x"),
+            FaultVersion::Soap12
+        );
+        assert_eq!(v("text/xmlx"), FaultVersion::Pox);
+        assert_eq!(v("application/json"), FaultVersion::Pox);
+        assert_eq!(soap_version(&HeaderMap::new()), FaultVersion::Pox);
     }
 }
