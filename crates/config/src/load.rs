@@ -98,7 +98,7 @@ fn parse_bytes(
 }
 
 fn load_dir(dir: &Path, cfg: &mut Config, diags: &mut Diagnostics) {
-    if dir.join("artifacts.xml").is_file() {
+    if is_car_descriptor(&dir.join("artifacts.xml")) {
         let display: Arc<str> = dir.display().to_string().into();
         let mut tree = BTreeMap::new();
         read_tree(dir, dir, &mut tree, diags);
@@ -124,6 +124,15 @@ fn load_dir(dir: &Path, cfg: &mut Config, diags: &mut Diagnostics) {
             load_file(&p, cfg, diags);
         }
     }
+}
+
+/// Whether a folder's `artifacts.xml` is a Carbon Application descriptor (root `<artifacts>`), not just a
+/// Synapse file that happens to have that name.
+fn is_car_descriptor(path: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    roxmltree::Document::parse(&text).is_ok_and(|d| d.root_element().has_tag_name("artifacts"))
 }
 
 /// Relative path (with `/`) to bytes.
