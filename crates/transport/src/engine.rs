@@ -345,7 +345,7 @@ impl Engine {
         };
         strip_hop_by_hop(&mut headers);
         headers.insert(header::HOST, ep.host.clone());
-        apply_content_type_props(msg, &mut headers);
+        apply_content_type_props(&msg.axis2, &mut headers);
         let mut activity = None;
         let body = if msg.axis2.is_true("NO_ENTITY_BODY") {
             headers.remove(header::CONTENT_LENGTH);
@@ -503,11 +503,11 @@ async fn send_with_timeout(
     }
 }
 
-fn apply_content_type_props(msg: &Message, headers: &mut HeaderMap) {
-    let ct = msg
-        .axis2
+/// `ContentType` (else `messageType`) in the axis2 scope sets the outgoing Content-Type.
+fn apply_content_type_props(axis2: &sluice_mediation::message::Props, headers: &mut HeaderMap) {
+    let ct = axis2
         .get("ContentType")
-        .or_else(|| msg.axis2.get("messageType"));
+        .or_else(|| axis2.get("messageType"));
     if let Some(v) = ct.and_then(|c| HeaderValue::from_str(c).ok()) {
         headers.insert(header::CONTENT_TYPE, v);
     }
@@ -541,13 +541,7 @@ fn client_response(
         }
         h
     };
-    let ct = msg
-        .axis2
-        .get("ContentType")
-        .or_else(|| msg.axis2.get("messageType"));
-    if let Some(v) = ct.and_then(|c| HeaderValue::from_str(c).ok()) {
-        headers.insert(header::CONTENT_TYPE, v);
-    }
+    apply_content_type_props(&msg.axis2, &mut headers);
     let body = if msg.axis2.is_true("NO_ENTITY_BODY") {
         headers.remove(header::CONTENT_LENGTH);
         RelayBody::Empty
