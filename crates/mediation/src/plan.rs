@@ -1168,7 +1168,7 @@ fn need_of(steps: &[Step]) -> BodyNeed {
 /// Splits a WSDL at its `location` attributes of `soap:address` / `soap12:address` elements.
 fn wsdl_template(text: &str) -> WsdlPlan {
     let mut parts = Vec::new();
-    let Ok(doc) = roxmltree_like::addresses(text) else {
+    let Ok(doc) = wsdl_scan::addresses(text) else {
         return WsdlPlan {
             parts: vec![text.to_owned()],
         };
@@ -1184,7 +1184,7 @@ fn wsdl_template(text: &str) -> WsdlPlan {
 
 /// Finds the byte ranges of the values of `location` attributes on `*:address` elements. The WSDL was
 /// already parsed once by the config loader; this is a small scan over well-formed text.
-mod roxmltree_like {
+mod wsdl_scan {
     pub fn addresses(text: &str) -> Result<Vec<(usize, usize)>, ()> {
         let mut out = Vec::new();
         let mut i = 0;

@@ -140,12 +140,12 @@ impl Engine {
         }
         let flow = match exec::run(&proxy.in_seq.steps, &mut msg) {
             Ok(f) => f,
-            Err(e) => return self.fault_flow(proxy, msg, e, stream, Depth::Normal).await,
+            Err(e) => return self.fault_flow(proxy, msg, e, stream).await,
         };
         match flow {
             Flow::Send(Some(ep)) => self.call(proxy, msg, stream, ep, Depth::Normal).await,
-            Flow::Respond => self.reply(msg, stream, None).await,
-            Flow::Send(None) if msg.is_response() => self.reply(msg, stream, None).await,
+            Flow::Respond => self.reply(msg, stream).await,
+            Flow::Send(None) if msg.is_response() => self.reply(msg, stream).await,
             Flow::Drop => {
                 discard(stream).await;
                 accepted()
@@ -245,7 +245,7 @@ impl Engine {
                         return self.default_fault(msg.soap, &e);
                     }
                     return if depth == Depth::Normal {
-                        self.fault_flow(proxy, msg, e, None, Depth::InFault).await
+                        self.fault_flow(proxy, msg, e, None).await
                     } else {
                         tracing::warn!(proxy = %proxy.name, "{}", e.reason());
                         self.default_fault(msg.soap, &e)
@@ -266,7 +266,7 @@ impl Engine {
                 }
             }
             match exec::run(&out.steps, &mut rmsg) {
-                Err(e) => return self.fault_flow(proxy, rmsg, e, None, Depth::InFault).await,
+                Err(e) => return self.fault_flow(proxy, rmsg, e, None).await,
                 Ok(Flow::Continue | Flow::Send(None) | Flow::Respond) => {
                     return client_response(rmsg, rstream, Some(idle))
                 }
@@ -296,7 +296,6 @@ impl Engine {
         mut msg: Message,
         err: Error,
         stream: Option<Incoming>,
-        depth: Depth,
     ) -> Response<RelayBody> {
         tracing::warn!(proxy = %proxy.name, kind = ?err.kind, "{}", err.reason());
         let Some(fs) = &proxy.fault_seq else {
@@ -315,9 +314,8 @@ impl Engine {
                 client_response(msg, None, None)
             }
             Ok(Flow::Send(Some(ep))) if !matches!(msg.body, Body::Stream) || stream.is_some() => {
-                let fut = Box::pin(self.call(proxy, msg, stream, ep, Depth::InFault));
-                let _ = depth;
-                fut.await
+                // A failure of this call is not handled by the fault sequence again.
+                Box::pin(self.call(proxy, msg, stream, ep, Depth::InFault)).await
             }
             Ok(_) => {
                 discard(stream).await;
@@ -377,12 +375,7 @@ impl Engine {
         (req, activity)
     }
 
-    async fn reply(
-        &self,
-        msg: Message,
-        req_stream: Option<Incoming>,
-        _resp: Option<Incoming>,
-    ) -> Response<RelayBody> {
+    async fn reply(&self, msg: Message, req_stream: Option<Incoming>) -> Response<RelayBody> {
         let stream = if matches!(msg.body, Body::Stream) {
             req_stream
         } else {
