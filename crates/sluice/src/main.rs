@@ -168,13 +168,6 @@ fn validate(path: PathBuf, endpoints: &[String]) -> ExitCode {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime")
-}
-
 fn raise_fd_limit() {
     match rlimit::increase_nofile_limit(u64::MAX) {
         Ok(n) => tracing::info!("open-file limit: {n}"),
@@ -365,18 +358,19 @@ fn serve(
 
 /// `sluice` with no command: the embedded example with the built-in echo service behind it.
 fn serve_default(listen: Listen) -> ExitCode {
-    let echo_rt = runtime();
-    let echo_listener = match echo_rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")) {
-        Ok(l) => l,
+    // The measuring kit's echo back-end, on one thread of its own.
+    let echo = match sluice_echo::EchoServer::bind_and_start(
+        ([127, 0, 0, 1], 0).into(),
+        1,
+        sluice_echo::EchoOptions::default(),
+    ) {
+        Ok(e) => e,
         Err(e) => {
             eprintln!("sluice: cannot start the built-in echo service: {e}");
             return ExitCode::from(2);
         }
     };
-    let echo_addr = echo_listener.local_addr().expect("echo address");
-    echo_rt.spawn(async move {
-        let _ = temp_echo(echo_listener).await; // TEMP until sluice-echo lands
-    });
+    let echo_addr = echo.addr();
     let echo_uri = format!("EchoService=http://{echo_addr}/service/EchoService");
     let Some((plan, _)) = load(Source::Embedded, &[echo_uri]) else {
         return ExitCode::from(2);
@@ -390,27 +384,6 @@ fn serve_default(listen: Listen) -> ExitCode {
         );
     };
     let code = serve(plan, listen, Duration::from_secs(5), Some(&banner));
-    echo_rt.shutdown_timeout(Duration::from_secs(1));
+    echo.stop();
     code
-}
-
-// TEMP: replaced by sluice_echo::serve once that crate lands.
-async fn temp_echo(l: tokio::net::TcpListener) -> std::io::Result<()> {
-    loop {
-        let (s, _) = l.accept().await?;
-        tokio::spawn(async move {
-            let svc = hyper::service::service_fn(
-                |req: hyper::Request<hyper::body::Incoming>| async move {
-                    let mut b = hyper::Response::builder();
-                    if let Some(ct) = req.headers().get("content-type") {
-                        b = b.header("content-type", ct.clone());
-                    }
-                    Ok::<_, std::convert::Infallible>(b.body(req.into_body()).unwrap())
-                },
-            );
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(hyper_util::rt::TokioIo::new(s), svc)
-                .await;
-        });
-    }
 }

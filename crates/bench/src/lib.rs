@@ -1,0 +1,9 @@
+//! Sluice's measuring kit: the load generator, the WSO2 benchmark matrix with peers, payloads and
+//! reports. `cargo run --release -p sluice-bench -- --help`.
+
+pub mod load;
+pub mod matrix;
+pub mod payload;
+pub mod procfs;
+pub mod report;
+pub mod stats;

@@ -1,0 +1,271 @@
+//! `sluice-bench`: the measuring kit's command line.
+
+use clap::{Parser, Subcommand};
+use sluice_bench::matrix::{self, MatrixSpec};
+use sluice_bench::{load, payload, report, stats::Summary};
+use std::net::ToSocketAddrs;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[derive(Parser)]
+#[command(name = "sluice-bench", version, about = "Sluice's measuring kit")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// The WSO2 benchmark matrix: Sluice's scenarios and the peers under every combination of users,
+    /// sizes and back-end delays. Markdown on stdout; CSV, JSON, SVG charts and report.md in --out.
+    /// Peers: `apt-get install -y nginx haproxy wrk` (missing ones are skipped and said so).
+    Matrix(MatrixArgs),
+    /// One closed-loop load run against a URL (like wrk, plus errors by kind and HdrHistogram
+    /// percentiles).
+    Load(LoadArgs),
+    /// Prints a buyStocks SOAP payload of the given size (WSO2's shape).
+    Payload {
+        #[arg(long)]
+        size: usize,
+        /// First order's symbol IBM (the 2018 CAR's CBR regex) instead of N.
+        #[arg(long)]
+        ibm: bool,
+    },
+}
+
+fn list<T: std::str::FromStr>(s: &str) -> Result<Vec<T>, String> {
+    s.split(',')
+        .filter(|x| !x.is_empty())
+        .map(|x| x.trim().parse().map_err(|_| format!("bad list item '{x}'")))
+        .collect()
+}
+
+#[derive(clap::Args)]
+struct MatrixArgs {
+    /// A few seconds in all: 10 users, 1 KiB, no delay, 0.5 s warm-up, 1.5 s measured (the CI smoke
+    /// test). Explicit flags still override.
+    #[arg(long)]
+    quick: bool,
+    /// Comma-separated WSO2 scenarios (default: every one Sluice supports).
+    #[arg(long, value_parser = list::<String>)]
+    scenarios: Option<Vec<String>>,
+    /// Comma-separated peers among direct, haproxy, nginx (default: all).
+    #[arg(long, value_parser = list::<String>)]
+    peers: Option<Vec<String>>,
+    /// Concurrent users (default 100,200,500).
+    #[arg(long, value_parser = list::<usize>)]
+    users: Option<Vec<usize>>,
+    /// Message sizes in bytes (default 1024,10240: WSO2's own payload files).
+    #[arg(long, value_parser = list::<usize>)]
+    sizes: Option<Vec<usize>>,
+    /// Back-end delays in ms (default 0,1000).
+    #[arg(long, value_parser = list::<u64>)]
+    delays: Option<Vec<u64>>,
+    /// Warm-up seconds per cell (default 10).
+    #[arg(long)]
+    warmup: Option<f64>,
+    /// Measured seconds per cell (default 30).
+    #[arg(long)]
+    duration: Option<f64>,
+    /// The sluice binary (default: beside this one, i.e. target/release/sluice).
+    #[arg(long)]
+    sluice: Option<PathBuf>,
+    /// The WSO2 artifacts (default: <reference>/performance-ei/capp).
+    #[arg(long)]
+    capp: Option<PathBuf>,
+    /// WSO2's perf reference folder (default: ../shared/reference/wso2-perf from the repository).
+    #[arg(long)]
+    reference: Option<PathBuf>,
+    /// Results folder (default: target/bench-results/<date-time>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Skip the wrk comparison.
+    #[arg(long)]
+    no_wrk: bool,
+    /// Load generator threads (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+#[derive(clap::Args)]
+struct LoadArgs {
+    /// http://host:port/path
+    url: String,
+    /// Body file (default: a generated payload of --size bytes).
+    #[arg(long)]
+    body: Option<PathBuf>,
+    #[arg(long, default_value_t = 1024)]
+    size: usize,
+    #[arg(short = 'c', long, default_value_t = 100)]
+    users: usize,
+    #[arg(short = 'd', long, default_value_t = 30.0)]
+    duration: f64,
+    #[arg(long, default_value_t = 5.0)]
+    warmup: f64,
+    /// Extra header "Name: value" (repeatable; default: WSO2's JMeter headers).
+    #[arg(short = 'H', long = "header")]
+    headers: Vec<String>,
+    /// A substring every response body must contain.
+    #[arg(long)]
+    assert: Option<String>,
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let r = match cli.cmd {
+        Cmd::Matrix(a) => run_matrix(a),
+        Cmd::Load(a) => run_load(a),
+        Cmd::Payload { size, ibm } => {
+            print!("{}", payload::generate(size, ibm));
+            Ok(())
+        }
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sluice-bench: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run_matrix(a: MatrixArgs) -> Result<(), String> {
+    let q = a.quick;
+    let reference = a
+        .reference
+        .or_else(|| Some(repo_root().join("../shared/reference/wso2-perf")))
+        .filter(|p| p.is_dir());
+    let capp = match (a.capp, &reference) {
+        (Some(c), _) => c,
+        (None, Some(r)) => r.join("performance-ei/capp"),
+        (None, None) => {
+            return Err("no WSO2 reference folder found; pass --capp or --reference".into())
+        }
+    };
+    let sluice = a.sluice.unwrap_or_else(|| {
+        std::env::current_exe()
+            .ok()
+            .and_then(|p| p.parent().map(|d| d.join("sluice")))
+            .unwrap_or_else(|| PathBuf::from("sluice"))
+    });
+    if !sluice.exists() {
+        return Err(format!(
+            "{} not found: build it first (cargo build --release -p sluice) or pass --sluice",
+            sluice.display()
+        ));
+    }
+    let mut spec = MatrixSpec::defaults(q, sluice, capp, reference);
+    if let Some(v) = a.scenarios {
+        spec.scenarios = v;
+    }
+    if let Some(v) = a.peers {
+        spec.peers = v;
+    }
+    if let Some(v) = a.users {
+        spec.users = v;
+    }
+    if let Some(v) = a.sizes {
+        spec.sizes = v;
+    }
+    if let Some(v) = a.delays {
+        spec.delays_ms = v;
+    }
+    if let Some(v) = a.warmup {
+        spec.warmup = Duration::from_secs_f64(v);
+    }
+    if let Some(v) = a.duration {
+        spec.duration = Duration::from_secs_f64(v);
+    }
+    if let Some(v) = a.threads {
+        spec.threads = v;
+    }
+    spec.wrk_compare &= !a.no_wrk;
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let rep = matrix::run(&spec, &command).map_err(|e| e.to_string())?;
+    let out = a.out.unwrap_or_else(|| {
+        let stamp = rep.date.replace([' ', ':'], "-");
+        repo_root().join("target/bench-results").join(stamp)
+    });
+    let md = report::write_all(&rep, &out).map_err(|e| e.to_string())?;
+    println!("{md}");
+    eprintln!("results in {}", out.display());
+    Ok(())
+}
+
+fn run_load(a: LoadArgs) -> Result<(), String> {
+    let rest = a
+        .url
+        .strip_prefix("http://")
+        .ok_or("only http:// URLs are supported")?;
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let addr = authority
+        .to_socket_addrs()
+        .map_err(|e| format!("{authority}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{authority} resolves to nothing"))?;
+    let body = match &a.body {
+        Some(p) => std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?,
+        None => payload::generate(a.size, false).into_bytes(),
+    };
+    let headers = if a.headers.is_empty() {
+        matrix::request_headers(0)
+    } else {
+        a.headers
+            .iter()
+            .map(|h| {
+                h.split_once(':')
+                    .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+                    .ok_or_else(|| format!("bad header '{h}' (want 'Name: value')"))
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let spec = load::LoadSpec {
+        addr,
+        path: if path.is_empty() {
+            "/".into()
+        } else {
+            path.into()
+        },
+        headers,
+        body,
+        users: a.users,
+        warmup: Duration::from_secs_f64(a.warmup),
+        duration: Duration::from_secs_f64(a.duration),
+        timeout: Duration::from_secs(60),
+        assert_contains: a.assert,
+        threads: a.threads.unwrap_or_else(cores),
+    };
+    let r = load::run(&spec, &mut load::NoObserver).map_err(|e| e.to_string())?;
+    let s = Summary::of(&r.latency_us);
+    println!(
+        "{} users, {:.1} s measured: {} ok, {:.0} req/s, errors {:.2} % {:?}\nlatency ms: mean {:.3} sd {:.3} p50 {:.3} p90 {:.3} p99 {:.3} p99.9 {:.3} max {:.3}",
+        spec.users,
+        r.measured.as_secs_f64(),
+        r.ok,
+        r.throughput(),
+        r.error_pct(),
+        r.errors,
+        s.mean_ms,
+        s.stddev_ms,
+        s.p50_ms,
+        s.p90_ms,
+        s.p99_ms,
+        s.p999_ms,
+        s.max_ms
+    );
+    Ok(())
+}

@@ -1,0 +1,596 @@
+//! The benchmark matrix: the echo back-end, Sluice on the WSO2 perf artifacts, and the peers (the
+//! back-end direct, nginx and HAProxy as pass-through proxies), each measured under every combination of
+//! users, message size and back-end delay in one run.
+
+use crate::load::{self, Errors, LoadSpec, Observer};
+use crate::payload;
+use crate::procfs;
+use crate::stats::Summary;
+use serde::Serialize;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The WSO2 scenarios Sluice runs today (SecureProxy and the clone/aggregate, data-mapper and API
+/// scenarios need later issues).
+pub const SCENARIOS: [&str; 6] = [
+    "DirectProxy",
+    "CBRProxy",
+    "CBRSOAPHeaderProxy",
+    "CBRTransportHeaderProxy",
+    "XSLTProxy",
+    "XSLTEnhancedProxy",
+];
+
+/// Peers measured beside Sluice, in table order.
+pub const PEERS: [&str; 3] = ["direct", "haproxy", "nginx"];
+
+#[derive(Clone, Debug)]
+pub struct MatrixSpec {
+    pub scenarios: Vec<String>,
+    /// Subset of [`PEERS`]; those not installed are reported and skipped.
+    pub peers: Vec<String>,
+    pub users: Vec<usize>,
+    pub sizes: Vec<usize>,
+    pub delays_ms: Vec<u64>,
+    pub warmup: Duration,
+    pub duration: Duration,
+    /// The `sluice` binary.
+    pub sluice: PathBuf,
+    /// The artifacts Sluice serves (WSO2's capp folder); `RealService` is re-pointed at the echo.
+    pub capp: PathBuf,
+    /// `../shared/reference/wso2-perf`, for WSO2's own payload files.
+    pub reference: Option<PathBuf>,
+    /// Load generator threads.
+    pub threads: usize,
+    /// Echo back-end threads.
+    pub echo_threads: usize,
+    pub assert_contains: Option<String>,
+    /// Also run wrk and the load generator side by side against the echo direct.
+    pub wrk_compare: bool,
+    pub progress: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// `Sluice DirectProxy`, `Echo back-end direct`, `HAProxy 2.6`, ...
+    pub target: String,
+    /// The WSO2 scenario name, or the peer's key (direct, nginx, haproxy).
+    pub scenario: String,
+    pub users: usize,
+    pub size: usize,
+    pub delay_ms: u64,
+    pub requests: u64,
+    pub errors: Errors,
+    pub error_pct: f64,
+    pub throughput: f64,
+    pub latency: Summary,
+    /// Peak resident memory of the proxy's processes during the window (none for the direct row).
+    pub peak_rss_mb: Option<f64>,
+    /// The proxy's CPU time over the window divided by the requests completed in it.
+    pub cpu_us_per_req: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct WrkRow {
+    pub size: usize,
+    pub users: usize,
+    pub wrk_rps: Option<f64>,
+    pub loadgen_rps: f64,
+    pub loadgen_error_pct: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub date: String,
+    pub machine: String,
+    pub command: String,
+    pub warmup_s: f64,
+    pub duration_s: f64,
+    pub versions: Vec<(String, String)>,
+    pub payloads: Vec<(usize, String)>,
+    pub skipped: Vec<String>,
+    pub rows: Vec<Row>,
+    pub wrk: Vec<WrkRow>,
+}
+
+impl MatrixSpec {
+    /// The defaults: the full matrix (users 100/200/500, 1 KiB and 10 KiB, delays 0 and 1000 ms, 10 s
+    /// warm-up, 30 s measured, every scenario and peer, wrk comparison), or the quick one (10 users,
+    /// 1 KiB, no delay, 0.5 s warm-up, 1.5 s measured, no wrk) that CI runs as a smoke test.
+    pub fn defaults(
+        quick: bool,
+        sluice: PathBuf,
+        capp: PathBuf,
+        reference: Option<PathBuf>,
+    ) -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        MatrixSpec {
+            scenarios: SCENARIOS.iter().map(|s| s.to_string()).collect(),
+            peers: PEERS.iter().map(|s| s.to_string()).collect(),
+            users: if quick { vec![10] } else { vec![100, 200, 500] },
+            sizes: if quick { vec![1024] } else { vec![1024, 10240] },
+            delays_ms: if quick { vec![0] } else { vec![0, 1000] },
+            warmup: Duration::from_secs_f64(if quick { 0.5 } else { 10.0 }),
+            duration: Duration::from_secs_f64(if quick { 1.5 } else { 30.0 }),
+            sluice,
+            capp,
+            reference,
+            threads: cores,
+            echo_threads: cores,
+            assert_contains: Some("buyStocks".into()),
+            wrk_compare: !quick,
+            progress: true,
+        }
+    }
+}
+
+/// A server under test: where to send requests and which processes to account.
+struct Target {
+    key: String,
+    label: String,
+    addr: SocketAddr,
+    /// Path per scenario: `/services/<Scenario>` for Sluice, fixed for peers.
+    path_prefix: String,
+    child: Option<Child>,
+}
+
+impl Target {
+    fn pids(&self) -> Vec<u32> {
+        self.child
+            .as_ref()
+            .map(|c| procfs::tree(c.id()))
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.child {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Samples the proxy's CPU time at the window's edges and its RSS at every tick.
+struct ProcObserver {
+    pids: Vec<u32>,
+    cpu0: u64,
+    cpu1: u64,
+    peak_kib: u64,
+}
+
+impl Observer for ProcObserver {
+    fn window_start(&mut self) {
+        self.cpu0 = procfs::cpu_us(&self.pids);
+        self.peak_kib = procfs::rss_kib(&self.pids);
+    }
+    fn tick(&mut self) {
+        self.peak_kib = self.peak_kib.max(procfs::rss_kib(&self.pids));
+    }
+    fn window_end(&mut self) {
+        self.cpu1 = procfs::cpu_us(&self.pids);
+        self.tick();
+    }
+}
+
+fn free_port() -> std::io::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// Waits (bounded) until something accepts on `addr`.
+fn wait_port(addr: SocketAddr, what: &str) -> std::io::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(std::io::Error::other(format!(
+        "{what} did not start listening on {addr} within 10 s"
+    )))
+}
+
+pub fn installed(cmd: &str) -> bool {
+    Command::new(cmd)
+        .arg("-v")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+/// `nginx -v` / `haproxy -v` / `wrk -v`: the first line naming a version.
+fn version(cmd: &str) -> Option<String> {
+    let o = Command::new(cmd).arg("-v").output().ok()?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    text.lines().next().map(|l| l.trim().to_owned())
+}
+
+fn with_log(e: std::io::Error, log: &Path) -> std::io::Error {
+    let log = std::fs::read_to_string(log).unwrap_or_default();
+    std::io::Error::other(format!("{e}\n{log}"))
+}
+
+fn start_sluice(spec: &MatrixSpec, echo: SocketAddr, dir: &Path) -> std::io::Result<Target> {
+    let log = std::fs::File::create(dir.join("sluice.log"))?;
+    let mut child = Command::new(&spec.sluice)
+        .arg("run")
+        .arg(&spec.capp)
+        .args(["--host", "127.0.0.1", "--port", "0", "--endpoint"])
+        .arg(format!("RealService=http://{echo}/services/EchoService"))
+        .env("SLUICE_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(log)
+        .spawn()
+        .map_err(|e| {
+            std::io::Error::other(format!("cannot start {}: {e}", spec.sluice.display()))
+        })?;
+    let out = child.stdout.take().expect("piped stdout");
+    let mut line = String::new();
+    BufReader::new(out).read_line(&mut line)?;
+    let addr = line
+        .trim()
+        .strip_prefix("sluice listening on http://")
+        .and_then(|a| a.parse().ok());
+    let Some(addr) = addr else {
+        let _ = child.kill();
+        let log = std::fs::read_to_string(dir.join("sluice.log")).unwrap_or_default();
+        return Err(std::io::Error::other(format!(
+            "sluice did not start: {line}{log}"
+        )));
+    };
+    Ok(Target {
+        key: "sluice".into(),
+        label: "Sluice".into(),
+        addr,
+        path_prefix: "/services/".into(),
+        child: Some(child),
+    })
+}
+
+fn start_nginx(echo: SocketAddr, dir: &Path) -> std::io::Result<Target> {
+    let port = free_port()?;
+    let d = dir.display();
+    let conf = format!(
+        "worker_processes auto;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/nginx-error.log warn;\n\
+         events {{ worker_connections 10000; }}\n\
+         http {{\n  access_log off;\n  client_body_temp_path {d}/nginx-body;\n  proxy_temp_path {d}/nginx-proxy;\n\
+           upstream echo {{ server {echo}; keepalive 512; }}\n\
+           server {{\n    listen 127.0.0.1:{port};\n    location / {{\n      proxy_pass http://echo/services/EchoService;\n\
+                 proxy_http_version 1.1;\n      proxy_set_header Connection \"\";\n\
+                 proxy_request_buffering off;\n      proxy_buffering off;\n    }}\n  }}\n}}\n"
+    );
+    let path = dir.join("nginx.conf");
+    std::fs::write(&path, conf)?;
+    let child = Command::new("nginx")
+        .arg("-e")
+        .arg(dir.join("nginx-error.log"))
+        .arg("-c")
+        .arg(&path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let t = Target {
+        key: "nginx".into(),
+        label: version("nginx")
+            .and_then(|v| v.rsplit('/').next().map(|v| format!("nginx {v}")))
+            .unwrap_or_else(|| "nginx".into()),
+        addr,
+        path_prefix: "/".into(),
+        child: Some(child),
+    };
+    wait_port(addr, "nginx").map_err(|e| with_log(e, &dir.join("nginx-error.log")))?;
+    Ok(t)
+}
+
+fn start_haproxy(echo: SocketAddr, dir: &Path) -> std::io::Result<Target> {
+    let port = free_port()?;
+    let conf = format!(
+        "global\n  maxconn 8000\ndefaults\n  mode http\n  timeout connect 10s\n  timeout client 120s\n  timeout server 120s\n\
+         option http-keep-alive\nfrontend fe\n  bind 127.0.0.1:{port}\n  default_backend be\n\
+         backend be\n  http-reuse always\n  http-request set-path /services/EchoService\n  server echo {echo}\n"
+    );
+    let path = dir.join("haproxy.cfg");
+    std::fs::write(&path, conf)?;
+    let child = Command::new("haproxy")
+        .arg("-f")
+        .arg(&path)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("haproxy.log"))?)
+        .spawn()?;
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let label = version("haproxy")
+        .and_then(|v| v.split_whitespace().nth(2).map(|v| format!("HAProxy {v}")))
+        .unwrap_or_else(|| "HAProxy".into());
+    let t = Target {
+        key: "haproxy".into(),
+        label,
+        addr,
+        path_prefix: "/".into(),
+        child: Some(child),
+    };
+    wait_port(addr, "haproxy").map_err(|e| with_log(e, &dir.join("haproxy.log")))?;
+    Ok(t)
+}
+
+/// The headers of WSO2's JMeter plan (ei-test.jmx), plus the back-end delay for the echo.
+pub fn request_headers(delay_ms: u64) -> Vec<(String, String)> {
+    let mut h = vec![
+        ("Content-Type".to_owned(), "text/xml".to_owned()),
+        ("SOAPAction".to_owned(), "urn:buyStocks".to_owned()),
+        (
+            "routing".to_owned(),
+            "xadmin;server1;community#1.0##".to_owned(),
+        ),
+    ];
+    if delay_ms > 0 {
+        h.push((sluice_echo::DELAY_HEADER.to_owned(), delay_ms.to_string()));
+    }
+    h
+}
+
+/// Runs the whole matrix. `progress` lines go to stderr.
+pub fn run(spec: &MatrixSpec, command: &str) -> std::io::Result<Report> {
+    let dir = std::env::temp_dir().join(format!("sluice-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let result = run_in(spec, command, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+fn run_in(spec: &MatrixSpec, command: &str, dir: &Path) -> std::io::Result<Report> {
+    let echo = sluice_echo::EchoServer::bind_and_start(
+        "127.0.0.1:0".parse().expect("address"),
+        spec.echo_threads,
+        sluice_echo::EchoOptions::default(),
+    )?;
+    let echo_addr = echo.addr();
+    let mut skipped = Vec::new();
+    let mut versions = Vec::new();
+    let mut targets: Vec<Target> = Vec::new();
+    for p in &spec.peers {
+        match p.as_str() {
+            "direct" => targets.push(Target {
+                key: "direct".into(),
+                label: "Echo back-end direct".into(),
+                addr: echo_addr,
+                path_prefix: "/services/EchoService".into(),
+                child: None,
+            }),
+            "nginx" | "haproxy" if !installed(p) => skipped.push(format!(
+                "{p}: not installed (apt-get install -y {p}); its rows are missing"
+            )),
+            "nginx" => targets.push(start_nginx(echo_addr, dir)?),
+            "haproxy" => targets.push(start_haproxy(echo_addr, dir)?),
+            other => skipped.push(format!("{other}: unknown peer")),
+        }
+    }
+    for t in &targets {
+        if t.child.is_some() {
+            versions.push((t.key.clone(), t.label.clone()));
+        }
+    }
+    if !spec.scenarios.is_empty() {
+        let s = start_sluice(spec, echo_addr, dir)?;
+        let v = Command::new(&spec.sluice)
+            .arg("--version")
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            .unwrap_or_default();
+        versions.push(("sluice".into(), v));
+        targets.push(s);
+    }
+    // (target index, scenario) in table order: peers first, then Sluice's scenarios.
+    let mut cells: Vec<(usize, String)> = Vec::new();
+    for (i, t) in targets.iter().enumerate() {
+        if t.key == "sluice" {
+            cells.extend(spec.scenarios.iter().map(|s| (i, s.clone())));
+        } else {
+            cells.push((i, t.key.clone()));
+        }
+    }
+    let total = cells.len() * spec.sizes.len() * spec.delays_ms.len() * spec.users.len();
+    let mut payloads = Vec::new();
+    let mut rows = Vec::new();
+    let mut n = 0;
+    for &size in &spec.sizes {
+        let (body, origin) = payload::for_size(size, spec.reference.as_deref());
+        payloads.push((size, format!("{origin}, {} bytes", body.len())));
+        for &delay in &spec.delays_ms {
+            for &users in &spec.users {
+                for (ti, scenario) in &cells {
+                    n += 1;
+                    let t = &targets[*ti];
+                    let label = if t.key == "sluice" {
+                        format!("Sluice {scenario}")
+                    } else {
+                        t.label.clone()
+                    };
+                    if spec.progress {
+                        eprint!(
+                            "[{n:>3}/{total}] {label}, {users} users, {}, delay {delay} ms ... ",
+                            payload::size_label(size)
+                        );
+                        let _ = std::io::stderr().flush();
+                    }
+                    let path = if t.key == "sluice" {
+                        format!("{}{scenario}", t.path_prefix)
+                    } else {
+                        t.path_prefix.clone()
+                    };
+                    let load = LoadSpec {
+                        addr: t.addr,
+                        path,
+                        headers: request_headers(delay),
+                        body: body.clone().into_bytes(),
+                        users,
+                        warmup: spec.warmup,
+                        duration: spec.duration,
+                        timeout: Duration::from_secs(60) + Duration::from_millis(delay),
+                        assert_contains: spec.assert_contains.clone(),
+                        threads: spec.threads,
+                    };
+                    let mut obs = ProcObserver {
+                        pids: t.pids(),
+                        cpu0: 0,
+                        cpu1: 0,
+                        peak_kib: 0,
+                    };
+                    let r = load::run(&load, &mut obs)?;
+                    let accounted = !obs.pids.is_empty();
+                    let row = Row {
+                        target: label,
+                        scenario: scenario.clone(),
+                        users,
+                        size,
+                        delay_ms: delay,
+                        requests: r.ok,
+                        error_pct: r.error_pct(),
+                        throughput: r.throughput(),
+                        latency: Summary::of(&r.latency_us),
+                        peak_rss_mb: accounted.then(|| obs.peak_kib as f64 / 1024.0),
+                        cpu_us_per_req: (accounted && r.ok > 0)
+                            .then(|| (obs.cpu1 - obs.cpu0) as f64 / r.ok as f64),
+                        errors: r.errors,
+                    };
+                    if spec.progress {
+                        eprintln!("{:.0} req/s, {:.2} % errors", row.throughput, row.error_pct);
+                    }
+                    rows.push(row);
+                }
+            }
+        }
+    }
+    let mut wrk = Vec::new();
+    if spec.wrk_compare {
+        if installed("wrk") {
+            versions.push(("wrk".into(), version("wrk").unwrap_or_default()));
+            let users = spec.users.first().copied().unwrap_or(100);
+            for &size in &spec.sizes {
+                let (body, _) = payload::for_size(size, spec.reference.as_deref());
+                if spec.progress {
+                    eprintln!(
+                        "wrk vs load generator on the echo direct, {users} users, {}",
+                        payload::size_label(size)
+                    );
+                }
+                wrk.push(wrk_vs_loadgen(spec, echo_addr, &body, size, users, dir)?);
+            }
+        } else {
+            skipped.push("wrk: not installed (apt-get install -y wrk); no comparison".into());
+        }
+    }
+    drop(targets);
+    echo.stop();
+    Ok(Report {
+        date: today(),
+        machine: machine(),
+        command: command.to_owned(),
+        warmup_s: spec.warmup.as_secs_f64(),
+        duration_s: spec.duration.as_secs_f64(),
+        versions,
+        payloads,
+        skipped,
+        rows,
+        wrk,
+    })
+}
+
+fn wrk_vs_loadgen(
+    spec: &MatrixSpec,
+    echo: SocketAddr,
+    body: &str,
+    size: usize,
+    users: usize,
+    dir: &Path,
+) -> std::io::Result<WrkRow> {
+    let body_path = dir.join(format!("body-{size}.xml"));
+    std::fs::write(&body_path, body)?;
+    let script = dir.join("post.lua");
+    let mut lua = String::from("wrk.method = \"POST\"\n");
+    lua.push_str(&format!(
+        "local f = io.open(\"{}\", \"rb\"); wrk.body = f:read(\"*a\"); f:close()\n",
+        body_path.display()
+    ));
+    for (k, v) in request_headers(0) {
+        lua.push_str(&format!("wrk.headers[\"{k}\"] = \"{v}\"\n"));
+    }
+    std::fs::write(&script, lua)?;
+    let url = format!("http://{echo}/services/EchoService");
+    let secs = |d: Duration| format!("{}s", d.as_secs().max(1));
+    let wrk = |d: Duration| {
+        Command::new("wrk")
+            .arg(format!("-t{}", spec.threads))
+            .arg(format!("-c{users}"))
+            .arg(format!("-d{}", secs(d)))
+            .arg("-s")
+            .arg(&script)
+            .arg(&url)
+            .output()
+    };
+    if !spec.warmup.is_zero() {
+        wrk(spec.warmup)?;
+    }
+    let out = wrk(spec.duration)?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let wrk_rps = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Requests/sec:"))
+        .and_then(|v| v.trim().parse().ok());
+    let r = load::run(
+        &LoadSpec {
+            addr: echo,
+            path: "/services/EchoService".into(),
+            headers: request_headers(0),
+            body: body.as_bytes().to_vec(),
+            users,
+            warmup: spec.warmup,
+            duration: Duration::from_secs(spec.duration.as_secs().max(1)),
+            timeout: Duration::from_secs(60),
+            assert_contains: spec.assert_contains.clone(),
+            threads: spec.threads,
+        },
+        &mut load::NoObserver,
+    )?;
+    Ok(WrkRow {
+        size,
+        users,
+        wrk_rps,
+        loadgen_rps: r.throughput(),
+        loadgen_error_pct: r.error_pct(),
+    })
+}
+
+fn today() -> String {
+    Command::new("date")
+        .args(["-u", "+%F %H:%M UTC"])
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    format!("{cores} cores, {cpu}")
+}
