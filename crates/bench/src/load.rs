@@ -224,20 +224,33 @@ enum Fail {
 impl User {
     async fn run(self) {
         let mut conn: Option<Conn> = None;
+        // One timer per user, re-armed at most once a second (not per request: the timer wheel would
+        // cost more than the request parsing). Armed at R for R + timeout + 1 s, it covers every request
+        // starting before R + 1 s with at least the full timeout.
+        let slack = Duration::from_secs(1);
+        let mut armed = Instant::now();
+        let deadline = tokio::time::sleep(self.timeout + slack);
+        tokio::pin!(deadline);
         loop {
             let start = Instant::now();
             if start >= self.window.end {
                 return;
             }
-            let r = tokio::time::timeout(self.timeout, self.exchange(&mut conn)).await;
-            let done = Instant::now();
-            let r = match r {
-                Ok(r) => r,
-                Err(_) => {
+            if start > armed + slack {
+                armed = start;
+                deadline
+                    .as_mut()
+                    .reset((start + self.timeout + slack).into());
+            }
+            let r = tokio::select! {
+                biased;
+                r = self.exchange(&mut conn) => r,
+                () = &mut deadline => {
                     conn = None;
                     Err(None)
                 }
             };
+            let done = Instant::now();
             if r.is_err() && !matches!(r, Err(Some(Fail::Status | Fail::Assertion))) {
                 conn = None;
             }

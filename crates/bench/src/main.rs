@@ -37,13 +37,6 @@ enum Cmd {
     },
 }
 
-fn list<T: std::str::FromStr>(s: &str) -> Result<Vec<T>, String> {
-    s.split(',')
-        .filter(|x| !x.is_empty())
-        .map(|x| x.trim().parse().map_err(|_| format!("bad list item '{x}'")))
-        .collect()
-}
-
 #[derive(clap::Args)]
 struct MatrixArgs {
     /// A few seconds in all: 10 users, 1 KiB, no delay, 0.5 s warm-up, 1.5 s measured (the CI smoke
@@ -51,19 +44,19 @@ struct MatrixArgs {
     #[arg(long)]
     quick: bool,
     /// Comma-separated WSO2 scenarios (default: every one Sluice supports).
-    #[arg(long, value_parser = list::<String>)]
+    #[arg(long, value_delimiter = ',')]
     scenarios: Option<Vec<String>>,
     /// Comma-separated peers among direct, haproxy, nginx (default: all).
-    #[arg(long, value_parser = list::<String>)]
+    #[arg(long, value_delimiter = ',')]
     peers: Option<Vec<String>>,
     /// Concurrent users (default 100,200,500).
-    #[arg(long, value_parser = list::<usize>)]
+    #[arg(long, value_delimiter = ',')]
     users: Option<Vec<usize>>,
     /// Message sizes in bytes (default 1024,10240: WSO2's own payload files).
-    #[arg(long, value_parser = list::<usize>)]
+    #[arg(long, value_delimiter = ',')]
     sizes: Option<Vec<usize>>,
     /// Back-end delays in ms (default 0,1000).
-    #[arg(long, value_parser = list::<u64>)]
+    #[arg(long, value_delimiter = ',')]
     delays: Option<Vec<u64>>,
     /// Warm-up seconds per cell (default 10).
     #[arg(long)]
@@ -268,4 +261,33 @@ fn run_load(a: LoadArgs) -> Result<(), String> {
         s.max_ms
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matrix_flags_parse_as_lists() {
+        let cli = Cli::try_parse_from([
+            "sluice-bench",
+            "matrix",
+            "--scenarios",
+            "DirectProxy,CBRProxy",
+            "--users",
+            "100,200",
+            "--sizes",
+            "1024",
+            "--delays",
+            "0,1000",
+        ])
+        .unwrap();
+        let Cmd::Matrix(a) = cli.cmd else {
+            panic!("not matrix")
+        };
+        assert_eq!(a.scenarios.unwrap(), ["DirectProxy", "CBRProxy"]);
+        assert_eq!(a.users.unwrap(), [100, 200]);
+        assert_eq!(a.delays.unwrap(), [0, 1000]);
+        assert!(Cli::try_parse_from(["sluice-bench", "matrix", "--users", "x"]).is_err());
+    }
 }
