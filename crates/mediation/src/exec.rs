@@ -848,6 +848,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn payload_arguments_are_escaped_unless_xml() {
+        assert_eq!(
+            prepare_payload_arg("a<b & 'c' \"d\"".into()),
+            "a&lt;b &amp; &apos;c&apos; &quot;d&quot;"
+        );
+        assert_eq!(prepare_payload_arg("<x>1</x>".into()), "<x>1</x>");
+        assert_eq!(prepare_payload_arg("<x>".into()), "&lt;x&gt;");
+        assert_eq!(prepare_payload_arg("<a/>".into()), "<a/>");
+    }
+
+    #[test]
+    fn om_values_must_hold_an_element() {
+        assert_eq!(om_value(" <a><b/></a> ").unwrap(), "<a><b/></a>");
+        assert!(om_value("text").is_err());
+        assert!(om_value("<a>").is_err());
+    }
+
+    #[test]
+    fn xml_properties_are_flagged_until_set_as_strings() {
+        let mut p = crate::message::Props::default();
+        p.set_xml("x", "<a/>".into());
+        assert!(p.is_xml("x"));
+        p.set("x", "s".into());
+        assert!(!p.is_xml("x"));
+        p.set_xml("y", "<b/>".into());
+        p.remove("y");
+        assert!(!p.is_xml("y") && p.get("y").is_none());
+    }
+
+    #[test]
     fn typed_values() {
         assert_eq!(typed(PropertyType::Integer, " 42 ").unwrap(), "42");
         assert!(typed(PropertyType::Integer, "x").is_err());
