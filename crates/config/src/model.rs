@@ -209,6 +209,88 @@ pub enum MediatorKind {
     MakeFault(MakeFault),
     /// `<xslt>` (result replaces the source node) or `<fastXSLT>` (whole envelope in, bytes out).
     Xslt(Xslt),
+    /// `<payloadFactory media-type="xml">`.
+    PayloadFactory(PayloadFactory),
+    Enrich(Enrich),
+    Validate(Validate),
+}
+
+#[derive(Clone, Debug)]
+pub enum PayloadFormat {
+    /// The format's element, serialised with the namespaces it uses (an unprefixed element without
+    /// `xmlns=""` is in the Synapse namespace, as in Synapse).
+    Inline(String),
+    /// `<format key="..."/>`: a local entry or registry resource.
+    Key(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct PayloadFactory {
+    pub format: PayloadFormat,
+    pub format_loc: Location,
+    /// `$1`, `$2`, ... in order: `value="..."` or `expression="..."`.
+    pub args: Vec<ValueSrc>,
+}
+
+#[derive(Clone, Debug)]
+pub enum EnrichSourceKind {
+    /// `type="custom" xpath="..."`.
+    Custom(ExprSrc),
+    Envelope,
+    /// The first element of the SOAP Body.
+    Body,
+    Property(String),
+    /// `type="inline"` with an element (serialised with the namespaces it uses).
+    InlineXml(String),
+    /// `type="inline"` with text only.
+    InlineText(String),
+    /// `type="inline" key="..."`: a local entry.
+    InlineKey(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct EnrichSource {
+    pub kind: EnrichSourceKind,
+    pub clone: bool,
+    pub loc: Location,
+}
+
+#[derive(Clone, Debug)]
+pub enum EnrichTargetKind {
+    Custom(ExprSrc),
+    Envelope,
+    Body,
+    Property(String),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EnrichAction {
+    Replace,
+    Child,
+    Sibling,
+}
+
+#[derive(Clone, Debug)]
+pub struct EnrichTarget {
+    pub kind: EnrichTargetKind,
+    pub action: EnrichAction,
+    pub loc: Location,
+}
+
+#[derive(Clone, Debug)]
+pub struct Enrich {
+    pub source: EnrichSource,
+    pub target: EnrichTarget,
+}
+
+#[derive(Clone, Debug)]
+pub struct Validate {
+    /// XPath to the element validated, evaluated with the SOAP Envelope as context node (default:
+    /// the first element of the SOAP Body).
+    pub source: Option<ExprSrc>,
+    /// `<schema key="..."/>`, with where each is written.
+    pub schemas: Vec<(String, Location)>,
+    pub on_fail: Sequence,
 }
 
 #[derive(Clone, Debug)]

@@ -18,9 +18,6 @@ pub enum Expect {
 
 /// Mediators Synapse and WSO2 MI define that Sluice does not run yet: reported as unsupported, not unknown.
 const KNOWN_UNSUPPORTED_MEDIATORS: &[&str] = &[
-    "payloadFactory",
-    "enrich",
-    "validate",
     "clone",
     "aggregate",
     "iterate",
@@ -821,6 +818,9 @@ impl<'a, 'input> FileParser<'a, 'input> {
             }
             "makefault" => MediatorKind::MakeFault(self.makefault(n)?),
             "xslt" | "fastXSLT" => MediatorKind::Xslt(self.xslt(n, element == "fastXSLT")?),
+            "payloadFactory" => MediatorKind::PayloadFactory(self.payload_factory(n)?),
+            "enrich" => MediatorKind::Enrich(self.enrich(n)?),
+            "validate" => MediatorKind::Validate(self.validate(n)?),
             other if KNOWN_UNSUPPORTED_MEDIATORS.contains(&other) => {
                 self.report(
                     Severity::Unsupported,
@@ -924,24 +924,23 @@ impl<'a, 'input> FileParser<'a, 'input> {
                 return None;
             }
         };
+        let mut ty = ty;
         let action = match n.attribute("action").unwrap_or("set") {
             "set" => match self.value_or_expr(n) {
                 Some(v) => Action::Set(v),
                 None => {
-                    if elements(n).next().is_some() {
-                        self.report(
-                            Severity::Unsupported,
-                            n,
-                            "inline XML property values are not supported yet",
-                        );
+                    if let Some(c) = elements(n).next() {
+                        // An inline XML value: the property holds that element (type OM).
+                        ty = PropertyType::Om;
+                        Action::Set(ValueSrc::Literal(self.serialize_element(c)))
                     } else {
                         self.report(
                             Severity::Error,
                             n,
                             "property needs 'value' or 'expression' (or action=\"remove\")",
                         );
+                        return None;
                     }
-                    return None;
                 }
             },
             "remove" => Action::Remove,
@@ -1186,6 +1185,298 @@ impl<'a, 'input> FileParser<'a, 'input> {
         })
     }
 
+    fn payload_factory(&mut self, n: Node) -> Option<PayloadFactory> {
+        let media = n.attribute("media-type").unwrap_or("xml");
+        if media != "xml" {
+            self.report(
+                Severity::Unsupported,
+                n,
+                format!("payloadFactory media-type=\"{media}\" is not supported yet (only xml)"),
+            );
+            return None;
+        }
+        if let Some(t) = n.attribute("template-type") {
+            if t != "default" {
+                self.report(
+                    Severity::Unsupported,
+                    n,
+                    format!("payloadFactory template-type=\"{t}\" is not supported yet"),
+                );
+                return None;
+            }
+        }
+        let mut format = None;
+        let mut args = Vec::new();
+        for c in elements(n) {
+            match c.tag_name().name() {
+                "format" => {
+                    let loc = self.loc(c);
+                    if let Some(k) = c.attribute("key") {
+                        format = Some((PayloadFormat::Key(k.to_owned()), loc));
+                    } else if let Some(e) = elements(c).next() {
+                        format = Some((PayloadFormat::Inline(self.serialize_element(e)), loc));
+                    } else {
+                        self.report(
+                            Severity::Error,
+                            c,
+                            "an xml payloadFactory format needs an element or a 'key'",
+                        );
+                        return None;
+                    }
+                }
+                "args" => {
+                    for a in elements(c) {
+                        if a.tag_name().name() != "arg" {
+                            self.report(
+                                Severity::Error,
+                                a,
+                                format!("unknown element <{}> in <args>", a.tag_name().name()),
+                            );
+                            continue;
+                        }
+                        if let Some(ev) = a.attribute("evaluator") {
+                            if ev != "xml" {
+                                self.report(
+                                    Severity::Unsupported,
+                                    a,
+                                    format!(
+                                        "argument evaluator '{ev}' is not supported yet (only xml)"
+                                    ),
+                                );
+                                return None;
+                            }
+                        }
+                        match self.value_or_expr(a) {
+                            Some(v) => args.push(v),
+                            None => {
+                                self.report(
+                                    Severity::Error,
+                                    a,
+                                    "an argument needs 'value' or 'expression'",
+                                );
+                                return None;
+                            }
+                        }
+                    }
+                }
+                "description" => {}
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!("unknown element <{other}> in <payloadFactory>"),
+                ),
+            }
+        }
+        let Some((format, format_loc)) = format else {
+            self.report(Severity::Error, n, "payloadFactory needs a <format>");
+            return None;
+        };
+        Some(PayloadFactory {
+            format,
+            format_loc,
+            args,
+        })
+    }
+
+    fn enrich(&mut self, n: Node) -> Option<Enrich> {
+        let (Some(s), Some(t)) = (child(n, "source"), child(n, "target")) else {
+            self.report(Severity::Error, n, "enrich needs a <source> and a <target>");
+            return None;
+        };
+        let clone = match s.attribute("clone").unwrap_or("true") {
+            "true" => true,
+            "false" => false,
+            other => {
+                self.report(
+                    Severity::Error,
+                    s,
+                    format!("clone must be true or false, not '{other}'"),
+                );
+                return None;
+            }
+        };
+        let xpath = |p: &mut Self, e: Node| -> Option<ExprSrc> {
+            match e.attribute("xpath") {
+                Some(x) => Some(p.expr(e, "xpath", x)),
+                None => {
+                    p.report(Severity::Error, e, "type=\"custom\" needs an 'xpath'");
+                    None
+                }
+            }
+        };
+        let source_kind = match s.attribute("type").unwrap_or("custom") {
+            "custom" => EnrichSourceKind::Custom(xpath(self, s)?),
+            "envelope" => EnrichSourceKind::Envelope,
+            "body" => EnrichSourceKind::Body,
+            "property" => EnrichSourceKind::Property(self.required_attr(s, "property")?),
+            "inline" => {
+                if let Some(e) = elements(s).next() {
+                    EnrichSourceKind::InlineXml(self.serialize_element(e))
+                } else if let Some(k) = s.attribute("key") {
+                    EnrichSourceKind::InlineKey(k.to_owned())
+                } else {
+                    let text = text_of(s);
+                    if text.is_empty() {
+                        self.report(
+                            Severity::Error,
+                            s,
+                            "an inline source needs XML, text or a 'key'",
+                        );
+                        return None;
+                    }
+                    EnrichSourceKind::InlineText(text)
+                }
+            }
+            other => {
+                self.report(
+                    Severity::Unsupported,
+                    s,
+                    format!("enrich source type '{other}' is not supported"),
+                );
+                return None;
+            }
+        };
+        let action = match t.attribute("action").unwrap_or("replace") {
+            "replace" => EnrichAction::Replace,
+            "child" => EnrichAction::Child,
+            "sibling" => EnrichAction::Sibling,
+            other => {
+                self.report(
+                    Severity::Unsupported,
+                    t,
+                    format!("enrich target action '{other}' is not supported"),
+                );
+                return None;
+            }
+        };
+        let target_kind = match t.attribute("type").unwrap_or("custom") {
+            "custom" => EnrichTargetKind::Custom(xpath(self, t)?),
+            "envelope" => EnrichTargetKind::Envelope,
+            "body" => EnrichTargetKind::Body,
+            "property" => EnrichTargetKind::Property(self.required_attr(t, "property")?),
+            other => {
+                self.report(
+                    Severity::Unsupported,
+                    t,
+                    format!("enrich target type '{other}' is not supported"),
+                );
+                return None;
+            }
+        };
+        // Combinations Sluice does not run (reported here, with the position, instead of failing
+        // every message).
+        let msg_source = matches!(
+            source_kind,
+            EnrichSourceKind::Custom(_) | EnrichSourceKind::Body | EnrichSourceKind::Envelope
+        );
+        let msg_target = matches!(
+            target_kind,
+            EnrichTargetKind::Custom(_) | EnrichTargetKind::Body
+        );
+        if !clone && msg_source && msg_target {
+            self.report(
+                Severity::Unsupported,
+                s,
+                "clone=\"false\" (moving nodes inside the message) is not supported yet",
+            );
+            return None;
+        }
+        if matches!(target_kind, EnrichTargetKind::Property(_)) && action != EnrichAction::Replace {
+            self.report(
+                Severity::Unsupported,
+                t,
+                "a property target with action child or sibling is not supported yet",
+            );
+            return None;
+        }
+        if matches!(target_kind, EnrichTargetKind::Envelope)
+            && matches!(
+                source_kind,
+                EnrichSourceKind::Body | EnrichSourceKind::InlineText(_)
+            )
+        {
+            self.report(
+                Severity::Unsupported,
+                t,
+                "an envelope target needs a SOAP envelope as source (envelope, inline, property or custom)",
+            );
+            return None;
+        }
+        Some(Enrich {
+            source: EnrichSource {
+                kind: source_kind,
+                clone,
+                loc: self.loc(s),
+            },
+            target: EnrichTarget {
+                kind: target_kind,
+                action,
+                loc: self.loc(t),
+            },
+        })
+    }
+
+    fn validate(&mut self, n: Node) -> Option<Validate> {
+        let source = n.attribute("source").map(|s| self.expr(n, "source", s));
+        let mut schemas = Vec::new();
+        let mut on_fail = None;
+        for c in elements(n) {
+            match c.tag_name().name() {
+                "schema" => {
+                    let Some(k) = self.required_attr(c, "key") else {
+                        continue;
+                    };
+                    if k.starts_with('{') {
+                        self.report(
+                            Severity::Unsupported,
+                            c,
+                            "dynamic schema keys ({...}) are not supported yet",
+                        );
+                        return None;
+                    }
+                    schemas.push((k, self.attr_loc(c, "key")));
+                }
+                "on-fail" => on_fail = Some(self.sequence(c)),
+                "feature" => self.report(
+                    Severity::Warning,
+                    c,
+                    "validator features are ignored (libxml2 XML Schema)",
+                ),
+                "resource" => {
+                    self.report(
+                        Severity::Unsupported,
+                        c,
+                        "schema imports mapped by <resource> are not supported yet",
+                    );
+                    return None;
+                }
+                "description" => {}
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!("unknown element <{other}> in <validate>"),
+                ),
+            }
+        }
+        if schemas.is_empty() {
+            self.report(
+                Severity::Error,
+                n,
+                "validate needs at least one <schema key>",
+            );
+            return None;
+        }
+        let Some(on_fail) = on_fail else {
+            self.report(Severity::Error, n, "validate needs an <on-fail> sequence");
+            return None;
+        };
+        Some(Validate {
+            source,
+            schemas,
+            on_fail,
+        })
+    }
+
     fn makefault(&mut self, n: Node) -> Option<MakeFault> {
         let version = match n.attribute("version").unwrap_or("soap11") {
             "soap11" => FaultVersion::Soap11,
@@ -1375,6 +1666,42 @@ mod tests {
             !text.contains("urn:u") && !text.contains("ws.apache.org"),
             "unused ones dropped: {text}"
         );
+    }
+
+    #[test]
+    fn content_mediators_parse_and_unsupported_forms_are_reported() {
+        let (cfg, d) = parse(&format!(
+            r#"<sequence name="S" {NS} xmlns:m="urn:m">
+  <payloadFactory media-type="xml"><format><m:a><m:b>$1</m:b></m:a></format><args><arg value="x"/><arg expression="//m:q" evaluator="xml"/></args></payloadFactory>
+  <enrich><source type="body" clone="true"/><target type="property" property="saved"/></enrich>
+  <validate source="//m:a"><schema key="xsd"/><on-fail><drop/></on-fail></validate>
+  <property name="om" type="OM"><m:x/></property>
+</sequence>"#
+        ));
+        assert!(d.items.is_empty(), "{:?}", d.items);
+        let m = &cfg.sequences[0].sequence.mediators;
+        let MediatorKind::PayloadFactory(pf) = &m[0].kind else {
+            panic!()
+        };
+        assert!(matches!(&pf.format, PayloadFormat::Inline(t) if t.contains(r#"xmlns:m="urn:m""#)));
+        assert_eq!(pf.args.len(), 2);
+        assert!(
+            matches!(&m[1].kind, MediatorKind::Enrich(e) if matches!(e.source.kind, EnrichSourceKind::Body))
+        );
+        assert!(matches!(&m[2].kind, MediatorKind::Validate(v) if v.schemas.len() == 1));
+        assert!(matches!(&m[3].kind, MediatorKind::Property(p) if p.ty == PropertyType::Om));
+        let (_, d) = parse(&format!(
+            r#"<sequence name="S" {NS}>
+  <payloadFactory media-type="json"><format>{{"a":1}}</format></payloadFactory>
+  <enrich><source type="custom" xpath="//a" clone="false"/><target type="body"/></enrich>
+  <enrich><source type="body"/><target type="envelope"/></enrich>
+</sequence>"#
+        ));
+        let msgs: Vec<String> = d.items.iter().map(|x| x.to_string()).collect();
+        assert_eq!(msgs.len(), 3, "{msgs:#?}");
+        assert!(msgs[0].starts_with("t.xml:2:3: unsupported:"), "{msgs:#?}");
+        assert!(msgs[1].contains("clone=\"false\""), "{msgs:#?}");
+        assert!(msgs[2].contains("envelope target"), "{msgs:#?}");
     }
 
     /// Deterministic mutation fuzzing of the parser over the real WSO2 artifacts: byte flips, deletions

@@ -311,6 +311,74 @@ impl Expr {
         }
     }
 
+    /// Every node an XPath selects in `doc`, in document order (for mediators that work on nodes).
+    pub fn nodes<'d>(
+        &self,
+        doc: &'d sluice_xml::Document,
+    ) -> Result<Vec<sluice_xml::Node<'d>>, ExprError> {
+        self.nodes_at(doc.as_node())
+    }
+
+    /// Like [`Expr::nodes`], with `context` as the context node (relative paths start there).
+    pub fn nodes_at<'d>(
+        &self,
+        context: sluice_xml::Node<'d>,
+    ) -> Result<Vec<sluice_xml::Node<'d>>, ExprError> {
+        match self {
+            Expr::XPath(x) => match x.xpath.eval_at(context, &()) {
+                Ok(sluice_xml::XPathValue::NodeSet(nodes)) => Ok(nodes),
+                Ok(_) => Err(invalid(format!(
+                    "XPath '{}' does not select nodes",
+                    x.xpath.as_str()
+                ))),
+                Err(e) => Err(invalid(format!("XPath '{}': {e}", x.xpath.as_str()))),
+            },
+            _ => Err(invalid("a node-selecting XPath is needed here")),
+        }
+    }
+
+    /// Synapse's `stringValueOf` as used where XML may be the value (OM properties, payloadFactory
+    /// arguments): a text node gives its text, an attribute its value, an element its own text
+    /// children, or, when those are blank, the element itself serialised as XML (declaring the
+    /// namespaces it uses). Property forms and non-node XPath results are as [`Expr::eval_string`].
+    pub fn eval_xml_aware<'e>(&'e self, env: &'e dyn Env) -> Result<Cow<'e, str>, ExprError> {
+        let Expr::XPath(x) = self else {
+            return self.eval_string(env);
+        };
+        let doc = env.document()?;
+        let nodes = match x.xpath.eval(doc, &()) {
+            Ok(sluice_xml::XPathValue::NodeSet(nodes)) => nodes,
+            Ok(_) => return self.eval_string(env),
+            Err(e) => return Err(invalid(format!("XPath '{}': {e}", x.xpath.as_str()))),
+        };
+        let mut out = String::new();
+        for n in nodes {
+            if n.kind() == sluice_xml::NodeKind::Element {
+                let own: String = n
+                    .children()
+                    .filter(|c| {
+                        matches!(
+                            c.kind(),
+                            sluice_xml::NodeKind::Text | sluice_xml::NodeKind::CData
+                        )
+                    })
+                    .map(|c| c.text_content())
+                    .collect();
+                if own.trim().is_empty() {
+                    let xml = sluice_xml::Fragment::from_nodes(&[n])
+                        .and_then(|f| f.to_xml_string())
+                        .map_err(|e| invalid(format!("XPath '{}': {e}", x.xpath.as_str())))?;
+                    out.push_str(&xml);
+                } else {
+                    out.push_str(&own);
+                }
+            } else {
+                out.push_str(&n.text_content());
+            }
+        }
+        Ok(Cow::Owned(out))
+    }
+
     /// The boolean value (XPath's `boolean()`; a non-empty string for the property forms).
     pub fn eval_bool(&self, env: &dyn Env) -> Result<bool, ExprError> {
         match self {
@@ -484,6 +552,32 @@ mod tests {
             .unwrap()
             .eval_bool(&env)
             .unwrap());
+    }
+
+    #[test]
+    fn xml_aware_values_serialise_elements_without_own_text() {
+        let env = WithDoc(
+            sluice_xml::Document::parse(
+                br#"<s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Body><m:buy xmlns:m="urn:m" a="1"><m:order><m:symbol>IBM</m:symbol></m:order></m:buy></s:Body></s:Envelope>"#,
+            )
+            .unwrap(),
+        );
+        let ns = vec![("m".to_owned(), "urn:m".to_owned())];
+        let x = |s: &str| Expr::compile(s, &ns).unwrap();
+        assert_eq!(
+            x("//m:order").eval_xml_aware(&env).unwrap(),
+            r#"<m:order xmlns:m="urn:m"><m:symbol>IBM</m:symbol></m:order>"#
+        );
+        assert_eq!(x("//m:symbol").eval_xml_aware(&env).unwrap(), "IBM");
+        assert_eq!(x("//m:buy/@a").eval_xml_aware(&env).unwrap(), "1");
+        assert_eq!(x("count(//m:order)").eval_xml_aware(&env).unwrap(), "1");
+        assert_eq!(x("//m:order").eval_string(&env).unwrap(), "IBM");
+        let doc = env.document().unwrap();
+        assert_eq!(x("//m:symbol").nodes(doc).unwrap().len(), 1);
+        let root = doc.root_element().unwrap();
+        let rel = Expr::compile("s:Body/*[1]", &[("s".to_owned(), SOAP11_ENV.to_owned())]).unwrap();
+        assert_eq!(rel.nodes_at(root).unwrap()[0].name(), "buy");
+        assert!(x("'lit'").nodes(doc).is_err());
     }
 
     #[test]

@@ -3,9 +3,14 @@
 
 use crate::error::{Error, ErrorKind};
 use crate::message::{Body, Direction, Message};
-use crate::plan::{Cond, EndpointPlan, FaultPlan, LogPlan, Step, Value, XsltPlan};
+use crate::plan::{
+    Cond, EndpointPlan, EnrichPlan, EnrichSourcePlan, EnrichTargetPlan, FaultPlan, LogPlan,
+    PayloadArg, PayloadPlan, Segment, Step, ValidatePlan, Value, XsltPlan,
+};
+use sluice_config::EnrichAction;
 use sluice_config::{LogCategory, LogLevel, PropertyType, Scope};
 use sluice_expr::{Env, Expr, ExprError, ExprErrorKind, PropScope};
+use sluice_xml::{Document, Fragment, NodeKind, Placement};
 use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::fmt::Write;
@@ -125,6 +130,21 @@ fn run_steps(steps: &[Step], msg: &mut Message, doc: &mut DocCache) -> Result<Fl
                 ty,
                 value,
             } => {
+                if *ty == PropertyType::Om {
+                    // Synapse parses the (XML-aware) string value into an element.
+                    let v = match value {
+                        Value::Literal(s) => s.clone(),
+                        Value::Expr(e) => e
+                            .eval_xml_aware(&View { msg, doc })
+                            .map(Cow::into_owned)
+                            .map_err(expr_error)?,
+                    };
+                    let xml = om_value(&v).map_err(|e| {
+                        Error::new(ErrorKind::Mediation, format!("property {name}: {e}"))
+                    })?;
+                    msg.props.set_xml(name, xml);
+                    continue;
+                }
                 let v = eval_value(value, msg, doc)?;
                 let v = typed(*ty, &v).map_err(|e| {
                     Error::new(ErrorKind::Mediation, format!("property {name}: {e}"))
@@ -195,6 +215,28 @@ fn run_steps(steps: &[Step], msg: &mut Message, doc: &mut DocCache) -> Result<Fl
                 f => return Ok(f),
             },
             Step::Xslt(x) => xslt(x, msg, doc)?,
+            Step::PayloadFactory(p) => payload_factory(p, msg, doc)?,
+            Step::Enrich(e) => enrich(e, msg, doc)?,
+            Step::Validate(v) => {
+                if let Some(reason) = validate(v, msg, doc)? {
+                    msg.props.set("ERROR_MESSAGE", reason.0);
+                    msg.props.set("ERROR_DETAIL", reason.1);
+                    match run_steps(&v.on_fail, msg, doc)? {
+                        Flow::Continue => {}
+                        f => return Ok(f),
+                    }
+                }
+            }
+            Step::SetSoapHeader {
+                ns,
+                prefix,
+                local,
+                value,
+            } => {
+                let v = eval_value(value, msg, doc)?;
+                set_soap_header(ns, prefix, local, &v, msg, doc)?;
+            }
+            Step::RemoveSoapHeader { ns, local } => remove_soap_header(ns, local, msg, doc)?,
             Step::MakeFault(f) => {
                 make_fault(f, msg, doc)?;
                 // The body changed: a later XPath must see the fault, not the old parse.
@@ -278,6 +320,425 @@ fn xslt(x: &XsltPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error
     // The tree is the new body: later XPath in this run reads it without parsing again.
     *doc = DocCache::from(Ok(d));
     Ok(())
+}
+
+/// The parsed body, taken out of the cache to be changed (put it back with `put_doc`).
+fn take_doc(msg: &Message, doc: &mut DocCache) -> Result<Document, Error> {
+    match doc.take() {
+        Some(d) => d,
+        None => parse_body(msg),
+    }
+    .map_err(expr_error)
+}
+
+/// Makes a changed tree the message: serialised into the body, and kept for later XPath.
+fn put_doc(msg: &mut Message, doc: &mut DocCache, d: Document, what: &str) -> Result<(), Error> {
+    let bytes = d
+        .to_bytes_with(sluice_xml::SerializeOptions {
+            xml_declaration: false,
+            indent: false,
+        })
+        .map_err(|e| xml_error(what, e))?;
+    msg.body = Body::Bytes(bytes.into());
+    msg.headers.remove(http::header::CONTENT_LENGTH);
+    *doc = DocCache::from(Ok(d));
+    Ok(())
+}
+
+/// An OM property value: the text must be XML with an element (Synapse's `stringToOM`). Returns it
+/// as stored (trimmed).
+pub fn om_value(s: &str) -> Result<String, String> {
+    let t = s.trim();
+    match Fragment::parse(t) {
+        Ok(f) if f.elements().next().is_some() => Ok(t.to_owned()),
+        Ok(_) => Err(format!("'{t}' is not an XML element (type OM)")),
+        Err(e) => Err(format!("'{t}' is not XML (type OM): {e}")),
+    }
+}
+
+/// Synapse's preparation of a payloadFactory argument for an XML format: a value that is XML
+/// (ends with '>', parses) goes in as is; anything else is XML-escaped (`escapeXml10`).
+pub fn prepare_payload_arg(v: String) -> String {
+    let t = v.trim();
+    if t.len() >= 4 && t.starts_with('<') && t.ends_with('>') && Fragment::parse(t).is_ok() {
+        return v;
+    }
+    let mut out = String::with_capacity(v.len() + 8);
+    for c in v.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+fn payload_factory(p: &PayloadPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error> {
+    let what = "payloadFactory";
+    let mut values = Vec::with_capacity(p.args.len());
+    for a in &p.args {
+        values.push(match a {
+            PayloadArg::Ready(s) => Cow::Borrowed(s.as_str()),
+            PayloadArg::Expr(e) => {
+                let v = e
+                    .eval_xml_aware(&View { msg, doc })
+                    .map(Cow::into_owned)
+                    .map_err(expr_error)?;
+                Cow::Owned(prepare_payload_arg(v))
+            }
+        });
+    }
+    let mut text = String::new();
+    for s in &p.segments {
+        match s {
+            Segment::Text(t) => text.push_str(t),
+            Segment::Arg(i) => text.push_str(&values[*i]),
+        }
+    }
+    let invalid = |e: sluice_xml::XmlError| {
+        Error::new(
+            ErrorKind::Mediation,
+            format!("{what}: unable to create a valid XML payload: {e}"),
+        )
+    };
+    if p.envelope {
+        let d = sluice_xml::Document::parse(text.trim().as_bytes()).map_err(invalid)?;
+        return put_doc(msg, doc, d, what);
+    }
+    let frag = Fragment::parse(&text).map_err(invalid)?;
+    let mut d = match &msg.body {
+        Body::Empty => new_message_doc(msg, &frag)?,
+        _ => take_doc(msg, doc)?,
+    };
+    d.replace_payload(&frag).map_err(|e| xml_error(what, e))?;
+    put_doc(msg, doc, d, what)
+}
+
+/// A document for a message that had no body: an empty SOAP envelope in the message's SOAP
+/// version, or (POX) the fragment's first element.
+fn new_message_doc(msg: &mut Message, frag: &Fragment) -> Result<Document, Error> {
+    let text = match msg.soap {
+        sluice_config::FaultVersion::Soap11 => format!(
+            "<soapenv:Envelope xmlns:soapenv=\"{}\"><soapenv:Body/></soapenv:Envelope>",
+            crate::fault::SOAP11_ENV
+        ),
+        sluice_config::FaultVersion::Soap12 => format!(
+            "<soapenv:Envelope xmlns:soapenv=\"{}\"><soapenv:Body/></soapenv:Envelope>",
+            crate::fault::SOAP12_ENV
+        ),
+        sluice_config::FaultVersion::Pox => {
+            msg.headers.insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static(crate::fault::POX_CONTENT_TYPE),
+            );
+            frag.to_xml_string()
+                .map_err(|e| xml_error("payloadFactory", e))?
+        }
+    };
+    Document::parse(text.as_bytes()).map_err(|e| xml_error("payloadFactory", e))
+}
+
+/// The payload element: the first element of the SOAP Body, or the root of a plain XML message.
+fn payload_node(d: &Document) -> Option<sluice_xml::Node<'_>> {
+    match d.soap_body() {
+        Some(b) => b.first_child_element(),
+        None => d.root_element(),
+    }
+}
+
+fn enrich_source(e: &EnrichPlan, msg: &Message, doc: &DocCache) -> Result<Fragment, Error> {
+    let what = "enrich source";
+    let x = |r: Result<Fragment, sluice_xml::XmlError>| r.map_err(|err| xml_error(what, err));
+    match &e.source {
+        EnrichSourcePlan::Custom(ex) => {
+            if matches!(ex, Expr::XPath(_)) {
+                let view = View { msg, doc };
+                let d = view.document().map_err(expr_error)?;
+                match ex.nodes(d) {
+                    Ok(nodes) => x(Fragment::from_nodes(&nodes)),
+                    // Not a node-set (a string, number...): its value as text.
+                    Err(_) => x(Fragment::text(&eval_expr(ex, msg, doc)?)),
+                }
+            } else {
+                x(Fragment::text(&eval_expr(ex, msg, doc)?))
+            }
+        }
+        EnrichSourcePlan::Envelope | EnrichSourcePlan::Body => {
+            let view = View { msg, doc };
+            let d = view.document().map_err(expr_error)?;
+            let node = if matches!(e.source, EnrichSourcePlan::Envelope) {
+                d.root_element()
+            } else {
+                payload_node(d)
+            };
+            match node {
+                Some(n) => x(Fragment::from_nodes(&[n])),
+                None => x(Fragment::empty()),
+            }
+        }
+        EnrichSourcePlan::Property(name) => match msg.props.get(name) {
+            Some(v) if msg.props.is_xml(name) => x(Fragment::parse(v)),
+            Some(v) => x(Fragment::text(v)),
+            None => x(Fragment::empty()),
+        },
+        EnrichSourcePlan::Xml(t) => x(Fragment::parse(t)),
+        EnrichSourcePlan::Text(t) => x(Fragment::text(t)),
+    }
+}
+
+fn enrich(e: &EnrichPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error> {
+    let what = "enrich";
+    let source = enrich_source(e, msg, doc)?;
+    match &e.target {
+        EnrichTargetPlan::Property(name) => {
+            let xml = source.to_xml_string().map_err(|err| xml_error(what, err))?;
+            msg.props.set_xml(name, xml);
+            Ok(())
+        }
+        EnrichTargetPlan::Envelope => {
+            let env = source
+                .elements()
+                .next()
+                .filter(|n| {
+                    n.name() == "Envelope"
+                        && matches!(
+                            n.namespace_uri(),
+                            Some(crate::fault::SOAP11_ENV) | Some(crate::fault::SOAP12_ENV)
+                        )
+                })
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::Mediation,
+                        "enrich: a SOAP envelope is expected for an envelope target",
+                    )
+                })?;
+            let d = Fragment::from_nodes(&[env])
+                .and_then(Fragment::into_document)
+                .map_err(|err| xml_error(what, err))?;
+            put_doc(msg, doc, d, what)
+        }
+        EnrichTargetPlan::Body => {
+            if source.is_empty() {
+                return Ok(());
+            }
+            let mut d = take_doc(msg, doc)?;
+            let target = payload_node(&d).map(|n| n.id());
+            let r = match target {
+                Some(t) => insert_into_element(&mut d, t, &source, e.action),
+                // An empty Body: the source's elements become its children.
+                None => match d.soap_body().map(|b| b.id()) {
+                    Some(b) => d.insert(b, &source, Placement::LastChild),
+                    None => Ok(()),
+                },
+            };
+            let r = r.map_err(|err| xml_error(what, err));
+            let put = put_doc(msg, doc, d, what);
+            r.and(put)
+        }
+        EnrichTargetPlan::Custom(ex) => {
+            if source.is_empty() {
+                // Synapse logs "Cannot Enrich message from an empty source" and goes on.
+                return Ok(());
+            }
+            let mut d = take_doc(msg, doc)?;
+            let r = enrich_custom(ex, &mut d, &source, e.action);
+            let put = put_doc(msg, doc, d, what);
+            r.and(put)
+        }
+    }
+}
+
+fn enrich_custom(
+    ex: &Expr,
+    d: &mut Document,
+    source: &Fragment,
+    action: EnrichAction,
+) -> Result<(), Error> {
+    let what = "enrich target";
+    let (id, kind, parent) = {
+        let nodes = ex.nodes(d).map_err(expr_error)?;
+        let n = nodes.first().ok_or_else(|| {
+            Error::new(
+                ErrorKind::Mediation,
+                "enrich: the target XPath selects nothing in the message",
+            )
+        })?;
+        (n.id(), n.kind(), n.parent().map(|p| p.id()))
+    };
+    let first_is_text = matches!(
+        source.nodes().next().map(|n| n.kind()),
+        Some(NodeKind::Text | NodeKind::CData)
+    );
+    let r = match kind {
+        NodeKind::Element => insert_into_element(d, id, source, action),
+        NodeKind::Text | NodeKind::CData => match parent {
+            Some(p) if first_is_text => {
+                let t = source.last_text().unwrap_or_default();
+                d.set_text(p, &t)
+            }
+            Some(p) => {
+                let first = source.elements().next();
+                match first {
+                    Some(f) => {
+                        let one = Fragment::from_nodes(&[f]);
+                        d.remove(id)
+                            .and(one.and_then(|one| d.insert(p, &one, Placement::LastChild)))
+                    }
+                    None => Ok(()),
+                }
+            }
+            None => Ok(()),
+        },
+        NodeKind::Attribute => {
+            let t = source
+                .nodes()
+                .next()
+                .map(|n| n.text_content())
+                .unwrap_or_default();
+            d.set_text(id, &t)
+        }
+        _ => {
+            return Err(Error::new(
+                ErrorKind::Mediation,
+                "enrich: invalid target object (not an element, text or attribute)",
+            ))
+        }
+    };
+    r.map_err(|e| xml_error(what, e))
+}
+
+/// Synapse's `insertElement`: replace (elements take the target's place; text only sets its
+/// text), child, or sibling (after it). Only elements are added as children or siblings.
+fn insert_into_element(
+    d: &mut Document,
+    target: sluice_xml::NodeId,
+    source: &Fragment,
+    action: EnrichAction,
+) -> Result<(), sluice_xml::XmlError> {
+    let has_elements = source.elements().next().is_some();
+    match action {
+        EnrichAction::Replace if has_elements => {
+            let is_root = d.root_element().is_some_and(|r| r.id() == target);
+            if is_root {
+                d.replace_payload(source)
+            } else {
+                d.insert(target, source, Placement::Before)?;
+                d.remove(target)
+            }
+        }
+        EnrichAction::Replace => match source.last_text() {
+            Some(t) => d.set_text(target, &t),
+            None => Ok(()),
+        },
+        EnrichAction::Child => d.insert(target, source, Placement::LastChild),
+        EnrichAction::Sibling => d.insert(target, source, Placement::After),
+    }
+}
+
+/// `validate`: `Some((message, detail))` when the source element is not valid.
+fn validate(
+    v: &ValidatePlan,
+    msg: &Message,
+    doc: &DocCache,
+) -> Result<Option<(String, String)>, Error> {
+    let what = format!("validate against {}", v.key);
+    let view = View { msg, doc };
+    let d = view.document().map_err(expr_error)?;
+    let node = match &v.source {
+        // Synapse evaluates the source with the Envelope as context node.
+        Some(e) => match d.root_element() {
+            Some(root) => e.nodes_at(root).map_err(expr_error)?.into_iter().next(),
+            None => None,
+        },
+        None => payload_node(d),
+    };
+    let node = node.filter(|n| n.is_element()).ok_or_else(|| {
+        Error::new(
+            ErrorKind::Mediation,
+            format!("{what}: the source selects no element in the message"),
+        )
+    })?;
+    match v.schema.validate_element(node) {
+        Ok(Ok(())) => Ok(None),
+        Ok(Err(invalid)) => Ok(Some((
+            invalid.messages[0].trim().to_owned(),
+            invalid.messages.join("\n"),
+        ))),
+        Err(e) => Err(xml_error(&what, e)),
+    }
+}
+
+fn set_soap_header(
+    ns: &str,
+    prefix: &str,
+    local: &str,
+    value: &str,
+    msg: &mut Message,
+    doc: &mut DocCache,
+) -> Result<(), Error> {
+    let what = "header";
+    let mut d = take_doc(msg, doc)?;
+    let header = match d.ensure_soap_header() {
+        Ok(Some(h)) => h,
+        Ok(None) => {
+            // Not a SOAP envelope: nothing to add a header to (Synapse's POX messages have an
+            // envelope only inside the engine). Leave the message as it was.
+            *doc = DocCache::from(Ok(d));
+            return Ok(());
+        }
+        Err(e) => return Err(xml_error(what, e)),
+    };
+    let mut block = String::new();
+    block.push('<');
+    block.push_str(prefix);
+    block.push(':');
+    block.push_str(local);
+    block.push_str(" xmlns:");
+    block.push_str(prefix);
+    block.push_str("=\"");
+    crate::fault::escape(ns, &mut block);
+    block.push_str("\">");
+    crate::fault::escape(value, &mut block);
+    block.push_str("</");
+    block.push_str(prefix);
+    block.push(':');
+    block.push_str(local);
+    block.push('>');
+    let frag = Fragment::parse(&block).map_err(|e| xml_error(what, e))?;
+    d.insert(header, &frag, Placement::LastChild)
+        .map_err(|e| xml_error(what, e))?;
+    put_doc(msg, doc, d, what)
+}
+
+fn remove_soap_header(
+    ns: &str,
+    local: &str,
+    msg: &mut Message,
+    doc: &mut DocCache,
+) -> Result<(), Error> {
+    let what = "header";
+    let mut d = take_doc(msg, doc)?;
+    let blocks: Vec<sluice_xml::NodeId> = d
+        .soap_header()
+        .map(|h| {
+            h.child_elements()
+                .filter(|c| c.name() == local && c.namespace_uri() == Some(ns))
+                .map(|c| c.id())
+                .collect()
+        })
+        .unwrap_or_default();
+    if blocks.is_empty() {
+        *doc = DocCache::from(Ok(d));
+        return Ok(());
+    }
+    for b in blocks {
+        d.remove(b).map_err(|e| xml_error(what, e))?;
+    }
+    put_doc(msg, doc, d, what)
 }
 
 fn make_fault(f: &FaultPlan, msg: &mut Message, doc: &DocCache) -> Result<(), Error> {
@@ -385,6 +846,36 @@ fn log_line(l: &LogPlan, msg: &mut Message, doc: &DocCache) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn payload_arguments_are_escaped_unless_xml() {
+        assert_eq!(
+            prepare_payload_arg("a<b & 'c' \"d\"".into()),
+            "a&lt;b &amp; &apos;c&apos; &quot;d&quot;"
+        );
+        assert_eq!(prepare_payload_arg("<x>1</x>".into()), "<x>1</x>");
+        assert_eq!(prepare_payload_arg("<x>".into()), "&lt;x&gt;");
+        assert_eq!(prepare_payload_arg("<a/>".into()), "<a/>");
+    }
+
+    #[test]
+    fn om_values_must_hold_an_element() {
+        assert_eq!(om_value(" <a><b/></a> ").unwrap(), "<a><b/></a>");
+        assert!(om_value("text").is_err());
+        assert!(om_value("<a>").is_err());
+    }
+
+    #[test]
+    fn xml_properties_are_flagged_until_set_as_strings() {
+        let mut p = crate::message::Props::default();
+        p.set_xml("x", "<a/>".into());
+        assert!(p.is_xml("x"));
+        p.set("x", "s".into());
+        assert!(!p.is_xml("x"));
+        p.set_xml("y", "<b/>".into());
+        p.remove("y");
+        assert!(!p.is_xml("y") && p.get("y").is_none());
+    }
 
     #[test]
     fn typed_values() {

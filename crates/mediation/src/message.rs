@@ -26,27 +26,52 @@ pub enum Body {
 }
 
 /// Small ordered property map: a handful of entries is the norm, so a vector beats hashing.
+/// A value is a string, or XML (Synapse's OM type: an element or nodes, kept serialised, each
+/// element declaring the namespaces it uses).
 #[derive(Clone, Debug, Default)]
-pub struct Props(Vec<(String, String)>);
+pub struct Props {
+    entries: Vec<(String, String)>,
+    /// Names whose value is XML.
+    xml: Vec<String>,
+}
 
 impl Props {
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.0
+        self.entries
             .iter()
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
     }
-    pub fn set(&mut self, name: &str, value: String) {
-        match self.0.iter_mut().find(|(k, _)| k == name) {
+    fn put(&mut self, name: &str, value: String) {
+        match self.entries.iter_mut().find(|(k, _)| k == name) {
             Some(slot) => slot.1 = value,
-            None => self.0.push((name.to_owned(), value)),
+            None => self.entries.push((name.to_owned(), value)),
         }
     }
+    /// Sets a string value.
+    pub fn set(&mut self, name: &str, value: String) {
+        self.put(name, value);
+        if !self.xml.is_empty() {
+            self.xml.retain(|k| k != name);
+        }
+    }
+    /// Sets an XML value (serialised nodes).
+    pub fn set_xml(&mut self, name: &str, xml: String) {
+        self.put(name, xml);
+        if !self.is_xml(name) {
+            self.xml.push(name.to_owned());
+        }
+    }
+    /// Whether the value is XML (type OM) rather than a string.
+    pub fn is_xml(&self, name: &str) -> bool {
+        self.xml.iter().any(|k| k == name)
+    }
     pub fn remove(&mut self, name: &str) {
-        self.0.retain(|(k, _)| k != name);
+        self.entries.retain(|(k, _)| k != name);
+        self.xml.retain(|k| k != name);
     }
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+        self.entries.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
     pub fn is_true(&self, name: &str) -> bool {
         self.get(name)

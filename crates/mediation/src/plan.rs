@@ -164,6 +164,80 @@ pub enum Step {
     Call(Arc<SeqPlan>),
     MakeFault(FaultPlan),
     Xslt(XsltPlan),
+    PayloadFactory(PayloadPlan),
+    Enrich(EnrichPlan),
+    Validate(ValidatePlan),
+    /// A SOAP header block `<prefix:local xmlns:prefix="ns">value</prefix:local>` added to the
+    /// Header (created when absent), as Synapse's header mediator does.
+    SetSoapHeader {
+        ns: String,
+        prefix: String,
+        local: String,
+        value: Value,
+    },
+    /// Every SOAP header block with this namespace and local name is removed.
+    RemoveSoapHeader {
+        ns: String,
+        local: String,
+    },
+}
+
+/// `payloadFactory media-type="xml"`: the format cut at its `$n` placeholders at load.
+#[derive(Debug)]
+pub struct PayloadPlan {
+    pub segments: Vec<Segment>,
+    pub args: Vec<PayloadArg>,
+    /// The format's root is a SOAP Envelope: the result replaces the whole message.
+    pub envelope: bool,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Segment {
+    Text(String),
+    /// Zero-based argument index.
+    Arg(usize),
+}
+
+#[derive(Debug)]
+pub enum PayloadArg {
+    /// A literal, already escaped (or kept as is when it is XML), as Synapse prepares it.
+    Ready(String),
+    Expr(Expr),
+}
+
+#[derive(Debug)]
+pub enum EnrichSourcePlan {
+    Custom(Expr),
+    Envelope,
+    Body,
+    Property(String),
+    /// Inline or local-entry content: XML (checked well-formed at load) or text.
+    Xml(String),
+    Text(String),
+}
+
+#[derive(Debug)]
+pub enum EnrichTargetPlan {
+    Custom(Expr),
+    Envelope,
+    Body,
+    Property(String),
+}
+
+#[derive(Debug)]
+pub struct EnrichPlan {
+    pub source: EnrichSourcePlan,
+    pub target: EnrichTargetPlan,
+    pub action: cfg::EnrichAction,
+}
+
+#[derive(Debug)]
+pub struct ValidatePlan {
+    pub schema: Arc<sluice_xml::Schema>,
+    pub key: String,
+    /// Evaluated with the SOAP Envelope as context node; `None`: the first element of the Body.
+    pub source: Option<Expr>,
+    pub on_fail: Vec<Step>,
 }
 
 #[derive(Debug)]
@@ -258,6 +332,7 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
             .collect(),
         seq_cache: HashMap::new(),
         xslt_cache: HashMap::new(),
+        schema_cache: HashMap::new(),
         resources: config
             .resources
             .iter()
@@ -317,6 +392,8 @@ struct Compiler<'a> {
     seq_cache: HashMap<String, Result<Arc<SeqPlan>, Failure>>,
     /// Stylesheets by key, compiled once and shared by every mediator that names them.
     xslt_cache: HashMap<String, Option<Arc<sluice_xml::Stylesheet>>>,
+    /// XML Schemas by key, compiled once.
+    schema_cache: HashMap<String, Option<Arc<sluice_xml::Schema>>>,
     resources: HashMap<String, &'a cfg::Resource>,
     ep_cache: HashMap<String, Result<Arc<EndpointPlan>, Failure>>,
     in_progress: HashSet<String>,
@@ -870,7 +947,226 @@ impl<'a> Compiler<'a> {
                     fast: x.fast,
                 })
             }
+            cfg::MediatorKind::PayloadFactory(p) => Step::PayloadFactory(self.payload(p, el)?),
+            cfg::MediatorKind::Enrich(e) => Step::Enrich(self.enrich(e, &m.loc, el)?),
+            cfg::MediatorKind::Validate(v) => {
+                let (key, loc) = &v.schemas[0];
+                if v.schemas.len() > 1 {
+                    self.report(
+                        Severity::Unsupported,
+                        &v.schemas[1].1,
+                        el,
+                        "validating against several schemas at once is not supported yet (one <schema> per validate)",
+                    );
+                }
+                let schema = self.schema(key, loc, el);
+                let source = match &v.source {
+                    Some(e) => {
+                        let x = self.expr(e, el)?;
+                        if !matches!(x, Expr::XPath(_)) {
+                            self.report(
+                                Severity::Error,
+                                &e.loc,
+                                el,
+                                "the validate source must be an XPath",
+                            );
+                            return None;
+                        }
+                        Some(x)
+                    }
+                    None => None,
+                };
+                let on_fail = self.steps(&v.on_fail.mediators);
+                Step::Validate(ValidatePlan {
+                    schema: schema?,
+                    key: key.clone(),
+                    source,
+                    on_fail,
+                })
+            }
         })
+    }
+
+    /// The text of a local entry or registry resource, for formats and schemas.
+    fn keyed_text(&mut self, key: &str, loc: &Location, el: &str) -> Option<(String, String)> {
+        if let Some(le) = self.local_entries.get(key) {
+            let origin = format!("local entry '{key}' ({})", le.loc);
+            return match &le.value {
+                cfg::LocalEntryValue::Xml { text, .. } => Some((text.clone(), origin)),
+                cfg::LocalEntryValue::Text(t) => Some((t.clone(), origin)),
+                cfg::LocalEntryValue::Src(u) => {
+                    self.report(
+                        Severity::Unsupported,
+                        loc,
+                        el,
+                        format!("local entry '{key}' refers to '{u}', which is not fetched (no network at load)"),
+                    );
+                    None
+                }
+            };
+        }
+        if let Some(r) = self.resources.get(normalize_registry_key(key).as_str()) {
+            let origin = format!("registry resource '{key}' ({})", r.loc);
+            return match std::str::from_utf8(&r.bytes) {
+                Ok(t) => Some((t.to_owned(), origin)),
+                Err(_) => {
+                    self.report(
+                        Severity::Error,
+                        loc,
+                        el,
+                        format!("{origin} is not UTF-8 text"),
+                    );
+                    None
+                }
+            };
+        }
+        self.report(
+            Severity::Error,
+            loc,
+            el,
+            format!("no local entry or registry resource '{key}'"),
+        );
+        None
+    }
+
+    fn payload(&mut self, p: &cfg::PayloadFactory, el: &str) -> Option<PayloadPlan> {
+        let format = match &p.format {
+            cfg::PayloadFormat::Inline(t) => t.clone(),
+            cfg::PayloadFormat::Key(k) => self.keyed_text(k, &p.format_loc, el)?.0,
+        };
+        let segments = payload_segments(&format, p.args.len());
+        if let Some(n) = payload_max_arg(&format) {
+            if n > p.args.len() {
+                self.report(
+                    Severity::Warning,
+                    &p.format_loc,
+                    el,
+                    format!("the format uses ${n} but only {} argument(s) are given; Synapse stops substituting at the first missing one", p.args.len()),
+                );
+            }
+        }
+        // The format must be well-formed XML whatever the arguments are.
+        let probe: String = segments
+            .iter()
+            .map(|s| match s {
+                Segment::Text(t) => t.as_str(),
+                Segment::Arg(_) => "",
+            })
+            .collect();
+        let envelope = match sluice_xml::Fragment::parse(&probe) {
+            Ok(f) => {
+                let first = f.elements().next();
+                first.is_some_and(|e| {
+                    e.name() == "Envelope"
+                        && matches!(
+                            e.namespace_uri(),
+                            Some(fault::SOAP11_ENV) | Some(fault::SOAP12_ENV)
+                        )
+                })
+            }
+            Err(e) => {
+                self.report(
+                    Severity::Error,
+                    &p.format_loc,
+                    el,
+                    format!("the payloadFactory format is not well-formed XML: {e}"),
+                );
+                return None;
+            }
+        };
+        let mut args = Vec::new();
+        for a in &p.args {
+            args.push(match self.value(a, el)? {
+                Value::Literal(s) => PayloadArg::Ready(crate::exec::prepare_payload_arg(s)),
+                Value::Expr(e) => PayloadArg::Expr(e),
+            });
+        }
+        Some(PayloadPlan {
+            segments,
+            args,
+            envelope,
+        })
+    }
+
+    fn enrich(&mut self, e: &cfg::Enrich, loc: &Location, el: &str) -> Option<EnrichPlan> {
+        let _ = loc;
+        let check_xml = |c: &mut Self, text: &str, l: &Location| -> Option<()> {
+            match sluice_xml::Fragment::parse(text) {
+                Ok(_) => Some(()),
+                Err(err) => {
+                    c.report(
+                        Severity::Error,
+                        l,
+                        el,
+                        format!("inline content is not well-formed XML: {err}"),
+                    );
+                    None
+                }
+            }
+        };
+        let source = match &e.source.kind {
+            cfg::EnrichSourceKind::Custom(x) => EnrichSourcePlan::Custom(self.expr(x, el)?),
+            cfg::EnrichSourceKind::Envelope => EnrichSourcePlan::Envelope,
+            cfg::EnrichSourceKind::Body => EnrichSourcePlan::Body,
+            cfg::EnrichSourceKind::Property(p) => EnrichSourcePlan::Property(p.clone()),
+            cfg::EnrichSourceKind::InlineXml(t) => {
+                check_xml(self, t, &e.source.loc)?;
+                EnrichSourcePlan::Xml(t.clone())
+            }
+            cfg::EnrichSourceKind::InlineText(t) => EnrichSourcePlan::Text(t.clone()),
+            cfg::EnrichSourceKind::InlineKey(k) => {
+                match self.local_entries.get(k.as_str()).map(|l| l.value.clone()) {
+                    Some(cfg::LocalEntryValue::Xml { text, .. }) => {
+                        check_xml(self, &text, &e.source.loc)?;
+                        EnrichSourcePlan::Xml(text)
+                    }
+                    Some(cfg::LocalEntryValue::Text(t)) => EnrichSourcePlan::Text(t),
+                    _ => {
+                        let (text, _) = self.keyed_text(k, &e.source.loc, el)?;
+                        check_xml(self, &text, &e.source.loc)?;
+                        EnrichSourcePlan::Xml(text)
+                    }
+                }
+            }
+        };
+        let target = match &e.target.kind {
+            cfg::EnrichTargetKind::Custom(x) => EnrichTargetPlan::Custom(self.expr(x, el)?),
+            cfg::EnrichTargetKind::Envelope => EnrichTargetPlan::Envelope,
+            cfg::EnrichTargetKind::Body => EnrichTargetPlan::Body,
+            cfg::EnrichTargetKind::Property(p) => EnrichTargetPlan::Property(p.clone()),
+        };
+        Some(EnrichPlan {
+            source,
+            target,
+            action: e.target.action,
+        })
+    }
+
+    /// The XML Schema for a key (local entry or registry resource), compiled once.
+    fn schema(&mut self, key: &str, loc: &Location, el: &str) -> Option<Arc<sluice_xml::Schema>> {
+        if let Some(cached) = self.schema_cache.get(key) {
+            if cached.is_none() {
+                self.failed = true;
+            }
+            return cached.clone();
+        }
+        let compiled = match self.keyed_text(key, loc, el) {
+            None => None,
+            Some((text, origin)) => match sluice_xml::Schema::compile(text.as_bytes()) {
+                Ok(s) => Some(Arc::new(s)),
+                Err(e) => {
+                    self.report(
+                        Severity::Error,
+                        loc,
+                        el,
+                        format!("schema {origin} does not compile: {e}"),
+                    );
+                    None
+                }
+            },
+        };
+        self.schema_cache.insert(key.to_owned(), compiled.clone());
+        compiled
     }
 
     fn property(&mut self, p: &cfg::Property, m: &cfg::Mediator) -> Option<Step> {
@@ -897,12 +1193,12 @@ impl<'a> Compiler<'a> {
                 }
             });
         }
-        if p.ty == cfg::PropertyType::Om {
+        if p.ty == cfg::PropertyType::Om && p.scope != cfg::Scope::Default {
             self.report(
                 Severity::Unsupported,
                 &m.loc,
                 el,
-                "type OM needs XML messages; not supported yet",
+                "type OM is supported in the default scope only",
             );
             return None;
         }
@@ -913,6 +1209,17 @@ impl<'a> Compiler<'a> {
             },
             cfg::Action::Set(v) => {
                 let value = self.value(v, el)?;
+                if let (Value::Literal(s), cfg::PropertyType::Om) = (&value, p.ty) {
+                    if let Err(e) = crate::exec::om_value(s) {
+                        self.report(
+                            Severity::Error,
+                            &m.loc,
+                            el,
+                            format!("property {}: {e}", p.name),
+                        );
+                        return None;
+                    }
+                }
                 if let Value::Literal(s) = &value {
                     if let Err(e) = crate::exec::typed(p.ty, s) {
                         self.report(
@@ -972,6 +1279,20 @@ impl<'a> Compiler<'a> {
                         cfg::Action::Set(v) => Step::SetTo(self.value(v, el)?),
                     });
                 }
+                if let (Some(ns), Some((prefix, local))) = (&h.namespace, h.name.split_once(':')) {
+                    return Some(match &h.action {
+                        cfg::Action::Remove => Step::RemoveSoapHeader {
+                            ns: ns.clone(),
+                            local: local.to_owned(),
+                        },
+                        cfg::Action::Set(v) => Step::SetSoapHeader {
+                            ns: ns.clone(),
+                            prefix: prefix.to_owned(),
+                            local: local.to_owned(),
+                            value: self.value(v, el)?,
+                        },
+                    });
+                }
                 if h.namespace.is_none()
                     && matches!(
                         h.name.as_str(),
@@ -988,7 +1309,7 @@ impl<'a> Compiler<'a> {
                         ),
                     );
                 } else {
-                    self.report(Severity::Unsupported, &m.loc, el, format!("SOAP header '{}': changing SOAP headers needs content-aware mediation; not supported yet", h.name));
+                    self.report(Severity::Unsupported, &m.loc, el, format!("SOAP header '{}': a SOAP header needs a namespace-qualified name (prefix:Name with xmlns:prefix)", h.name));
                 }
                 None
             }
@@ -1088,6 +1409,58 @@ impl<'a> Compiler<'a> {
     }
 }
 
+/// Cuts a payloadFactory format at `$n` (one or more digits, 1-based). Like Synapse, substitution
+/// stops at the first placeholder without an argument: it and the rest stay as written.
+pub(crate) fn payload_segments(format: &str, nargs: usize) -> Vec<Segment> {
+    let mut out = Vec::new();
+    let mut text = String::new();
+    let b = format.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'$' && i + 1 < b.len() && b[i + 1].is_ascii_digit() {
+            let start = i + 1;
+            let mut end = start;
+            while end < b.len() && b[end].is_ascii_digit() {
+                end += 1;
+            }
+            let n: usize = format[start..end].parse().unwrap_or(usize::MAX);
+            if n == 0 || n > nargs {
+                text.push_str(&format[i..]);
+                break;
+            }
+            if !text.is_empty() {
+                out.push(Segment::Text(std::mem::take(&mut text)));
+            }
+            out.push(Segment::Arg(n - 1));
+            i = end;
+            continue;
+        }
+        let ch = format[i..].chars().next().expect("in bounds");
+        text.push(ch);
+        i += ch.len_utf8();
+    }
+    if !text.is_empty() {
+        out.push(Segment::Text(text));
+    }
+    out
+}
+
+fn payload_max_arg(format: &str) -> Option<usize> {
+    let b = format.as_bytes();
+    let mut max = None;
+    for (i, _) in format.match_indices('$') {
+        let digits: String = b[i + 1..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .map(|&c| c as char)
+            .collect();
+        if let Ok(n) = digits.parse::<usize>() {
+            max = max.max(Some(n));
+        }
+    }
+    max
+}
+
 /// `conf:/a/b`, `conf:a/b` and `conf://a/b` name the same resource.
 fn normalize_registry_key(k: &str) -> String {
     match k.split_once(':') {
@@ -1151,7 +1524,23 @@ fn need_of(steps: &[Step]) -> BodyNeed {
                 n
             }
             Step::Call(seq) => seq.body_need,
-            Step::Xslt(_) => BodyNeed::Full,
+            Step::Xslt(_)
+            | Step::PayloadFactory(_)
+            | Step::Validate(_)
+            | Step::SetSoapHeader { .. }
+            | Step::RemoveSoapHeader { .. } => BodyNeed::Full,
+            Step::Enrich(e) => {
+                let source = match &e.source {
+                    EnrichSourcePlan::Custom(x) => x.body_need(),
+                    EnrichSourcePlan::Envelope | EnrichSourcePlan::Body => BodyNeed::Full,
+                    _ => BodyNeed::None,
+                };
+                let target = match &e.target {
+                    EnrichTargetPlan::Property(_) => BodyNeed::None,
+                    _ => BodyNeed::Full,
+                };
+                source.max(target)
+            }
             Step::MakeFault(f) => f.reason.body_need(),
             Step::Send(_)
             | Step::Respond
@@ -1219,6 +1608,33 @@ mod wsdl_scan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn payload_formats_are_cut_at_placeholders() {
+        use Segment::*;
+        assert_eq!(
+            payload_segments("<a>$1</a><b x=\"$2\">$10</b>", 10),
+            vec![
+                Text("<a>".into()),
+                Arg(0),
+                Text("</a><b x=\"".into()),
+                Arg(1),
+                Text("\">".into()),
+                Arg(9),
+                Text("</b>".into())
+            ]
+        );
+        // Substitution stops at the first missing argument, like Synapse's.
+        assert_eq!(
+            payload_segments("<a>$1 $3 $1</a>", 1),
+            vec![Text("<a>".into()), Arg(0), Text(" $3 $1</a>".into())]
+        );
+        assert_eq!(
+            payload_segments("<a>$ $x</a>", 0),
+            vec![Text("<a>$ $x</a>".into())]
+        );
+        assert_eq!(payload_max_arg("$2 $12 $"), Some(12));
+    }
 
     #[test]
     fn wsdl_locations_are_cut_out() {

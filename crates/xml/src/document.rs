@@ -344,7 +344,7 @@ impl Document {
     /// Finds the node with this id by walking the tree (never dereferences
     /// the id itself). Attributes, DTD content and entity content are not
     /// searched.
-    fn find(&self, id: NodeId) -> Option<xmlNodePtr> {
+    pub(crate) fn find(&self, id: NodeId) -> Option<xmlNodePtr> {
         let doc = self.doc_ptr() as xmlNodePtr;
         // SAFETY: iterative walk over our own live tree following
         // children/next/parent links, never entering DTDs or entity
@@ -378,7 +378,7 @@ impl Document {
 }
 
 /// Node types that can be replaced or inserted by `replace_node`.
-fn is_content_type(t: u32) -> bool {
+pub(crate) fn is_content_type(t: u32) -> bool {
     t == xmlElementType_XML_ELEMENT_NODE
         || t == xmlElementType_XML_TEXT_NODE
         || t == xmlElementType_XML_CDATA_SECTION_NODE
@@ -387,7 +387,7 @@ fn is_content_type(t: u32) -> bool {
 }
 
 /// Runs `f` with a save context writing to a memory buffer; returns the bytes.
-fn save(
+pub(crate) fn save(
     flags: c_int,
     f: impl FnOnce(*mut libxml::bindings::xmlSaveCtxt) -> std::os::raw::c_long,
 ) -> Result<Vec<u8>, XmlError> {

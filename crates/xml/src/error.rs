@@ -33,6 +33,8 @@ pub enum XmlErrorKind {
     XsltCompile,
     /// An XSLT transformation failed (including refused resource access).
     XsltTransform,
+    /// An XML Schema failed to compile (or tried to load another document).
+    SchemaCompile,
     /// An XPath expression failed to compile.
     XPathCompile,
     /// An XPath expression failed to evaluate.
@@ -139,6 +141,7 @@ impl fmt::Display for XmlError {
             XmlErrorKind::Malformed => "malformed XML",
             XmlErrorKind::XsltCompile => "XSLT compilation failed",
             XmlErrorKind::XsltTransform => "XSLT transformation failed",
+            XmlErrorKind::SchemaCompile => "XML Schema compilation failed",
             XmlErrorKind::XPathCompile => "XPath compilation failed",
             XmlErrorKind::XPathEval => "XPath evaluation failed",
             XmlErrorKind::Serialize => "serialisation failed",

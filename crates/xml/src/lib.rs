@@ -49,9 +49,11 @@
 #![allow(unsafe_code)]
 
 mod document;
+mod edit;
 mod error;
 mod ffi;
 mod parse;
+mod schema;
 mod xpath;
 mod xslt;
 
@@ -59,8 +61,10 @@ pub use document::{
     canonicalize, canonicalize_with, C14nMode, Document, Node, NodeId, NodeKind, SerializeOptions,
     SoapVersion,
 };
+pub use edit::{Fragment, Placement};
 pub use error::{XmlError, XmlErrorKind};
 pub use parse::{parse_untrusted, Limits};
+pub use schema::{Invalid, Schema};
 pub use xpath::{VariableResolver, XPath, XPathValue};
 pub use xslt::Stylesheet;
 
@@ -138,5 +142,20 @@ pub(crate) fn init() {
             ffi::xsltSetGenericErrorFunc(std::ptr::null_mut(), Some(ffi::sluice_xml_generic_error));
         }
         xslt::install_default_security();
+        // Nothing in Sluice loads external resources: no DTDs, entities, XInclude, or schema
+        // imports by location. Refusing every load here also covers paths that bypass the parse
+        // options (xs:import / xs:include in XML Schemas).
+        // SAFETY: sets libxml2's process-wide loader once, under Once, before any parse that could
+        // call it; the function is valid for the process lifetime and thread-safe.
+        unsafe { libxml::bindings::xmlSetExternalEntityLoader(Some(refuse_external_load)) };
     });
+}
+
+/// The external entity loader: refuses every URL (no file, no network).
+unsafe extern "C" fn refuse_external_load(
+    _url: *const std::os::raw::c_char,
+    _id: *const std::os::raw::c_char,
+    _ctxt: libxml::bindings::xmlParserCtxtPtr,
+) -> libxml::bindings::xmlParserInputPtr {
+    std::ptr::null_mut()
 }
