@@ -14,9 +14,9 @@
 
 mod stream;
 
-pub use stream::StreamPath;
 use std::borrow::Cow;
 use std::fmt;
+pub use stream::StreamPath;
 
 /// Where a property lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

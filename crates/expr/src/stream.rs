@@ -272,11 +272,7 @@ impl Parser<'_> {
         match name.split_once(':') {
             None => Some((None, name.to_owned())),
             Some((prefix, local)) => {
-                let mut uris = self
-                    .ns
-                    .iter()
-                    .filter(|(p, _)| p == prefix)
-                    .map(|(_, u)| u);
+                let mut uris = self.ns.iter().filter(|(p, _)| p == prefix).map(|(_, u)| u);
                 let uri = uris.next()?;
                 if uri.is_empty() || uris.any(|u| u != uri) {
                     return None;
@@ -560,21 +556,8 @@ impl StreamPath {
             let ev = reader.read_event().ok()?;
             match ev {
                 Event::Decl(d) => {
-                    if !first {
+                    if !first || !xml_decl_ok(&d) {
                         return None;
-                    }
-                    if d.version().ok()? != "1.0" {
-                        return None;
-                    }
-                    if let Some(e) = d.encoding() {
-                        if !e.ok()?.eq_ignore_ascii_case("utf-8") {
-                            return None;
-                        }
-                    }
-                    if let Some(s) = d.standalone() {
-                        if !matches!(s.ok()?.as_ref(), "yes" | "no") {
-                            return None;
-                        }
                     }
                 }
                 Event::Start(e) => {
@@ -615,7 +598,7 @@ impl StreamPath {
             first = false;
             // Once the root element has ended, the rest is read anyway: it is short, and libxml2 refuses
             // anything but comments and white space there.
-            if run.sink.done || (!exhaustive && run.depth > 0 && run.decided()) {
+            if !exhaustive && (run.sink.done || (run.depth > 0 && run.decided())) {
                 return Some(run.sink.finish(&self.form, mode));
             }
         }
@@ -1179,6 +1162,47 @@ fn exhausted(step: &Step, f: &Frame) -> bool {
     false
 }
 
+/// The XML declaration (`xml version="1.0" ...`, between `<?` and `?>`): version 1.0, UTF-8 if an
+/// encoding is named, in the order and syntax XML requires.
+fn xml_decl_ok(content: &str) -> bool {
+    let ws = |c: char| matches!(c, ' ' | '\t' | '\n' | '\r');
+    let Some(mut rest) = content.strip_prefix("xml") else {
+        return false;
+    };
+    let mut seen = 0;
+    loop {
+        let trimmed = rest.trim_start_matches(ws);
+        if trimmed.is_empty() {
+            return seen > 0;
+        }
+        if trimmed.len() == rest.len() {
+            return false; // no white space before a pseudo-attribute
+        }
+        let Some((name, after)) = trimmed.split_once('=') else {
+            return false;
+        };
+        let after = after.trim_start_matches(ws);
+        let Some(q) = after.chars().next().filter(|c| *c == '"' || *c == '\'') else {
+            return false;
+        };
+        let Some(end) = after[1..].find(q) else {
+            return false;
+        };
+        let value = &after[1..1 + end];
+        rest = &after[2 + end..];
+        let (order, ok) = match name.trim_end_matches(ws) {
+            "version" => (1, value == "1.0"),
+            "encoding" => (2, value.eq_ignore_ascii_case("utf-8")),
+            "standalone" => (3, value == "yes" || value == "no"),
+            _ => return false,
+        };
+        if !ok || order <= seen || (seen == 0 && order != 1) {
+            return false;
+        }
+        seen = order;
+    }
+}
+
 fn resolved(r: ResolveResult<'_>) -> Option<Option<&str>> {
     match r {
         ResolveResult::Bound(n) if !n.0.is_empty() => Some(Some(n.0)),
@@ -1566,7 +1590,9 @@ mod tests {
         "1.5",
         "xadmin;server1",
     ];
-    const LITERALS: &[&str] = &["IBM", "MSFT", "SUN", "A&B", "<x>", "  IBM  ", "", "1.5", "x\ny"];
+    const LITERALS: &[&str] = &[
+        "IBM", "MSFT", "SUN", "A&B", "<x>", "  IBM  ", "", "1.5", "x\ny",
+    ];
 
     fn gen_order(r: &mut Rng, s: &mut String, depth: usize) {
         let prefixed = r.chance(10);
@@ -1679,8 +1705,20 @@ mod tests {
     }
 
     const LEVELS: &[&[&str]] = &[
-        &["soapenv:Envelope", "soapenv:Envelope", "soap12:Envelope", "*", "Envelope"],
-        &["soapenv:Body", "soapenv:Header", "soap12:Body", "soap12:Header", "*"],
+        &[
+            "soapenv:Envelope",
+            "soapenv:Envelope",
+            "soap12:Envelope",
+            "*",
+            "Envelope",
+        ],
+        &[
+            "soapenv:Body",
+            "soapenv:Header",
+            "soap12:Body",
+            "soap12:Header",
+            "*",
+        ],
         &["m:buyStocks", "buyStocks", "t:routing", "routing", "*"],
         &["order", "order", "m:order", "*"],
         &["symbol", "price", "order", "*"],
@@ -1805,19 +1843,29 @@ mod tests {
                 if check(doc.as_bytes(), &lib, &text, &s) {
                     decided += 1;
                 }
-                if Expr::compile(&text, &ns()).unwrap().eval_bool(&lib).unwrap() {
+                if Expr::compile(&text, &ns())
+                    .unwrap()
+                    .eval_bool(&lib)
+                    .unwrap()
+                {
                     selected += 1;
                 }
             }
         }
         eprintln!("{pairs} pairs, {compiled} in the subset, {decided} decided by streaming, {selected} true");
         assert!(pairs >= 4000);
-        assert!(compiled * 100 >= pairs * 80, "{compiled} of {pairs} compiled");
+        assert!(
+            compiled * 100 >= pairs * 80,
+            "{compiled} of {pairs} compiled"
+        );
         assert!(
             decided == compiled,
             "{decided} of {compiled} decided on well-formed documents"
         );
-        assert!(selected * 100 >= compiled * 15, "too few expressions match anything");
+        assert!(
+            selected * 100 >= compiled * 15,
+            "too few expressions match anything"
+        );
     }
 
     #[test]
@@ -1838,7 +1886,7 @@ mod tests {
     }
 
     /// Truncated and corrupted documents never panic; when libxml2 still accepts one, a streaming answer
-    /// must equal its answer.
+    /// must equal its answer, and when libxml2 refuses one, reading it to the end must refuse it too.
     #[test]
     fn mutated_documents_never_panic() {
         let mut r = Rng(0x2545_f491_4f6c_dd1d);
@@ -1855,10 +1903,25 @@ mod tests {
         .map(|t| (t.to_string(), sp(t)))
         .collect();
         let junk: &[&[u8]] = &[
-            b"<", b">", b"&", b"/", b"'", b"\"", b"]]>", b"<!--", b"<![CDATA[", b"\0", b"\xff",
-            b"xmlns:q=''", b"&#0;", b"<?x?>", b"<!DOCTYPE a>", b"\r", b"=",
+            b"<",
+            b">",
+            b"&",
+            b"/",
+            b"'",
+            b"\"",
+            b"]]>",
+            b"<!--",
+            b"<![CDATA[",
+            b"\0",
+            b"\xff",
+            b"xmlns:q=''",
+            b"&#0;",
+            b"<?x?>",
+            b"<!DOCTYPE a>",
+            b"\r",
+            b"=",
         ];
-        let (mut accepted, mut agreed) = (0, 0);
+        let (mut accepted, mut agreed, mut missed) = (0, 0, 0);
         for i in 0..1500 {
             let mut doc = if i % 3 == 0 {
                 ENVELOPE.as_bytes().to_vec()
@@ -1886,7 +1949,13 @@ mod tests {
             for (text, s) in &exprs {
                 let got = s.eval_string(&doc);
                 let _ = s.eval_bool(&doc);
-                let _ = s.run(&doc, Mode::String, true);
+                let full = s.run(&doc, Mode::String, true);
+                if lib.is_none() && full.is_some() {
+                    missed += 1;
+                    if std::env::var_os("SHOW_MISSED").is_some() {
+                        eprintln!("MISSED {text}: {:?}", show(&doc));
+                    }
+                }
                 if let Some(lib) = &lib {
                     accepted += 1;
                     if let Some(got) = got {
@@ -1897,7 +1966,11 @@ mod tests {
                 }
             }
         }
-        eprintln!("{accepted} (mutated document, expression) pairs libxml2 accepts, {agreed} streamed");
-        assert!(agreed > 0);
+        eprintln!("{accepted} (mutated document, expression) pairs libxml2 accepts, {agreed} streamed; {missed} read to the end although libxml2 rejects the document");
+        assert!(agreed * 100 >= accepted * 80, "{agreed} of {accepted}");
+        assert_eq!(
+            missed, 0,
+            "malformed documents that streaming read through (SHOW_MISSED=1)"
+        );
     }
 }
