@@ -7,9 +7,16 @@
 //! Synapse variables or functions is reported as unsupported for now.
 //!
 //! Regexes follow Java's `String.matches()`: the whole string must match.
+//!
+//! XPath in the [`stream`] subset is evaluated over the raw message bytes when the environment offers them
+//! ([`Env::raw_xml`]), which avoids building a libxml2 tree; everything else, and every case the streaming
+//! evaluator cannot decide, goes through libxml2.
+
+mod stream;
 
 use std::borrow::Cow;
 use std::fmt;
+pub use stream::StreamPath;
 
 /// Where a property lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -45,6 +52,11 @@ pub trait Env {
             "the message body is not available to this expression",
         ))
     }
+    /// The message as unparsed XML bytes, when they are still what [`Env::document`] would parse (no
+    /// tree built or changed yet); lets the streaming subset answer without building a tree.
+    fn raw_xml(&self) -> Option<&[u8]> {
+        None
+    }
 }
 
 #[derive(Debug)]
@@ -60,6 +72,8 @@ pub enum Expr {
 pub struct XPathExpr {
     xpath: sluice_xml::XPath,
     need: BodyNeed,
+    /// The same expression for the streaming evaluator, when it is in its subset.
+    stream: Option<StreamPath>,
 }
 
 const SOAP11_ENV: &str = "http://schemas.xmlsoap.org/soap/envelope/";
@@ -223,7 +237,12 @@ impl Expr {
         } else {
             BodyNeed::Full
         };
-        Ok(Expr::XPath(Box::new(XPathExpr { xpath, need })))
+        let stream = StreamPath::compile(t, ns);
+        Ok(Expr::XPath(Box::new(XPathExpr {
+            xpath,
+            need,
+            stream,
+        })))
     }
 
     fn get_property(args: &str, whole: &str) -> Result<Expr, ExprError> {
@@ -266,6 +285,11 @@ impl Expr {
         }
     }
 
+    /// Whether this is an XPath the streaming evaluator handles (when the environment has raw bytes).
+    pub fn streams(&self) -> bool {
+        matches!(self, Expr::XPath(x) if x.stream.is_some())
+    }
+
     pub fn body_need(&self) -> BodyNeed {
         match self {
             Expr::XPath(x) => x.need,
@@ -283,6 +307,11 @@ impl Expr {
             }
             Expr::UrlParam(name) => env.url_param(name).unwrap_or(Cow::Borrowed("")),
             Expr::XPath(x) => {
+                if let (Some(s), Some(raw)) = (&x.stream, env.raw_xml()) {
+                    if let Some(v) = s.eval_string(raw) {
+                        return Ok(Cow::Owned(v));
+                    }
+                }
                 let doc = env.document()?;
                 let v = x
                     .xpath
@@ -383,6 +412,11 @@ impl Expr {
     pub fn eval_bool(&self, env: &dyn Env) -> Result<bool, ExprError> {
         match self {
             Expr::XPath(x) => {
+                if let (Some(s), Some(raw)) = (&x.stream, env.raw_xml()) {
+                    if let Some(b) = s.eval_bool(raw) {
+                        return Ok(b);
+                    }
+                }
                 let doc = env.document()?;
                 x.xpath
                     .eval_bool(doc, &())

@@ -66,6 +66,14 @@ impl Env for View<'_> {
             .as_ref()
             .map_err(Clone::clone)
     }
+    /// The body bytes while no tree has been built: once one exists, mediators may have changed it, so
+    /// expressions read the tree.
+    fn raw_xml(&self) -> Option<&[u8]> {
+        match &self.msg.body {
+            Body::Bytes(b) if self.doc.get().is_none() => Some(b),
+            _ => None,
+        }
+    }
 }
 
 fn parse_body(msg: &Message) -> Result<sluice_xml::Document, ExprError> {
@@ -884,5 +892,44 @@ mod tests {
         assert_eq!(typed(PropertyType::Boolean, "TRUE").unwrap(), "true");
         assert_eq!(typed(PropertyType::Boolean, "yes").unwrap(), "false");
         assert_eq!(typed(PropertyType::String, " a ").unwrap(), " a ");
+    }
+
+    #[test]
+    fn xpath_streams_over_unparsed_bytes_and_reads_the_tree_once_there_is_one() {
+        let mut msg = Message::request(
+            "p".into(),
+            http::Method::POST,
+            "/".into(),
+            http::HeaderMap::new(),
+        );
+        let body: &[u8] = b"<a><b>1</b><b>2</b></a>";
+        msg.body = Body::Bytes(bytes::Bytes::from_static(body));
+        let doc = DocCache::new();
+        let second = Expr::compile("//b[2]", &[]).unwrap();
+        assert!(second.streams());
+        assert_eq!(
+            View {
+                msg: &msg,
+                doc: &doc
+            }
+            .raw_xml(),
+            Some(body)
+        );
+        assert_eq!(eval_expr(&second, &msg, &doc).unwrap(), "2");
+        assert!(doc.get().is_none(), "answered without building a tree");
+        // Outside the streaming subset: the body is parsed, and from then on the tree is what counts.
+        let last = Expr::compile("//b[last()]", &[]).unwrap();
+        assert!(!last.streams());
+        assert_eq!(eval_expr(&last, &msg, &doc).unwrap(), "2");
+        assert!(doc.get().is_some());
+        assert_eq!(
+            View {
+                msg: &msg,
+                doc: &doc
+            }
+            .raw_xml(),
+            None
+        );
+        assert_eq!(eval_expr(&second, &msg, &doc).unwrap(), "2");
     }
 }

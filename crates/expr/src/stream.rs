@@ -1,0 +1,2050 @@
+//! Streaming evaluation of the XPath forms content-based routing uses most, straight over the message
+//! bytes (quick-xml), without building a libxml2 tree.
+//!
+//! [`StreamPath::compile`] accepts a small subset and refuses everything else (those expressions keep
+//! using libxml2):
+//!
+//! * location paths `/a/p:b[2]/c` or `//c[1]/d`: child steps (a leading `//` only), name tests `QName` or
+//!   `*`, predicates `[n]`, `[child='lit']` and `[@attr='lit']`, and a final `text()` or `@attr` step;
+//! * around a path: `path = 'lit'`, `'lit' = path`, `path != 'lit'`, `boolean(path)`, `not(path)`,
+//!   `count(path)` (alone or compared with a number), `string(path)`, `normalize-space(path)`.
+//!
+//! Evaluation gives exactly what [`crate::Expr::eval_string`] / [`crate::Expr::eval_bool`] give through
+//! libxml2, or `None` ("use libxml2") whenever that is not certain: a DOCTYPE, a processing instruction, an
+//! encoding other than UTF-8, anything malformed or deeper than libxml2's limit before the answer is known.
+//! Reading stops as soon as the answer is decided, so malformed content *after* that point is not seen
+//! (the libxml2 path would fault on it). One deliberate SOAP assumption: under a SOAP `Envelope` there is
+//! one `Header` and one `Body`, the `Header` first, so `/soapenv:Envelope/soapenv:Header/...` is answered
+//! when the `Body` starts and `/soapenv:Envelope/soapenv:Body/...` when the `Body` ends (Synapse's SOAP
+//! builder does not accept other envelopes either).
+
+use quick_xml::events::{BytesStart, Event};
+use quick_xml::name::ResolveResult;
+use quick_xml::NsReader;
+use std::borrow::Cow;
+
+/// libxml2's nesting limit as Sluice parses (`sluice_xml::Limits::default().max_depth`).
+const MAX_DEPTH: usize = 256;
+/// `sluice_xml::Limits::default().max_bytes`.
+const MAX_BYTES: usize = 64 * 1024 * 1024;
+const MAX_STEPS: usize = 32;
+const MAX_PREDS: usize = 8;
+
+const SOAP11_ENV: &str = "http://schemas.xmlsoap.org/soap/envelope/";
+const SOAP12_ENV: &str = "http://www.w3.org/2003/05/soap-envelope";
+
+/// An element or attribute name test.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum NameTest {
+    Any,
+    Name { ns: Option<String>, local: String },
+}
+
+impl NameTest {
+    fn matches(&self, ns: Option<&str>, local: &str) -> bool {
+        match self {
+            NameTest::Any => true,
+            NameTest::Name { ns: n, local: l } => l == local && n.as_deref() == ns,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Pred {
+    /// `[n]`: the n-th of the siblings that pass the test and the predicates before it.
+    Pos(u32),
+    /// `[@name='value']`.
+    Attr {
+        ns: Option<String>,
+        local: String,
+        value: String,
+    },
+    /// `[child='value']`: some child element has that string value. Only known at the child's end.
+    Child { test: NameTest, value: String },
+}
+
+/// The two SOAP envelope children that occur once each, Header before Body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SoapPart {
+    Header,
+    Body,
+}
+
+#[derive(Debug)]
+struct Step {
+    test: NameTest,
+    preds: Vec<Pred>,
+    /// Index of this step's first positional counter in a frame's `counters`.
+    slot: usize,
+    /// Set on step 1 of `/Envelope/Header|Body` paths: at most one match (see the module doc).
+    soap_once: Option<SoapPart>,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Tail {
+    Element,
+    Text,
+    Attr(NameTest),
+}
+
+#[derive(Debug)]
+struct Path {
+    descendant: bool,
+    steps: Vec<Step>,
+    tail: Tail,
+    slots: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Cmp {
+    fn holds(self, a: f64, b: f64) -> bool {
+        match self {
+            Cmp::Eq => a == b,
+            Cmp::Ne => a != b,
+            Cmp::Lt => a < b,
+            Cmp::Le => a <= b,
+            Cmp::Gt => a > b,
+            Cmp::Ge => a >= b,
+        }
+    }
+}
+
+/// What is done with the node-set.
+#[derive(Debug)]
+enum Form {
+    Nodes,
+    Boolean { negate: bool },
+    Compare { value: String, ne: bool },
+    Count(Option<(Cmp, f64)>),
+    StringOf,
+    NormalizeSpace,
+}
+
+/// A compiled expression of the streaming subset.
+#[derive(Debug)]
+pub struct StreamPath {
+    path: Path,
+    form: Form,
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Compiling
+
+#[derive(Clone, Debug, PartialEq)]
+enum Tok {
+    Slash,
+    DSlash,
+    LBrack,
+    RBrack,
+    LParen,
+    RParen,
+    At,
+    Star,
+    Cmp(Cmp),
+    Name(String),
+    Lit(String),
+    Num(f64),
+}
+
+fn is_ncname(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && (b[0].is_ascii_alphabetic() || b[0] == b'_')
+        && b[1..]
+            .iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))
+}
+
+fn is_qname(s: &str) -> bool {
+    match s.split_once(':') {
+        Some((p, l)) => is_ncname(p) && is_ncname(l),
+        None => is_ncname(s),
+    }
+}
+
+fn tokens(text: &str) -> Option<Vec<Tok>> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        let two = |n: u8| b.get(i + 1) == Some(&n);
+        let (tok, len) = match c {
+            b' ' | b'\t' | b'\n' | b'\r' => {
+                i += 1;
+                continue;
+            }
+            b'/' if two(b'/') => (Tok::DSlash, 2),
+            b'/' => (Tok::Slash, 1),
+            b'[' => (Tok::LBrack, 1),
+            b']' => (Tok::RBrack, 1),
+            b'(' => (Tok::LParen, 1),
+            b')' => (Tok::RParen, 1),
+            b'@' => (Tok::At, 1),
+            b'*' => (Tok::Star, 1),
+            b'=' => (Tok::Cmp(Cmp::Eq), 1),
+            b'!' if two(b'=') => (Tok::Cmp(Cmp::Ne), 2),
+            b'<' if two(b'=') => (Tok::Cmp(Cmp::Le), 2),
+            b'<' => (Tok::Cmp(Cmp::Lt), 1),
+            b'>' if two(b'=') => (Tok::Cmp(Cmp::Ge), 2),
+            b'>' => (Tok::Cmp(Cmp::Gt), 1),
+            b'\'' | b'"' => {
+                let end = text[i + 1..].find(c as char)? + i + 1;
+                (Tok::Lit(text[i + 1..end].to_owned()), end + 1 - i)
+            }
+            b'0'..=b'9' | b'.' => {
+                let mut j = i;
+                while j < b.len() && b[j].is_ascii_digit() {
+                    j += 1;
+                }
+                if j < b.len() && b[j] == b'.' {
+                    j += 1;
+                    while j < b.len() && b[j].is_ascii_digit() {
+                        j += 1;
+                    }
+                }
+                let s = &text[i..j];
+                if s == "." {
+                    return None;
+                }
+                (Tok::Num(s.parse().ok()?), j - i)
+            }
+            c if c.is_ascii_alphabetic() || c == b'_' => {
+                let ncname_end = |mut j: usize| {
+                    while j < b.len() && (b[j].is_ascii_alphanumeric() || b"_-.".contains(&b[j])) {
+                        j += 1;
+                    }
+                    j
+                };
+                let mut j = ncname_end(i);
+                if j + 1 < b.len()
+                    && b[j] == b':'
+                    && (b[j + 1].is_ascii_alphabetic() || b[j + 1] == b'_')
+                {
+                    j = ncname_end(j + 1);
+                }
+                (Tok::Name(text[i..j].to_owned()), j - i)
+            }
+            _ => return None,
+        };
+        out.push(tok);
+        i += len;
+    }
+    Some(out)
+}
+
+struct Parser<'a> {
+    toks: Vec<Tok>,
+    at: usize,
+    ns: &'a [(String, String)],
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.at)
+    }
+    fn peek2(&self) -> Option<&Tok> {
+        self.toks.get(self.at + 1)
+    }
+    fn next(&mut self) -> Option<Tok> {
+        let t = self.toks.get(self.at).cloned();
+        self.at += 1;
+        t
+    }
+    fn eat(&mut self, t: &Tok) -> Option<()> {
+        (self.next()? == *t).then_some(())
+    }
+    fn done(&self) -> bool {
+        self.at >= self.toks.len()
+    }
+
+    /// A QName resolved through the expression's prefixes (unprefixed: no namespace, as in XPath 1.0).
+    fn qname(&self, name: &str) -> Option<(Option<String>, String)> {
+        match name.split_once(':') {
+            None => Some((None, name.to_owned())),
+            Some((prefix, local)) => {
+                let mut uris = self.ns.iter().filter(|(p, _)| p == prefix).map(|(_, u)| u);
+                let uri = uris.next()?;
+                if uri.is_empty() || uris.any(|u| u != uri) {
+                    return None;
+                }
+                Some((Some(uri.clone()), local.to_owned()))
+            }
+        }
+    }
+
+    fn name_test(&mut self) -> Option<NameTest> {
+        match self.next()? {
+            Tok::Star => Some(NameTest::Any),
+            Tok::Name(n) if self.peek() != Some(&Tok::LParen) => {
+                let (ns, local) = self.qname(&n)?;
+                Some(NameTest::Name { ns, local })
+            }
+            _ => None,
+        }
+    }
+
+    fn literal(&mut self) -> Option<String> {
+        match self.next()? {
+            Tok::Lit(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn pred(&mut self) -> Option<Pred> {
+        self.eat(&Tok::LBrack)?;
+        let p = match self.peek()? {
+            Tok::Num(n) => {
+                let n = *n;
+                self.next();
+                if n < 1.0 || n.fract() != 0.0 || n > f64::from(u32::MAX) {
+                    return None;
+                }
+                Pred::Pos(n as u32)
+            }
+            Tok::At => {
+                self.next();
+                let NameTest::Name { ns, local } = self.name_test()? else {
+                    return None;
+                };
+                self.eat(&Tok::Cmp(Cmp::Eq))?;
+                let value = self.literal()?;
+                Pred::Attr { ns, local, value }
+            }
+            _ => {
+                let test = self.name_test()?;
+                self.eat(&Tok::Cmp(Cmp::Eq))?;
+                let value = self.literal()?;
+                Pred::Child { test, value }
+            }
+        };
+        self.eat(&Tok::RBrack)?;
+        Some(p)
+    }
+
+    fn path(&mut self) -> Option<Path> {
+        let descendant = match self.next()? {
+            Tok::Slash => false,
+            Tok::DSlash => true,
+            _ => return None,
+        };
+        let mut steps: Vec<Step> = Vec::new();
+        let mut slots = 0;
+        let tail = loop {
+            match (self.peek()?, self.peek2()) {
+                (Tok::At, _) => {
+                    self.next();
+                    break Tail::Attr(self.name_test()?);
+                }
+                (Tok::Name(n), Some(Tok::LParen)) if n == "text" => {
+                    self.next();
+                    self.next();
+                    self.eat(&Tok::RParen)?;
+                    break Tail::Text;
+                }
+                _ => {}
+            }
+            let test = self.name_test()?;
+            let mut preds = Vec::new();
+            while self.peek() == Some(&Tok::LBrack) {
+                preds.push(self.pred()?);
+            }
+            // A position counts siblings that passed the predicates before it: those must be known when
+            // the element starts, so no `[n]` after a `[child='x']`.
+            let mut seen_child = false;
+            for p in &preds {
+                match p {
+                    Pred::Child { .. } => seen_child = true,
+                    Pred::Pos(_) if seen_child => return None,
+                    _ => {}
+                }
+            }
+            if preds.len() > MAX_PREDS {
+                return None;
+            }
+            let slot = slots;
+            slots += preds.iter().filter(|p| matches!(p, Pred::Pos(_))).count();
+            steps.push(Step {
+                test,
+                preds,
+                slot,
+                soap_once: None,
+            });
+            if steps.len() > MAX_STEPS {
+                return None;
+            }
+            if self.peek() == Some(&Tok::Slash) {
+                self.next();
+            } else {
+                break Tail::Element;
+            }
+        };
+        if steps.is_empty() {
+            return None;
+        }
+        if !descendant && steps.len() >= 2 {
+            if let (
+                NameTest::Name {
+                    ns: Some(env),
+                    local: e,
+                },
+                NameTest::Name {
+                    ns: Some(ns),
+                    local,
+                },
+            ) = (&steps[0].test, &steps[1].test)
+            {
+                if (env == SOAP11_ENV || env == SOAP12_ENV) && e == "Envelope" && ns == env {
+                    steps[1].soap_once = match local.as_str() {
+                        "Header" => Some(SoapPart::Header),
+                        "Body" => Some(SoapPart::Body),
+                        _ => None,
+                    };
+                }
+            }
+        }
+        Some(Path {
+            descendant,
+            steps,
+            tail,
+            slots,
+        })
+    }
+}
+
+impl StreamPath {
+    /// Compiles `text` if it is in the streaming subset; `ns` are the (prefix, uri) declarations in scope
+    /// (an unprefixed name means no namespace, as in XPath 1.0). `None`: evaluate with libxml2.
+    pub fn compile(text: &str, ns: &[(String, String)]) -> Option<StreamPath> {
+        let mut p = Parser {
+            toks: tokens(text)?,
+            at: 0,
+            ns,
+        };
+        let form;
+        let path;
+        match (p.peek()?, p.peek2()) {
+            (Tok::Name(f), Some(Tok::LParen)) => {
+                let f = f.clone();
+                p.next();
+                p.next();
+                path = p.path()?;
+                p.eat(&Tok::RParen)?;
+                form = match f.as_str() {
+                    "boolean" => Form::Boolean { negate: false },
+                    "not" => Form::Boolean { negate: true },
+                    "string" => Form::StringOf,
+                    "normalize-space" => Form::NormalizeSpace,
+                    "count" => {
+                        if path.tail == Tail::Text {
+                            // Counting text nodes depends on how libxml2 splits them; not worth the risk.
+                            return None;
+                        }
+                        if p.done() {
+                            Form::Count(None)
+                        } else {
+                            let Tok::Cmp(op) = p.next()? else {
+                                return None;
+                            };
+                            let Tok::Num(n) = p.next()? else {
+                                return None;
+                            };
+                            Form::Count(Some((op, n)))
+                        }
+                    }
+                    _ => return None,
+                };
+            }
+            (Tok::Lit(_), _) => {
+                let value = p.literal()?;
+                let ne = match p.next()? {
+                    Tok::Cmp(Cmp::Eq) => false,
+                    Tok::Cmp(Cmp::Ne) => true,
+                    _ => return None,
+                };
+                path = p.path()?;
+                form = Form::Compare { value, ne };
+            }
+            _ => {
+                path = p.path()?;
+                form = match p.peek() {
+                    None => Form::Nodes,
+                    Some(Tok::Cmp(c @ (Cmp::Eq | Cmp::Ne))) => {
+                        let ne = *c == Cmp::Ne;
+                        p.next();
+                        Form::Compare {
+                            value: p.literal()?,
+                            ne,
+                        }
+                    }
+                    Some(_) => return None,
+                };
+            }
+        }
+        if !p.done() {
+            return None;
+        }
+        Some(StreamPath { path, form })
+    }
+
+    /// The string value as [`crate::Expr::eval_string`] gives it, or `None` when libxml2 must decide.
+    pub fn eval_string(&self, xml: &[u8]) -> Option<String> {
+        match self.run(xml, Mode::String, false)? {
+            Out::Str(s) => Some(s),
+            Out::Bool(b) => Some(if b { "true" } else { "false" }.to_owned()),
+        }
+    }
+
+    /// The boolean value as [`crate::Expr::eval_bool`] gives it, or `None` when libxml2 must decide.
+    pub fn eval_bool(&self, xml: &[u8]) -> Option<bool> {
+        match self.run(xml, Mode::Bool, false)? {
+            Out::Bool(b) => Some(b),
+            Out::Str(s) => Some(!s.is_empty()),
+        }
+    }
+
+    fn need_text(&self, mode: Mode) -> bool {
+        match self.form {
+            Form::Nodes => mode == Mode::String,
+            Form::Compare { .. } | Form::StringOf | Form::NormalizeSpace => true,
+            Form::Boolean { .. } | Form::Count(_) => false,
+        }
+    }
+
+    /// Evaluates; `exhaustive` reads the whole document even when the answer is known (tests use it to
+    /// check that stopping early never changes an answer).
+    fn run(&self, xml: &[u8], mode: Mode, exhaustive: bool) -> Option<Out> {
+        if xml.len() > MAX_BYTES {
+            return None;
+        }
+        let mut reader = NsReader::from_reader(xml);
+        {
+            let c = reader.config_mut();
+            c.expand_empty_elements = true;
+            c.check_comments = true;
+            c.check_end_names = true;
+            c.trim_text(false);
+        }
+        let mut run = Run {
+            p: self,
+            need_text: self.need_text(mode),
+            sink: Sink::default(),
+            mode,
+            frames: Vec::new(),
+            depth: 0,
+            captures: Vec::new(),
+            results: Vec::new(),
+            conds: Vec::new(),
+            next: 0,
+            root_seen: false,
+            scratch: String::new(),
+        };
+        let mut doc = Frame::default();
+        doc.reset(self.path.steps.len(), self.path.slots);
+        run.frames.push(doc);
+        let mut first = true;
+        loop {
+            let ev = reader.read_event().ok()?;
+            match ev {
+                Event::Decl(d) => {
+                    if !first || !xml_decl_ok(&d) {
+                        return None;
+                    }
+                }
+                Event::Start(e) => {
+                    run.start(&reader, &e)?;
+                    run.advance();
+                }
+                Event::End(_) => {
+                    run.end()?;
+                    run.advance();
+                }
+                Event::Text(t) => run.text(&t)?,
+                Event::GeneralRef(r) => {
+                    let c = resolve_ref(&r)?;
+                    if run.depth == 0 {
+                        return None;
+                    }
+                    let mut buf = [0u8; 4];
+                    run.chars(c.encode_utf8(&mut buf));
+                }
+                Event::CData(c) => {
+                    let s: &str = &c;
+                    if run.depth == 0 || !valid_chars(s) {
+                        return None;
+                    }
+                    run.cdata(s);
+                }
+                Event::Comment(c) => {
+                    let s: &str = &c;
+                    if !valid_chars(s) || s.ends_with('-') {
+                        return None;
+                    }
+                    run.end_text_run();
+                }
+                Event::Eof => break,
+                // Processing instructions and DTDs are rare in messages: libxml2 judges them.
+                Event::PI(_) | Event::DocType(_) | Event::Empty(_) => return None,
+            }
+            first = false;
+            // Once the root element has ended, the rest is read anyway: it is short, and libxml2 refuses
+            // anything but comments and white space there.
+            if !exhaustive && (run.sink.done || (run.depth > 0 && run.decided())) {
+                return Some(run.sink.finish(&self.form, mode));
+            }
+        }
+        if run.depth != 0 || !run.root_seen {
+            return None;
+        }
+        run.advance();
+        Some(run.sink.finish(&self.form, mode))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Evaluating
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    String,
+    Bool,
+}
+
+enum Out {
+    Str(String),
+    Bool(bool),
+}
+
+/// Receives the selected nodes' string values in document order and decides the answer.
+#[derive(Default)]
+struct Sink {
+    text: String,
+    first: Option<String>,
+    count: u64,
+    found: bool,
+    done: bool,
+}
+
+impl Sink {
+    fn feed(&mut self, form: &Form, mode: Mode, value: &str) {
+        self.count += 1;
+        match form {
+            Form::Nodes => {
+                if mode == Mode::String {
+                    self.text.push_str(value);
+                } else {
+                    self.found = true;
+                    self.done = true;
+                }
+            }
+            Form::Boolean { .. } => {
+                self.found = true;
+                self.done = true;
+            }
+            Form::Compare { value: lit, ne } => {
+                if (value == lit) != *ne {
+                    self.found = true;
+                    self.done = true;
+                }
+            }
+            Form::Count(None) => self.done = mode == Mode::Bool,
+            Form::Count(Some((op, n))) => {
+                // The count only grows: stop once more nodes cannot change the comparison.
+                let c = self.count as f64;
+                self.done = match op {
+                    Cmp::Gt | Cmp::Le | Cmp::Eq | Cmp::Ne => c > *n,
+                    Cmp::Ge | Cmp::Lt => c >= *n,
+                };
+            }
+            Form::StringOf | Form::NormalizeSpace => {
+                self.first = Some(value.to_owned());
+                self.done = true;
+            }
+        }
+    }
+
+    fn finish(self, form: &Form, mode: Mode) -> Out {
+        match form {
+            Form::Nodes if mode == Mode::String => Out::Str(self.text),
+            Form::Nodes => Out::Bool(self.found),
+            Form::Boolean { negate } => Out::Bool(self.found != *negate),
+            Form::Compare { .. } => Out::Bool(self.found),
+            Form::Count(Some((op, n))) => Out::Bool(op.holds(self.count as f64, *n)),
+            Form::Count(None) if mode == Mode::String => Out::Str(self.count.to_string()),
+            Form::Count(None) => Out::Bool(self.count != 0),
+            Form::StringOf => Out::Str(self.first.unwrap_or_default()),
+            Form::NormalizeSpace => {
+                let s = self.first.unwrap_or_default();
+                let words: Vec<&str> = s
+                    .split([' ', '\t', '\n', '\r'])
+                    .filter(|w| !w.is_empty())
+                    .collect();
+                Out::Str(words.join(" "))
+            }
+        }
+    }
+}
+
+/// One open element (index 0: the document node).
+#[derive(Default)]
+struct Frame {
+    /// Per step: `None` if this element does not match it, else the child-predicate conditions (indexes
+    /// into `Run::conds`) that must all turn out true for it to match.
+    m: Vec<Option<Vec<u32>>>,
+    /// Positional predicate counters for this element's children (`Step::slot`).
+    counters: Vec<u32>,
+    /// This element's own `[child='x']` conditions: (condition, step, predicate).
+    own: Vec<(u32, usize, usize)>,
+    /// The result index of the text node being read directly inside this element (`text()` paths).
+    text_run: Option<usize>,
+    /// The SOAP namespace, when this is a SOAP Envelope root element.
+    soap_env: Option<&'static str>,
+    seen_header: bool,
+    seen_body: bool,
+}
+
+impl Frame {
+    fn reset(&mut self, steps: usize, slots: usize) {
+        self.m.clear();
+        self.m.resize(steps, None);
+        self.counters.clear();
+        self.counters.resize(slots, 0);
+        self.own.clear();
+        self.text_run = None;
+        self.soap_env = None;
+        self.seen_header = false;
+        self.seen_body = false;
+    }
+}
+
+enum Target {
+    Result(usize),
+    /// The string value of a child for condition `.0`, compared with step `.1`'s predicate `.2`.
+    Check(u32, usize, usize),
+}
+
+/// An element whose string value is being collected.
+struct Capture {
+    depth: usize,
+    buf: String,
+    target: Target,
+}
+
+/// A selected node, in document order.
+struct Res {
+    text: String,
+    /// The string value is complete.
+    done: bool,
+    conds: Vec<u32>,
+}
+
+struct Run<'p> {
+    p: &'p StreamPath,
+    need_text: bool,
+    sink: Sink,
+    mode: Mode,
+    frames: Vec<Frame>,
+    depth: usize,
+    captures: Vec<Capture>,
+    results: Vec<Res>,
+    conds: Vec<Option<bool>>,
+    /// The first result not yet handed to the sink.
+    next: usize,
+    root_seen: bool,
+    scratch: String,
+}
+
+impl Run<'_> {
+    fn start(&mut self, reader: &NsReader<&[u8]>, e: &BytesStart<'_>) -> Option<()> {
+        let p: &StreamPath = self.p;
+        let path = &p.path;
+        let raw: &str = e.name().0;
+        if !is_qname(raw) || raw.starts_with("xmlns:") {
+            return None;
+        }
+        if self.depth == 0 && self.root_seen {
+            return None; // a second root element
+        }
+        let (res, local) = reader.resolver().resolve_element(e.name());
+        let ns = resolved(res)?;
+        let local: &str = local.into_inner();
+        let mut attrs: Vec<(Option<&str>, &str, Cow<'_, str>)> = Vec::new();
+        if !attributes_syntax_ok(e.attributes_raw()) {
+            return None;
+        }
+        for a in e.attributes() {
+            let a = a.ok()?;
+            let qkey = a.key;
+            let key: &str = qkey.0;
+            if !is_qname(key) {
+                return None;
+            }
+            if key == "xmlns" || key.starts_with("xmlns:") {
+                // quick-xml binds the raw value: keep to values that need no unescaping or normalising.
+                let v: &str = &a.value;
+                if v.contains(['&', '<', '\t', '\n', '\r'])
+                    || !valid_chars(v)
+                    || (key != "xmlns" && v.is_empty())
+                {
+                    return None;
+                }
+                continue;
+            }
+            let (r, l) = reader.resolver().resolve_attribute(qkey);
+            let ans = resolved(r)?;
+            let l: &str = l.into_inner();
+            let v = match a.value {
+                Cow::Borrowed(s) => attr_value(s)?,
+                Cow::Owned(s) => Cow::Owned(attr_value(&s)?.into_owned()),
+            };
+            if attrs.iter().any(|(n, al, _)| *n == ans && *al == l) {
+                return None;
+            }
+            attrs.push((ans, l, v));
+        }
+
+        self.end_text_run();
+        let d = self.depth + 1;
+        if d > MAX_DEPTH {
+            return None;
+        }
+        let n = path.steps.len();
+        if self.frames.len() <= d {
+            self.frames.push(Frame::default());
+        }
+        let (lower, upper) = self.frames.split_at_mut(d);
+        let parent = &mut lower[d - 1];
+        let f = &mut upper[0];
+        f.reset(n, path.slots);
+        for (i, step) in path.steps.iter().enumerate() {
+            let base = if i == 0 {
+                (path.descendant || d == 1).then(Vec::new)
+            } else {
+                parent.m.get(i - 1).cloned().flatten()
+            };
+            let Some(mut conds) = base else { continue };
+            if !step.test.matches(ns, local) {
+                continue;
+            }
+            if let (Some(part), Some(_)) = (step.soap_once, parent.soap_env) {
+                if (part == SoapPart::Header && parent.seen_header)
+                    || (part == SoapPart::Body && parent.seen_body)
+                {
+                    continue;
+                }
+            }
+            let mut ok = true;
+            let mut slot = step.slot;
+            for pred in &step.preds {
+                match pred {
+                    Pred::Pos(want) => {
+                        let c = &mut parent.counters[slot];
+                        *c = c.saturating_add(1);
+                        slot += 1;
+                        if *c != *want {
+                            ok = false;
+                            break;
+                        }
+                    }
+                    Pred::Attr {
+                        ns: pns,
+                        local: pl,
+                        value,
+                    } => {
+                        if !attrs
+                            .iter()
+                            .any(|(an, al, av)| *an == pns.as_deref() && al == pl && av == value)
+                        {
+                            ok = false;
+                            break;
+                        }
+                    }
+                    Pred::Child { .. } => {}
+                }
+            }
+            if !ok {
+                continue;
+            }
+            for (k, pred) in step.preds.iter().enumerate() {
+                if let Pred::Child { .. } = pred {
+                    let id = u32::try_from(self.conds.len()).ok()?;
+                    self.conds.push(None);
+                    f.own.push((id, i, k));
+                    conds.push(id);
+                }
+            }
+            f.m[i] = Some(conds);
+        }
+        if let Some(env) = parent.soap_env {
+            if ns == Some(env) {
+                match local {
+                    "Body" => {
+                        parent.seen_body = true;
+                        parent.seen_header = true;
+                    }
+                    "Header" => parent.seen_header = true,
+                    _ => {}
+                }
+            }
+        }
+        if d == 1 {
+            self.root_seen = true;
+            if local == "Envelope" {
+                f.soap_env = match ns {
+                    Some(SOAP11_ENV) => Some(SOAP11_ENV),
+                    Some(SOAP12_ENV) => Some(SOAP12_ENV),
+                    _ => None,
+                };
+            }
+        }
+        // Children compared by the parent's `[child='x']` predicates.
+        for &(cond, i, k) in &parent.own {
+            if self.conds[cond as usize].is_some() {
+                continue;
+            }
+            if let Pred::Child { test, .. } = &path.steps[i].preds[k] {
+                if test.matches(ns, local) {
+                    self.captures.push(Capture {
+                        depth: d,
+                        buf: String::new(),
+                        target: Target::Check(cond, i, k),
+                    });
+                }
+            }
+        }
+        if let Some(conds) = &f.m[n - 1] {
+            match &path.tail {
+                Tail::Element => {
+                    let idx = self.results.len();
+                    self.results.push(Res {
+                        text: String::new(),
+                        done: !self.need_text,
+                        conds: conds.clone(),
+                    });
+                    if self.need_text {
+                        self.captures.push(Capture {
+                            depth: d,
+                            buf: String::new(),
+                            target: Target::Result(idx),
+                        });
+                    }
+                }
+                Tail::Attr(test) => {
+                    for (an, al, av) in &attrs {
+                        if test.matches(*an, al) {
+                            self.results.push(Res {
+                                text: av.to_string(),
+                                done: true,
+                                conds: conds.clone(),
+                            });
+                        }
+                    }
+                }
+                Tail::Text => {}
+            }
+        }
+        self.depth = d;
+        Some(())
+    }
+
+    fn end(&mut self) -> Option<()> {
+        if self.depth == 0 {
+            return None;
+        }
+        self.end_text_run();
+        let d = self.depth;
+        while self.captures.last().is_some_and(|c| c.depth == d) {
+            let Some(c) = self.captures.pop() else { break };
+            match c.target {
+                Target::Result(i) => {
+                    self.results[i].text = c.buf;
+                    self.results[i].done = true;
+                }
+                Target::Check(cond, i, k) => {
+                    if let Pred::Child { value, .. } = &self.p.path.steps[i].preds[k] {
+                        if c.buf == *value {
+                            self.conds[cond as usize] = Some(true);
+                        }
+                    }
+                }
+            }
+        }
+        for &(cond, _, _) in &self.frames[d].own {
+            let c = &mut self.conds[cond as usize];
+            if c.is_none() {
+                *c = Some(false);
+            }
+        }
+        self.depth -= 1;
+        Some(())
+    }
+
+    /// Character data (already unescaped and normalised) directly inside the current element.
+    fn chars(&mut self, s: &str) {
+        if s.is_empty() {
+            return;
+        }
+        for c in &mut self.captures {
+            c.buf.push_str(s);
+        }
+        if self.p.path.tail != Tail::Text {
+            return;
+        }
+        let n = self.p.path.steps.len();
+        let f = &mut self.frames[self.depth];
+        let Some(conds) = f.m[n - 1].as_ref() else {
+            return;
+        };
+        match f.text_run {
+            Some(r) => {
+                if self.need_text {
+                    self.results[r].text.push_str(s);
+                }
+            }
+            None => {
+                let conds = conds.clone();
+                f.text_run = Some(self.results.len());
+                self.results.push(Res {
+                    text: if self.need_text {
+                        s.to_owned()
+                    } else {
+                        String::new()
+                    },
+                    done: false,
+                    conds,
+                });
+            }
+        }
+    }
+
+    fn text(&mut self, t: &str) -> Option<()> {
+        if !valid_chars(t) || (t.contains('>') && t.contains("]]>")) {
+            return None;
+        }
+        if self.depth == 0 {
+            return t
+                .bytes()
+                .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+                .then_some(());
+        }
+        if !t.contains('\r') {
+            self.chars(t);
+            return Some(());
+        }
+        let mut s = std::mem::take(&mut self.scratch);
+        s.clear();
+        normalize_eol(t, &mut s);
+        self.chars(&s);
+        self.scratch = s;
+        Some(())
+    }
+
+    /// A CDATA section: its own text node in libxml2 (never merged with the text around it).
+    fn cdata(&mut self, s: &str) {
+        self.end_text_run();
+        let mut norm = String::new();
+        let s = if s.contains('\r') {
+            normalize_eol(s, &mut norm);
+            norm.as_str()
+        } else {
+            s
+        };
+        for c in &mut self.captures {
+            c.buf.push_str(s);
+        }
+        if self.p.path.tail == Tail::Text {
+            let n = self.p.path.steps.len();
+            if let Some(conds) = &self.frames[self.depth].m[n - 1] {
+                self.results.push(Res {
+                    text: if self.need_text {
+                        s.to_owned()
+                    } else {
+                        String::new()
+                    },
+                    done: true,
+                    conds: conds.clone(),
+                });
+            }
+        }
+    }
+
+    fn end_text_run(&mut self) {
+        if let Some(r) = self.frames[self.depth].text_run.take() {
+            self.results[r].done = true;
+        }
+    }
+
+    /// Hands the results whose membership and string value are known, in document order, to the sink.
+    fn advance(&mut self) {
+        while self.next < self.results.len() && !self.sink.done {
+            let r = &mut self.results[self.next];
+            let mut state = Some(true);
+            for &c in &r.conds {
+                match self.conds[c as usize] {
+                    Some(false) => {
+                        state = Some(false);
+                        break;
+                    }
+                    None => state = None,
+                    Some(true) => {}
+                }
+            }
+            match state {
+                None => break,
+                Some(false) => {}
+                Some(true) => {
+                    if !r.done {
+                        break;
+                    }
+                    let text = std::mem::take(&mut r.text);
+                    self.sink.feed(&self.p.form, self.mode, &text);
+                }
+            }
+            self.next += 1;
+        }
+    }
+
+    /// Every result is known and no element still to come can be selected.
+    fn decided(&self) -> bool {
+        self.next == self.results.len() && !self.more_possible()
+    }
+
+    fn more_possible(&self) -> bool {
+        let path = &self.p.path;
+        if !self.root_seen {
+            return true;
+        }
+        if path.descendant {
+            return self.depth > 0;
+        }
+        let n = path.steps.len();
+        // Without `//`, an element at depth j can only match step j-1; the document node (j = 0) has had
+        // its one root element.
+        for j in 1..=self.depth {
+            let f = &self.frames[j];
+            if !matches!(f.m.get(j - 1), Some(Some(_))) {
+                continue;
+            }
+            if j < n && !exhausted(&path.steps[j], f) {
+                return true;
+            }
+            if j == n && path.tail == Tail::Text {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// No further child of `f` can match `step`: a positional predicate has had its n-th sibling, or the
+/// SOAP Header / Body has been seen.
+fn exhausted(step: &Step, f: &Frame) -> bool {
+    if let (Some(part), Some(_)) = (step.soap_once, f.soap_env) {
+        if (part == SoapPart::Header && f.seen_header) || (part == SoapPart::Body && f.seen_body) {
+            return true;
+        }
+    }
+    let mut slot = step.slot;
+    for p in &step.preds {
+        if let Pred::Pos(n) = p {
+            if f.counters[slot] >= *n {
+                return true;
+            }
+            slot += 1;
+        }
+    }
+    false
+}
+
+/// The XML declaration (`xml version="1.0" ...`, between `<?` and `?>`): version 1.0, UTF-8 if an
+/// encoding is named, in the order and syntax XML requires.
+fn xml_decl_ok(content: &str) -> bool {
+    let ws = |c: char| matches!(c, ' ' | '\t' | '\n' | '\r');
+    let Some(mut rest) = content.strip_prefix("xml") else {
+        return false;
+    };
+    let mut seen = 0;
+    loop {
+        let trimmed = rest.trim_start_matches(ws);
+        if trimmed.is_empty() {
+            return seen > 0;
+        }
+        if trimmed.len() == rest.len() {
+            return false; // no white space before a pseudo-attribute
+        }
+        let Some((name, after)) = trimmed.split_once('=') else {
+            return false;
+        };
+        let after = after.trim_start_matches(ws);
+        let Some(q) = after.chars().next().filter(|c| *c == '"' || *c == '\'') else {
+            return false;
+        };
+        let Some(end) = after[1..].find(q) else {
+            return false;
+        };
+        let value = &after[1..1 + end];
+        rest = &after[2 + end..];
+        let (order, ok) = match name.trim_end_matches(ws) {
+            "version" => (1, value == "1.0"),
+            "encoding" => (2, value.eq_ignore_ascii_case("utf-8")),
+            "standalone" => (3, value == "yes" || value == "no"),
+            _ => return false,
+        };
+        if !ok || order <= seen || (seen == 0 && order != 1) {
+            return false;
+        }
+        seen = order;
+    }
+}
+
+/// The attribute part of a start tag (after the name): `S name S? = S? quoted` repeated, then `S?`.
+/// quick-xml also accepts attributes that are not separated by white space; XML does not.
+fn attributes_syntax_ok(raw: &str) -> bool {
+    let b = raw.as_bytes();
+    let ws = |c: u8| matches!(c, b' ' | b'\t' | b'\n' | b'\r');
+    let mut i = 0;
+    loop {
+        let start = i;
+        while i < b.len() && ws(b[i]) {
+            i += 1;
+        }
+        if i == b.len() {
+            return true;
+        }
+        if i == start {
+            return false;
+        }
+        let name = i;
+        while i < b.len() && !ws(b[i]) && b[i] != b'=' {
+            i += 1;
+        }
+        if i == name {
+            return false;
+        }
+        while i < b.len() && ws(b[i]) {
+            i += 1;
+        }
+        if b.get(i) != Some(&b'=') {
+            return false;
+        }
+        i += 1;
+        while i < b.len() && ws(b[i]) {
+            i += 1;
+        }
+        let Some(&q) = b.get(i).filter(|q| **q == b'"' || **q == b'\'') else {
+            return false;
+        };
+        match b[i + 1..].iter().position(|&c| c == q) {
+            Some(end) => i += end + 2,
+            None => return false,
+        }
+    }
+}
+
+fn resolved(r: ResolveResult<'_>) -> Option<Option<&str>> {
+    match r {
+        ResolveResult::Bound(n) if !n.0.is_empty() => Some(Some(n.0)),
+        ResolveResult::Unbound => Some(None),
+        _ => None,
+    }
+}
+
+/// XML 1.0 `Char` (Rust strings hold no surrogates).
+fn valid_chars(s: &str) -> bool {
+    let mut high = false;
+    // Branch-free within a chunk, so that the scan vectorises.
+    for chunk in s.as_bytes().chunks(32) {
+        let (mut ctrl, mut h) = (false, false);
+        for &b in chunk {
+            ctrl |= b < 0x20 && b != b'\t' && b != b'\n' && b != b'\r';
+            h |= b >= 0x80;
+        }
+        if ctrl {
+            return false;
+        }
+        high |= h;
+    }
+    !high || !s.contains(['\u{FFFE}', '\u{FFFF}'])
+}
+
+fn is_xml_char(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r') || (c >= ' ' && c != '\u{FFFE}' && c != '\u{FFFF}')
+}
+
+/// CR LF and a lone CR become LF, as every XML parser reports line ends.
+fn normalize_eol(s: &str, out: &mut String) {
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\r' {
+            if chars.peek() == Some(&'\n') {
+                chars.next();
+            }
+            out.push('\n');
+        } else {
+            out.push(c);
+        }
+    }
+}
+
+/// A predefined entity or a character reference (the name between `&` and `;`).
+fn resolve_ref(name: &str) -> Option<char> {
+    let c = match name {
+        "lt" => '<',
+        "gt" => '>',
+        "amp" => '&',
+        "apos" => '\'',
+        "quot" => '"',
+        _ => {
+            let n = if let Some(h) = name.strip_prefix("#x") {
+                if h.is_empty() || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return None;
+                }
+                u32::from_str_radix(h, 16).ok()?
+            } else {
+                let d = name.strip_prefix('#')?;
+                if d.is_empty() || !d.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                d.parse().ok()?
+            };
+            char::from_u32(n)?
+        }
+    };
+    is_xml_char(c).then_some(c)
+}
+
+/// An attribute value as libxml2 reports it (no DTD, so every attribute is CDATA): line ends normalised,
+/// then tab, LF and CR become spaces; references are replaced afterwards, so `&#10;` stays a line feed.
+fn attr_value(raw: &str) -> Option<Cow<'_, str>> {
+    if raw.contains('<') || !valid_chars(raw) {
+        return None;
+    }
+    if !raw.contains(['&', '\t', '\n', '\r']) {
+        return Some(Cow::Borrowed(raw));
+    }
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw;
+    while let Some(i) = rest.find(['&', '\t', '\n', '\r']) {
+        out.push_str(&rest[..i]);
+        let c = rest.as_bytes()[i];
+        rest = &rest[i + 1..];
+        if c == b'&' {
+            let end = rest.find(';')?;
+            out.push(resolve_ref(&rest[..end])?);
+            rest = &rest[end + 1..];
+        } else {
+            if c == b'\r' && rest.starts_with('\n') {
+                rest = &rest[1..];
+            }
+            out.push(' ');
+        }
+    }
+    out.push_str(rest);
+    Some(Cow::Owned(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Env, Expr, ExprError, PropScope};
+
+    const M: &str = "http://services.samples/xsd";
+    const T: &str = "http://someuri";
+
+    fn ns() -> Vec<(String, String)> {
+        [
+            ("soapenv", SOAP11_ENV),
+            ("soap12", SOAP12_ENV),
+            ("m", M),
+            ("t", T),
+            // A default namespace in scope at the mediator: XPath 1.0 ignores it for unprefixed names.
+            ("", "urn:ignored-default"),
+        ]
+        .iter()
+        .map(|(p, u)| (p.to_string(), u.to_string()))
+        .collect()
+    }
+
+    /// The libxml2 answer through `Expr`, as Sluice computes it today.
+    struct Lib(sluice_xml::Document);
+    impl Env for Lib {
+        fn property(&self, _: PropScope, _: &str) -> Option<Cow<'_, str>> {
+            None
+        }
+        fn url_param(&self, _: &str) -> Option<Cow<'_, str>> {
+            None
+        }
+        fn document(&self) -> Result<&sluice_xml::Document, ExprError> {
+            Ok(&self.0)
+        }
+    }
+
+    /// Raw bytes only: `Expr` must answer by streaming (a fall back to libxml2 fails).
+    struct Raw<'a>(&'a [u8]);
+    impl Env for Raw<'_> {
+        fn property(&self, _: PropScope, _: &str) -> Option<Cow<'_, str>> {
+            None
+        }
+        fn url_param(&self, _: &str) -> Option<Cow<'_, str>> {
+            None
+        }
+        fn raw_xml(&self) -> Option<&[u8]> {
+            Some(self.0)
+        }
+    }
+
+    fn parse(xml: &[u8]) -> Option<sluice_xml::Document> {
+        sluice_xml::parse_untrusted(xml, &sluice_xml::Limits::default()).ok()
+    }
+
+    fn sp(text: &str) -> StreamPath {
+        StreamPath::compile(text, &ns()).unwrap_or_else(|| panic!("{text} should stream"))
+    }
+
+    const ENVELOPE: &str = r#"<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/">
+    <soapenv:Header>
+        <routing xmlns="http://someuri">xadmin;server1;community#1.0##</routing>
+    </soapenv:Header>
+    <soapenv:Body>
+        <m:buyStocks xmlns:m="http://services.samples/xsd">
+            <order><symbol>IBM</symbol><price>140.34</price></order>
+            <order><symbol>MSFT</symbol><price>23.56</price></order>
+        </m:buyStocks>
+    </soapenv:Body>
+</soapenv:Envelope>"#;
+
+    #[test]
+    fn the_subset_compiles_and_the_rest_is_refused() {
+        for ok in [
+            "/soapenv:Envelope/soapenv:Body/m:buyStocks/order[1]/symbol",
+            "/soapenv:Envelope/soapenv:Header/t:routing",
+            "//order[1]/symbol",
+            "//order [ 1 ] / symbol",
+            "//*",
+            "//order[symbol='IBM']/price",
+            "//order[@id=\"2\"][1]/text()",
+            "//order/@id",
+            "//order/@*",
+            "//symbol = 'IBM'",
+            "'IBM' = //symbol",
+            "//symbol != 'IBM'",
+            "boolean(//order)",
+            "not(//order)",
+            "count(//order)",
+            "count(//order) >= 2",
+            "string(//symbol)",
+            "normalize-space(//symbol)",
+        ] {
+            assert!(StreamPath::compile(ok, &ns()).is_some(), "{ok}");
+        }
+        for refused in [
+            "",
+            "order/symbol",
+            "/a//b",
+            "//",
+            "/",
+            "(//order)[1]",
+            "//order[last()]",
+            "//order[position()=1]",
+            "//order[0]",
+            "//order[1.5]",
+            "//order[symbol='IBM'][1]",
+            "//order[symbol]",
+            "//x:order",
+            "//m:*",
+            "//order/..",
+            "//order/node()",
+            "//order | //symbol",
+            "count(//order/text())",
+            "count(//order) + 1",
+            "//price > 10",
+            "//symbol = $v",
+            "concat(//a, 'b')",
+            "string(//a, 'b')",
+            "/soapenv:Envelope/child::soapenv:Body",
+            "//@id",
+            "//text()",
+            "//symbol = 'IBM' and //price",
+            "//\u{e9}l\u{e9}ment",
+        ] {
+            assert!(StreamPath::compile(refused, &ns()).is_none(), "{refused}");
+        }
+        // A prefix bound twice to different namespaces: libxml2 keeps the last; we do not guess.
+        let twice = vec![
+            ("p".to_owned(), "urn:a".to_owned()),
+            ("p".to_owned(), "urn:b".to_owned()),
+        ];
+        assert!(StreamPath::compile("//p:a", &twice).is_none());
+    }
+
+    #[test]
+    fn answers_like_libxml2_on_the_envelope() {
+        let lib = Lib(parse(ENVELOPE.as_bytes()).unwrap());
+        for text in [
+            "/soapenv:Envelope/soapenv:Body/m:buyStocks/order[1]/symbol",
+            "/soapenv:Envelope/soapenv:Header/t:routing",
+            "//order[1]/symbol",
+            "//symbol",
+            "//order[symbol='MSFT']/price",
+            "count(//order) = 2",
+            "//nothing",
+            "/soapenv:Envelope/soapenv:Body",
+            "normalize-space(/soapenv:Envelope/soapenv:Header)",
+        ] {
+            let e = Expr::compile(text, &ns()).unwrap();
+            assert!(e.streams(), "{text}");
+            let raw = Raw(ENVELOPE.as_bytes());
+            assert_eq!(
+                e.eval_string(&raw).unwrap(),
+                e.eval_string(&lib).unwrap(),
+                "{text}"
+            );
+            assert_eq!(
+                e.eval_bool(&raw).unwrap(),
+                e.eval_bool(&lib).unwrap(),
+                "{text}"
+            );
+        }
+        let routing = sp("/soapenv:Envelope/soapenv:Header/t:routing");
+        assert_eq!(
+            routing.eval_string(ENVELOPE.as_bytes()).unwrap(),
+            "xadmin;server1;community#1.0##"
+        );
+    }
+
+    #[test]
+    fn stops_reading_once_the_answer_is_known() {
+        let garbage_body = ENVELOPE.replace("<m:buyStocks", "<m:buyStocks <<& ]]> \u{1}");
+        assert!(parse(garbage_body.as_bytes()).is_none());
+        let b = garbage_body.as_bytes();
+        // The Header is complete when the Body starts.
+        assert_eq!(
+            sp("/soapenv:Envelope/soapenv:Header/t:routing")
+                .eval_string(b)
+                .unwrap(),
+            "xadmin;server1;community#1.0##"
+        );
+        assert_eq!(
+            sp("boolean(/soapenv:Envelope/soapenv:Header/t:routing)").eval_bool(b),
+            Some(true)
+        );
+        assert_eq!(
+            sp("/soapenv:Envelope/soapenv:Header/t:other").eval_bool(b),
+            Some(false)
+        );
+        // The Body is needed: malformed before the answer, so libxml2 decides (and faults).
+        assert_eq!(sp("//order[1]/symbol").eval_string(b), None);
+
+        // Garbage after the first order: a boolean stops at the first match, a positional path when the
+        // first order ends; every symbol is needed for the joined string.
+        let late = ENVELOPE.replace("<order><symbol>MSFT", "<order <& ]]><symbol>MSFT");
+        let l = late.as_bytes();
+        assert!(parse(l).is_none());
+        assert_eq!(sp("//symbol").eval_bool(l), Some(true));
+        assert_eq!(sp("//symbol = 'IBM'").eval_bool(l), Some(true));
+        assert_eq!(sp("count(//order) > 0").eval_bool(l), Some(true));
+        assert_eq!(
+            sp("/soapenv:Envelope/soapenv:Body/m:buyStocks[1]/order[1]/symbol")
+                .eval_string(l)
+                .as_deref(),
+            Some("IBM")
+        );
+        // Another buyStocks could follow in the Body, with its own first order.
+        assert_eq!(
+            sp("/soapenv:Envelope/soapenv:Body/m:buyStocks/order[1]/symbol").eval_string(l),
+            None
+        );
+        assert_eq!(
+            sp("string(//order/symbol)").eval_string(l).as_deref(),
+            Some("IBM")
+        );
+        assert_eq!(sp("//symbol").eval_string(l), None);
+        assert_eq!(sp("//symbol = 'MSFT'").eval_bool(l), None);
+        // `//order[1]` can match deeper down, so it reads on.
+        assert_eq!(sp("//order[1]/symbol").eval_string(l), None);
+    }
+
+    #[test]
+    fn unsafe_or_unusual_documents_fall_back() {
+        let p = sp("//a");
+        // Refused by libxml2: the caller's libxml2 parse produces the fault.
+        for doc in [
+            "<!DOCTYPE a [<!ENTITY e 'x'>]><a>&e;</a>",
+            "<a>&unknown;</a>",
+            "<a>&#0;</a>",
+            "<a>&#xD800;</a>",
+            "<a>&#x;</a>",
+            "<a>&#X41;</a>",
+            "<a>\u{1}</a>",
+            "<a>]]></a>",
+            "<a b='1' b='2'/>",
+            "<a b='<'/>",
+            "<a b='1'c='2'/>",
+            "<a b=1/>",
+            "< a/>",
+            "<a",
+            "<a></b>",
+            "",
+            "text",
+            "<a/><b/>",
+            "<a/>x",
+            " <?xml version=\"1.0\"?><a/>",
+            "<?xml version='1.0' encodin='UTF-8'?><a/>",
+            "<?xml encoding='UTF-8' version='1.0'?><a/>",
+            "<a><!-- x -- y --></a>",
+        ] {
+            assert!(parse(doc.as_bytes()).is_none(), "libxml2 accepts {doc:?}");
+            assert_eq!(p.eval_string(doc.as_bytes()), None, "{doc:?}");
+        }
+        // Accepted by libxml2, but left to it.
+        for doc in [
+            "<!DOCTYPE a><a/>",
+            "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><a/>",
+            "<?pi x?><a/>",
+            "<p:a/>",
+            "<a xmlns:p='urn:x' xmlns:q='urn:x' p:b='1' q:b='2'/>",
+        ] {
+            assert_eq!(p.eval_string(doc.as_bytes()), None, "{doc:?}");
+        }
+        let deep = format!("{}{}", "<a>".repeat(300), "</a>".repeat(300));
+        assert_eq!(p.eval_bool(deep.as_bytes()), Some(true), "decided at once");
+        assert_eq!(sp("//b").eval_bool(deep.as_bytes()), None, "too deep");
+        assert!(parse(deep.as_bytes()).is_none());
+    }
+
+    // -----------------------------------------------------------------------------------------------
+    // Differential testing against libxml2.
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+        fn chance(&mut self, percent: u64) -> bool {
+            self.next() % 100 < percent
+        }
+        fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+            xs[self.below(xs.len())]
+        }
+    }
+
+    const WS: &[&str] = &["", "", "\n", "\n    ", " ", "\r\n  ", "\t"];
+    /// Element content: escaped text, references, CDATA, comments splitting text nodes.
+    const VALUES: &[&str] = &[
+        "IBM",
+        "IBM",
+        "MSFT",
+        "SUN",
+        "A&amp;B",
+        "&lt;x&gt;",
+        "&#73;BM",
+        "<![CDATA[IBM]]>",
+        "I<!--c-->BM",
+        "  IBM  ",
+        "",
+        "x\r\ny",
+        "<![CDATA[]]>",
+        "&#x20;",
+        "IB<![CDATA[M]]>",
+        "1.5",
+        "xadmin;server1",
+    ];
+    const LITERALS: &[&str] = &[
+        "IBM", "MSFT", "SUN", "A&B", "<x>", "  IBM  ", "", "1.5", "x\ny",
+    ];
+
+    fn gen_order(r: &mut Rng, s: &mut String, depth: usize) {
+        let prefixed = r.chance(10);
+        let name = if prefixed { "m:order" } else { "order" };
+        s.push('<');
+        s.push_str(name);
+        if prefixed {
+            s.push_str(&format!(" xmlns:m=\"{M}\""));
+        }
+        if r.chance(40) {
+            s.push_str(&format!(" id=\"{}\"", 1 + r.below(3)));
+        }
+        if r.chance(20) {
+            s.push_str(" type='x'");
+        }
+        if r.chance(10) {
+            s.push_str(" note=\"a&#10;b\r\nc\td&amp;\"");
+        }
+        if r.chance(10) {
+            s.push_str("/>");
+            return;
+        }
+        s.push('>');
+        for _ in 0..r.below(5) {
+            s.push_str(r.pick(WS));
+            match r.below(7) {
+                0 | 1 => s.push_str(&format!("<symbol>{}</symbol>", r.pick(VALUES))),
+                2 => s.push_str(&format!("<price>{}</price>", r.pick(VALUES))),
+                3 => s.push_str("<volume/>"),
+                4 if depth < 3 => gen_order(r, s, depth + 1),
+                5 => s.push_str("<!-- note -->"),
+                _ => s.push_str(r.pick(VALUES)),
+            }
+        }
+        s.push_str(r.pick(WS));
+        s.push_str(&format!("</{name}>"));
+    }
+
+    fn gen_payload(r: &mut Rng, s: &mut String) {
+        let (open, close) = match r.below(4) {
+            0 => (format!("<m:buyStocks xmlns:m=\"{M}\">"), "</m:buyStocks>"),
+            1 => (format!("<buyStocks xmlns=\"{M}\">"), "</buyStocks>"),
+            2 => ("<buyStocks xmlns=\"\">".to_owned(), "</buyStocks>"),
+            _ => ("<buyStocks>".to_owned(), "</buyStocks>"),
+        };
+        s.push_str(&open);
+        for _ in 0..r.below(5) {
+            s.push_str(r.pick(WS));
+            gen_order(r, s, 0);
+        }
+        s.push_str(r.pick(WS));
+        s.push_str(close);
+    }
+
+    fn gen_doc(r: &mut Rng) -> String {
+        let mut s = String::new();
+        if r.chance(20) {
+            s.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+        }
+        if r.chance(10) {
+            s.push_str("<!-- before -->\n");
+        }
+        let soap = r.below(3);
+        if soap == 0 {
+            gen_payload(r, &mut s);
+        } else {
+            let uri = if soap == 1 { SOAP11_ENV } else { SOAP12_ENV };
+            let (p, decl) = match r.below(3) {
+                0 => ("soapenv:", format!(" xmlns:soapenv=\"{uri}\"")),
+                1 => ("s:", format!(" xmlns:s='{uri}'")),
+                _ => ("", format!(" xmlns=\"{uri}\"")),
+            };
+            s.push_str(&format!("<{p}Envelope{decl}>"));
+            s.push_str(r.pick(WS));
+            if r.chance(70) {
+                s.push_str(&format!("<{p}Header>"));
+                for _ in 0..r.below(3) {
+                    s.push_str(r.pick(WS));
+                    match r.below(4) {
+                        0 => s.push_str(&format!(
+                            "<routing xmlns=\"{T}\">{}</routing>",
+                            r.pick(VALUES)
+                        )),
+                        1 => s.push_str(&format!(
+                            "<t:routing xmlns:t=\"{T}\">{}</t:routing>",
+                            r.pick(VALUES)
+                        )),
+                        2 => s.push_str("<h:id xmlns:h='urn:h'>7</h:id>"),
+                        _ => s.push_str("<routing>plain</routing>"),
+                    }
+                }
+                s.push_str(r.pick(WS));
+                s.push_str(&format!("</{p}Header>"));
+                s.push_str(r.pick(WS));
+            }
+            s.push_str(&format!("<{p}Body>"));
+            s.push_str(r.pick(WS));
+            if r.chance(90) {
+                gen_payload(r, &mut s);
+            }
+            s.push_str(r.pick(WS));
+            s.push_str(&format!("</{p}Body>"));
+            s.push_str(r.pick(WS));
+            s.push_str(&format!("</{p}Envelope>"));
+        }
+        if r.chance(10) {
+            s.push_str("\n<!-- after -->\n");
+        }
+        s
+    }
+
+    const LEVELS: &[&[&str]] = &[
+        &[
+            "soapenv:Envelope",
+            "soapenv:Envelope",
+            "soap12:Envelope",
+            "*",
+            "Envelope",
+        ],
+        &[
+            "soapenv:Body",
+            "soapenv:Header",
+            "soap12:Body",
+            "soap12:Header",
+            "*",
+        ],
+        &["m:buyStocks", "buyStocks", "t:routing", "routing", "*"],
+        &["order", "order", "m:order", "*"],
+        &["symbol", "price", "order", "*"],
+        &["symbol", "price", "*"],
+        &["symbol", "*"],
+    ];
+    const PREDS: &[&str] = &[
+        "[1]",
+        "[2]",
+        "[3]",
+        "[symbol='IBM']",
+        "[symbol='NOPE']",
+        "[@id='1']",
+        "[@id='2']",
+        "[@type='x']",
+        "[1][@id='1']",
+        "[@id='1'][1]",
+        "[price='1.5']",
+        "[symbol='IBM'][@id='1']",
+        "[*='IBM']",
+    ];
+
+    fn gen_path(r: &mut Rng) -> String {
+        let mut s = String::new();
+        let (start, len) = match r.below(4) {
+            0 => (0, 1 + r.below(6)),
+            1 => (2, 1 + r.below(4)),
+            _ => {
+                s.push('/');
+                (1 + r.below(5), 1 + r.below(3))
+            }
+        };
+        for level in LEVELS.iter().skip(start).take(len) {
+            s.push('/');
+            if r.chance(5) {
+                s.push_str(r.pick(&["symbol", "order", "*", "routing"]));
+            } else {
+                s.push_str(r.pick(level));
+            }
+            if r.chance(30) {
+                s.push_str(r.pick(PREDS));
+            }
+        }
+        match r.below(20) {
+            0..=2 => s.push_str("/text()"),
+            3 => s.push_str("/@id"),
+            4 => s.push_str("/@*"),
+            _ => {}
+        }
+        s
+    }
+
+    fn gen_expr(r: &mut Rng) -> String {
+        let p = gen_path(r);
+        let lit = r.pick(LITERALS);
+        match r.below(14) {
+            0..=3 => p,
+            4 => format!("{p} = '{lit}'"),
+            5 => format!("{p} != \"{lit}\""),
+            6 => format!("'{lit}' = {p}"),
+            7 => format!("boolean({p})"),
+            8 => format!("not({p})"),
+            9 => format!("count({p})"),
+            10 => format!(
+                "count({p}) {} {}",
+                r.pick(&["=", "!=", "<", "<=", ">", ">="]),
+                r.below(4)
+            ),
+            11 => format!("string({p})"),
+            12 => format!("normalize-space({p})"),
+            _ => format!("{p}[last()]"),
+        }
+    }
+
+    /// Compares the streaming answer with libxml2's through `Expr` (when streaming decides), and the
+    /// early-stopping answer with the read-everything one. Returns whether streaming decided.
+    fn check(doc: &[u8], lib: &Lib, text: &str, s: &StreamPath) -> bool {
+        let e = Expr::compile(text, &ns()).unwrap_or_else(|err| panic!("{text}: {err}"));
+        let mut decided = true;
+        let want = e.eval_string(lib).unwrap();
+        match s.eval_string(doc) {
+            Some(got) => assert_eq!(got, want, "eval_string {text}\n{}", show(doc)),
+            None => decided = false,
+        }
+        let want = e.eval_bool(lib).unwrap();
+        match s.eval_bool(doc) {
+            Some(got) => assert_eq!(got, want, "eval_bool {text}\n{}", show(doc)),
+            None => decided = false,
+        }
+        for mode in [Mode::String, Mode::Bool] {
+            let full = s.run(doc, mode, true).map(|o| match o {
+                Out::Str(s) => s,
+                Out::Bool(b) => b.to_string(),
+            });
+            let early = s.run(doc, mode, false).map(|o| match o {
+                Out::Str(s) => s,
+                Out::Bool(b) => b.to_string(),
+            });
+            assert_eq!(early, full, "early stop changed {text}\n{}", show(doc));
+        }
+        decided
+    }
+
+    fn show(doc: &[u8]) -> String {
+        String::from_utf8_lossy(doc).into_owned()
+    }
+
+    #[test]
+    fn differential_against_libxml2() {
+        let mut r = Rng(0x9e37_79b9_7f4a_7c15);
+        let (mut pairs, mut compiled, mut decided, mut selected) = (0, 0, 0, 0);
+        for _ in 0..400 {
+            let doc = gen_doc(&mut r);
+            let lib = Lib(parse(doc.as_bytes()).unwrap_or_else(|| panic!("generated:\n{doc}")));
+            for _ in 0..12 {
+                let text = gen_expr(&mut r);
+                pairs += 1;
+                let Some(s) = StreamPath::compile(&text, &ns()) else {
+                    continue;
+                };
+                compiled += 1;
+                if check(doc.as_bytes(), &lib, &text, &s) {
+                    decided += 1;
+                }
+                if Expr::compile(&text, &ns())
+                    .unwrap()
+                    .eval_bool(&lib)
+                    .unwrap()
+                {
+                    selected += 1;
+                }
+            }
+        }
+        eprintln!("{pairs} pairs, {compiled} in the subset, {decided} decided by streaming, {selected} true");
+        assert!(pairs >= 4000);
+        assert!(
+            compiled * 100 >= pairs * 80,
+            "{compiled} of {pairs} compiled"
+        );
+        assert!(
+            decided == compiled,
+            "{decided} of {compiled} decided on well-formed documents"
+        );
+        assert!(
+            selected * 100 >= compiled * 15,
+            "too few expressions match anything"
+        );
+    }
+
+    #[test]
+    fn the_wso2_payload_shapes() {
+        let mut r = Rng(7);
+        let mut doc = String::from(ENVELOPE);
+        for _ in 0..3 {
+            let lib = Lib(parse(doc.as_bytes()).unwrap());
+            for text in [
+                "/soapenv:Envelope/soapenv:Body/m:buyStocks/order[1]/symbol",
+                "/soapenv:Envelope/soapenv:Header/t:routing",
+                "//order[1]/symbol",
+            ] {
+                assert!(check(doc.as_bytes(), &lib, text, &sp(text)), "{text}");
+            }
+            doc = gen_doc(&mut r);
+        }
+    }
+
+    /// Truncated and corrupted documents never panic; when libxml2 still accepts one, a streaming answer
+    /// must equal its answer, and when libxml2 refuses one, reading it to the end must refuse it too.
+    #[test]
+    fn mutated_documents_never_panic() {
+        let mut r = Rng(0x2545_f491_4f6c_dd1d);
+        let exprs: Vec<(String, StreamPath)> = [
+            "/soapenv:Envelope/soapenv:Body/m:buyStocks/order[1]/symbol",
+            "/soapenv:Envelope/soapenv:Header/t:routing",
+            "//order[1]/symbol",
+            "//order[symbol='IBM']/@id",
+            "//symbol/text()",
+            "count(//*) > 3",
+            "//*",
+        ]
+        .iter()
+        .map(|t| (t.to_string(), sp(t)))
+        .collect();
+        let junk: &[&[u8]] = &[
+            b"<",
+            b">",
+            b"&",
+            b"/",
+            b"'",
+            b"\"",
+            b"]]>",
+            b"<!--",
+            b"<![CDATA[",
+            b"\0",
+            b"\xff",
+            b"xmlns:q=''",
+            b"&#0;",
+            b"<?x?>",
+            b"<!DOCTYPE a>",
+            b"\r",
+            b"=",
+        ];
+        let (mut accepted, mut agreed, mut missed) = (0, 0, 0);
+        for i in 0..1500 {
+            let mut doc = if i % 3 == 0 {
+                ENVELOPE.as_bytes().to_vec()
+            } else {
+                gen_doc(&mut r).into_bytes()
+            };
+            for _ in 0..1 + r.below(3) {
+                if doc.is_empty() {
+                    break;
+                }
+                let at = r.below(doc.len());
+                match r.below(4) {
+                    0 => doc.truncate(at),
+                    1 => {
+                        doc.remove(at);
+                    }
+                    2 => doc[at] = r.next() as u8,
+                    _ => {
+                        let j = junk[r.below(junk.len())];
+                        doc.splice(at..at, j.iter().copied());
+                    }
+                }
+            }
+            let lib = parse(&doc).map(Lib);
+            for (text, s) in &exprs {
+                let got = s.eval_string(&doc);
+                let _ = s.eval_bool(&doc);
+                let full = s.run(&doc, Mode::String, true);
+                if lib.is_none() && full.is_some() {
+                    missed += 1;
+                    if std::env::var_os("SHOW_MISSED").is_some() {
+                        eprintln!("MISSED {text}: {:?}", show(&doc));
+                    }
+                }
+                if let Some(lib) = &lib {
+                    accepted += 1;
+                    if let Some(got) = got {
+                        let e = Expr::compile(text, &ns()).unwrap();
+                        assert_eq!(got, e.eval_string(lib).unwrap(), "{text}\n{}", show(&doc));
+                        agreed += 1;
+                    }
+                }
+            }
+        }
+        eprintln!("{accepted} (mutated document, expression) pairs libxml2 accepts, {agreed} streamed; {missed} read to the end although libxml2 rejects the document");
+        assert!(agreed * 100 >= accepted * 80, "{agreed} of {accepted}");
+        assert_eq!(
+            missed, 0,
+            "malformed documents that streaming read through (SHOW_MISSED=1)"
+        );
+    }
+}
