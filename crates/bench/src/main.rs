@@ -79,6 +79,9 @@ struct MatrixArgs {
     /// Skip the wrk comparison.
     #[arg(long)]
     no_wrk: bool,
+    /// Run cells with a back-end delay one target at a time (default: all targets at once).
+    #[arg(long)]
+    serial_delays: bool,
     /// Load generator threads (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
@@ -119,6 +122,10 @@ fn repo_root() -> PathBuf {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Hundreds of users, and as many echo connections, in this one process.
+    if let Err(e) = rlimit::increase_nofile_limit(u64::MAX) {
+        eprintln!("sluice-bench: cannot raise the open-file limit: {e}");
+    }
     let r = match cli.cmd {
         Cmd::Matrix(a) => run_matrix(a),
         Cmd::Load(a) => run_load(a),
@@ -187,6 +194,7 @@ fn run_matrix(a: MatrixArgs) -> Result<(), String> {
         spec.threads = v;
     }
     spec.wrk_compare &= !a.no_wrk;
+    spec.concurrent_delayed &= !a.serial_delays;
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let rep = matrix::run(&spec, &command).map_err(|e| e.to_string())?;
     let out = a.out.unwrap_or_else(|| {

@@ -50,6 +50,8 @@ pub struct MatrixSpec {
     pub assert_contains: Option<String>,
     /// Also run wrk and the load generator side by side against the echo direct.
     pub wrk_compare: bool,
+    /// Run the cells with a back-end delay for every target at once (they are latency-bound).
+    pub concurrent_delayed: bool,
     pub progress: bool,
 }
 
@@ -92,6 +94,8 @@ pub struct Report {
     pub versions: Vec<(String, String)>,
     pub payloads: Vec<(usize, String)>,
     pub skipped: Vec<String>,
+    /// Whether the delayed cells ran for every target at once.
+    pub concurrent_delayed: bool,
     pub rows: Vec<Row>,
     pub wrk: Vec<WrkRow>,
 }
@@ -122,6 +126,7 @@ impl MatrixSpec {
             echo_threads: cores,
             assert_contains: Some("buyStocks".into()),
             wrk_compare: !quick,
+            concurrent_delayed: true,
             progress: true,
         }
     }
@@ -175,6 +180,71 @@ impl Observer for ProcObserver {
         self.cpu1 = procfs::cpu_us(&self.pids);
         self.tick();
     }
+}
+
+/// One cell of the matrix: a target, a scenario, the load.
+struct Cell {
+    target: usize,
+    label: String,
+    scenario: String,
+    load: LoadSpec,
+    pids: Vec<u32>,
+}
+
+/// Runs one cell. Returns its row (CPU per request not yet filled) and the proxy's CPU microseconds over
+/// the measured window.
+fn measure(c: &Cell, size: usize, delay: u64) -> std::io::Result<(Row, u64)> {
+    let mut obs = ProcObserver {
+        pids: c.pids.clone(),
+        cpu0: 0,
+        cpu1: 0,
+        peak_kib: 0,
+    };
+    let r = load::run(&c.load, &mut obs)?;
+    let accounted = !obs.pids.is_empty();
+    Ok((
+        Row {
+            target: c.label.clone(),
+            scenario: c.scenario.clone(),
+            users: c.load.users,
+            size,
+            delay_ms: delay,
+            requests: r.ok,
+            error_pct: r.error_pct(),
+            throughput: r.throughput(),
+            latency: Summary::of(&r.latency_us),
+            peak_rss_mb: accounted.then(|| obs.peak_kib as f64 / 1024.0),
+            cpu_us_per_req: None,
+            errors: r.errors,
+        },
+        obs.cpu1.saturating_sub(obs.cpu0),
+    ))
+}
+
+/// Cells measured at once on the same process (Sluice's scenarios) share its CPU time: each gets the
+/// process's CPU over the window divided by all the requests the process served in it.
+fn shared_cpu(group: &[Cell], out: Vec<(Row, u64)>) -> Vec<(Row, u64)> {
+    let per_target = |t: usize| {
+        let mine: Vec<&(Row, u64)> = group
+            .iter()
+            .zip(&out)
+            .filter(|(c, _)| c.target == t)
+            .map(|(_, o)| o)
+            .collect();
+        let reqs: u64 = mine.iter().map(|(r, _)| r.requests).sum();
+        let cpu = mine.iter().map(|(_, c)| *c).sum::<u64>() / mine.len().max(1) as u64;
+        (reqs > 0).then(|| cpu as f64 / reqs as f64)
+    };
+    group
+        .iter()
+        .zip(out.iter().cloned())
+        .map(|(c, (mut row, cpu))| {
+            if !c.pids.is_empty() {
+                row.cpu_us_per_req = per_target(c.target);
+            }
+            (row, cpu)
+        })
+        .collect()
 }
 
 fn free_port() -> std::io::Result<u16> {
@@ -409,66 +479,92 @@ fn run_in(spec: &MatrixSpec, command: &str, dir: &Path) -> std::io::Result<Repor
         payloads.push((size, format!("{origin}, {} bytes", body.len())));
         for &delay in &spec.delays_ms {
             for &users in &spec.users {
-                for (ti, scenario) in &cells {
-                    n += 1;
-                    let t = &targets[*ti];
-                    let label = if t.key == "sluice" {
-                        format!("Sluice {scenario}")
-                    } else {
-                        t.label.clone()
-                    };
+                // With a back-end delay the cells are latency-bound (a few hundred requests a second, a
+                // few % of a core): they run concurrently, every target at once, unless told otherwise.
+                let concurrent = delay > 0 && spec.concurrent_delayed;
+                let group: Vec<Cell> = cells
+                    .iter()
+                    .map(|(ti, scenario)| {
+                        let t = &targets[*ti];
+                        Cell {
+                            target: *ti,
+                            label: if t.key == "sluice" {
+                                format!("Sluice {scenario}")
+                            } else {
+                                t.label.clone()
+                            },
+                            scenario: scenario.clone(),
+                            load: LoadSpec {
+                                addr: t.addr,
+                                path: if t.key == "sluice" {
+                                    format!("{}{scenario}", t.path_prefix)
+                                } else {
+                                    t.path_prefix.clone()
+                                },
+                                headers: request_headers(delay),
+                                body: body.clone().into_bytes(),
+                                users,
+                                warmup: spec.warmup,
+                                duration: spec.duration,
+                                timeout: Duration::from_secs(60) + Duration::from_millis(delay),
+                                assert_contains: spec.assert_contains.clone(),
+                                threads: spec.threads,
+                            },
+                            pids: t.pids(),
+                        }
+                    })
+                    .collect();
+                let size_l = payload::size_label(size);
+                let measured: Vec<(Row, u64)> = if concurrent {
+                    n += group.len();
                     if spec.progress {
                         eprint!(
-                            "[{n:>3}/{total}] {label}, {users} users, {}, delay {delay} ms ... ",
-                            payload::size_label(size)
+                            "[{n:>3}/{total}] all {} targets at once, {users} users, {size_l}, delay {delay} ms ... ",
+                            group.len()
                         );
                         let _ = std::io::stderr().flush();
                     }
-                    let path = if t.key == "sluice" {
-                        format!("{}{scenario}", t.path_prefix)
-                    } else {
-                        t.path_prefix.clone()
-                    };
-                    let load = LoadSpec {
-                        addr: t.addr,
-                        path,
-                        headers: request_headers(delay),
-                        body: body.clone().into_bytes(),
-                        users,
-                        warmup: spec.warmup,
-                        duration: spec.duration,
-                        timeout: Duration::from_secs(60) + Duration::from_millis(delay),
-                        assert_contains: spec.assert_contains.clone(),
-                        threads: spec.threads,
-                    };
-                    let mut obs = ProcObserver {
-                        pids: t.pids(),
-                        cpu0: 0,
-                        cpu1: 0,
-                        peak_kib: 0,
-                    };
-                    let r = load::run(&load, &mut obs)?;
-                    let accounted = !obs.pids.is_empty();
-                    let row = Row {
-                        target: label,
-                        scenario: scenario.clone(),
-                        users,
-                        size,
-                        delay_ms: delay,
-                        requests: r.ok,
-                        error_pct: r.error_pct(),
-                        throughput: r.throughput(),
-                        latency: Summary::of(&r.latency_us),
-                        peak_rss_mb: accounted.then(|| obs.peak_kib as f64 / 1024.0),
-                        cpu_us_per_req: (accounted && r.ok > 0)
-                            .then(|| (obs.cpu1 - obs.cpu0) as f64 / r.ok as f64),
-                        errors: r.errors,
-                    };
+                    let out: Vec<std::io::Result<(Row, u64)>> = std::thread::scope(|sc| {
+                        let hs: Vec<_> = group
+                            .iter()
+                            .map(|c| sc.spawn(move || measure(c, size, delay)))
+                            .collect();
+                        hs.into_iter()
+                            .map(|h| {
+                                h.join().unwrap_or_else(|_| {
+                                    Err(std::io::Error::other("a measuring thread panicked"))
+                                })
+                            })
+                            .collect()
+                    });
+                    let out = out.into_iter().collect::<std::io::Result<Vec<_>>>()?;
                     if spec.progress {
-                        eprintln!("{:.0} req/s, {:.2} % errors", row.throughput, row.error_pct);
+                        let worst = out.iter().map(|(r, _)| r.error_pct).fold(0.0, f64::max);
+                        eprintln!("done, worst error rate {worst:.2} %");
                     }
-                    rows.push(row);
-                }
+                    shared_cpu(&group, out)
+                } else {
+                    let mut out = Vec::new();
+                    for c in &group {
+                        n += 1;
+                        if spec.progress {
+                            eprint!(
+                                "[{n:>3}/{total}] {}, {users} users, {size_l}, delay {delay} ms ... ",
+                                c.label
+                            );
+                            let _ = std::io::stderr().flush();
+                        }
+                        let (mut row, cpu) = measure(c, size, delay)?;
+                        row.cpu_us_per_req = (!c.pids.is_empty() && row.requests > 0)
+                            .then(|| cpu as f64 / row.requests as f64);
+                        if spec.progress {
+                            eprintln!("{:.0} req/s, {:.2} % errors", row.throughput, row.error_pct);
+                        }
+                        out.push((row, cpu));
+                    }
+                    out
+                };
+                rows.extend(measured.into_iter().map(|(r, _)| r));
             }
         }
     }
@@ -502,6 +598,7 @@ fn run_in(spec: &MatrixSpec, command: &str, dir: &Path) -> std::io::Result<Repor
         versions,
         payloads,
         skipped,
+        concurrent_delayed: spec.concurrent_delayed,
         rows,
         wrk,
     })

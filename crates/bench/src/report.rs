@@ -125,6 +125,9 @@ pub fn markdown(rep: &Report, charts: &[String]) -> String {
         "Machine: {}. Each cell: {} s warm-up, then {} s measured (closed loop, one keep-alive connection per user, no think time). Load generator, echo back-end and the proxy under test share the machine.\n",
         rep.machine, rep.warmup_s, rep.duration_s
     );
+    if rep.concurrent_delayed && rep.rows.iter().any(|r| r.delay_ms > 0) {
+        s.push_str("Cells with a back-end delay are latency-bound (each user makes at most one request per delay), so they run for every target at the same time; Sluice's scenarios then share one process, and its CPU per request is the process's CPU time divided by all the requests it served in the window. `--serial-delays` runs them one by one.\n\n");
+    }
     let _ = writeln!(s, "Command:\n\n```\n{}\n```\n", rep.command);
     for (k, v) in &rep.versions {
         let _ = writeln!(s, "- {k}: {v}");
