@@ -468,6 +468,23 @@ impl FullRegex {
     }
 }
 
+/// A test environment: a parsed document and no properties (libxml2's answers through `Expr`).
+#[cfg(test)]
+pub(crate) struct WithDoc(pub(crate) sluice_xml::Document);
+
+#[cfg(test)]
+impl Env for WithDoc {
+    fn property(&self, _: PropScope, _: &str) -> Option<Cow<'_, str>> {
+        None
+    }
+    fn url_param(&self, _: &str) -> Option<Cow<'_, str>> {
+        None
+    }
+    fn document(&self) -> Result<&sluice_xml::Document, ExprError> {
+        Ok(&self.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -540,19 +557,6 @@ mod tests {
         assert_eq!(c("").unwrap_err().kind, ExprErrorKind::Invalid);
         // Without the document, an XPath cannot be evaluated: an error, never a silent empty string.
         assert!(c("//a").unwrap().eval_string(&env()).is_err());
-    }
-
-    struct WithDoc(sluice_xml::Document);
-    impl Env for WithDoc {
-        fn property(&self, _: PropScope, _: &str) -> Option<Cow<'_, str>> {
-            None
-        }
-        fn url_param(&self, _: &str) -> Option<Cow<'_, str>> {
-            None
-        }
-        fn document(&self) -> Result<&sluice_xml::Document, ExprError> {
-            Ok(&self.0)
-        }
     }
 
     #[test]

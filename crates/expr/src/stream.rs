@@ -1355,7 +1355,7 @@ fn attr_value(raw: &str) -> Option<Cow<'_, str>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Env, Expr, ExprError, PropScope};
+    use crate::{Env, Expr, PropScope};
 
     const M: &str = "http://services.samples/xsd";
     const T: &str = "http://someuri";
@@ -1375,18 +1375,7 @@ mod tests {
     }
 
     /// The libxml2 answer through `Expr`, as Sluice computes it today.
-    struct Lib(sluice_xml::Document);
-    impl Env for Lib {
-        fn property(&self, _: PropScope, _: &str) -> Option<Cow<'_, str>> {
-            None
-        }
-        fn url_param(&self, _: &str) -> Option<Cow<'_, str>> {
-            None
-        }
-        fn document(&self) -> Result<&sluice_xml::Document, ExprError> {
-            Ok(&self.0)
-        }
-    }
+    use crate::WithDoc as Lib;
 
     /// Raw bytes only: `Expr` must answer by streaming (a fall back to libxml2 fails).
     struct Raw<'a>(&'a [u8]);

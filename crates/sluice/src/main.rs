@@ -232,16 +232,8 @@ fn bind(host: &str, port: u16) -> std::io::Result<std::net::TcpListener> {
         .to_socket_addrs()?
         .next()
         .ok_or_else(|| std::io::Error::other(format!("{host} resolves to no address")))?;
-    let sock = socket2::Socket::new(
-        socket2::Domain::for_address(addr),
-        socket2::Type::STREAM,
-        None,
-    )?;
-    sock.set_reuse_address(true)?;
-    sock.bind(&addr.into())?;
-    sock.listen(4096)?;
-    sock.set_nonblocking(true)?;
-    Ok(sock.into())
+    // The same deep-backlog listener as the echo back-end's.
+    sluice_echo::bind(addr)
 }
 
 /// Serves on one single-threaded runtime per core, all accepting on the same socket. Each thread has
