@@ -1,0 +1,539 @@
+//! A strict XML tokenizer over quick-xml: it yields only what libxml2 (as Sluice parses, no DTD, no
+//! entity substitution) would build the same tree from, and `None` for everything else, so that the
+//! caller falls back to libxml2, which gives the real error.
+//!
+//! Text, references and CDATA sections are merged into one text token with line ends normalised;
+//! attribute values are normalised as a parser without a DTD does; namespace prefixes are resolved.
+
+use quick_xml::events::Event;
+use quick_xml::Reader;
+use std::borrow::Cow;
+
+pub(crate) const XML_NS: &str = "http://www.w3.org/XML/1998/namespace";
+const XMLNS_NS: &str = "http://www.w3.org/2000/xmlns/";
+/// Below libxml2's default nesting limit (256), with room for the caller's wrapping.
+pub(crate) const MAX_DEPTH: usize = 250;
+/// `sluice_xml::Limits::default().max_bytes`.
+pub(crate) const MAX_BYTES: usize = 64 * 1024 * 1024;
+
+/// An attribute of a start tag (namespace declarations are not attributes).
+#[derive(Debug, Clone)]
+pub(crate) struct Attr<'a> {
+    pub prefix: &'a str,
+    pub local: &'a str,
+    /// Namespace URI, "" for none.
+    pub uri: &'a str,
+    pub value: Cow<'a, str>,
+}
+
+/// A start tag.
+#[derive(Debug, Default)]
+pub(crate) struct Start<'a> {
+    pub prefix: &'a str,
+    pub local: &'a str,
+    /// Namespace URI, "" for none.
+    pub uri: &'a str,
+    /// Declarations on this element in document order: (prefix, "" for the default; URI, "" to undeclare).
+    pub decls: Vec<(&'a str, &'a str)>,
+    pub attrs: Vec<Attr<'a>>,
+}
+
+#[derive(Debug)]
+pub(crate) enum Tok<'a> {
+    Start(Start<'a>),
+    End,
+    /// Character data inside an element; `cdata` tells whether a CDATA section was part of it.
+    Text {
+        text: Cow<'a, str>,
+        cdata: bool,
+    },
+    Comment(Cow<'a, str>),
+    Eof,
+}
+
+pub(crate) struct Tokenizer<'a> {
+    src: &'a str,
+    reader: Reader<&'a [u8]>,
+    /// In-scope declarations (prefix, URI), innermost last.
+    ns: Vec<(&'a str, &'a str)>,
+    marks: Vec<usize>,
+    depth: usize,
+    root_seen: bool,
+    /// A structural event read while text was being gathered.
+    held: Option<Event<'a>>,
+    text: Option<Cow<'a, str>>,
+    cdata: bool,
+    /// Bindings a fragment inherits from its ancestors, declared on its root element.
+    inherited: Vec<(&'a str, &'a str)>,
+}
+
+/// Whether `s` holds only XML 1.0 characters and is valid for us (checked once over the whole input).
+pub(crate) fn chars_ok(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut bad = false;
+    for chunk in b.chunks(64) {
+        let mut c = false;
+        for &x in chunk {
+            c |= x < 0x20 && x != b'\t' && x != b'\n' && x != b'\r';
+        }
+        bad |= c;
+    }
+    // U+FFFE / U+FFFF are EF BF BE / EF BF BF.
+    !bad && !s.contains(['\u{FFFE}', '\u{FFFF}'])
+}
+
+pub(crate) fn is_ws(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+pub(crate) fn all_ws(s: &str) -> bool {
+    s.bytes().all(is_ws)
+}
+
+/// An ASCII NCName (non-ASCII names are left to libxml2).
+pub(crate) fn is_ncname(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && (b[0].is_ascii_alphabetic() || b[0] == b'_')
+        && b[1..]
+            .iter()
+            .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))
+}
+
+/// Splits a QName into (prefix or "", local).
+pub(crate) fn split_qname(s: &str) -> Option<(&str, &str)> {
+    match s.split_once(':') {
+        Some((p, l)) => (is_ncname(p) && is_ncname(l)).then_some((p, l)),
+        None => is_ncname(s).then_some(("", s)),
+    }
+}
+
+/// `s` as a slice of `src`, when it points into it (quick-xml borrows from the input for slice readers).
+fn rebase<'a>(src: &'a str, s: &str) -> Option<&'a str> {
+    let base = src.as_ptr() as usize;
+    let p = s.as_ptr() as usize;
+    if p < base || p + s.len() > base + src.len() {
+        return None;
+    }
+    src.get(p - base..p - base + s.len())
+}
+
+fn resolve_ref(name: &str) -> Option<char> {
+    let c = match name {
+        "lt" => '<',
+        "gt" => '>',
+        "amp" => '&',
+        "apos" => '\'',
+        "quot" => '"',
+        _ => {
+            let n = if let Some(h) = name.strip_prefix("#x") {
+                if h.is_empty() || h.len() > 6 || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return None;
+                }
+                u32::from_str_radix(h, 16).ok()?
+            } else {
+                let d = name.strip_prefix('#')?;
+                if d.is_empty() || d.len() > 7 || !d.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                d.parse().ok()?
+            };
+            char::from_u32(n)?
+        }
+    };
+    let ok = matches!(c, '\t' | '\n' | '\r') || (c >= ' ' && c != '\u{FFFE}' && c != '\u{FFFF}');
+    ok.then_some(c)
+}
+
+/// Line ends as every XML parser reports them.
+fn normalize_eol(s: &str) -> Cow<'_, str> {
+    if !s.contains('\r') {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut it = s.chars().peekable();
+    while let Some(c) = it.next() {
+        if c == '\r' {
+            if it.peek() == Some(&'\n') {
+                it.next();
+            }
+            out.push('\n');
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// An attribute value as parsed without a DTD: white space characters become spaces (CR LF as one),
+/// references are replaced afterwards.
+fn attr_value(raw: &str) -> Option<Cow<'_, str>> {
+    if raw.contains('<') {
+        return None;
+    }
+    if !raw.contains(['&', '\t', '\n', '\r']) {
+        return Some(Cow::Borrowed(raw));
+    }
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw;
+    while let Some(i) = rest.find(['&', '\t', '\n', '\r']) {
+        out.push_str(&rest[..i]);
+        let c = rest.as_bytes()[i];
+        rest = &rest[i + 1..];
+        if c == b'&' {
+            let end = rest.find(';')?;
+            out.push(resolve_ref(&rest[..end])?);
+            rest = &rest[end + 1..];
+        } else {
+            if c == b'\r' && rest.starts_with('\n') {
+                rest = &rest[1..];
+            }
+            out.push(' ');
+        }
+    }
+    out.push_str(rest);
+    Some(Cow::Owned(out))
+}
+
+/// Scans `name="value"` pairs, each preceded by white space; `None` on anything else.
+pub(crate) fn scan_attrs(mut s: &str, mut f: impl FnMut(&str, &str) -> Option<()>) -> Option<()> {
+    loop {
+        let t = s.trim_start_matches([' ', '\t', '\n', '\r']);
+        if t.is_empty() {
+            return Some(());
+        }
+        if t.len() == s.len() {
+            return None; // no white space before the attribute
+        }
+        let name_end = t.find(|c: char| c == '=' || (c as u32) < 0x80 && is_ws(c as u8))?;
+        let name = &t[..name_end];
+        let r = t[name_end..].trim_start_matches([' ', '\t', '\n', '\r']);
+        let r = r
+            .strip_prefix('=')?
+            .trim_start_matches([' ', '\t', '\n', '\r']);
+        let q = r.chars().next()?;
+        if q != '"' && q != '\'' {
+            return None;
+        }
+        let end = r[1..].find(q)?;
+        f(name, &r[1..1 + end])?;
+        s = &r[1 + end + 1..];
+    }
+}
+
+fn decl_ok(inner: &str) -> bool {
+    // `<?xml` VersionInfo EncodingDecl? SDDecl? S? `?>`, in that order.
+    let mut seen = 0;
+    scan_attrs(inner, |n, v| {
+        let rank = match n {
+            "version" if v == "1.0" => 1,
+            "encoding" if v.eq_ignore_ascii_case("UTF-8") => 2,
+            "standalone" if v == "yes" || v == "no" => 3,
+            _ => return None,
+        };
+        (rank > seen && (seen > 0 || rank == 1)).then(|| seen = rank)
+    })
+    .is_some()
+        && seen >= 1
+}
+
+impl<'a> Tokenizer<'a> {
+    /// `None` when the input is outside what we tokenize (size, encoding, characters, declaration).
+    pub(crate) fn new(input: &'a [u8], inherited: &[(&'a str, &'a str)]) -> Option<Tokenizer<'a>> {
+        if input.len() > MAX_BYTES {
+            return None;
+        }
+        let src = std::str::from_utf8(input).ok()?;
+        if src.starts_with('\u{FEFF}') || !chars_ok(src) {
+            return None;
+        }
+        let mut start = 0;
+        if let Some(rest) = src.strip_prefix("<?xml") {
+            if !rest.starts_with([' ', '\t', '\n', '\r']) {
+                return None; // a PI whose target starts with "xml"
+            }
+            let end = rest.find("?>")?;
+            if !decl_ok(&rest[..end]) {
+                return None;
+            }
+            start = 5 + end + 2;
+        }
+        let body = &src[start..];
+        let mut reader = Reader::from_reader(body.as_bytes());
+        {
+            let c = reader.config_mut();
+            c.expand_empty_elements = true;
+            c.check_comments = true;
+            c.check_end_names = true;
+            c.trim_text(false);
+        }
+        for (p, u) in inherited {
+            if !ns_decl_ok(p, u) {
+                return None;
+            }
+        }
+        Some(Tokenizer {
+            src: body,
+            reader,
+            ns: Vec::new(),
+            marks: Vec::new(),
+            depth: 0,
+            root_seen: false,
+            held: None,
+            text: None,
+            cdata: false,
+            inherited: inherited.to_vec(),
+        })
+    }
+
+    fn push_text(&mut self, s: Cow<'a, str>) {
+        match &mut self.text {
+            None => self.text = Some(s),
+            Some(t) => t.to_mut().push_str(&s),
+        }
+    }
+
+    fn lookup(&self, prefix: &str) -> Option<&'a str> {
+        if prefix == "xml" {
+            return Some(XML_NS);
+        }
+        for &(p, u) in self.ns.iter().rev() {
+            if p == prefix {
+                return Some(u);
+            }
+        }
+        if prefix.is_empty() {
+            Some("")
+        } else {
+            None
+        }
+    }
+
+    /// The next token; `None` when the input is not something we can handle exactly.
+    pub(crate) fn next_tok(&mut self) -> Option<Tok<'a>> {
+        loop {
+            let ev = match self.held.take() {
+                Some(e) => e,
+                None => self.reader.read_event().ok()?,
+            };
+            let texty = matches!(ev, Event::Text(_) | Event::GeneralRef(_) | Event::CData(_));
+            if !texty {
+                if let Some(t) = self.text.take() {
+                    self.held = Some(ev);
+                    let cdata = std::mem::replace(&mut self.cdata, false);
+                    return Some(Tok::Text { text: t, cdata });
+                }
+            }
+            match ev {
+                Event::Text(t) => {
+                    let s = rebase(self.src, &t)?;
+                    if s.contains('&') || s.contains("]]>") {
+                        return None;
+                    }
+                    if self.depth == 0 {
+                        if !all_ws(s) {
+                            return None;
+                        }
+                        continue;
+                    }
+                    self.push_text(normalize_eol(s));
+                }
+                Event::GeneralRef(r) => {
+                    if self.depth == 0 {
+                        return None;
+                    }
+                    let c = resolve_ref(&r.into_inner())?;
+                    self.push_text(Cow::Owned(c.to_string()));
+                }
+                Event::CData(c) => {
+                    if self.depth == 0 {
+                        return None;
+                    }
+                    let s = rebase(self.src, &c)?;
+                    if s.is_empty() {
+                        // libxslt keeps an empty CDATA node (it stops indentation): not reproduced.
+                        return None;
+                    }
+                    self.cdata = true;
+                    self.push_text(normalize_eol(s));
+                }
+                Event::Comment(c) => {
+                    let s = rebase(self.src, &c)?;
+                    if s.ends_with('-') {
+                        return None;
+                    }
+                    return Some(Tok::Comment(normalize_eol(s)));
+                }
+                Event::Start(e) => {
+                    let content = rebase(self.src, &e)?;
+                    let name_len = e.name().0.len();
+                    return self.start(content, name_len).map(Tok::Start);
+                }
+                Event::End(_) => {
+                    if self.depth == 0 {
+                        return None;
+                    }
+                    self.depth -= 1;
+                    let m = self.marks.pop()?;
+                    self.ns.truncate(m);
+                    return Some(Tok::End);
+                }
+                Event::Eof => {
+                    if self.depth != 0 || !self.root_seen {
+                        return None;
+                    }
+                    return Some(Tok::Eof);
+                }
+                Event::Empty(_) | Event::Decl(_) | Event::PI(_) | Event::DocType(_) => return None,
+            }
+        }
+    }
+
+    fn start(&mut self, content: &'a str, name_len: usize) -> Option<Start<'a>> {
+        if self.depth == 0 {
+            if self.root_seen {
+                return None;
+            }
+            self.root_seen = true;
+        }
+        if self.depth >= MAX_DEPTH {
+            return None;
+        }
+        let qname = content.get(..name_len)?;
+        let (prefix, local) = split_qname(qname)?;
+        if prefix == "xmlns" || prefix == "xml" {
+            return None;
+        }
+        let mut st = Start {
+            prefix,
+            local,
+            ..Start::default()
+        };
+        let mut raw_attrs: Vec<(&'a str, &'a str)> = Vec::new();
+        scan_attrs(&content[name_len..], |n, v| {
+            // Both borrow from `content`: rebase them to the input's lifetime.
+            let n = rebase(content, n)?;
+            let v = rebase(content, v)?;
+            if n == "xmlns" || n.starts_with("xmlns:") {
+                let p = n.strip_prefix("xmlns").unwrap_or("");
+                let p = p.strip_prefix(':').unwrap_or(p);
+                if (n != "xmlns" && !is_ncname(p)) || !ns_decl_ok(p, v) {
+                    return None;
+                }
+                if st.decls.iter().any(|(q, _)| *q == p) {
+                    return None;
+                }
+                st.decls.push((p, v));
+            } else {
+                raw_attrs.push((n, v));
+            }
+            Some(())
+        })?;
+        if self.depth == 0 {
+            for (p, u) in std::mem::take(&mut self.inherited) {
+                if !st.decls.iter().any(|(q, _)| *q == p) {
+                    st.decls.push((p, u));
+                }
+            }
+        }
+        self.marks.push(self.ns.len());
+        self.ns.extend(st.decls.iter().copied());
+        self.depth += 1;
+        st.uri = self.lookup(prefix)?;
+        for (n, v) in raw_attrs {
+            let (p, l) = split_qname(n)?;
+            let uri = if p.is_empty() { "" } else { self.lookup(p)? };
+            if p == "xmlns" {
+                return None;
+            }
+            let value = attr_value(v)?;
+            if st
+                .attrs
+                .iter()
+                .any(|a| a.local == l && (a.uri == uri && (!uri.is_empty() || a.prefix == p)))
+            {
+                return None;
+            }
+            st.attrs.push(Attr {
+                prefix: p,
+                local: l,
+                uri,
+                value,
+            });
+        }
+        Some(st)
+    }
+}
+
+/// A namespace declaration we reproduce exactly: libxml2 writes URIs unescaped, so keep to plain ones.
+fn ns_decl_ok(prefix: &str, uri: &str) -> bool {
+    if prefix == "xml" || prefix == "xmlns" || uri == XML_NS || uri == XMLNS_NS {
+        return false;
+    }
+    if !prefix.is_empty() && uri.is_empty() {
+        return false;
+    }
+    !uri.contains(['&', '<', '"', '\'', '\t', '\n', '\r'])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toks(s: &str) -> Option<Vec<String>> {
+        let mut t = Tokenizer::new(s.as_bytes(), &[])?;
+        let mut v = Vec::new();
+        loop {
+            match t.next_tok()? {
+                Tok::Eof => return Some(v),
+                Tok::Start(s) => v.push(format!(
+                    "<{}|{}|{:?}|{:?}",
+                    s.uri,
+                    s.local,
+                    s.decls,
+                    s.attrs
+                        .iter()
+                        .map(|a| (a.uri, a.local, a.value.to_string()))
+                        .collect::<Vec<_>>()
+                )),
+                Tok::End => v.push("/".into()),
+                Tok::Text { text, .. } => v.push(format!("t:{text}")),
+                Tok::Comment(c) => v.push(format!("c:{c}")),
+            }
+        }
+    }
+
+    #[test]
+    fn tokenizes_and_refuses() {
+        let v = toks("<?xml version='1.0' encoding='utf-8'?>\n<a xmlns='u' xmlns:p='v' p:x='1&#10;\r\n2&amp;'>a&lt;<![CDATA[<&]]>\r\nb<!--c--></a>").unwrap();
+        assert_eq!(
+            v[0],
+            "<u|a|[(\"\", \"u\"), (\"p\", \"v\")]|[(\"v\", \"x\", \"1\\n 2&\")]"
+        );
+        assert_eq!(v[1], "t:a<<&\nb");
+        assert_eq!(v[2], "c:c");
+        for bad in [
+            "<a>",
+            "<a></b>",
+            "<a/><b/>",
+            "x<a/>",
+            "<a>&foo;</a>",
+            "<a>]]></a>",
+            "<a b='1'b='2'/>",
+            "<a b='1' b='2'/>",
+            "<p:a/>",
+            "<a xmlns:p='u' xmlns:q='u' p:x='1' q:x='2'/>",
+            "<!DOCTYPE a><a/>",
+            "<?pi?><a/>",
+            "<a><!-- a - -></a>",
+            "<a>\u{1}</a>",
+            " <?xml version='1.0'?><a/>",
+            "<?xml version='1.1'?><a/>",
+            "<a x='<'/>",
+            "<a xmlns:p=''/>",
+            "<a>&#0;</a>",
+        ] {
+            assert!(toks(bad).is_none(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! What the fast path refuses (stylesheets outside the subset, inputs it cannot reproduce exactly),
+//! and malformed inputs never panicking.
+
+mod common;
+
+use common::{read, reference, show, Rng};
+use sluice_stx::{Fallback, StreamSheet};
+use sluice_xml::Stylesheet;
+
+const XSL: &str = "xmlns:xsl=\"http://www.w3.org/1999/XSL/Transform\"";
+const IDENTITY: &str = "<xsl:template match=\"@*|node()\"><xsl:copy><xsl:apply-templates select=\"@*|node()\"/></xsl:copy></xsl:template>";
+
+fn sheet(top: &str) -> String {
+    format!(
+        "<xsl:stylesheet {XSL} xmlns:m=\"urn:m\" version=\"1.0\">{IDENTITY}{top}</xsl:stylesheet>"
+    )
+}
+
+fn template(body: &str) -> String {
+    sheet(&format!(
+        "<xsl:template match=\"m:a\">{body}</xsl:template>"
+    ))
+}
+
+#[test]
+fn the_subset_compiles() {
+    for s in [
+        sheet(""),
+        template("<b><xsl:value-of select=\"c/m:d\"/></b>"),
+        template("<xsl:for-each select=\"c\"><x k=\"1\">t<xsl:text> </xsl:text></x></xsl:for-each>"),
+        template("<xsl:value-of select=\".\"/>"),
+        format!("<xsl:transform {XSL} version=\"2.0\"><xsl:output method=\"xml\" indent=\"yes\" omit-xml-declaration=\"yes\" encoding=\"UTF-8\"/><xsl:template match=\"a\"/></xsl:transform>"),
+    ] {
+        assert!(StreamSheet::compile(s.as_bytes()).is_some(), "{s}");
+    }
+}
+
+#[test]
+fn stylesheets_outside_the_subset_are_refused() {
+    let refused = [
+        template("<xsl:if test=\"c\">x</xsl:if>"),
+        template("<xsl:choose><xsl:when test=\"c\">x</xsl:when></xsl:choose>"),
+        sheet("<xsl:param name=\"p\"/>"),
+        sheet("<xsl:variable name=\"v\" select=\"1\"/>"),
+        template("<xsl:apply-templates select=\"c\"/>"),
+        template("<xsl:apply-templates/>"),
+        template("<xsl:copy-of select=\"c\"/>"),
+        template("<xsl:value-of select=\"c[1]\"/>"),
+        template("<xsl:value-of select=\"@k\"/>"),
+        template("<xsl:value-of select=\"//c\"/>"),
+        template("<xsl:value-of select=\"concat(c, 'x')\"/>"),
+        template("<xsl:value-of select=\"c\" disable-output-escaping=\"yes\"/>"),
+        template("<xsl:for-each select=\"c\"><xsl:sort select=\"d\"/></xsl:for-each>"),
+        template("<xsl:element name=\"x\"/>"),
+        template("<xsl:attribute name=\"x\">1</xsl:attribute>"),
+        template("<xsl:copy/>"),
+        template("<xsl:call-template name=\"t\"/>"),
+        template("<b k=\"{c}\"/>"),
+        template("<b xsl:use-attribute-sets=\"s\"/>"),
+        template("<b m:k=\"1\"/>"),
+        template("<xsl:comment>c</xsl:comment>"),
+        template("<![CDATA[x]]>"),
+        sheet("<xsl:key name=\"k\" match=\"a\" use=\"b\"/>"),
+        sheet("<xsl:strip-space elements=\"*\"/>"),
+        sheet("<xsl:include href=\"x.xsl\"/>"),
+        sheet("<xsl:template match=\"m:a\" mode=\"x\"/>"),
+        sheet("<xsl:template name=\"t\"/>"),
+        sheet("<xsl:template match=\"m:a\" priority=\"2\"/>"),
+        sheet("<xsl:template match=\"m:a\"/><xsl:template match=\"m:a\">x</xsl:template>"),
+        sheet("<xsl:template match=\"a/b\"/>"),
+        sheet("<xsl:template match=\"*\"/>"),
+        sheet("<xsl:template match=\"/\"/>"),
+        sheet("<xsl:template match=\"text()\"/>"),
+        sheet("<xsl:template match=\"q:a\"/>"),
+        sheet("<xsl:output method=\"html\"/>"),
+        sheet("<xsl:output method=\"text\"/>"),
+        sheet("<xsl:output encoding=\"ISO-8859-1\"/>"),
+        sheet("<xsl:output indent=\"maybe\"/>"),
+        sheet("<xsl:output cdata-section-elements=\"a\"/>"),
+        sheet("<xsl:output doctype-system=\"a.dtd\"/>"),
+        sheet("<xsl:output/><xsl:output/>"),
+        sheet("<other xmlns=\"urn:o\"/>"),
+        sheet(IDENTITY),
+        sheet("<xsl:template match=\"node()\"><xsl:copy><xsl:apply-templates/></xsl:copy></xsl:template>"),
+        format!("<xsl:stylesheet {XSL} version=\"1.0\" exclude-result-prefixes=\"m\" xmlns:m=\"urn:m\"/>"),
+        format!("<xsl:stylesheet {XSL} version=\"1.0\" extension-element-prefixes=\"m\" xmlns:m=\"urn:m\"/>"),
+        format!("<xsl:stylesheet {XSL}/>"),
+        format!("<a xsl:version=\"1.0\" {XSL}/>"),
+        format!("<xsl:stylesheet {XSL} version=\"1.0\">text</xsl:stylesheet>"),
+        format!("<!DOCTYPE x><xsl:stylesheet {XSL} version=\"1.0\"/>"),
+        "<not-xml".to_owned(),
+    ];
+    for s in &refused {
+        assert!(
+            StreamSheet::compile(s.as_bytes()).is_none(),
+            "compiled: {s}"
+        );
+    }
+}
+
+#[test]
+fn inputs_outside_what_we_reproduce_fall_back() {
+    let s = StreamSheet::compile(sheet("").as_bytes()).unwrap();
+    let html = StreamSheet::compile(
+        format!("<xsl:stylesheet {XSL} version=\"1.0\">{IDENTITY}</xsl:stylesheet>").as_bytes(),
+    )
+    .unwrap();
+    for input in [
+        "<!DOCTYPE a><a/>",
+        "<?pi x?><a/>",
+        "<a><?pi x?></a>",
+        "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><a/>",
+        "\u{FEFF}<a/>",
+        "<a>&ent;</a>",
+        "<é/>",
+        "<a xmlns:p=\"u&amp;v\"/>",
+        "<a><b/><![CDATA[]]><c/></a>",
+    ] {
+        let mut out = b"kept".to_vec();
+        assert_eq!(
+            s.transform(input.as_bytes(), &mut out),
+            Err(Fallback),
+            "{input}"
+        );
+        assert_eq!(out, b"kept", "output left as it was");
+    }
+    let mut out = Vec::new();
+    assert_eq!(html.transform(b"<HTML/>", &mut out), Err(Fallback));
+    assert!(html
+        .transform(b"<x:html xmlns:x='urn:x'/>", &mut out)
+        .is_ok());
+}
+
+#[test]
+fn mutated_inputs_never_panic_and_agree_with_libxslt() {
+    let sheets = [
+        sheet("<xsl:template match=\"m:buyStocks\"><m:b><xsl:for-each select=\"order\"><o xmlns=\"\"><xsl:value-of select=\"symbol\"/></o></xsl:for-each></m:b></xsl:template>").replace("urn:m", "http://services.samples/xsd"),
+        format!("<xsl:stylesheet {XSL} version=\"1.0\"><xsl:output indent=\"yes\"/><xsl:template match=\"x\"><y/></xsl:template></xsl:stylesheet>"),
+    ];
+    let bases = [
+        read("requests/current/1000B_buyStocks.xml"),
+        b"<?xml version='1.0'?><!--c--><r xmlns='urn:d' xmlns:p='urn:p' p:a='&lt;&#233;'>t&amp;<x>1</x><![CDATA[c]]><p:q/>\r\n</r>".to_vec(),
+    ];
+    const TOKENS: [&str; 22] = [
+        "<",
+        ">",
+        "&",
+        "&#0;",
+        "\"",
+        "'",
+        "]]>",
+        "<!--",
+        "-->",
+        "<?pi?>",
+        "<!DOCTYPE a>",
+        " xmlns:q='u'",
+        " q:z='1'",
+        "\u{0}",
+        "\r",
+        "&amp",
+        "</x>",
+        "<x>",
+        "\u{FEFF}",
+        " a='1'",
+        "&#xD800;",
+        "\u{e9}",
+    ];
+    let mut r = Rng::new(42);
+    let (mut runs, mut accepted) = (0, 0);
+    for text in &sheets {
+        let fast = StreamSheet::compile(text.as_bytes()).unwrap();
+        let slow = Stylesheet::compile(text.as_bytes(), None).unwrap();
+        for base in &bases {
+            for _ in 0..1500 {
+                let mut m = base.clone();
+                for _ in 0..1 + r.below(3) {
+                    let at = r.below(m.len() + 1);
+                    match r.below(4) {
+                        0 => {
+                            let end = (at + 1 + r.below(8)).min(m.len());
+                            m.drain(at.min(end)..end);
+                        }
+                        1 => m.truncate(at),
+                        2 => {
+                            let t = r.pick(&TOKENS);
+                            m.splice(at..at, t.bytes());
+                        }
+                        _ => {
+                            if at < m.len() {
+                                m[at] = m[at].wrapping_add(1 + r.below(3) as u8);
+                            }
+                        }
+                    }
+                }
+                runs += 1;
+                let mut out = Vec::new();
+                let got = fast.transform(&m, &mut out);
+                let want = reference(&slow, &m);
+                match (got, want) {
+                    (Ok(()), Some(w)) => {
+                        accepted += 1;
+                        assert_eq!(show(&out), show(&w), "input:\n{}", show(&m));
+                    }
+                    (Ok(()), None) => {
+                        panic!("libxslt fails, the fast path does not:\n{}", show(&m))
+                    }
+                    (Err(Fallback), _) => assert!(out.is_empty()),
+                }
+            }
+        }
+    }
+    eprintln!("{runs} mutated inputs, {accepted} accepted by the fast path");
+    assert!(accepted > 0);
+}
