@@ -274,6 +274,11 @@ fn xslt(x: &XsltPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error
         params.push((n.as_str(), eval_value(v, msg, doc)?));
     }
     let params: Vec<(&str, &str)> = params.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    if let Some(out) = xslt_streaming(x, msg, doc) {
+        msg.body = Body::Bytes(out.into());
+        msg.headers.remove(http::header::CONTENT_LENGTH);
+        return Ok(());
+    }
     let what = format!("xslt {}", x.key);
     let parsed = match doc.take() {
         Some(d) => d,
@@ -283,6 +288,7 @@ fn xslt(x: &XsltPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error
     if x.fast {
         let out = x
             .sheet
+            .xslt
             .transform_to_bytes(&d, &params)
             .map_err(|e| xml_error(&what, e))?;
         msg.body = Body::Bytes(out.into());
@@ -313,6 +319,7 @@ fn xslt(x: &XsltPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error
     };
     let result = x
         .sheet
+        .xslt
         .transform(&input, &params)
         .map_err(|e| xml_error(&what, e))?;
     d.replace_node(target, &result)
@@ -328,6 +335,26 @@ fn xslt(x: &XsltPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error
     // The tree is the new body: later XPath in this run reads it without parsing again.
     *doc = DocCache::from(Ok(d));
     Ok(())
+}
+
+/// The streaming fast path (`sluice-stx`), when the stylesheet is in its subset, takes no parameters,
+/// transforms the default source, and the body is still the bytes received (no tree built yet): the
+/// new body, or `None` for libxslt to do it (which also reports any error in the message).
+fn xslt_streaming(x: &XsltPlan, msg: &Message, doc: &DocCache) -> Option<Vec<u8>> {
+    let sheet = x.sheet.stream.as_ref()?;
+    let Body::Bytes(input) = &msg.body else {
+        return None;
+    };
+    if !x.params.is_empty() || x.source.is_some() || doc.get().is_some() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(input.len() + input.len() / 8);
+    let done = if x.fast {
+        sheet.transform(input, &mut out)
+    } else {
+        sheet.transform_soap_body_child(input, &mut out)
+    };
+    done.ok().map(|()| out)
 }
 
 /// The parsed body, taken out of the cache to be changed (put it back with `put_doc`).
@@ -854,6 +881,75 @@ fn log_line(l: &LogPlan, msg: &mut Message, doc: &DocCache) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const REVERSE: &str = r#"<xsl:stylesheet version="1.0" xmlns:m0="http://services.samples/xsd" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+  <xsl:output indent="no" method="xml"/>
+  <xsl:template match="@* | node()"><xsl:copy><xsl:apply-templates select="@* | node()"/></xsl:copy></xsl:template>
+  <xsl:template match="m0:buyStocks"><m0:skcotSyub><xsl:for-each select="order"><redro xmlns=""><lobmys><xsl:value-of select="symbol"/></lobmys></redro></xsl:for-each></m0:skcotSyub></xsl:template>
+</xsl:stylesheet>"#;
+
+    fn xslt_plan(streaming: bool, fast: bool) -> XsltPlan {
+        let bytes = REVERSE.as_bytes();
+        XsltPlan {
+            sheet: std::sync::Arc::new(crate::plan::Sheet {
+                xslt: sluice_xml::Stylesheet::compile(bytes, None).unwrap(),
+                stream: streaming.then(|| sluice_stx::StreamSheet::compile(bytes).unwrap()),
+            }),
+            key: "reverse".into(),
+            source: None,
+            params: Vec::new(),
+            fast,
+        }
+    }
+
+    fn canonical(body: &Body) -> Vec<u8> {
+        let Body::Bytes(b) = body else {
+            panic!("no body")
+        };
+        let d = sluice_xml::Document::parse(b).unwrap();
+        sluice_xml::canonicalize(&d).unwrap()
+    }
+
+    #[test]
+    fn xslt_streams_when_it_can_and_agrees_with_libxslt() {
+        let envelope = "<s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\"><s:Header><h>1</h></s:Header>\
+            <s:Body><m:buyStocks xmlns:m=\"http://services.samples/xsd\"><order><symbol>IBM</symbol></order>\
+            <order><symbol>SUN</symbol></order></m:buyStocks></s:Body></s:Envelope>";
+        for fast in [false, true] {
+            let mut bodies = Vec::new();
+            for streaming in [true, false] {
+                let mut msg = Message::request(
+                    "p".into(),
+                    http::Method::POST,
+                    "/".into(),
+                    http::HeaderMap::new(),
+                );
+                msg.body = Body::Bytes(bytes::Bytes::from(envelope));
+                let mut doc = DocCache::new();
+                xslt(&xslt_plan(streaming, fast), &mut msg, &mut doc).unwrap();
+                // The streaming path builds no tree; libxslt's leaves its result tree for later XPath.
+                assert_eq!(doc.get().is_none(), streaming || fast, "fast {fast}");
+                bodies.push(canonical(&msg.body));
+            }
+            let text = String::from_utf8_lossy(&bodies[0]).into_owned();
+            assert!(
+                text.contains("<redro><lobmys>SUN</lobmys></redro>"),
+                "{text}"
+            );
+            assert_eq!(text, String::from_utf8_lossy(&bodies[1]), "fastXSLT {fast}");
+        }
+        // Outside what the streaming path reads (an entity it leaves to libxml2): libxslt answers,
+        // with libxml2's error.
+        let mut msg = Message::request(
+            "p".into(),
+            http::Method::POST,
+            "/".into(),
+            http::HeaderMap::new(),
+        );
+        msg.body = Body::Bytes(bytes::Bytes::from_static(b"<a>&bad;</a>"));
+        let e = xslt(&xslt_plan(true, false), &mut msg, &mut DocCache::new()).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::BadRequest, "{}", e.reason());
+    }
 
     #[test]
     fn payload_arguments_are_escaped_unless_xml() {

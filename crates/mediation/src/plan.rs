@@ -240,9 +240,16 @@ pub struct ValidatePlan {
     pub on_fail: Vec<Step>,
 }
 
+/// A stylesheet compiled once: by libxslt, and for the streaming fast path when it is in that subset.
+#[derive(Debug)]
+pub struct Sheet {
+    pub xslt: sluice_xml::Stylesheet,
+    pub stream: Option<sluice_stx::StreamSheet>,
+}
+
 #[derive(Debug)]
 pub struct XsltPlan {
-    pub sheet: Arc<sluice_xml::Stylesheet>,
+    pub sheet: Arc<Sheet>,
     pub key: String,
     /// Node transformed (`None`: the first child of the SOAP Body, or the root of a plain XML message).
     pub source: Option<Expr>,
@@ -391,7 +398,7 @@ struct Compiler<'a> {
     local_entries: HashMap<&'a str, &'a cfg::LocalEntry>,
     seq_cache: HashMap<String, Result<Arc<SeqPlan>, Failure>>,
     /// Stylesheets by key, compiled once and shared by every mediator that names them.
-    xslt_cache: HashMap<String, Option<Arc<sluice_xml::Stylesheet>>>,
+    xslt_cache: HashMap<String, Option<Arc<Sheet>>>,
     /// XML Schemas by key, compiled once.
     schema_cache: HashMap<String, Option<Arc<sluice_xml::Schema>>>,
     resources: HashMap<String, &'a cfg::Resource>,
@@ -1317,12 +1324,7 @@ impl<'a> Compiler<'a> {
     }
 
     /// The stylesheet for a key: a local entry holding `xsl:stylesheet`, or a registry resource.
-    fn stylesheet(
-        &mut self,
-        key: &str,
-        loc: &Location,
-        el: &str,
-    ) -> Option<Arc<sluice_xml::Stylesheet>> {
+    fn stylesheet(&mut self, key: &str, loc: &Location, el: &str) -> Option<Arc<Sheet>> {
         if let Some(cached) = self.xslt_cache.get(key) {
             if cached.is_none() {
                 self.failed = true;
@@ -1362,7 +1364,10 @@ impl<'a> Compiler<'a> {
             return None;
         };
         let sheet = match sluice_xml::Stylesheet::compile(&bytes, None) {
-            Ok(s) => Some(Arc::new(s)),
+            Ok(s) => Some(Arc::new(Sheet {
+                xslt: s,
+                stream: sluice_stx::StreamSheet::compile(&bytes),
+            })),
             Err(e) => {
                 self.report(
                     Severity::Error,

@@ -53,6 +53,8 @@ pub(crate) enum Tok<'a> {
 
 pub(crate) struct Tokenizer<'a> {
     src: &'a str,
+    /// Where `src` starts in the input (after an XML declaration).
+    base: usize,
     reader: Reader<&'a [u8]>,
     /// In-scope declarations (prefix, URI), innermost last.
     ns: Vec<(&'a str, &'a str)>,
@@ -274,6 +276,7 @@ impl<'a> Tokenizer<'a> {
         }
         Some(Tokenizer {
             src: body,
+            base: start,
             reader,
             ns: Vec::new(),
             marks: Vec::new(),
@@ -284,6 +287,27 @@ impl<'a> Tokenizer<'a> {
             cdata: false,
             inherited: inherited.to_vec(),
         })
+    }
+
+    /// The input offset of `s`, a slice of the input (a name in a token).
+    pub(crate) fn offset(&self, s: &str) -> Option<usize> {
+        let from = (s.as_ptr() as usize).checked_sub(self.src.as_ptr() as usize)?;
+        (from + s.len() <= self.src.len()).then_some(self.base + from)
+    }
+
+    /// The input offset just after the last event read: right after a `Start` or `End` token, the end
+    /// of its tag.
+    pub(crate) fn position(&self) -> Option<usize> {
+        Some(self.base + usize::try_from(self.reader.buffer_position()).ok()?)
+    }
+
+    /// The namespace bindings (prefix, URI) in scope on the current element's parent, innermost last.
+    pub(crate) fn outer_scope(&self) -> &[(&'a str, &'a str)] {
+        &self.ns[..self.marks.last().copied().unwrap_or(0)]
+    }
+
+    pub(crate) fn depth(&self) -> usize {
+        self.depth
     }
 
     fn push_text(&mut self, s: Cow<'a, str>) {

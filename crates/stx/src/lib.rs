@@ -41,6 +41,7 @@
 mod input;
 mod run;
 mod sheet;
+mod soap;
 
 use std::fmt;
 
@@ -96,6 +97,26 @@ impl StreamSheet {
         out: &mut Vec<u8>,
     ) -> Result<(), Fallback> {
         run::run(&self.c, input, inherited, true, out).ok_or(Fallback)
+    }
+
+    /// The xslt mediator's default: transforms the first element child of a SOAP Body (with the
+    /// namespaces in scope there) and writes the whole message to `out` with the result in its place;
+    /// the bytes around it are copied as they are. `Err` (and `out` as it was) when the message is not
+    /// such an envelope or anything in it is outside what the fast path reads.
+    pub fn transform_soap_body_child(
+        &self,
+        input: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), Fallback> {
+        let c = soap::body_child(input).ok_or(Fallback)?;
+        let base = out.len();
+        out.extend_from_slice(&input[..c.start]);
+        if run::run(&self.c, &input[c.start..c.end], &c.scope, true, out).is_none() {
+            out.truncate(base);
+            return Err(Fallback);
+        }
+        out.extend_from_slice(&input[c.end..]);
+        Ok(())
     }
 }
 

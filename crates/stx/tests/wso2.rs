@@ -206,6 +206,24 @@ fn the_body_element_alone_matches_libxslt() {
                         "{rel} (synapse default {def}) fragment of {name}"
                     );
 
+                    // The whole message with the result spliced in, against the mediator's tree
+                    // replacement (canonical forms compared).
+                    let mut spliced = Vec::new();
+                    let r = fast.transform_soap_body_child(&input, &mut spliced);
+                    if soap {
+                        r.expect("fast path over the envelope");
+                        let mut d = Document::parse(&input).unwrap();
+                        let target = d.soap_body_first_child().unwrap().id();
+                        d.replace_node(target, &result).unwrap();
+                        assert_eq!(
+                            show(&c14n(&spliced).unwrap()),
+                            show(&c14n(&d.to_bytes().unwrap()).unwrap()),
+                            "{rel} (synapse default {def}) spliced into {name}"
+                        );
+                    } else {
+                        assert!(r.is_err() && spliced.is_empty(), "not SOAP: {name}");
+                    }
+
                     // And the element as a document of its own, byte for byte.
                     let own = alone.to_bytes().unwrap();
                     let want = reference(&slow, &own).unwrap();
