@@ -164,8 +164,14 @@ fn is_ncname(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))
 }
 
+/// `s.split_once(':')`, by bytes (names are short: a plain loop beats the char searcher).
+fn split_colon(s: &str) -> Option<(&str, &str)> {
+    let i = s.bytes().position(|c| c == b':')?;
+    Some((&s[..i], &s[i + 1..]))
+}
+
 fn is_qname(s: &str) -> bool {
-    match s.split_once(':') {
+    match split_colon(s) {
         Some((p, l)) => is_ncname(p) && is_ncname(l),
         None => is_ncname(s),
     }
@@ -629,7 +635,17 @@ impl StreamPath {
     /// it accepts, and as strict as libxml2 on what it reads.
     fn run_fast(&self, xml: &[u8], mode: Mode, exhaustive: bool) -> Result<Out, Halt> {
         use Halt::{Bail, Refuse};
-        let text = move |a: usize, b: usize| std::str::from_utf8(&xml[a..b]).map_err(|_| Bail);
+        // Small documents are checked for UTF-8 at once (cheaper than piece by piece); a large one piece
+        // by piece, so that an early answer does not pay for the whole.
+        let whole = if xml.len() <= WHOLE_UTF8_CHECK {
+            Some(std::str::from_utf8(xml).map_err(|_| Bail)?)
+        } else {
+            None
+        };
+        let text = move |a: usize, b: usize| match whole {
+            Some(s) => s.get(a..b).ok_or(Bail),
+            None => std::str::from_utf8(&xml[a..b]).map_err(|_| Bail),
+        };
         let mut run = self.new_run(mode);
         // The open elements' names, and the namespace bindings in scope: (prefix, uri, depth).
         let mut names: Vec<&str> = Vec::new();
@@ -650,12 +666,12 @@ impl StreamPath {
             if lt > i {
                 let mut t = text(i, lt)?;
                 // References split the text into pieces, as quick-xml reports them.
-                while let Some(a) = t.find('&') {
+                while let Some(a) = memchr::memchr(b'&', t.as_bytes()) {
                     if a > 0 {
                         run.text(&t[..a]).ok_or(Refuse)?;
                     }
                     let after = &t[a + 1..];
-                    let semi = after.find(';').ok_or(Bail)?;
+                    let semi = memchr::memchr(b';', after.as_bytes()).ok_or(Bail)?;
                     let c = resolve_ref(&after[..semi]).ok_or(Bail)?;
                     if run.depth == 0 {
                         return Err(Bail);
@@ -748,7 +764,7 @@ impl StreamPath {
                         if !is_qname(key) || raw_attrs[..k].iter().any(|(other, _)| *other == key) {
                             return Err(Bail);
                         }
-                        let prefix = match key.split_once(':') {
+                        let prefix = match split_colon(key) {
                             None if key == "xmlns" => Some(""),
                             Some(("xmlns", p)) => Some(p),
                             _ => None,
@@ -766,7 +782,7 @@ impl StreamPath {
                         }
                     }
                     for &(key, value) in &raw_attrs {
-                        let (ns, local) = match key.split_once(':') {
+                        let (ns, local) = match split_colon(key) {
                             _ if key == "xmlns" => continue,
                             Some(("xmlns", _)) => continue,
                             Some(("xml", local)) => (Some(XML_NS), local),
@@ -778,7 +794,7 @@ impl StreamPath {
                         }
                         attrs.push((ns, local, attr_value(value).ok_or(Bail)?));
                     }
-                    let (ns, local) = match raw.split_once(':') {
+                    let (ns, local) = match split_colon(raw) {
                         Some(("xml", _)) => return Err(Bail),
                         Some((prefix, local)) => (bound(&bindings, prefix).ok_or(Bail)?, local),
                         None => (bound(&bindings, "").unwrap_or(None), raw),
@@ -824,6 +840,9 @@ enum Halt {
 }
 
 const XML_NS: &str = "http://www.w3.org/XML/1998/namespace";
+
+/// Up to this size the fast reader checks the whole document's UTF-8 before it starts.
+const WHOLE_UTF8_CHECK: usize = 16 * 1024;
 
 fn is_ws(c: u8) -> bool {
     matches!(c, b' ' | b'\t' | b'\n' | b'\r')
@@ -1292,16 +1311,22 @@ impl Run<'_> {
     }
 
     fn text(&mut self, t: &str) -> Option<()> {
-        if !valid_chars(t) || (t.contains('>') && t.contains("]]>")) {
+        // One pass for what the checks need to know (text pieces are short and many).
+        let (mut ctrl, mut high, mut gt, mut cr, mut ws) = (false, false, false, false, true);
+        for &c in t.as_bytes() {
+            ctrl |= c < 0x20 && c != b'\t' && c != b'\n' && c != b'\r';
+            high |= c >= 0x80;
+            gt |= c == b'>';
+            cr |= c == b'\r';
+            ws &= is_ws(c);
+        }
+        if ctrl || (high && t.contains(['\u{FFFE}', '\u{FFFF}'])) || (gt && t.contains("]]>")) {
             return None;
         }
         if self.depth == 0 {
-            return t
-                .bytes()
-                .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
-                .then_some(());
+            return ws.then_some(());
         }
-        if !t.contains('\r') {
+        if !cr {
             self.chars(t);
             return Some(());
         }
