@@ -108,15 +108,7 @@ impl StreamSheet {
         input: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<(), Fallback> {
-        let c = soap::body_child(input).ok_or(Fallback)?;
-        let base = out.len();
-        out.extend_from_slice(&input[..c.start]);
-        if run::run(&self.c, &input[c.start..c.end], &c.scope, true, out).is_none() {
-            out.truncate(base);
-            return Err(Fallback);
-        }
-        out.extend_from_slice(&input[c.end..]);
-        Ok(())
+        run::run_body_child(&self.c, input, out).ok_or(Fallback)
     }
 }
 

@@ -754,17 +754,74 @@ fn run_inner<'a>(
         frames: Vec::new(),
         first_top_element: true,
     };
+    walk(&mut r, &mut tok, None)?;
+    if !r.frames.is_empty() {
+        return None;
+    }
+    r.ser.finish();
+    Some(())
+}
+
+/// The xslt mediator's default source in one pass: the message is copied as it is up to the SOAP
+/// Body's first element child, that element is transformed (as [`run`] does with `fragment` and the
+/// bindings in scope there), and the rest is copied after it.
+pub(crate) fn run_body_child<'a>(
+    c: &'a Compiled,
+    input: &'a [u8],
+    out: &mut Vec<u8>,
+) -> Option<()> {
+    let base = out.len();
+    let r = body_child_inner(c, input, out);
+    if r.is_none() {
+        out.truncate(base);
+    }
+    r
+}
+
+fn body_child_inner<'a>(c: &'a Compiled, input: &'a [u8], out: &mut Vec<u8>) -> Option<()> {
+    let mut tok = Tokenizer::new(input, &[])?;
+    let (start, first, _) = crate::soap::seek_body_child(&mut tok)?;
+    out.extend_from_slice(input.get(..start)?);
+    {
+        let mut r = Run {
+            c,
+            ser: Ser::new(out, c, true),
+            frames: Vec::new(),
+            first_top_element: true,
+        };
+        walk(&mut r, &mut tok, Some(first))?;
+        if !r.frames.is_empty() {
+            return None;
+        }
+        r.ser.finish();
+    }
+    let end = tok.position()?;
+    crate::soap::finish(&mut tok)?;
+    out.extend_from_slice(input.get(end..)?);
+    Some(())
+}
+
+/// Applies the templates to the input's tokens: the whole input (`first` = `None`), or the element
+/// whose start `first` is, up to its end.
+fn walk<'a>(r: &mut Run<'a, '_>, tok: &mut Tokenizer<'a>, first: Option<Start<'a>>) -> Option<()> {
+    let c = r.c;
+    let whole = first.is_none();
+    let mut next = first.map(Tok::Start);
     // For each open input element: whether it made a result element (identity) or not (built-in).
     let mut copied: Vec<bool> = Vec::new();
     loop {
-        match tok.next_tok()? {
+        let t = match next.take() {
+            Some(t) => t,
+            None => tok.next_tok()?,
+        };
+        match t {
             Tok::Start(s) => {
                 if let Some(t) = c
                     .templates
                     .iter()
                     .find(|t| t.name.local == s.local && t.name.uri == s.uri)
                 {
-                    let a = collect(&mut tok, &s)?;
+                    let a = collect(tok, &s)?;
                     r.exec(&t.body, t, &a, 0).ok()?;
                 } else if c.identity {
                     r.copy_start(&s).ok()?;
@@ -784,12 +841,11 @@ fn run_inner<'a>(
                     r.comment(&s);
                 }
             }
-            Tok::Eof => break,
+            Tok::Eof if whole => return Some(()),
+            Tok::Eof => return None,
+        }
+        if !whole && copied.is_empty() {
+            return Some(());
         }
     }
-    if !r.frames.is_empty() {
-        return None;
-    }
-    r.ser.finish();
-    Some(())
 }

@@ -4,12 +4,13 @@
 //! namespaces in scope around it are returned, so that the transformed child can be spliced between
 //! the untouched bytes before and after it.
 
-use crate::input::{Tok, Tokenizer};
+use crate::input::{Start, Tok, Tokenizer};
 
 const SOAP11_ENV: &str = "http://schemas.xmlsoap.org/soap/envelope/";
 const SOAP12_ENV: &str = "http://www.w3.org/2003/05/soap-envelope";
 
 /// The first element child of a SOAP 1.1 / 1.2 Body.
+#[cfg(test)]
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct BodyChild<'a> {
     /// Where its start tag begins.
@@ -33,10 +34,13 @@ fn skip(tok: &mut Tokenizer<'_>) -> Option<()> {
     Some(())
 }
 
-/// `None` when the message is not a SOAP envelope whose Body has an element child, or is anything
-/// the tokenizer refuses.
-pub(crate) fn body_child(input: &[u8]) -> Option<BodyChild<'_>> {
-    let mut tok = Tokenizer::new(input, &[])?;
+/// Where the Body's first child starts, its start token, and the bindings in scope around it.
+pub(crate) type Seek<'a> = (usize, Start<'a>, Vec<(&'a str, &'a str)>);
+
+/// Reads up to the first element child of a SOAP Body: where its start tag begins, its start token
+/// with the bindings in scope from its ancestors added to its own declarations (as the element copied
+/// out into its own document would declare them), and those bindings.
+pub(crate) fn seek_body_child<'a>(tok: &mut Tokenizer<'a>) -> Option<Seek<'a>> {
     let env = loop {
         match tok.next_tok()? {
             Tok::Comment(_) => {}
@@ -53,15 +57,15 @@ pub(crate) fn body_child(input: &[u8]) -> Option<BodyChild<'_>> {
         match tok.next_tok()? {
             Tok::Text { .. } | Tok::Comment(_) => {}
             Tok::Start(s) if s.local == "Body" && s.uri == env => break,
-            Tok::Start(_) => skip(&mut tok)?,
+            Tok::Start(_) => skip(tok)?,
             Tok::End | Tok::Eof => return None,
         }
     }
     // The Body's first element child.
-    let (start, scope) = loop {
+    loop {
         match tok.next_tok()? {
             Tok::Text { .. } | Tok::Comment(_) => {}
-            Tok::Start(s) => {
+            Tok::Start(mut s) => {
                 let name = if s.prefix.is_empty() {
                     s.local
                 } else {
@@ -76,19 +80,36 @@ pub(crate) fn body_child(input: &[u8]) -> Option<BodyChild<'_>> {
                 }
                 scope.retain(|(_, u)| !u.is_empty());
                 scope.reverse();
-                break (start, scope);
+                for &(p, u) in &scope {
+                    if !s.decls.iter().any(|(q, _)| *q == p) {
+                        s.decls.push((p, u));
+                    }
+                }
+                return Some((start, s, scope));
             }
             Tok::End | Tok::Eof => return None,
         }
-    };
-    skip(&mut tok)?;
-    let end = tok.position()?;
-    // The rest must be as well-formed as the rest of the tree libxml2 would build.
+    }
+}
+
+/// Reads the rest of the input, which must be as well-formed as the tree libxml2 would build.
+pub(crate) fn finish(tok: &mut Tokenizer<'_>) -> Option<()> {
     loop {
         if let Tok::Eof = tok.next_tok()? {
-            break;
+            return Some(());
         }
     }
+}
+
+/// `None` when the message is not a SOAP envelope whose Body has an element child, or is anything
+/// the tokenizer refuses.
+#[cfg(test)]
+pub(crate) fn body_child(input: &[u8]) -> Option<BodyChild<'_>> {
+    let mut tok = Tokenizer::new(input, &[])?;
+    let (start, _, scope) = seek_body_child(&mut tok)?;
+    skip(&mut tok)?;
+    let end = tok.position()?;
+    finish(&mut tok)?;
     (input.get(start) == Some(&b'<')).then_some(BodyChild { start, end, scope })
 }
 

@@ -363,7 +363,7 @@ fn generated_pairs_match_libxslt() {
     let mut r = Rng::new(0x5eed_2026);
     let (sheets, inputs_per_sheet) = (400, 8);
     let (mut pairs, mut fast, mut fallback) = (0, 0, 0);
-    let (mut frag_pairs, mut frag_compared) = (0, 0);
+    let (mut frag_pairs, mut frag_compared, mut spliced_ok) = (0, 0, 0);
     let mut failures: Vec<String> = Vec::new();
     for _ in 0..sheets {
         let text = gen_sheet(&mut r);
@@ -409,6 +409,42 @@ fn generated_pairs_match_libxslt() {
                 let want = want.trim_ascii().to_vec();
                 let mut got = Vec::new();
                 let el = &input.text.as_bytes()[*start..*end];
+                // Inside a SOAP Body, in one pass: the same bytes as the element transformed alone
+                // with the bindings in scope there, between the envelope's own bytes.
+                {
+                    let soap = "http://schemas.xmlsoap.org/soap/envelope/";
+                    let mut head = format!("<s:Envelope xmlns:s=\"{soap}\"><s:Body");
+                    for (p, u) in scope {
+                        if p.is_empty() {
+                            head.push_str(&format!(" xmlns=\"{u}\""));
+                        } else {
+                            head.push_str(&format!(" xmlns:{p}=\"{u}\""));
+                        }
+                    }
+                    head.push('>');
+                    let tail = "</s:Body></s:Envelope>";
+                    let mut envelope = head.clone().into_bytes();
+                    envelope.extend_from_slice(el);
+                    envelope.extend_from_slice(tail.as_bytes());
+                    let mut in_scope = vec![("s", soap)];
+                    in_scope.extend(scope.iter().filter(|(_, u)| !u.is_empty()).copied());
+                    let mut alone = Vec::new();
+                    let mut spliced = Vec::new();
+                    let one = quick.transform_fragment(el, &in_scope, &mut alone);
+                    let two = quick.transform_soap_body_child(&envelope, &mut spliced);
+                    let mut want = head.into_bytes();
+                    want.extend_from_slice(&alone);
+                    want.extend_from_slice(tail.as_bytes());
+                    spliced_ok += usize::from(two.is_ok());
+                    if one.is_ok() != two.is_ok() || (one.is_ok() && spliced != want) {
+                        failures.push(format!(
+                            "spliced\nsheet:\n{text}\nenvelope:\n{}\nalone then spliced ({one:?}):\n{}\nin one pass ({two:?}):\n{}",
+                            show(&envelope),
+                            show(&want),
+                            show(&spliced)
+                        ));
+                    }
+                }
                 if quick.transform_fragment(el, scope, &mut got).is_ok() {
                     if let Some(g) = c14n(&got) {
                         frag_compared += 1;
@@ -427,9 +463,13 @@ fn generated_pairs_match_libxslt() {
     }
     eprintln!(
         "{pairs} pairs: {fast} fast and byte-compared, {fallback} fell back; \
-         {frag_pairs} fragments, {frag_compared} compared in c14n"
+         {frag_pairs} fragments, {frag_compared} compared in c14n, {spliced_ok} spliced"
     );
     assert!(failures.is_empty(), "{}", failures.join("\n=====\n"));
+    assert!(
+        spliced_ok * 100 >= frag_pairs * 80,
+        "spliced {spliced_ok} of {frag_pairs}"
+    );
     assert!(pairs >= 3000);
     assert!(fast * 100 >= pairs * 95, "only {fast} of {pairs} handled");
     assert!(
