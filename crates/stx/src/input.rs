@@ -72,16 +72,18 @@ pub(crate) struct Tokenizer<'a> {
 /// Whether `s` holds only XML 1.0 characters and is valid for us (checked once over the whole input).
 pub(crate) fn chars_ok(s: &str) -> bool {
     let b = s.as_bytes();
-    let mut bad = false;
+    let (mut bad, mut high) = (false, false);
     for chunk in b.chunks(64) {
-        let mut c = false;
+        let (mut c, mut h) = (false, false);
         for &x in chunk {
             c |= x < 0x20 && x != b'\t' && x != b'\n' && x != b'\r';
+            h |= x >= 0x80;
         }
         bad |= c;
+        high |= h;
     }
-    // U+FFFE / U+FFFF are EF BF BE / EF BF BF.
-    !bad && !s.contains(['\u{FFFE}', '\u{FFFF}'])
+    // U+FFFE / U+FFFF are EF BF BE / EF BF BF (only looked for when there is non-ASCII at all).
+    !bad && (!high || !s.contains(['\u{FFFE}', '\u{FFFF}']))
 }
 
 pub(crate) fn is_ws(c: u8) -> bool {
@@ -104,7 +106,12 @@ pub(crate) fn is_ncname(s: &str) -> bool {
 
 /// Splits a QName into (prefix or "", local).
 pub(crate) fn split_qname(s: &str) -> Option<(&str, &str)> {
-    match s.split_once(':') {
+    // By bytes: names are short, and the char searcher costs more than the loop.
+    match s
+        .bytes()
+        .position(|c| c == b':')
+        .map(|i| (&s[..i], &s[i + 1..]))
+    {
         Some((p, l)) => (is_ncname(p) && is_ncname(l)).then_some((p, l)),
         None => is_ncname(s).then_some(("", s)),
     }
@@ -149,7 +156,7 @@ fn resolve_ref(name: &str) -> Option<char> {
 
 /// Line ends as every XML parser reports them.
 fn normalize_eol(s: &str) -> Cow<'_, str> {
-    if !s.contains('\r') {
+    if memchr::memchr(b'\r', s.as_bytes()).is_none() {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len());
@@ -170,10 +177,15 @@ fn normalize_eol(s: &str) -> Cow<'_, str> {
 /// An attribute value as parsed without a DTD: white space characters become spaces (CR LF as one),
 /// references are replaced afterwards.
 fn attr_value(raw: &str) -> Option<Cow<'_, str>> {
-    if raw.contains('<') {
+    let (mut lt, mut special) = (false, false);
+    for &c in raw.as_bytes() {
+        lt |= c == b'<';
+        special |= matches!(c, b'&' | b'\t' | b'\n' | b'\r');
+    }
+    if lt {
         return None;
     }
-    if !raw.contains(['&', '\t', '\n', '\r']) {
+    if !special {
         return Some(Cow::Borrowed(raw));
     }
     let mut out = String::with_capacity(raw.len());
@@ -351,7 +363,9 @@ impl<'a> Tokenizer<'a> {
             match ev {
                 Event::Text(t) => {
                     let s = rebase(self.src, &t)?;
-                    if s.contains('&') || s.contains("]]>") {
+                    if memchr::memchr(b'&', s.as_bytes()).is_some()
+                        || (memchr::memchr(b'>', s.as_bytes()).is_some() && s.contains("]]>"))
+                    {
                         return None;
                     }
                     if self.depth == 0 {
