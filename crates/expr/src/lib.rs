@@ -290,6 +290,20 @@ impl Expr {
         matches!(self, Expr::XPath(x) if x.stream.is_some())
     }
 
+    /// Whether this expression's value is known from `head`, the start of a message: always for
+    /// expressions that do not read the body; for XPath, when the streaming evaluator answers from
+    /// those bytes both as a string and as a boolean (it answers only once nothing later can change
+    /// the answer, so the whole message would give the same).
+    pub fn decided_by(&self, head: &[u8]) -> bool {
+        match self {
+            Expr::XPath(x) => x
+                .stream
+                .as_ref()
+                .is_some_and(|s| s.eval_string(head).is_some() && s.eval_bool(head).is_some()),
+            _ => true,
+        }
+    }
+
     pub fn body_need(&self) -> BodyNeed {
         match self {
             Expr::XPath(x) => x.need,
@@ -557,6 +571,31 @@ mod tests {
         assert_eq!(c("").unwrap_err().kind, ExprErrorKind::Invalid);
         // Without the document, an XPath cannot be evaluated: an error, never a silent empty string.
         assert!(c("//a").unwrap().eval_string(&env()).is_err());
+    }
+
+    #[test]
+    fn header_expressions_are_decided_by_the_start_of_the_message() {
+        let ns = vec![
+            (
+                "s".to_owned(),
+                "http://schemas.xmlsoap.org/soap/envelope/".to_owned(),
+            ),
+            ("t".to_owned(), "http://someuri".to_owned()),
+        ];
+        let msg = br#"<s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Header><t:routing xmlns:t="http://someuri">r1</t:routing></s:Header><s:Body><m:buy xmlns:m="urn:m"><order><symbol>IBM</symbol></order></m:buy></s:Body></s:Envelope>"#;
+        let header_end = msg.windows(11).position(|w| w == b"</s:Header>").unwrap() + 11;
+        let h = Expr::compile("/s:Envelope/s:Header/t:routing", &ns).unwrap();
+        assert_eq!(h.body_need(), BodyNeed::Headers);
+        for cut in 0..msg.len() {
+            // Never decided before the header is complete; always once it is.
+            assert_eq!(h.decided_by(&msg[..cut]), cut >= header_end, "cut at {cut}");
+        }
+        // A path into the Body is only decided by the whole message (every node counts).
+        let body = Expr::compile("//order[1]/symbol", &ns).unwrap();
+        assert!(!body.decided_by(&msg[..msg.len() - 1]));
+        assert!(body.decided_by(msg));
+        // Expressions that do not read the body are always decided.
+        assert!(Expr::compile("$trp:routing", &ns).unwrap().decided_by(b""));
     }
 
     #[test]

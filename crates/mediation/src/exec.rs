@@ -70,7 +70,7 @@ impl Env for View<'_> {
     /// expressions read the tree.
     fn raw_xml(&self) -> Option<&[u8]> {
         match &self.msg.body {
-            Body::Bytes(b) if self.doc.get().is_none() => Some(b),
+            Body::Bytes(b) | Body::Head(b) if self.doc.get().is_none() => Some(b),
             _ => None,
         }
     }
@@ -85,6 +85,11 @@ fn parse_body(msg: &Message) -> Result<sluice_xml::Document, ExprError> {
         Body::Bytes(b) => sluice_xml::parse_untrusted(b, &sluice_xml::Limits::default())
             .map_err(|e| bad(format!("the message is not acceptable XML: {e}"))),
         Body::Empty => Err(bad("the message has no body".to_owned())),
+        Body::Head(_) => Err(ExprError {
+            kind: ExprErrorKind::Invalid,
+            message: "internal: only the start of the body was read for an expression that needs all of it"
+                .to_owned(),
+        }),
         Body::Stream => Err(ExprError {
             kind: ExprErrorKind::Invalid,
             message: "internal: the body was not read for an expression that needs it".to_owned(),
@@ -859,7 +864,7 @@ fn log_line(l: &LogPlan, msg: &mut Message, doc: &DocCache) -> String {
         let env = match &msg.body {
             Body::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
             Body::Empty => String::new(),
-            Body::Stream => "(body not read)".to_owned(),
+            Body::Stream | Body::Head(_) => "(body not read)".to_owned(),
         };
         parts.push(format!("Envelope: {}", env.trim()));
     }

@@ -21,6 +21,10 @@ pub enum Body {
     Stream,
     /// The whole message in memory: read from the stream, or made by a mediator.
     Bytes(Bytes),
+    /// The start of the original bytes, read until every expression of the flow that reads the body
+    /// was decided on them (only expressions over the SOAP header allow it); the transport relays the
+    /// rest of its stream after them.
+    Head(Bytes),
     /// No body (`NO_ENTITY_BODY`, GET).
     Empty,
 }

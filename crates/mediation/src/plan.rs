@@ -62,6 +62,14 @@ pub struct SeqPlan {
     pub body_need: BodyNeed,
 }
 
+impl SeqPlan {
+    /// Whether every expression in this sequence (and the sequences it calls) that reads the body is
+    /// decided by `head`, the start of the message: then the transport need not read further.
+    pub fn decided_by_head(&self, head: &[u8]) -> bool {
+        body_exprs_all(&self.steps, &mut |e| e.decided_by(head))
+    }
+}
+
 #[derive(Debug)]
 pub struct EndpointPlan {
     /// The name, or `anonymous endpoint at file:line`.
@@ -1487,6 +1495,69 @@ fn check_header_value(c: &mut Compiler, v: &Value, loc: &Location, el: &str) -> 
         }
     }
     Some(())
+}
+
+/// Whether `f` holds for every expression in `steps` that may read the body (the ones `need_of`
+/// counts); `false` at once for a step that needs the whole body whatever its expressions.
+fn body_exprs_all(steps: &[Step], f: &mut dyn FnMut(&Expr) -> bool) -> bool {
+    let value = |v: &Value, f: &mut dyn FnMut(&Expr) -> bool| match v {
+        Value::Literal(_) => true,
+        Value::Expr(e) => e.body_need() == BodyNeed::None || f(e),
+    };
+    for s in steps {
+        let ok = match s {
+            Step::Log(l) => {
+                l.level != cfg::LogLevel::Full && l.properties.iter().all(|(_, v)| value(v, f))
+            }
+            Step::SetProperty { value: v, .. }
+            | Step::SetHeader { value: v, .. }
+            | Step::SetTo(v) => value(v, f),
+            Step::Filter {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let (Cond::Regex { source, .. } | Cond::XPath(source)) = cond;
+                (source.body_need() == BodyNeed::None || f(source))
+                    && body_exprs_all(then, f)
+                    && body_exprs_all(otherwise, f)
+            }
+            Step::Switch {
+                source,
+                cases,
+                default,
+            } => {
+                (source.body_need() == BodyNeed::None || f(source))
+                    && body_exprs_all(default, f)
+                    && cases.iter().all(|(_, s)| body_exprs_all(s, f))
+            }
+            Step::Call(seq) => body_exprs_all(&seq.steps, f),
+            Step::Xslt(_)
+            | Step::PayloadFactory(_)
+            | Step::Validate(_)
+            | Step::SetSoapHeader { .. }
+            | Step::RemoveSoapHeader { .. } => false,
+            Step::Enrich(e) => {
+                let source = match &e.source {
+                    EnrichSourcePlan::Custom(x) => x.body_need() == BodyNeed::None || f(x),
+                    EnrichSourcePlan::Envelope | EnrichSourcePlan::Body => false,
+                    _ => true,
+                };
+                source && matches!(e.target, EnrichTargetPlan::Property(_))
+            }
+            Step::MakeFault(m) => value(&m.reason, f),
+            Step::Send(_)
+            | Step::Respond
+            | Step::Drop
+            | Step::RemoveProperty { .. }
+            | Step::RemoveHeader(_)
+            | Step::RemoveTo => true,
+        };
+        if !ok {
+            return false;
+        }
+    }
+    true
 }
 
 fn need_of(steps: &[Step]) -> BodyNeed {

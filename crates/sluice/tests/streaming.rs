@@ -89,3 +89,126 @@ async fn a_512_mib_post_streams_through_with_bounded_memory() {
         "peak RSS grew by {growth_kb} kB streaming 512 MiB; must stay under 20 MB"
     );
 }
+
+/// A SOAP request of `orders` order elements after a `routing` SOAP header, generated on the fly.
+struct Envelope {
+    parts: std::collections::VecDeque<Bytes>,
+    left: u64,
+    order: Bytes,
+    tail: Bytes,
+    len: u64,
+}
+
+const HEAD: &str = "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\">\
+<soapenv:Header><routing xmlns=\"http://someuri\">xadmin;server1;community#1.0##</routing></soapenv:Header>\
+<soapenv:Body><m:buyStocks xmlns:m=\"http://services.samples/xsd\">";
+const TAIL: &str = "</m:buyStocks></soapenv:Body></soapenv:Envelope>";
+
+impl Envelope {
+    fn new(orders_per_chunk: usize, chunks: u64) -> Envelope {
+        let order = "<order><symbol>IBM</symbol><buyerID>a</buyerID><price>1.0</price><volume>1</volume></order>"
+            .repeat(orders_per_chunk);
+        let len = (HEAD.len() + TAIL.len()) as u64 + chunks * order.len() as u64;
+        Envelope {
+            parts: [Bytes::from_static(HEAD.as_bytes())].into(),
+            left: chunks,
+            order: Bytes::from(order),
+            tail: Bytes::from_static(TAIL.as_bytes()),
+            len,
+        }
+    }
+}
+
+impl Body for Envelope {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        if let Some(p) = self.parts.pop_front() {
+            self.len -= p.len() as u64;
+            return Poll::Ready(Some(Ok(Frame::data(p))));
+        }
+        let next = if self.left > 0 {
+            self.left -= 1;
+            self.order.clone()
+        } else if !self.tail.is_empty() {
+            std::mem::take(&mut self.tail)
+        } else {
+            return Poll::Ready(None);
+        };
+        self.len -= next.len() as u64;
+        Poll::Ready(Some(Ok(Frame::data(next))))
+    }
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.len)
+    }
+}
+
+/// Routing on a SOAP header reads only up to the header and relays the rest: a message larger than
+/// the buffering limit (64 MiB) goes through CBRSOAPHeaderProxy whole, with bounded memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn soap_header_routing_streams_the_rest_of_a_96_mib_message() {
+    const ORDERS: usize = 700; // about 64 KiB a chunk
+    const CHUNKS: u64 = 1500;
+    let be = backend().await;
+    let ep = format!("RealService=http://{}/service/EchoService", be.addr);
+    let s = Sluice::start(&["run", capp().to_str().unwrap(), "--endpoint", &ep]);
+
+    let stream = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let post = |chunks: u64, send: &mut hyper::client::conn::http1::SendRequest<Envelope>| {
+        let req = hyper::Request::post("/services/CBRSOAPHeaderProxy")
+            .header("host", "sluice")
+            .header("content-type", "text/xml")
+            .header("soapaction", "urn:buy")
+            .body(Envelope::new(ORDERS, chunks))
+            .unwrap();
+        send.send_request(req)
+    };
+    // Warm up (pools, buffers) with about 1 MiB, then take the peak RSS as the baseline.
+    let small = post(16, &mut send).await.unwrap();
+    assert_eq!(small.status(), 200, "{}", s.stderr());
+    let body = small.into_body().collect().await.unwrap().to_bytes();
+    assert!(body.starts_with(HEAD.as_bytes()) && body.ends_with(TAIL.as_bytes()));
+    let hwm_before = s.status_kb("VmHWM");
+
+    send.ready().await.unwrap();
+    let expected = Envelope::new(ORDERS, CHUNKS).len;
+    assert!(
+        expected > 64 * 1024 * 1024,
+        "larger than the buffering limit"
+    );
+    let resp = post(CHUNKS, &mut send).await.unwrap();
+    assert_eq!(resp.status(), 200, "{}", s.stderr());
+    assert_eq!(
+        resp.headers()["content-length"],
+        expected.to_string().as_str()
+    );
+    let mut body = resp.into_body();
+    let (mut got, mut first, mut last) = (0u64, Vec::new(), Vec::new());
+    while let Some(f) = body.frame().await {
+        if let Ok(d) = f.unwrap().into_data() {
+            if first.len() < HEAD.len() {
+                first.extend_from_slice(&d[..d.len().min(HEAD.len() - first.len())]);
+            }
+            last.extend_from_slice(&d);
+            let keep = last.len().saturating_sub(TAIL.len());
+            last.drain(..keep);
+            got += d.len() as u64;
+        }
+    }
+    assert_eq!(got, expected, "every byte came back");
+    assert_eq!(first, HEAD.as_bytes());
+    assert_eq!(last, TAIL.as_bytes());
+    let growth_kb = s.status_kb("VmHWM").saturating_sub(hwm_before);
+    eprintln!("CBRSOAPHeaderProxy, {expected} bytes: peak RSS growth {growth_kb} kB");
+    assert!(
+        growth_kb < 20 * 1024,
+        "peak RSS grew by {growth_kb} kB; the body must not be buffered"
+    );
+}

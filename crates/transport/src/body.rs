@@ -68,6 +68,8 @@ impl std::fmt::Display for StalledError {
 impl std::error::Error for StalledError {}
 
 pub struct Stream {
+    /// Bytes already read from `inner`, sent first.
+    head: Option<Bytes>,
     inner: Incoming,
     idle: Option<IdleTimeout>,
     activity: Option<Arc<Activity>>,
@@ -90,9 +92,25 @@ impl RelayBody {
 
     pub fn stream(inner: Incoming) -> Self {
         RelayBody::Stream(Box::new(Stream {
+            head: None,
             inner,
             idle: None,
             activity: None,
+        }))
+    }
+
+    /// `head` (bytes already read from the stream), then the rest of `inner`.
+    pub fn stream_after(
+        head: Bytes,
+        inner: Incoming,
+        idle: Option<IdleTimeout>,
+        activity: Option<Arc<Activity>>,
+    ) -> Self {
+        RelayBody::Stream(Box::new(Stream {
+            head: (!head.is_empty()).then_some(head),
+            inner,
+            idle,
+            activity,
         }))
     }
 
@@ -102,6 +120,7 @@ impl RelayBody {
         activity: Option<Arc<Activity>>,
     ) -> Self {
         RelayBody::Stream(Box::new(Stream {
+            head: None,
             inner,
             idle,
             activity,
@@ -122,6 +141,9 @@ impl Body for RelayBody {
             RelayBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
             RelayBody::Stream(s) => {
                 let s = &mut **s;
+                if let Some(h) = s.head.take() {
+                    return Poll::Ready(Some(Ok(Frame::data(h))));
+                }
                 match Pin::new(&mut s.inner).poll_frame(cx) {
                     Poll::Ready(r) => {
                         if let Some(a) = &s.activity {
@@ -160,7 +182,7 @@ impl Body for RelayBody {
         match self {
             RelayBody::Empty => true,
             RelayBody::Full(b) => b.is_none(),
-            RelayBody::Stream(s) => s.inner.is_end_stream(),
+            RelayBody::Stream(s) => s.head.is_none() && s.inner.is_end_stream(),
         }
     }
 
@@ -168,7 +190,16 @@ impl Body for RelayBody {
         match self {
             RelayBody::Empty => SizeHint::with_exact(0),
             RelayBody::Full(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
-            RelayBody::Stream(s) => s.inner.size_hint(),
+            RelayBody::Stream(s) => {
+                let head = s.head.as_ref().map_or(0, |h| h.len() as u64);
+                let inner = s.inner.size_hint();
+                let mut hint = SizeHint::new();
+                hint.set_lower(inner.lower() + head);
+                if let Some(u) = inner.upper() {
+                    hint.set_upper(u + head);
+                }
+                hint
+            }
         }
     }
 }

@@ -19,6 +19,17 @@ use sluice_mediation::{
 use std::sync::Arc;
 use std::time::Duration;
 
+/// How much of a body is read looking for the end of what header-only expressions need, before the
+/// body is read whole instead (a SOAP header is rarely more than a few KiB).
+pub const HEAD_PROBE_LIMIT: usize = 256 * 1024;
+
+fn too_large(what: &str, limit: usize) -> Error {
+    Error::new(
+        ErrorKind::PayloadTooLarge,
+        format!("the {what} body is larger than {limit} bytes and a mediator must read it"),
+    )
+}
+
 #[derive(Clone, Debug)]
 pub struct EngineOptions {
     /// Largest body read into memory when a mediator must see it.
@@ -132,11 +143,20 @@ impl Engine {
         body: Incoming,
     ) -> Response<RelayBody> {
         let mut stream = Some(body);
-        if proxy.request_body_need() != BodyNeed::None {
-            match self.buffer(stream.take(), "request").await {
+        match proxy.request_body_need() {
+            BodyNeed::None => {}
+            BodyNeed::Headers => match self.read_head(&proxy.in_seq, stream.take()).await {
+                Ok((head, None)) => msg.body = Body::Bytes(head),
+                Ok((head, rest)) => {
+                    msg.body = Body::Head(head);
+                    stream = rest;
+                }
+                Err(e) => return self.default_fault(msg.soap, &e),
+            },
+            BodyNeed::Full => match self.buffer(stream.take(), "request").await {
                 Ok(b) => msg.body = Body::Bytes(b),
                 Err(e) => return self.default_fault(msg.soap, &e),
-            }
+            },
         }
         let flow = match exec::run(&proxy.in_seq.steps, &mut msg) {
             Ok(f) => f,
@@ -309,11 +329,15 @@ impl Engine {
         msg.direction = Direction::Request;
         let soap = msg.soap;
         match exec::run(&fs.steps, &mut msg) {
-            Ok(Flow::Respond | Flow::Send(None)) if !matches!(msg.body, Body::Stream) => {
+            Ok(Flow::Respond | Flow::Send(None))
+                if !matches!(msg.body, Body::Stream | Body::Head(_)) =>
+            {
                 discard(stream).await;
                 client_response(msg, None, None)
             }
-            Ok(Flow::Send(Some(ep))) if !matches!(msg.body, Body::Stream) || stream.is_some() => {
+            Ok(Flow::Send(Some(ep)))
+                if !matches!(msg.body, Body::Stream | Body::Head(_)) || stream.is_some() =>
+            {
                 // A failure of this call is not handled by the fault sequence again.
                 Box::pin(self.call(proxy, msg, stream, ep, Depth::InFault)).await
             }
@@ -362,6 +386,18 @@ impl Engine {
                     headers.insert(header::CONTENT_LENGTH, HeaderValue::from(b.len()));
                     RelayBody::full(b.clone())
                 }
+                // The start already read, then the rest of the stream: the client's length stands.
+                Body::Head(b) => match stream {
+                    Some(s) => {
+                        let a = Activity::new();
+                        activity = Some(a.clone());
+                        RelayBody::stream_after(b.clone(), s, None, Some(a))
+                    }
+                    None => {
+                        headers.insert(header::CONTENT_LENGTH, HeaderValue::from(b.len()));
+                        RelayBody::full(b.clone())
+                    }
+                },
                 Body::Empty => {
                     headers.remove(header::CONTENT_LENGTH);
                     RelayBody::Empty
@@ -376,13 +412,47 @@ impl Engine {
     }
 
     async fn reply(&self, msg: Message, req_stream: Option<Incoming>) -> Response<RelayBody> {
-        let stream = if matches!(msg.body, Body::Stream) {
+        let stream = if matches!(msg.body, Body::Stream | Body::Head(_)) {
             req_stream
         } else {
             discard(req_stream).await;
             None
         };
         client_response(msg, stream, None)
+    }
+
+    /// Reads the request body only as far as the sequence's expressions need (they read nothing but
+    /// the SOAP header): frame by frame until all of them are decided by what was read. Returns what was
+    /// read and the rest of the stream (`None` when the whole body was read: it ended, or the start grew
+    /// past [`HEAD_PROBE_LIMIT`] undecided, after which it is read whole like any body a mediator needs).
+    async fn read_head(
+        &self,
+        seq: &sluice_mediation::SeqPlan,
+        stream: Option<Incoming>,
+    ) -> Result<(Bytes, Option<Incoming>), Error> {
+        let Some(mut s) = stream else {
+            return Ok((Bytes::new(), None));
+        };
+        let mut head = bytes::BytesMut::new();
+        while let Some(frame) = s.frame().await {
+            let frame = frame.map_err(|e| {
+                Error::new(ErrorKind::BadRequest, "reading the request body failed").with_source(e)
+            })?;
+            let Ok(data) = frame.into_data() else {
+                continue; // trailers: not relayed, as for a buffered body
+            };
+            head.extend_from_slice(&data);
+            if head.len() > self.opts.max_buffered_body {
+                return Err(too_large("request", self.opts.max_buffered_body));
+            }
+            if hyper::body::Body::is_end_stream(&s) {
+                break; // all of it is here: no need to relay a stream after it
+            }
+            if head.len() <= HEAD_PROBE_LIMIT && seq.decided_by_head(&head) {
+                return Ok((head.freeze(), Some(s)));
+            }
+        }
+        Ok((head.freeze(), None))
     }
 
     async fn buffer(&self, stream: Option<Incoming>, what: &str) -> Result<Bytes, Error> {
@@ -398,13 +468,7 @@ impl Engine {
                 if e.downcast_ref::<http_body_util::LengthLimitError>()
                     .is_some()
                 {
-                    Err(Error::new(
-                        ErrorKind::PayloadTooLarge,
-                        format!(
-                            "the {what} body is larger than {} bytes and a mediator must read it",
-                            self.opts.max_buffered_body
-                        ),
-                    ))
+                    Err(too_large(what, self.opts.max_buffered_body))
                 } else {
                     Err(Error::new(
                         ErrorKind::BadRequest,
@@ -527,7 +591,7 @@ fn client_response(
         if let Some(ct) = msg.headers.get(header::CONTENT_TYPE) {
             h.insert(header::CONTENT_TYPE, ct.clone());
         }
-        if matches!(msg.body, Body::Stream) {
+        if matches!(msg.body, Body::Stream | Body::Head(_)) {
             if let Some(cl) = msg.headers.get(header::CONTENT_LENGTH) {
                 h.insert(header::CONTENT_LENGTH, cl.clone());
             }
@@ -548,6 +612,13 @@ fn client_response(
                 headers.insert(header::CONTENT_LENGTH, HeaderValue::from(b.len()));
                 RelayBody::full(b)
             }
+            Body::Head(b) => match stream {
+                Some(s) => RelayBody::stream_after(b, s, idle, None),
+                None => {
+                    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(b.len()));
+                    RelayBody::full(b)
+                }
+            },
             Body::Empty => {
                 headers.remove(header::CONTENT_LENGTH);
                 RelayBody::Empty
