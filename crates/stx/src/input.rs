@@ -1,12 +1,10 @@
-//! A strict XML tokenizer over quick-xml: it yields only what libxml2 (as Sluice parses, no DTD, no
+//! A strict XML tokenizer (its own memchr scanner): it yields only what libxml2 (as Sluice parses, no DTD, no
 //! entity substitution) would build the same tree from, and `None` for everything else, so that the
 //! caller falls back to libxml2, which gives the real error.
 //!
 //! Text, references and CDATA sections are merged into one text token with line ends normalised;
 //! attribute values are normalised as a parser without a DTD does; namespace prefixes are resolved.
 
-use quick_xml::events::Event;
-use quick_xml::Reader;
 use std::borrow::Cow;
 
 pub(crate) const XML_NS: &str = "http://www.w3.org/XML/1998/namespace";
@@ -55,14 +53,14 @@ pub(crate) struct Tokenizer<'a> {
     src: &'a str,
     /// Where `src` starts in the input (after an XML declaration).
     base: usize,
-    reader: Reader<&'a [u8]>,
+    scan: Scan<'a>,
     /// In-scope declarations (prefix, URI), innermost last.
     ns: Vec<(&'a str, &'a str)>,
     marks: Vec<usize>,
     depth: usize,
     root_seen: bool,
     /// A structural event read while text was being gathered.
-    held: Option<Event<'a>>,
+    held: Option<Ev<'a>>,
     text: Option<Cow<'a, str>>,
     cdata: bool,
     /// Bindings a fragment inherits from its ancestors, declared on its root element.
@@ -117,7 +115,109 @@ pub(crate) fn split_qname(s: &str) -> Option<(&str, &str)> {
     }
 }
 
-/// `s` as a slice of `src`, when it points into it (quick-xml borrows from the input for slice readers).
+/// A markup event, as a slice of the input.
+#[derive(Debug, Clone, Copy)]
+enum Ev<'a> {
+    /// Character data up to the next markup or reference.
+    Text(&'a str),
+    /// `&name;`: the name.
+    Ref(&'a str),
+    CData(&'a str),
+    Comment(&'a str),
+    /// A start tag's content between `<` and `>` (or `/>`), and the length of its name.
+    Start(&'a str, usize),
+    End,
+    Eof,
+}
+
+/// The markup scanner under [`Tokenizer`]: memchr over the input, end tags checked against their start
+/// tags, an empty-element tag reported as a start and an end. `None` for anything it does not read (a
+/// DOCTYPE, a processing instruction, `--` in a comment, a tag or reference left open).
+struct Scan<'a> {
+    src: &'a str,
+    /// Just after the last event read.
+    pos: usize,
+    /// The names of the open elements.
+    open: Vec<&'a str>,
+    /// The end of the empty-element tag just reported as a start.
+    pending_end: bool,
+}
+
+impl<'a> Scan<'a> {
+    fn next(&mut self) -> Option<Ev<'a>> {
+        if std::mem::take(&mut self.pending_end) {
+            return Some(Ev::End);
+        }
+        let (src, b, i) = (self.src, self.src.as_bytes(), self.pos);
+        let Some(&first) = b.get(i) else {
+            return Some(Ev::Eof);
+        };
+        if first != b'<' {
+            let end = memchr::memchr2(b'<', b'&', &b[i..]).map_or(b.len(), |k| i + k);
+            if end > i {
+                self.pos = end;
+                return src.get(i..end).map(Ev::Text);
+            }
+            let semi = i + 1 + memchr::memchr(b';', &b[i + 1..])?;
+            self.pos = semi + 1;
+            return src.get(i + 1..semi).map(Ev::Ref);
+        }
+        let rest = &b[i + 1..];
+        match *rest.first()? {
+            b'/' => {
+                let gt = i + 2 + memchr::memchr(b'>', &rest[1..])?;
+                let name = src
+                    .get(i + 2..gt)?
+                    .trim_end_matches([' ', '\t', '\n', '\r']);
+                if self.open.pop()? != name {
+                    return None;
+                }
+                self.pos = gt + 1;
+                Some(Ev::End)
+            }
+            b'!' if rest.starts_with(b"!--") => {
+                let from = i + 4;
+                let len = memchr::memmem::find(&b[from..], b"-->")?;
+                let c = src.get(from..from + len)?;
+                if c.contains("--") {
+                    return None;
+                }
+                self.pos = from + len + 3;
+                Some(Ev::Comment(c))
+            }
+            b'!' if rest.starts_with(b"![CDATA[") => {
+                let from = i + 9;
+                let len = memchr::memmem::find(&b[from..], b"]]>")?;
+                self.pos = from + len + 3;
+                src.get(from..from + len).map(Ev::CData)
+            }
+            b'!' | b'?' => None,
+            _ => {
+                // The tag ends at the first `>` outside quotes.
+                let mut j = i + 1;
+                let gt = loop {
+                    let p = j + memchr::memchr3(b'>', b'"', b'\'', &b[j..])?;
+                    if b[p] == b'>' {
+                        break p;
+                    }
+                    j = p + 2 + memchr::memchr(b[p], &b[p + 1..])?;
+                };
+                let empty = b[gt - 1] == b'/' && gt - 1 > i + 1;
+                let content = src.get(i + 1..if empty { gt - 1 } else { gt })?;
+                let name_len = content.bytes().position(is_ws).unwrap_or(content.len());
+                self.pos = gt + 1;
+                if empty {
+                    self.pending_end = true;
+                } else {
+                    self.open.push(content.get(..name_len)?);
+                }
+                Some(Ev::Start(content, name_len))
+            }
+        }
+    }
+}
+
+/// `s` as a slice of `src`, when it points into it.
 fn rebase<'a>(src: &'a str, s: &str) -> Option<&'a str> {
     let base = src.as_ptr() as usize;
     let p = s.as_ptr() as usize;
@@ -273,14 +373,12 @@ impl<'a> Tokenizer<'a> {
             start = 5 + end + 2;
         }
         let body = &src[start..];
-        let mut reader = Reader::from_reader(body.as_bytes());
-        {
-            let c = reader.config_mut();
-            c.expand_empty_elements = true;
-            c.check_comments = true;
-            c.check_end_names = true;
-            c.trim_text(false);
-        }
+        let scan = Scan {
+            src: body,
+            pos: 0,
+            open: Vec::new(),
+            pending_end: false,
+        };
         for (p, u) in inherited {
             if !ns_decl_ok(p, u) {
                 return None;
@@ -289,7 +387,7 @@ impl<'a> Tokenizer<'a> {
         Some(Tokenizer {
             src: body,
             base: start,
-            reader,
+            scan,
             ns: Vec::new(),
             marks: Vec::new(),
             depth: 0,
@@ -310,7 +408,7 @@ impl<'a> Tokenizer<'a> {
     /// The input offset just after the last event read: right after a `Start` or `End` token, the end
     /// of its tag.
     pub(crate) fn position(&self) -> Option<usize> {
-        Some(self.base + usize::try_from(self.reader.buffer_position()).ok()?)
+        Some(self.base + self.scan.pos)
     }
 
     /// The namespace bindings (prefix, URI) in scope on the current element's parent, innermost last.
@@ -350,9 +448,9 @@ impl<'a> Tokenizer<'a> {
         loop {
             let ev = match self.held.take() {
                 Some(e) => e,
-                None => self.reader.read_event().ok()?,
+                None => self.scan.next()?,
             };
-            let texty = matches!(ev, Event::Text(_) | Event::GeneralRef(_) | Event::CData(_));
+            let texty = matches!(ev, Ev::Text(_) | Ev::Ref(_) | Ev::CData(_));
             if !texty {
                 if let Some(t) = self.text.take() {
                     self.held = Some(ev);
@@ -361,11 +459,8 @@ impl<'a> Tokenizer<'a> {
                 }
             }
             match ev {
-                Event::Text(t) => {
-                    let s = rebase(self.src, &t)?;
-                    if memchr::memchr(b'&', s.as_bytes()).is_some()
-                        || (memchr::memchr(b'>', s.as_bytes()).is_some() && s.contains("]]>"))
-                    {
+                Ev::Text(s) => {
+                    if memchr::memchr(b'>', s.as_bytes()).is_some() && s.contains("]]>") {
                         return None;
                     }
                     if self.depth == 0 {
@@ -376,18 +471,17 @@ impl<'a> Tokenizer<'a> {
                     }
                     self.push_text(normalize_eol(s));
                 }
-                Event::GeneralRef(r) => {
+                Ev::Ref(r) => {
                     if self.depth == 0 {
                         return None;
                     }
-                    let c = resolve_ref(&r.into_inner())?;
+                    let c = resolve_ref(r)?;
                     self.push_text(Cow::Owned(c.to_string()));
                 }
-                Event::CData(c) => {
+                Ev::CData(s) => {
                     if self.depth == 0 {
                         return None;
                     }
-                    let s = rebase(self.src, &c)?;
                     if s.is_empty() {
                         // libxslt keeps an empty CDATA node (it stops indentation): not reproduced.
                         return None;
@@ -395,19 +489,16 @@ impl<'a> Tokenizer<'a> {
                     self.cdata = true;
                     self.push_text(normalize_eol(s));
                 }
-                Event::Comment(c) => {
-                    let s = rebase(self.src, &c)?;
+                Ev::Comment(s) => {
                     if s.ends_with('-') {
                         return None;
                     }
                     return Some(Tok::Comment(normalize_eol(s)));
                 }
-                Event::Start(e) => {
-                    let content = rebase(self.src, &e)?;
-                    let name_len = e.name().0.len();
+                Ev::Start(content, name_len) => {
                     return self.start(content, name_len).map(Tok::Start);
                 }
-                Event::End(_) => {
+                Ev::End => {
                     if self.depth == 0 {
                         return None;
                     }
@@ -416,13 +507,12 @@ impl<'a> Tokenizer<'a> {
                     self.ns.truncate(m);
                     return Some(Tok::End);
                 }
-                Event::Eof => {
+                Ev::Eof => {
                     if self.depth != 0 || !self.root_seen {
                         return None;
                     }
                     return Some(Tok::Eof);
                 }
-                Event::Empty(_) | Event::Decl(_) | Event::PI(_) | Event::DocType(_) => return None,
             }
         }
     }

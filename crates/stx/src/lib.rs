@@ -1,4 +1,4 @@
-//! A streaming fast path for simple XSLT 1.0 stylesheets: the input is read as quick-xml events and
+//! A streaming fast path for simple XSLT 1.0 stylesheets: the input is read as a stream of events (a memchr scanner) and
 //! the output written as it goes, without building a tree, giving the bytes libxslt's
 //! `xsltSaveResultToString` gives. libxslt stays the fallback for everything else.
 //!
