@@ -441,6 +441,10 @@ impl Engine {
             let Ok(data) = frame.into_data() else {
                 continue; // trailers: not relayed, as for a buffered body
             };
+            // Whether to look again: the start read so far was within the probe limit. A frame can
+            // be larger than the limit (hyper reads up to ~400 KiB at once), so the check is on what
+            // came before this frame, not on the total.
+            let probe = head.len() <= HEAD_PROBE_LIMIT;
             head.extend_from_slice(&data);
             if head.len() > self.opts.max_buffered_body {
                 return Err(too_large("request", self.opts.max_buffered_body));
@@ -448,7 +452,7 @@ impl Engine {
             if hyper::body::Body::is_end_stream(&s) {
                 break; // all of it is here: no need to relay a stream after it
             }
-            if head.len() <= HEAD_PROBE_LIMIT && seq.decided_by_head(&head) {
+            if probe && seq.decided_by_head(&head) {
                 return Ok((head.freeze(), Some(s)));
             }
         }
