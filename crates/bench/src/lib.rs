@@ -3,6 +3,7 @@
 
 pub mod load;
 pub mod matrix;
+pub mod micro;
 pub mod payload;
 pub mod procfs;
 pub mod report;

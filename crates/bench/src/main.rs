@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use sluice_bench::matrix::{self, MatrixSpec};
-use sluice_bench::{load, payload, report, stats::Summary};
+use sluice_bench::{load, micro, payload, report, stats::Summary};
 use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,6 +27,17 @@ enum Cmd {
     /// One closed-loop load run against a URL (like wrk, plus errors by kind and HdrHistogram
     /// percentiles).
     Load(LoadArgs),
+    /// The CPU cost of the content scenarios' per-message work outside the network: the streaming
+    /// XPath evaluator on the CBR proxies' expressions and the streaming XSLT on the WSO2 stylesheets,
+    /// over the payload of each size (timing loops on one thread).
+    Micro {
+        /// Payload sizes in bytes.
+        #[arg(long, value_delimiter = ',', default_value = "1024,10240,102400")]
+        sizes: Vec<usize>,
+        /// Seconds per case.
+        #[arg(long, default_value_t = 1.0)]
+        seconds: f64,
+    },
     /// Prints a buyStocks SOAP payload of the given size (WSO2's shape).
     Payload {
         #[arg(long)]
@@ -129,6 +140,7 @@ fn main() -> ExitCode {
     let r = match cli.cmd {
         Cmd::Matrix(a) => run_matrix(a),
         Cmd::Load(a) => run_load(a),
+        Cmd::Micro { sizes, seconds } => run_micro(&sizes, seconds),
         Cmd::Payload { size, ibm } => {
             print!("{}", payload::generate(size, ibm));
             Ok(())
@@ -141,6 +153,18 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+fn run_micro(sizes: &[usize], seconds: f64) -> Result<(), String> {
+    let reference = repo_root().join("../shared/reference/wso2-perf");
+    let t = micro::run(
+        &reference.join("performance-ei/capp"),
+        Some(reference.as_path()).filter(|r| r.is_dir()),
+        sizes,
+        Duration::from_secs_f64(seconds),
+    )?;
+    print!("{}", micro::table(&t));
+    Ok(())
 }
 
 fn run_matrix(a: MatrixArgs) -> Result<(), String> {

@@ -1,0 +1,146 @@
+//! `sluice-bench micro`: the CPU cost of the per-message work the content scenarios add, outside any
+//! network: the streaming XPath evaluator on the CBR proxies' expressions and the streaming XSLT on
+//! the WSO2 stylesheets, over the payload of each size. Single-threaded timing loops; the figures are
+//! per call and per byte (on a shared machine, compare runs taken back to back).
+
+use crate::payload;
+use sluice_expr::StreamPath;
+use sluice_stx::StreamSheet;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const SOAPENV: &str = "http://schemas.xmlsoap.org/soap/envelope/";
+
+/// One timed case's result.
+pub struct Timing {
+    pub name: String,
+    pub size: usize,
+    pub ns_per_call: f64,
+}
+
+impl Timing {
+    pub fn ns_per_byte(&self) -> f64 {
+        self.ns_per_call / self.size.max(1) as f64
+    }
+}
+
+/// Calls `f` repeatedly for about `budget` (after a tenth of it as warm-up) and returns ns per call.
+fn time(budget: Duration, mut f: impl FnMut()) -> f64 {
+    let warm = Instant::now();
+    while warm.elapsed() < budget / 10 {
+        f();
+    }
+    let (start, mut n) = (Instant::now(), 0u64);
+    while start.elapsed() < budget {
+        for _ in 0..16 {
+            f();
+        }
+        n += 16;
+    }
+    start.elapsed().as_nanos() as f64 / n as f64
+}
+
+/// The `xsl:stylesheet` element's text in a CAR local entry file.
+fn sheet(capp: &Path, entry: &str) -> Result<StreamSheet, String> {
+    let file = capp.join(format!("{entry}_1.0.0/{entry}-1.0.0.xml"));
+    let s = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let text = s
+        .find("<xsl:stylesheet")
+        .and_then(|a| {
+            let close = "</xsl:stylesheet>";
+            s.rfind(close).map(|b| &s[a..b + close.len()])
+        })
+        .ok_or_else(|| format!("{}: no xsl:stylesheet", file.display()))?;
+    StreamSheet::compile(text.as_bytes())
+        .ok_or_else(|| format!("{entry}: outside the streaming XSLT subset"))
+}
+
+/// Times every case over the payload of each size.
+pub fn run(
+    capp: &Path,
+    reference: Option<&Path>,
+    sizes: &[usize],
+    budget: Duration,
+) -> Result<Vec<Timing>, String> {
+    let ns = [
+        ("soapenv".to_owned(), SOAPENV.to_owned()),
+        ("t".to_owned(), "http://someuri".to_owned()),
+    ];
+    let paths = [
+        ("CBRProxy //order[1]/symbol", "//order[1]/symbol"),
+        (
+            "CBRSOAPHeaderProxy header",
+            "/soapenv:Envelope/soapenv:Header/t:routing",
+        ),
+    ];
+    let reverse = sheet(capp, "xslt_transform_reverse")?;
+    let forward = sheet(capp, "xslt_transform")?;
+    let fast_reverse = sheet(capp, "fastxslt_transform_reverse")?;
+    let mut out = Vec::new();
+    for &size in sizes {
+        let (body, _) = payload::for_size(size, reference);
+        let body = body.into_bytes();
+        for (name, text) in paths {
+            let p = StreamPath::compile(text, &ns).ok_or(format!("{text}: not streamable"))?;
+            if p.eval_string(&body).is_none() {
+                return Err(format!("{text}: no streaming answer on the {size} B payload"));
+            }
+            let ns_per_call = time(budget, || {
+                std::hint::black_box(p.eval_string(std::hint::black_box(&body)));
+            });
+            out.push(Timing {
+                name: name.to_owned(),
+                size: body.len(),
+                ns_per_call,
+            });
+        }
+        let mut reversed = Vec::new();
+        reverse
+            .transform_soap_body_child(&body, &mut reversed)
+            .map_err(|_| format!("xslt_transform_reverse: fell back on the {size} B payload"))?;
+        let mut buf = Vec::with_capacity(body.len() * 2);
+        let sheets: [(&str, &StreamSheet, &[u8], bool); 3] = [
+            ("XSLTProxy request (reverse)", &reverse, &body, true),
+            ("XSLTProxy response (forward)", &forward, &reversed, true),
+            ("XSLTEnhancedProxy request", &fast_reverse, &body, false),
+        ];
+        for (name, s, input, body_child) in sheets {
+            let r = if body_child {
+                s.transform_soap_body_child(input, &mut buf)
+            } else {
+                s.transform(input, &mut buf)
+            };
+            r.map_err(|_| format!("{name}: fell back on the {size} B payload"))?;
+            let ns_per_call = time(budget, || {
+                buf.clear();
+                let r = if body_child {
+                    s.transform_soap_body_child(input, &mut buf)
+                } else {
+                    s.transform(input, &mut buf)
+                };
+                std::hint::black_box(r.is_ok());
+            });
+            out.push(Timing {
+                name: name.to_owned(),
+                size: input.len(),
+                ns_per_call,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// A markdown table of `timings`.
+pub fn table(timings: &[Timing]) -> String {
+    let mut s = String::from("| Case | Input bytes | µs per call | ns per byte |\n|---|---:|---:|---:|\n");
+    for t in timings {
+        s.push_str(&format!(
+            "| {} | {} | {:.2} | {:.2} |\n",
+            t.name,
+            t.size,
+            t.ns_per_call / 1000.0,
+            t.ns_per_byte()
+        ));
+    }
+    s
+}
