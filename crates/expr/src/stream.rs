@@ -662,8 +662,23 @@ impl StreamPath {
             i = end + 2;
         }
         loop {
-            let lt = memchr::memchr(b'<', &xml[i..]).map_or(n, |k| i + k);
-            if lt > i {
+            // The text up to the next `<`, noting in the same pass what the checks need to know.
+            let mut lt = i;
+            let mut seen = 0u8;
+            while lt < n {
+                let k = BYTE_CLASS[usize::from(xml[lt])];
+                if k != 0 {
+                    if k == LT {
+                        break;
+                    }
+                    seen |= k;
+                }
+                lt += 1;
+            }
+            if lt > i && seen & AMP == 0 {
+                let t = text(i, lt)?;
+                run.text_seen(t, seen).ok_or(Refuse)?;
+            } else if lt > i {
                 let mut t = text(i, lt)?;
                 // References split the text into pieces, as quick-xml reports them.
                 while let Some(a) = memchr::memchr(b'&', t.as_bytes()) {
@@ -689,17 +704,24 @@ impl StreamPath {
             let rest = &xml[lt + 1..];
             match rest.first() {
                 Some(b'/') => {
-                    let gt = lt + 2 + memchr::memchr(b'>', &rest[1..]).ok_or(Bail)?;
-                    let mut name = &xml[lt + 2..gt];
-                    while let [head @ .., last] = name {
-                        if !is_ws(*last) {
-                            break;
+                    let open = names.last().ok_or(Bail)?.as_bytes();
+                    let at = lt + 2 + open.len();
+                    let gt = if rest[1..].starts_with(open) && xml.get(at) == Some(&b'>') {
+                        at // `</name>`, the usual end tag
+                    } else {
+                        let gt = lt + 2 + memchr::memchr(b'>', &rest[1..]).ok_or(Bail)?;
+                        let mut name = &xml[lt + 2..gt];
+                        while let [head @ .., last] = name {
+                            if !is_ws(*last) {
+                                break;
+                            }
+                            name = head;
                         }
-                        name = head;
-                    }
-                    if names.last().map(|s| s.as_bytes()) != Some(name) {
-                        return Err(Bail);
-                    }
+                        if name != open {
+                            return Err(Bail);
+                        }
+                        gt
+                    };
                     run.end().ok_or(Refuse)?;
                     names.pop();
                     while bindings.last().is_some_and(|b| b.2 > run.depth) {
@@ -730,24 +752,32 @@ impl StreamPath {
                 }
                 Some(b'!' | b'?') | None => return Err(Bail),
                 Some(_) => {
-                    // The tag ends at the first `>` outside quotes.
-                    let mut j = lt + 1;
-                    let gt = loop {
-                        let p = j + memchr::memchr3(b'>', b'"', b'\'', &xml[j..]).ok_or(Bail)?;
-                        let q = xml[p];
-                        if q == b'>' {
-                            break p;
+                    let (gt, empty, name_end, plain) = match plain_tag(xml, lt + 1) {
+                        Some((gt, empty, name_end)) => (gt, empty, name_end, true),
+                        None => {
+                            // The tag ends at the first `>` outside quotes.
+                            let mut j = lt + 1;
+                            let gt = loop {
+                                let p = j + memchr::memchr3(b'>', b'"', b'\'', &xml[j..])
+                                    .ok_or(Bail)?;
+                                let q = xml[p];
+                                if q == b'>' {
+                                    break p;
+                                }
+                                j = p + 2 + memchr::memchr(q, &xml[p + 1..]).ok_or(Bail)?;
+                            };
+                            let empty = xml[gt - 1] == b'/';
+                            let inner = if empty { gt - 1 } else { gt };
+                            let name_end = xml[lt + 1..inner]
+                                .iter()
+                                .position(|&c| is_ws(c))
+                                .map_or(inner, |k| lt + 1 + k);
+                            (gt, empty, name_end, false)
                         }
-                        j = p + 2 + memchr::memchr(q, &xml[p + 1..]).ok_or(Bail)?;
                     };
-                    let empty = xml[gt - 1] == b'/';
                     let inner = if empty { gt - 1 } else { gt };
-                    let name_end = xml[lt + 1..inner]
-                        .iter()
-                        .position(|&c| is_ws(c))
-                        .map_or(inner, |k| lt + 1 + k);
                     let raw = text(lt + 1, name_end)?;
-                    if !is_qname(raw) || raw.starts_with("xmlns:") {
+                    if !(plain || is_qname(raw)) || raw.starts_with("xmlns:") {
                         return Err(Bail);
                     }
                     let depth = run.depth + 1;
@@ -846,6 +876,83 @@ const WHOLE_UTF8_CHECK: usize = 16 * 1024;
 
 fn is_ws(c: u8) -> bool {
     matches!(c, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+// What the fast reader must notice in character data, byte by byte (0: nothing).
+const LT: u8 = 1;
+const AMP: u8 = 2;
+const GT: u8 = 4;
+const CR: u8 = 8;
+const CTRL: u8 = 16;
+const HIGH: u8 = 32;
+
+const BYTE_CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        t[c] = match c as u8 {
+            b'<' => LT,
+            b'&' => AMP,
+            b'>' => GT,
+            b'\r' => CR,
+            b'\t' | b'\n' => 0,
+            0..=0x1f => CTRL,
+            0x80..=0xff => HIGH,
+            _ => 0,
+        };
+        c += 1;
+    }
+    t
+};
+
+/// ASCII bytes of an XML name (`NAME_START` can begin one; `:` is checked by [`is_qname`]).
+const NAME: u8 = 1;
+const NAME_START: u8 = 2;
+
+const NAME_CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        t[c] = match c as u8 {
+            b'a'..=b'z' | b'A'..=b'Z' | b'_' => NAME | NAME_START,
+            b'0'..=b'9' | b'-' | b'.' | b':' => NAME,
+            _ => 0,
+        };
+        c += 1;
+    }
+    t
+};
+
+/// A start tag without attributes, `<name>` or `<name/>`, the usual kind: from the byte after `<`,
+/// returns (index of `>`, empty element, end of the name). `None` for anything else (attributes,
+/// white space, non-ASCII names), which the general tag reading handles.
+fn plain_tag(xml: &[u8], from: usize) -> Option<(usize, bool, usize)> {
+    if NAME_CLASS[usize::from(*xml.get(from)?)] & NAME_START == 0 {
+        return None;
+    }
+    let mut j = from + 1;
+    let mut colon = None;
+    while j < xml.len() && NAME_CLASS[usize::from(xml[j])] != 0 {
+        if xml[j] == b':' {
+            if colon.is_some() {
+                return None;
+            }
+            colon = Some(j);
+        }
+        j += 1;
+    }
+    // A QName: a prefix and a local part that each start as a name does.
+    if colon.is_some_and(|c| {
+        xml.get(c + 1)
+            .is_none_or(|&b| NAME_CLASS[usize::from(b)] & NAME_START == 0)
+    }) {
+        return None;
+    }
+    match xml.get(j)? {
+        b'>' => Some((j, false, j)),
+        b'/' if xml.get(j + 1) == Some(&b'>') => Some((j + 1, true, j)),
+        _ => None,
+    }
 }
 
 /// The namespace bound to `prefix` ("" for the default), innermost first: `Some(None)` for no
@@ -1311,22 +1418,26 @@ impl Run<'_> {
     }
 
     fn text(&mut self, t: &str) -> Option<()> {
-        // One pass for what the checks need to know (text pieces are short and many).
-        let (mut ctrl, mut high, mut gt, mut cr, mut ws) = (false, false, false, false, true);
+        let mut seen = 0;
         for &c in t.as_bytes() {
-            ctrl |= c < 0x20 && c != b'\t' && c != b'\n' && c != b'\r';
-            high |= c >= 0x80;
-            gt |= c == b'>';
-            cr |= c == b'\r';
-            ws &= is_ws(c);
+            seen |= BYTE_CLASS[usize::from(c)];
         }
-        if ctrl || (high && t.contains(['\u{FFFE}', '\u{FFFF}'])) || (gt && t.contains("]]>")) {
+        self.text_seen(t, seen)
+    }
+
+    /// Character data `t` (no references in it), where `seen` is every [`BYTE_CLASS`] of its bytes
+    /// or'd together.
+    fn text_seen(&mut self, t: &str, seen: u8) -> Option<()> {
+        if seen & CTRL != 0
+            || (seen & HIGH != 0 && t.contains(['\u{FFFE}', '\u{FFFF}']))
+            || (seen & GT != 0 && t.contains("]]>"))
+        {
             return None;
         }
         if self.depth == 0 {
-            return ws.then_some(());
+            return t.bytes().all(is_ws).then_some(());
         }
-        if !cr {
+        if seen & CR == 0 {
             self.chars(t);
             return Some(());
         }
@@ -1891,6 +2002,13 @@ mod tests {
             "<?pi x?><a/>",
             "<p:a/>",
             "<a xmlns:p='urn:x' xmlns:q='urn:x' p:b='1' q:b='2'/>",
+            // Names that are not QNames (the tag reader checks them byte by byte).
+            "<a:></a:>",
+            "<a:/>",
+            "<a:b:c/>",
+            "<a:1/>",
+            "<a:",
+            "<a><b:</a>",
         ] {
             assert_eq!(p.eval_string(doc.as_bytes()), None, "{doc:?}");
         }
