@@ -37,6 +37,9 @@ enum Cmd {
         /// Seconds per case.
         #[arg(long, default_value_t = 1.0)]
         seconds: f64,
+        /// Only the cases whose name contains this.
+        #[arg(long)]
+        only: Option<String>,
     },
     /// Prints a buyStocks SOAP payload of the given size (WSO2's shape).
     Payload {
@@ -140,7 +143,11 @@ fn main() -> ExitCode {
     let r = match cli.cmd {
         Cmd::Matrix(a) => run_matrix(a),
         Cmd::Load(a) => run_load(a),
-        Cmd::Micro { sizes, seconds } => run_micro(&sizes, seconds),
+        Cmd::Micro {
+            sizes,
+            seconds,
+            only,
+        } => run_micro(&sizes, seconds, only.as_deref()),
         Cmd::Payload { size, ibm } => {
             print!("{}", payload::generate(size, ibm));
             Ok(())
@@ -155,13 +162,14 @@ fn main() -> ExitCode {
     }
 }
 
-fn run_micro(sizes: &[usize], seconds: f64) -> Result<(), String> {
+fn run_micro(sizes: &[usize], seconds: f64, only: Option<&str>) -> Result<(), String> {
     let reference = repo_root().join("../shared/reference/wso2-perf");
     let t = micro::run(
         &reference.join("performance-ei/capp"),
         Some(reference.as_path()).filter(|r| r.is_dir()),
         sizes,
         Duration::from_secs_f64(seconds),
+        only,
     )?;
     print!("{}", micro::table(&t));
     Ok(())

@@ -61,7 +61,9 @@ pub fn run(
     reference: Option<&Path>,
     sizes: &[usize],
     budget: Duration,
+    only: Option<&str>,
 ) -> Result<Vec<Timing>, String> {
+    let wanted = |name: &str| only.is_none_or(|o| name.contains(o));
     let ns = [
         ("soapenv".to_owned(), SOAPENV.to_owned()),
         ("t".to_owned(), "http://someuri".to_owned()),
@@ -81,9 +83,14 @@ pub fn run(
         let (body, _) = payload::for_size(size, reference);
         let body = body.into_bytes();
         for (name, text) in paths {
+            if !wanted(name) {
+                continue;
+            }
             let p = StreamPath::compile(text, &ns).ok_or(format!("{text}: not streamable"))?;
             if p.eval_string(&body).is_none() {
-                return Err(format!("{text}: no streaming answer on the {size} B payload"));
+                return Err(format!(
+                    "{text}: no streaming answer on the {size} B payload"
+                ));
             }
             let ns_per_call = time(budget, || {
                 std::hint::black_box(p.eval_string(std::hint::black_box(&body)));
@@ -105,6 +112,9 @@ pub fn run(
             ("XSLTEnhancedProxy request", &fast_reverse, &body, false),
         ];
         for (name, s, input, body_child) in sheets {
+            if !wanted(name) {
+                continue;
+            }
             let r = if body_child {
                 s.transform_soap_body_child(input, &mut buf)
             } else {
@@ -132,7 +142,8 @@ pub fn run(
 
 /// A markdown table of `timings`.
 pub fn table(timings: &[Timing]) -> String {
-    let mut s = String::from("| Case | Input bytes | µs per call | ns per byte |\n|---|---:|---:|---:|\n");
+    let mut s =
+        String::from("| Case | Input bytes | µs per call | ns per byte |\n|---|---:|---:|---:|\n");
     for t in timings {
         s.push_str(&format!(
             "| {} | {} | {:.2} | {:.2} |\n",

@@ -44,7 +44,14 @@ impl NameTest {
     fn matches(&self, ns: Option<&str>, local: &str) -> bool {
         match self {
             NameTest::Any => true,
-            NameTest::Name { ns: n, local: l } => l == local && n.as_deref() == ns,
+            NameTest::Name { ns: n, local: l } => {
+                short_eq(l.as_bytes(), local.as_bytes())
+                    && match (n, ns) {
+                        (Some(a), Some(b)) => short_eq(a.as_bytes(), b.as_bytes()),
+                        (None, None) => true,
+                        _ => false,
+                    }
+            }
         }
     }
 }
@@ -93,6 +100,9 @@ struct Path {
     steps: Vec<Step>,
     tail: Tail,
     slots: usize,
+    /// Every local name a step or a child predicate tests for (`None`: some test is `*`). An element
+    /// with another name below the root matches nothing and is only tracked for depth.
+    names: Option<Vec<String>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -162,6 +172,17 @@ fn is_ncname(s: &str) -> bool {
         && b[1..]
             .iter()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))
+}
+
+/// `a == b` for the short strings names are, without a call to `memcmp`.
+#[inline]
+fn short_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len()
+        && if a.len() <= 32 {
+            a.iter().zip(b).all(|(x, y)| x == y)
+        } else {
+            a == b
+        }
 }
 
 /// `s.split_once(':')`, by bytes (names are short: a plain loop beats the char searcher).
@@ -418,11 +439,28 @@ impl Parser<'_> {
                 }
             }
         }
+        // The local names an element must have to take part: `None` when a wildcard lets any in.
+        let mut names = Vec::new();
+        let mut any = false;
+        for step in &steps {
+            let tests =
+                std::iter::once(&step.test).chain(step.preds.iter().filter_map(|p| match p {
+                    Pred::Child { test, .. } => Some(test),
+                    _ => None,
+                }));
+            for t in tests {
+                match t {
+                    NameTest::Any => any = true,
+                    NameTest::Name { local, .. } => names.push(local.clone()),
+                }
+            }
+        }
         Some(Path {
             descendant,
             steps,
             tail,
             slots,
+            names: (!any).then_some(names),
         })
     }
 }
@@ -618,7 +656,10 @@ impl StreamPath {
             first = false;
             // Once the root element has ended, the rest is read anyway: it is short, and libxml2 refuses
             // anything but comments and white space there.
-            if !exhaustive && (run.sink.done || (run.depth > 0 && run.decided())) {
+            // A `//` path is never decided inside the root element: any element may still match.
+            if !exhaustive
+                && (run.sink.done || (run.depth > 0 && !self.path.descendant && run.decided()))
+            {
                 return Some(run.sink.finish(&self.form, mode));
             }
         }
@@ -638,13 +679,13 @@ impl StreamPath {
         // Small documents are checked for UTF-8 at once (cheaper than piece by piece); a large one piece
         // by piece, so that an early answer does not pay for the whole.
         let whole = if xml.len() <= WHOLE_UTF8_CHECK {
-            Some(std::str::from_utf8(xml).map_err(|_| Bail)?)
+            Some(simdutf8::basic::from_utf8(xml).map_err(|_| Bail)?)
         } else {
             None
         };
         let text = move |a: usize, b: usize| match whole {
             Some(s) => s.get(a..b).ok_or(Bail),
-            None => std::str::from_utf8(&xml[a..b]).map_err(|_| Bail),
+            None => simdutf8::basic::from_utf8(&xml[a..b]).map_err(|_| Bail),
         };
         let mut run = self.new_run(mode);
         // The open elements' names, and the namespace bindings in scope: (prefix, uri, depth).
@@ -706,7 +747,8 @@ impl StreamPath {
                 Some(b'/') => {
                     let open = names.last().ok_or(Bail)?.as_bytes();
                     let at = lt + 2 + open.len();
-                    let gt = if rest[1..].starts_with(open) && xml.get(at) == Some(&b'>') {
+                    let gt = if xml.get(at) == Some(&b'>') && short_eq(&rest[1..=open.len()], open)
+                    {
                         at // `</name>`, the usual end tag
                     } else {
                         let gt = lt + 2 + memchr::memchr(b'>', &rest[1..]).ok_or(Bail)?;
@@ -846,7 +888,10 @@ impl StreamPath {
                     i = gt + 1;
                 }
             }
-            if !exhaustive && (run.sink.done || (run.depth > 0 && run.decided())) {
+            // A `//` path is never decided inside the root element: any element may still match.
+            if !exhaustive
+                && (run.sink.done || (run.depth > 0 && !self.path.descendant && run.decided()))
+            {
                 return Ok(run.sink.finish(&self.form, mode));
             }
         }
@@ -958,7 +1003,11 @@ fn plain_tag(xml: &[u8], from: usize) -> Option<(usize, bool, usize)> {
 /// The namespace bound to `prefix` ("" for the default), innermost first: `Some(None)` for no
 /// namespace (`xmlns=""`, or no default declared), `None` for an unbound prefix.
 fn bound<'a>(bindings: &[(&str, &'a str, usize)], prefix: &str) -> Option<Option<&'a str>> {
-    match bindings.iter().rev().find(|b| b.0 == prefix) {
+    match bindings
+        .iter()
+        .rev()
+        .find(|b| short_eq(b.0.as_bytes(), prefix.as_bytes()))
+    {
         Some((_, "", _)) => Some(None),
         Some((_, uri, _)) => Some(Some(uri)),
         None if prefix.is_empty() => Some(None),
@@ -1099,11 +1148,25 @@ struct Frame {
 }
 
 impl Frame {
+    #[inline]
     fn reset(&mut self, steps: usize, slots: usize) {
-        self.m.clear();
-        self.m.resize(steps, None);
-        self.counters.clear();
-        self.counters.resize(slots, 0);
+        // A frame is reused for every element at its depth: clear in place (no reallocation).
+        if self.m.len() == steps {
+            for m in &mut self.m {
+                if m.is_some() {
+                    *m = None;
+                }
+            }
+        } else {
+            self.m.clear();
+            self.m.resize(steps, None);
+        }
+        if self.counters.len() == slots {
+            self.counters.fill(0);
+        } else {
+            self.counters.clear();
+            self.counters.resize(slots, 0);
+        }
         self.own.clear();
         self.text_run = None;
         self.soap_env = None;
@@ -1216,6 +1279,17 @@ impl Run<'_> {
         let parent = &mut lower[d - 1];
         let f = &mut upper[0];
         f.reset(n, path.slots);
+        let inert = d > 1
+            && parent.soap_env.is_none()
+            && path.names.as_ref().is_some_and(|names| {
+                !names
+                    .iter()
+                    .any(|x| short_eq(x.as_bytes(), local.as_bytes()))
+            });
+        if inert {
+            self.depth = d;
+            return Some(());
+        }
         for (i, step) in path.steps.iter().enumerate() {
             let base = if i == 0 {
                 (path.descendant || d == 1).then(Vec::new)
@@ -1485,7 +1559,14 @@ impl Run<'_> {
     }
 
     /// Hands the results whose membership and string value are known, in document order, to the sink.
+    #[inline]
     fn advance(&mut self) {
+        if self.next < self.results.len() && !self.sink.done {
+            self.advance_results();
+        }
+    }
+
+    fn advance_results(&mut self) {
         while self.next < self.results.len() && !self.sink.done {
             let r = &mut self.results[self.next];
             let mut state = Some(true);

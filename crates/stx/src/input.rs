@@ -357,7 +357,7 @@ impl<'a> Tokenizer<'a> {
         if input.len() > MAX_BYTES {
             return None;
         }
-        let src = std::str::from_utf8(input).ok()?;
+        let src = simdutf8::basic::from_utf8(input).ok()?;
         if src.starts_with('\u{FEFF}') || !chars_ok(src) {
             return None;
         }
