@@ -711,8 +711,18 @@ fn string_value<'x>(a: &'x [ANode<'_>], n: usize) -> Cow<'x, str> {
     match &a[n].kind {
         AKind::Text(t) => Cow::Borrowed(t),
         AKind::El { .. } => {
+            let inner = &a[n + 1..a[n].end];
+            // The usual element holds one text node (or none): its value is borrowed.
+            match inner {
+                [] => return Cow::Borrowed(""),
+                [ANode {
+                    kind: AKind::Text(t),
+                    ..
+                }] => return Cow::Borrowed(t),
+                _ => {}
+            }
             let mut s = String::new();
-            for node in &a[n + 1..a[n].end] {
+            for node in inner {
                 if let AKind::Text(t) = &node.kind {
                     s.push_str(t);
                 }
