@@ -292,14 +292,16 @@ impl Expr {
 
     /// Whether this expression's value is known from `head`, the start of a message: always for
     /// expressions that do not read the body; for XPath, when the streaming evaluator answers from
-    /// those bytes both as a string and as a boolean (it answers only once nothing later can change
-    /// the answer, so the whole message would give the same).
+    /// those bytes as a string, which decides the boolean too (it answers only once nothing later can
+    /// change the answer, so the whole message would give the same).
     pub fn decided_by(&self, head: &[u8]) -> bool {
         match self {
             Expr::XPath(x) => x
                 .stream
                 .as_ref()
-                .is_some_and(|s| s.eval_string(head).is_some() && s.eval_bool(head).is_some()),
+                // The string value needs everything the boolean does (membership, and the text too):
+                // when it is decided, so is the boolean.
+                .is_some_and(|s| s.eval_string(head).is_some()),
             _ => true,
         }
     }
@@ -441,19 +443,78 @@ impl Expr {
     }
 }
 
-/// A regex with Java `matches()` semantics: it must match the whole input.
+/// A regex with Java `matches()` semantics: it must match the whole input, and `.` matches any
+/// character but a line terminator (`\n`, `\r`, U+0085, U+2028, U+2029), as in `java.util.regex`.
 #[derive(Clone, Debug)]
 pub struct FullRegex {
-    re: regex::Regex,
+    how: Match,
     source: String,
+}
+
+#[derive(Clone, Debug)]
+enum Match {
+    /// `.*`: any string without a line terminator.
+    AnyLine,
+    /// Literal characters and `.` (`None`), the usual routing pattern: compared char by char.
+    Dotted(Vec<Option<char>>),
+    Regex(regex::Regex),
+}
+
+/// Java's line terminators, which `.` does not match.
+fn is_line_terminator(c: char) -> bool {
+    matches!(c, '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}')
+}
+
+/// `pattern` with each `.` outside a character class made Java's `.`.
+fn java_dots(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len() + 16);
+    let (mut class, mut chars) = (0usize, pattern.chars());
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                out.push(c);
+                if let Some(n) = chars.next() {
+                    out.push(n);
+                }
+                continue;
+            }
+            '[' => class += 1,
+            ']' if class > 0 => class -= 1,
+            '.' if class == 0 => {
+                out.push_str("[^\\n\\r\\x{85}\\x{2028}\\x{2029}]");
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
+    out
 }
 
 impl FullRegex {
     pub fn compile(pattern: &str) -> Result<FullRegex, ExprError> {
-        let anchored = format!("^(?:{pattern})$");
+        const META: &[char] = &[
+            '\\', '[', ']', '{', '}', '(', ')', '*', '+', '?', '^', '$', '|',
+        ];
+        let fast = if pattern == ".*" {
+            Some(Match::AnyLine)
+        } else if !pattern.contains(META) {
+            Some(Match::Dotted(
+                pattern.chars().map(|c| (c != '.').then_some(c)).collect(),
+            ))
+        } else {
+            None
+        };
+        if let Some(how) = fast {
+            return Ok(FullRegex {
+                how,
+                source: pattern.to_owned(),
+            });
+        }
+        let anchored = format!("^(?:{})$", java_dots(pattern));
         match regex::Regex::new(&anchored) {
             Ok(re) => Ok(FullRegex {
-                re,
+                how: Match::Regex(re),
                 source: pattern.to_owned(),
             }),
             Err(e) => {
@@ -474,7 +535,18 @@ impl FullRegex {
     }
 
     pub fn matches(&self, s: &str) -> bool {
-        self.re.is_match(s)
+        match &self.how {
+            Match::AnyLine => !s.contains(is_line_terminator),
+            Match::Dotted(p) => {
+                let mut chars = s.chars();
+                p.iter().all(|want| match (chars.next(), want) {
+                    (Some(c), Some(w)) => c == *w,
+                    (Some(c), None) => !is_line_terminator(c),
+                    (None, _) => false,
+                }) && chars.next().is_none()
+            }
+            Match::Regex(re) => re.is_match(s),
+        }
     }
 
     pub fn as_str(&self) -> &str {
@@ -596,6 +668,27 @@ mod tests {
         assert!(body.decided_by(msg));
         // Expressions that do not read the body are always decided.
         assert!(Expr::compile("$trp:routing", &ns).unwrap().decided_by(b""));
+        // `decided_by` asks the string value only: wherever that is known, so is the boolean.
+        for text in [
+            "/s:Envelope/s:Header/t:routing",
+            "//order[1]/symbol",
+            "count(//order)",
+            "count(/s:Envelope/s:Header/t:routing) = 1",
+            "boolean(/s:Envelope/s:Header/t:routing)",
+            "not(/s:Envelope/s:Header/t:routing)",
+            "'r1' = /s:Envelope/s:Header/t:routing",
+            "/s:Envelope/s:Header/t:routing/text()",
+        ] {
+            let Expr::XPath(x) = Expr::compile(text, &ns).unwrap() else {
+                panic!("{text} is an XPath")
+            };
+            let s = x.stream.as_ref().expect("streamable");
+            for cut in 0..=msg.len() {
+                if s.eval_string(&msg[..cut]).is_some() {
+                    assert!(s.eval_bool(&msg[..cut]).is_some(), "{text} cut at {cut}");
+                }
+            }
+        }
     }
 
     #[test]
@@ -666,6 +759,22 @@ mod tests {
         let alt = FullRegex::compile("IBM|SUN").unwrap();
         assert!(alt.matches("SUN") && !alt.matches("IBMSUN"));
         assert!(FullRegex::compile(".*").unwrap().matches(""));
+        // Java's `.` matches no line terminator, in every form of pattern.
+        for (pattern, yes, no) in [
+            (".*", "IBM", "I\rBM"),
+            ("1.0", "1x0", "1\u{2028}0"),
+            ("a.c|x", "abc", "a\nc"),
+            ("(.)+", "ab", "a\u{85}"),
+            ("[.]b", ".b", "xb"),
+            ("\\.b", ".b", "xb"),
+            ("é.", "éa", "é"),
+        ] {
+            let r = FullRegex::compile(pattern).unwrap();
+            assert!(r.matches(yes), "{pattern} matches {yes:?}");
+            assert!(!r.matches(no), "{pattern} does not match {no:?}");
+        }
+        assert!(!FullRegex::compile("1.0").unwrap().matches("1.00"));
+        assert!(!FullRegex::compile("1.0").unwrap().matches("1."));
         assert_eq!(
             FullRegex::compile("a(?=b)").unwrap_err().kind,
             ExprErrorKind::Unsupported
