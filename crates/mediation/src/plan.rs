@@ -78,7 +78,7 @@ pub struct EndpointPlan {
     pub label: Arc<str>,
     pub uri: Uri,
     /// `host:port` to connect to (port 80 when the URI has none).
-    pub authority: String,
+    pub authority: Arc<str>,
     /// The Host header for this endpoint.
     pub host: HeaderValue,
     pub timeout: Option<Duration>,
@@ -99,9 +99,9 @@ impl EndpointPlan {
     ) -> Self {
         let label = format!("endpoint {name} ({uri})").into();
         let authority = match uri.authority() {
-            Some(a) if a.port().is_some() => a.as_str().to_owned(),
-            Some(a) => format!("{}:80", a.host()),
-            None => String::new(),
+            Some(a) if a.port().is_some() => a.as_str().into(),
+            Some(a) => format!("{}:80", a.host()).into(),
+            None => "".into(),
         };
         EndpointPlan {
             name,

@@ -1,6 +1,7 @@
 //! The one body type Sluice sends, both ways: nothing, bytes made in memory, or another message's stream
 //! relayed frame by frame (bounded by hyper's buffers, never collected).
 
+use crate::client::BackendBody;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
@@ -67,10 +68,47 @@ impl std::fmt::Display for StalledError {
 }
 impl std::error::Error for StalledError {}
 
+/// A body arriving from one side: a client's request or a back-end's response.
+pub enum Inbound {
+    Client(Incoming),
+    Backend(BackendBody),
+}
+
+impl Body for Inbound {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        match self.get_mut() {
+            Inbound::Client(b) => Pin::new(b)
+                .poll_frame(cx)
+                .map(|f| f.map(|r| r.map_err(Into::into))),
+            Inbound::Backend(b) => Pin::new(b).poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            Inbound::Client(b) => b.is_end_stream(),
+            Inbound::Backend(b) => b.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Inbound::Client(b) => b.size_hint(),
+            Inbound::Backend(b) => b.size_hint(),
+        }
+    }
+}
+
 pub struct Stream {
     /// Bytes already read from `inner`, sent first.
     head: Option<Bytes>,
-    inner: Incoming,
+    inner: Inbound,
     idle: Option<IdleTimeout>,
     activity: Option<Arc<Activity>>,
 }
@@ -90,7 +128,7 @@ impl RelayBody {
         }
     }
 
-    pub fn stream(inner: Incoming) -> Self {
+    pub fn stream(inner: Inbound) -> Self {
         RelayBody::Stream(Box::new(Stream {
             head: None,
             inner,
@@ -102,7 +140,7 @@ impl RelayBody {
     /// `head` (bytes already read from the stream), then the rest of `inner`.
     pub fn stream_after(
         head: Bytes,
-        inner: Incoming,
+        inner: Inbound,
         idle: Option<IdleTimeout>,
         activity: Option<Arc<Activity>>,
     ) -> Self {
@@ -115,7 +153,7 @@ impl RelayBody {
     }
 
     pub fn stream_with(
-        inner: Incoming,
+        inner: Inbound,
         idle: Option<IdleTimeout>,
         activity: Option<Arc<Activity>>,
     ) -> Self {
@@ -152,7 +190,7 @@ impl Body for RelayBody {
                         if let Some(idle) = &mut s.idle {
                             idle.armed = false;
                         }
-                        Poll::Ready(r.map(|r| r.map_err(Into::into)))
+                        Poll::Ready(r)
                     }
                     Poll::Pending => {
                         if let Some(idle) = &mut s.idle {

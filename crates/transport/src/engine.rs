@@ -2,14 +2,13 @@
 //! the answer to the client. Mediation runs synchronously between the awaits; bodies nobody reads are
 //! relayed as streams.
 
-use crate::body::{Activity, IdleTimeout, RelayBody};
-use crate::client::BackendClient;
+use crate::body::{Activity, IdleTimeout, Inbound, RelayBody};
+use crate::client::{BackendBody, BackendClient};
 use crate::headers::strip_hop_by_hop;
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use sluice_config::FaultVersion;
 use sluice_expr::BodyNeed;
 use sluice_mediation::fault::{self, FaultParts};
@@ -84,7 +83,10 @@ impl Engine {
         &self.plan
     }
 
-    pub async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<RelayBody> {
+    pub async fn handle(
+        self: Arc<Self>,
+        req: Request<hyper::body::Incoming>,
+    ) -> Response<RelayBody> {
         let (parts, body) = req.into_parts();
         let path = parts.uri.path();
         let rest = match path.strip_prefix("/services") {
@@ -140,9 +142,9 @@ impl Engine {
         &self,
         proxy: &Arc<ProxyPlan>,
         mut msg: Message,
-        body: Incoming,
+        body: hyper::body::Incoming,
     ) -> Response<RelayBody> {
-        let mut stream = Some(body);
+        let mut stream = Some(Inbound::Client(body));
         match proxy.request_body_need() {
             BodyNeed::None => {}
             BodyNeed::Headers => match self.read_head(&proxy.in_seq, stream.take()).await {
@@ -227,7 +229,7 @@ impl Engine {
         &self,
         proxy: &Arc<ProxyPlan>,
         mut msg: Message,
-        mut stream: Option<Incoming>,
+        mut stream: Option<Inbound>,
         mut ep: Arc<EndpointPlan>,
         depth: Depth,
     ) -> Response<RelayBody> {
@@ -274,7 +276,7 @@ impl Engine {
             };
             let (parts, body) = resp.into_parts();
             let mut rmsg = msg.into_response(parts.status, parts.headers);
-            let mut rstream = Some(body);
+            let mut rstream = Some(Inbound::Backend(body));
             let idle = IdleTimeout::new(limit, ep.label.clone());
             let Some(out) = &proxy.out_seq else {
                 return client_response(rmsg, rstream, Some(idle));
@@ -315,7 +317,7 @@ impl Engine {
         proxy: &Arc<ProxyPlan>,
         mut msg: Message,
         err: Error,
-        stream: Option<Incoming>,
+        stream: Option<Inbound>,
     ) -> Response<RelayBody> {
         tracing::warn!(proxy = %proxy.name, kind = ?err.kind, "{}", err.reason());
         let Some(fs) = &proxy.fault_seq else {
@@ -357,7 +359,7 @@ impl Engine {
         &self,
         msg: &mut Message,
         ep: &EndpointPlan,
-        stream: Option<Incoming>,
+        stream: Option<Inbound>,
         keep_headers: bool,
     ) -> (Request<RelayBody>, Option<Arc<Activity>>) {
         let mut headers = if keep_headers {
@@ -411,7 +413,7 @@ impl Engine {
         (req, activity)
     }
 
-    async fn reply(&self, msg: Message, req_stream: Option<Incoming>) -> Response<RelayBody> {
+    async fn reply(&self, msg: Message, req_stream: Option<Inbound>) -> Response<RelayBody> {
         let stream = if matches!(msg.body, Body::Stream | Body::Head(_)) {
             req_stream
         } else {
@@ -428,8 +430,8 @@ impl Engine {
     async fn read_head(
         &self,
         seq: &sluice_mediation::SeqPlan,
-        stream: Option<Incoming>,
-    ) -> Result<(Bytes, Option<Incoming>), Error> {
+        stream: Option<Inbound>,
+    ) -> Result<(Bytes, Option<Inbound>), Error> {
         let Some(mut s) = stream else {
             return Ok((Bytes::new(), None));
         };
@@ -459,7 +461,7 @@ impl Engine {
         Ok((head.freeze(), None))
     }
 
-    async fn buffer(&self, stream: Option<Incoming>, what: &str) -> Result<Bytes, Error> {
+    async fn buffer(&self, stream: Option<Inbound>, what: &str) -> Result<Bytes, Error> {
         let Some(s) = stream else {
             return Ok(Bytes::new());
         };
@@ -542,7 +544,7 @@ async fn send_with_timeout(
     ep: &EndpointPlan,
     activity: Option<Arc<Activity>>,
     limit: Duration,
-) -> Result<http::Response<Incoming>, Error> {
+) -> Result<http::Response<BackendBody>, Error> {
     let fut = client.send(req, ep);
     tokio::pin!(fut);
     let mut deadline = tokio::time::Instant::now() + limit;
@@ -578,7 +580,7 @@ fn apply_content_type_props(axis2: &sluice_mediation::message::Props, headers: &
 /// relayed; on the request path (respond, makefault + send) only the content headers of the message.
 fn client_response(
     msg: Message,
-    stream: Option<Incoming>,
+    stream: Option<Inbound>,
     idle: Option<IdleTimeout>,
 ) -> Response<RelayBody> {
     let status = msg.status.unwrap_or(if msg.is_fault {
@@ -677,7 +679,7 @@ fn accepted() -> Response<RelayBody> {
 
 /// Reads and drops a request body nobody will use, so the connection stays usable; gives up (and lets the
 /// connection close) past a size or time bound.
-async fn discard(stream: Option<Incoming>) {
+async fn discard(stream: Option<Inbound>) {
     const MAX: usize = 4 * 1024 * 1024;
     let Some(mut s) = stream else { return };
     let drain = async {

@@ -3,6 +3,7 @@
 pub mod body;
 pub mod client;
 pub mod engine;
+pub mod h1;
 pub mod headers;
 pub mod server;
 
