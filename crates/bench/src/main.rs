@@ -99,6 +99,15 @@ struct MatrixArgs {
     /// Load generator threads (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
+    /// Run the proxies under test on these CPUs only (taskset list: 0, 0-1, 0,2) and the load
+    /// generator and echo back-end on the others, as WSO2 runs them on separate machines. CPU per
+    /// request is then free of the measuring side's contention.
+    #[arg(long, value_name = "CPUS")]
+    pin: Option<String>,
+    /// Measure each cell without a back-end delay this many times, the targets interleaved round by
+    /// round, and report the median round (default 1).
+    #[arg(long)]
+    rounds: Option<usize>,
 }
 
 #[derive(clap::Args)]
@@ -224,6 +233,18 @@ fn run_matrix(a: MatrixArgs) -> Result<(), String> {
     }
     if let Some(v) = a.threads {
         spec.threads = v;
+    }
+    if let Some(list) = &a.pin {
+        let p = matrix::Pinning::split(list, cores())?;
+        p.bind_self().map_err(|e| e.to_string())?;
+        if a.threads.is_none() {
+            spec.threads = p.bench_cpus;
+        }
+        spec.echo_threads = p.bench_cpus;
+        spec.pin = Some(p);
+    }
+    if let Some(r) = a.rounds {
+        spec.rounds = r.max(1);
     }
     spec.wrk_compare &= !a.no_wrk;
     spec.concurrent_delayed &= !a.serial_delays;

@@ -53,6 +53,100 @@ pub struct MatrixSpec {
     /// Run the cells with a back-end delay for every target at once (they are latency-bound).
     pub concurrent_delayed: bool,
     pub progress: bool,
+    /// Times each cell without a back-end delay is measured, the targets interleaved round by round;
+    /// the median round is reported (the machine's noise moves single cells by up to 25 %).
+    pub rounds: usize,
+    /// CPUs the proxies under test run on (`taskset -c`), the load generator and echo back-end on the
+    /// others: WSO2's method (proxy, load and back-end on separate machines) on one machine. `None`: all
+    /// share every CPU.
+    pub pin: Option<Pinning>,
+}
+
+/// A split of the machine's CPUs between the proxy under test and the measuring side.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pinning {
+    /// CPU list for the proxies, in taskset's syntax (`0`, `0-1`, `0,2`).
+    pub proxy: String,
+    /// The remaining CPUs, for this process (load generator and echo back-end).
+    pub bench: String,
+    /// How many CPUs the proxies get (nginx's worker count).
+    pub proxy_cpus: usize,
+    /// How many the measuring side gets (its thread counts).
+    pub bench_cpus: usize,
+}
+
+impl Pinning {
+    /// Splits `0..cores` into the CPUs listed in `proxy` (`0`, `0-1`, `0,2`) and the rest; both sides
+    /// must be non-empty.
+    pub fn split(proxy: &str, cores: usize) -> Result<Pinning, String> {
+        let mut mine = vec![false; cores];
+        for part in proxy.split(',') {
+            let (a, b) = part.split_once('-').unwrap_or((part, part));
+            let parse = |x: &str| {
+                x.trim()
+                    .parse::<usize>()
+                    .map_err(|_| format!("bad CPU list '{proxy}' (want e.g. 0 or 0-1 or 0,2)"))
+            };
+            let (a, b) = (parse(a)?, parse(b)?);
+            if a > b || b >= cores {
+                return Err(format!(
+                    "CPU list '{proxy}' is outside this machine's CPUs 0-{}",
+                    cores - 1
+                ));
+            }
+            mine[a..=b].iter_mut().for_each(|m| *m = true);
+        }
+        let list = |want: bool| {
+            (0..cores)
+                .filter(|&i| mine[i] == want)
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+        };
+        let (p, b) = (list(true), list(false));
+        if b.is_empty() {
+            return Err(format!(
+                "CPU list '{proxy}' leaves no CPU for the load generator and echo back-end"
+            ));
+        }
+        Ok(Pinning {
+            proxy: p.join(","),
+            bench: b.join(","),
+            proxy_cpus: p.len(),
+            bench_cpus: b.len(),
+        })
+    }
+
+    /// Binds this process (every thread it has now, and so every thread it starts later) to the
+    /// measuring side's CPUs.
+    pub fn bind_self(&self) -> std::io::Result<()> {
+        let st = Command::new("taskset")
+            .args(["-a", "-p", "-c", &self.bench])
+            .arg(std::process::id().to_string())
+            .stdout(Stdio::null())
+            .status()
+            .map_err(|e| std::io::Error::other(format!("taskset (util-linux): {e}")))?;
+        if st.success() {
+            Ok(())
+        } else {
+            Err(std::io::Error::other(format!(
+                "taskset -a -p -c {} failed: {st}",
+                self.bench
+            )))
+        }
+    }
+}
+
+/// `program` as a command, started through `taskset -c <proxy CPUs>` when pinned (taskset execs it, so
+/// the child's pid is the program's).
+fn proxy_command(pin: Option<&Pinning>, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    match pin {
+        Some(p) => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", &p.proxy]).arg(program);
+            c
+        }
+        None => Command::new(program),
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -73,6 +167,9 @@ pub struct Row {
     pub peak_rss_mb: Option<f64>,
     /// The proxy's CPU time over the window divided by the requests completed in it.
     pub cpu_us_per_req: Option<f64>,
+    /// With `--rounds` above 1: (throughput, CPU µs per request) of every round, in order; the row
+    /// is the round with the median throughput.
+    pub rounds: Vec<(f64, Option<f64>)>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -96,6 +193,10 @@ pub struct Report {
     pub skipped: Vec<String>,
     /// Whether the delayed cells ran for every target at once.
     pub concurrent_delayed: bool,
+    /// Rounds per cell without a back-end delay.
+    pub rounds: usize,
+    /// `(proxy CPUs, load and echo CPUs)` when pinned.
+    pub pinned: Option<(String, String)>,
     pub rows: Vec<Row>,
     pub wrk: Vec<WrkRow>,
 }
@@ -128,6 +229,8 @@ impl MatrixSpec {
             wrk_compare: !quick,
             concurrent_delayed: true,
             progress: true,
+            rounds: 1,
+            pin: None,
         }
     }
 }
@@ -215,6 +318,7 @@ fn measure(c: &Cell, size: usize, delay: u64) -> std::io::Result<(Row, u64)> {
             latency: Summary::of(&r.latency_us),
             peak_rss_mb: accounted.then(|| obs.peak_kib as f64 / 1024.0),
             cpu_us_per_req: None,
+            rounds: Vec::new(),
             errors: r.errors,
         },
         obs.cpu1.saturating_sub(obs.cpu0),
@@ -245,6 +349,22 @@ fn shared_cpu(group: &[Cell], out: Vec<(Row, u64)>) -> Vec<(Row, u64)> {
             (row, cpu)
         })
         .collect()
+}
+
+/// The round with the median throughput (the lower middle one for an even count), carrying every
+/// round's throughput and CPU when there was more than one.
+fn median_round(mut runs: Vec<(Row, u64)>) -> (Row, u64) {
+    let all: Vec<(f64, Option<f64>)> = runs
+        .iter()
+        .map(|(r, _)| (r.throughput, r.cpu_us_per_req))
+        .collect();
+    runs.sort_by(|a, b| a.0.throughput.total_cmp(&b.0.throughput));
+    let mid = (runs.len() - 1) / 2;
+    let (mut row, cpu) = runs.swap_remove(mid);
+    if all.len() > 1 {
+        row.rounds = all;
+    }
+    (row, cpu)
 }
 
 fn free_port() -> std::io::Result<u16> {
@@ -292,7 +412,7 @@ fn with_log(e: std::io::Error, log: &Path) -> std::io::Error {
 
 fn start_sluice(spec: &MatrixSpec, echo: SocketAddr, dir: &Path) -> std::io::Result<Target> {
     let log = std::fs::File::create(dir.join("sluice.log"))?;
-    let mut child = Command::new(&spec.sluice)
+    let mut child = proxy_command(spec.pin.as_ref(), &spec.sluice)
         .arg("run")
         .arg(&spec.capp)
         .args(["--host", "127.0.0.1", "--port", "0", "--endpoint"])
@@ -327,11 +447,13 @@ fn start_sluice(spec: &MatrixSpec, echo: SocketAddr, dir: &Path) -> std::io::Res
     })
 }
 
-fn start_nginx(echo: SocketAddr, dir: &Path) -> std::io::Result<Target> {
+fn start_nginx(echo: SocketAddr, dir: &Path, pin: Option<&Pinning>) -> std::io::Result<Target> {
     let port = free_port()?;
     let d = dir.display();
+    // `auto` counts the machine's CPUs, not the ones it is bound to.
+    let workers = pin.map_or("auto".to_owned(), |p| p.proxy_cpus.to_string());
     let conf = format!(
-        "worker_processes auto;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/nginx-error.log warn;\n\
+        "worker_processes {workers};\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/nginx-error.log warn;\n\
          events {{ worker_connections 10000; }}\n\
          http {{\n  access_log off;\n  client_body_temp_path {d}/nginx-body;\n  proxy_temp_path {d}/nginx-proxy;\n\
            upstream echo {{ server {echo}; keepalive 512; }}\n\
@@ -341,7 +463,7 @@ fn start_nginx(echo: SocketAddr, dir: &Path) -> std::io::Result<Target> {
     );
     let path = dir.join("nginx.conf");
     std::fs::write(&path, conf)?;
-    let child = Command::new("nginx")
+    let child = proxy_command(pin, "nginx")
         .arg("-e")
         .arg(dir.join("nginx-error.log"))
         .arg("-c")
@@ -363,7 +485,7 @@ fn start_nginx(echo: SocketAddr, dir: &Path) -> std::io::Result<Target> {
     Ok(t)
 }
 
-fn start_haproxy(echo: SocketAddr, dir: &Path) -> std::io::Result<Target> {
+fn start_haproxy(echo: SocketAddr, dir: &Path, pin: Option<&Pinning>) -> std::io::Result<Target> {
     let port = free_port()?;
     let conf = format!(
         "global\n  maxconn 8000\ndefaults\n  mode http\n  timeout connect 10s\n  timeout client 120s\n  timeout server 120s\n\
@@ -372,7 +494,8 @@ fn start_haproxy(echo: SocketAddr, dir: &Path) -> std::io::Result<Target> {
     );
     let path = dir.join("haproxy.cfg");
     std::fs::write(&path, conf)?;
-    let child = Command::new("haproxy")
+    // HAProxy starts one thread per CPU it is bound to.
+    let child = proxy_command(pin, "haproxy")
         .arg("-f")
         .arg(&path)
         .stdout(Stdio::null())
@@ -440,8 +563,8 @@ fn run_in(spec: &MatrixSpec, command: &str, dir: &Path) -> std::io::Result<Repor
             "nginx" | "haproxy" if !installed(p) => skipped.push(format!(
                 "{p}: not installed (apt-get install -y {p}); its rows are missing"
             )),
-            "nginx" => targets.push(start_nginx(echo_addr, dir)?),
-            "haproxy" => targets.push(start_haproxy(echo_addr, dir)?),
+            "nginx" => targets.push(start_nginx(echo_addr, dir, spec.pin.as_ref())?),
+            "haproxy" => targets.push(start_haproxy(echo_addr, dir, spec.pin.as_ref())?),
             other => skipped.push(format!("{other}: unknown peer")),
         }
     }
@@ -544,25 +667,38 @@ fn run_in(spec: &MatrixSpec, command: &str, dir: &Path) -> std::io::Result<Repor
                     }
                     shared_cpu(&group, out)
                 } else {
-                    let mut out = Vec::new();
-                    for c in &group {
-                        n += 1;
-                        if spec.progress {
-                            eprint!(
-                                "[{n:>3}/{total}] {}, {users} users, {size_l}, delay {delay} ms ... ",
-                                c.label
-                            );
-                            let _ = std::io::stderr().flush();
+                    let rounds = spec.rounds.max(1);
+                    let mut runs: Vec<Vec<(Row, u64)>> = vec![Vec::new(); group.len()];
+                    for round in 0..rounds {
+                        for (k, c) in group.iter().enumerate() {
+                            if round == 0 {
+                                n += 1;
+                            }
+                            if spec.progress {
+                                let r = if rounds > 1 {
+                                    format!(" (round {}/{rounds})", round + 1)
+                                } else {
+                                    String::new()
+                                };
+                                eprint!(
+                                    "[{n:>3}/{total}] {}, {users} users, {size_l}, delay {delay} ms{r} ... ",
+                                    c.label
+                                );
+                                let _ = std::io::stderr().flush();
+                            }
+                            let (mut row, cpu) = measure(c, size, delay)?;
+                            row.cpu_us_per_req = (!c.pids.is_empty() && row.requests > 0)
+                                .then(|| cpu as f64 / row.requests as f64);
+                            if spec.progress {
+                                eprintln!(
+                                    "{:.0} req/s, {:.2} % errors",
+                                    row.throughput, row.error_pct
+                                );
+                            }
+                            runs[k].push((row, cpu));
                         }
-                        let (mut row, cpu) = measure(c, size, delay)?;
-                        row.cpu_us_per_req = (!c.pids.is_empty() && row.requests > 0)
-                            .then(|| cpu as f64 / row.requests as f64);
-                        if spec.progress {
-                            eprintln!("{:.0} req/s, {:.2} % errors", row.throughput, row.error_pct);
-                        }
-                        out.push((row, cpu));
                     }
-                    out
+                    runs.into_iter().map(median_round).collect()
                 };
                 rows.extend(measured.into_iter().map(|(r, _)| r));
             }
@@ -599,6 +735,8 @@ fn run_in(spec: &MatrixSpec, command: &str, dir: &Path) -> std::io::Result<Repor
         payloads,
         skipped,
         concurrent_delayed: spec.concurrent_delayed,
+        rounds: spec.rounds.max(1),
+        pinned: spec.pin.as_ref().map(|p| (p.proxy.clone(), p.bench.clone())),
         rows,
         wrk,
     })
@@ -688,6 +826,63 @@ fn machine() -> String {
                 .map(|m| m.trim().to_owned())
         })
         .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // The machine's CPUs, not this process's (it may be pinned to some of them).
+    let cores = std::fs::read_to_string("/proc/cpuinfo")
+        .map(|s| s.lines().filter(|l| l.starts_with("processor")).count())
+        .ok()
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     format!("{cores} cores, {cpu}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pinning_splits_the_cpus_in_two() {
+        let p = Pinning::split("0", 2).unwrap();
+        assert_eq!((p.proxy.as_str(), p.bench.as_str()), ("0", "1"));
+        assert_eq!((p.proxy_cpus, p.bench_cpus), (1, 1));
+        let p = Pinning::split("0-1,3", 6).unwrap();
+        assert_eq!((p.proxy.as_str(), p.bench.as_str()), ("0,1,3", "2,4,5"));
+        assert_eq!((p.proxy_cpus, p.bench_cpus), (3, 3));
+        assert!(Pinning::split("0-1", 2).unwrap_err().contains("no CPU"));
+        assert!(Pinning::split("2", 2).unwrap_err().contains("outside"));
+        assert!(Pinning::split("1-0", 2).is_err());
+        assert!(Pinning::split("x", 2).unwrap_err().contains("bad CPU list"));
+    }
+
+    #[test]
+    fn the_median_round_is_reported_with_every_round() {
+        let row = |rps: f64, cpu: f64| Row {
+            target: "t".into(),
+            scenario: "s".into(),
+            users: 1,
+            size: 1024,
+            delay_ms: 0,
+            requests: 1,
+            errors: Errors::default(),
+            error_pct: 0.0,
+            throughput: rps,
+            latency: Summary::default(),
+            peak_rss_mb: None,
+            cpu_us_per_req: Some(cpu),
+            rounds: Vec::new(),
+        };
+        let (r, cpu) = median_round(vec![
+            (row(30.0, 3.0), 3),
+            (row(10.0, 1.0), 1),
+            (row(20.0, 2.0), 2),
+        ]);
+        assert_eq!((r.throughput, cpu), (20.0, 2));
+        assert_eq!(
+            r.rounds,
+            [(30.0, Some(3.0)), (10.0, Some(1.0)), (20.0, Some(2.0))]
+        );
+        let (r, _) = median_round(vec![(row(10.0, 1.0), 1), (row(20.0, 2.0), 2)]);
+        assert_eq!(r.throughput, 10.0);
+        let (r, _) = median_round(vec![(row(5.0, 1.0), 1)]);
+        assert!(r.rounds.is_empty());
+    }
 }

@@ -120,9 +120,13 @@ pub fn ratios(rows: &[Row]) -> String {
 pub fn markdown(rep: &Report, charts: &[String]) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Sluice benchmark matrix, {}\n", rep.date);
+    let placement = match &rep.pinned {
+        Some((proxy, bench)) => format!("The proxy under test runs alone on CPU {proxy}; load generator and echo back-end on CPU {bench} (taskset)."),
+        None => "Load generator, echo back-end and the proxy under test share the machine.".to_owned(),
+    };
     let _ = writeln!(
         s,
-        "Machine: {}. Each cell: {} s warm-up, then {} s measured (closed loop, one keep-alive connection per user, no think time). Load generator, echo back-end and the proxy under test share the machine.\n",
+        "Machine: {}. Each cell: {} s warm-up, then {} s measured (closed loop, one keep-alive connection per user, no think time). {placement}\n",
         rep.machine, rep.warmup_s, rep.duration_s
     );
     if rep.concurrent_delayed && rep.rows.iter().any(|r| r.delay_ms > 0) {
@@ -142,6 +146,29 @@ pub fn markdown(rep: &Report, charts: &[String]) -> String {
     s.push_str(&ratios(&rep.rows));
     s.push_str("\n## All results\n\nPeak RSS and CPU are the proxy's own processes (for nginx: master and workers), sampled from /proc over the measured window.\n\n");
     s.push_str(&table(&rep.rows));
+    if rep.rows.iter().any(|r| !r.rounds.is_empty()) {
+        let _ = writeln!(
+            s,
+            "\n## Every round\n\nEach cell without a back-end delay was measured {} times, the targets interleaved round by round; the tables above show the round with the median throughput. Throughput (req/s) and CPU µs/request of each round:\n",
+            rep.rounds
+        );
+        s.push_str("| Target | Size | Users | Rounds |\n|---|---:|---:|---|\n");
+        for r in rep.rows.iter().filter(|r| !r.rounds.is_empty()) {
+            let each: Vec<String> = r
+                .rounds
+                .iter()
+                .map(|(t, c)| format!("{t:.0} ({})", opt(*c, 1)))
+                .collect();
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} |",
+                r.target,
+                size_label(r.size),
+                r.users,
+                each.join(", ")
+            );
+        }
+    }
     if !rep.wrk.is_empty() {
         s.push_str("\n## Load generator against wrk, echo back-end direct, same run\n\n| Users | Size | wrk (req/s) | sluice-bench (req/s) | sluice-bench / wrk | sluice-bench errors % |\n|---:|---:|---:|---:|---:|---:|\n");
         for w in &rep.wrk {
@@ -431,6 +458,7 @@ mod tests {
             },
             peak_rss_mb: Some(12.0),
             cpu_us_per_req: Some(20.0),
+            rounds: Vec::new(),
         }
     }
 
