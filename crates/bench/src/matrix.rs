@@ -736,7 +736,10 @@ fn run_in(spec: &MatrixSpec, command: &str, dir: &Path) -> std::io::Result<Repor
         skipped,
         concurrent_delayed: spec.concurrent_delayed,
         rounds: spec.rounds.max(1),
-        pinned: spec.pin.as_ref().map(|p| (p.proxy.clone(), p.bench.clone())),
+        pinned: spec
+            .pin
+            .as_ref()
+            .map(|p| (p.proxy.clone(), p.bench.clone())),
         rows,
         wrk,
     })
