@@ -689,7 +689,10 @@ impl StreamPath {
         };
         let mut run = self.new_run(mode);
         // The open elements' names, and the namespace bindings in scope: (prefix, uri, depth).
-        let mut names: Vec<&str> = Vec::new();
+        let mut names: Vec<(usize, usize)> = Vec::new(); // (start, length) in `xml`
+                                                         // Start-tag names seen so far, by their first byte: (start, length, colon offset or 0). Names
+                                                         // repeat, so a start tag is usually recognised by one word comparison instead of a scan.
+        let mut known = [(0usize, 0usize, 0usize); 64];
         let mut bindings: Vec<(&str, &str, usize)> = Vec::new();
         let mut raw_attrs: Vec<(&str, &str)> = Vec::new();
         let mut attrs: Vec<Attr<'_>> = Vec::new();
@@ -704,17 +707,21 @@ impl StreamPath {
         }
         loop {
             // The text up to the next `<`, noting in the same pass what the checks need to know.
-            let mut lt = i;
-            let mut seen = 0u8;
-            while lt < n {
-                let k = BYTE_CLASS[usize::from(xml[lt])];
-                if k != 0 {
-                    if k == LT {
-                        break;
+            let (mut lt, mut seen) = match short_text(xml, i) {
+                Some((len, seen)) => (i + len, seen),
+                None => (i, 0u8),
+            };
+            if lt == i && xml.get(i).is_some_and(|&c| c != b'<') {
+                while lt < n {
+                    let k = BYTE_CLASS[usize::from(xml[lt])];
+                    if k != 0 {
+                        if k == LT {
+                            break;
+                        }
+                        seen |= k;
                     }
-                    seen |= k;
+                    lt += 1;
                 }
-                lt += 1;
             }
             if lt > i && seen & AMP == 0 {
                 let t = text(i, lt)?;
@@ -745,10 +752,10 @@ impl StreamPath {
             let rest = &xml[lt + 1..];
             match rest.first() {
                 Some(b'/') => {
-                    let open = names.last().ok_or(Bail)?.as_bytes();
-                    let at = lt + 2 + open.len();
-                    let gt = if xml.get(at) == Some(&b'>') && short_eq(&rest[1..=open.len()], open)
-                    {
+                    let (start, len) = *names.last().ok_or(Bail)?;
+                    let open = &xml[start..start + len];
+                    let at = lt + 2 + len;
+                    let gt = if xml.get(at) == Some(&b'>') && same_name(xml, lt + 2, start, len) {
                         at // `</name>`, the usual end tag
                     } else {
                         let gt = lt + 2 + memchr::memchr(b'>', &rest[1..]).ok_or(Bail)?;
@@ -793,9 +800,59 @@ impl StreamPath {
                     i = from + len + 3;
                 }
                 Some(b'!' | b'?') | None => return Err(Bail),
-                Some(_) => {
-                    let (gt, empty, name_end, plain) = match plain_tag(xml, lt + 1) {
-                        Some((gt, empty, name_end)) => (gt, empty, name_end, true),
+                Some(&first) => {
+                    let from = lt + 1;
+                    let slot = usize::from(first & 63);
+                    let (ks, kl, kc) = known[slot];
+                    let plain = if kl > 0
+                        && matches!(xml.get(from + kl), Some(b'>' | b'/'))
+                        && same_name(xml, from, ks, kl)
+                    {
+                        match xml[from + kl] {
+                            b'>' => Some((from + kl, false, from + kl, kc)),
+                            _ if xml.get(from + kl + 1) == Some(&b'>') => {
+                                Some((from + kl + 1, true, from + kl, kc))
+                            }
+                            _ => None,
+                        }
+                    } else {
+                        None
+                    };
+                    let plain = plain.or_else(|| {
+                        let t = plain_tag(xml, from)?;
+                        known[slot] = (from, t.2 - from, t.3);
+                        Some(t)
+                    });
+                    // An element no step can match, named without attributes: tracked for depth only.
+                    if let Some((gt, empty, name_end, colon)) = plain {
+                        let local = &xml[from + colon + usize::from(colon > 0)..name_end];
+                        if run.inert_child(local) {
+                            if colon > 0 {
+                                let prefix = text(from, from + colon)?;
+                                if prefix == "xml"
+                                    || prefix == "xmlns"
+                                    || bound(&bindings, prefix).is_none()
+                                {
+                                    return Err(Bail);
+                                }
+                            }
+                            run.open_inert();
+                            if empty {
+                                run.end().ok_or(Refuse)?;
+                            } else {
+                                names.push((from, name_end - from));
+                            }
+                            i = gt + 1;
+                            if !exhaustive
+                                && (run.sink.done || (!self.path.descendant && run.decided()))
+                            {
+                                return Ok(run.sink.finish(&self.form, mode));
+                            }
+                            continue;
+                        }
+                    }
+                    let (gt, empty, name_end, plain) = match plain {
+                        Some((gt, empty, name_end, _)) => (gt, empty, name_end, true),
                         None => {
                             // The tag ends at the first `>` outside quotes.
                             let mut j = lt + 1;
@@ -873,7 +930,7 @@ impl StreamPath {
                     };
                     run.open(ns, local, &attrs).ok_or(Refuse)?;
                     run.advance();
-                    names.push(raw);
+                    names.push((lt + 1, name_end - lt - 1));
                     if empty {
                         if !exhaustive && (run.sink.done || run.decided()) {
                             return Ok(run.sink.finish(&self.form, mode));
@@ -969,9 +1026,10 @@ const NAME_CLASS: [u8; 256] = {
 };
 
 /// A start tag without attributes, `<name>` or `<name/>`, the usual kind: from the byte after `<`,
-/// returns (index of `>`, empty element, end of the name). `None` for anything else (attributes,
-/// white space, non-ASCII names), which the general tag reading handles.
-fn plain_tag(xml: &[u8], from: usize) -> Option<(usize, bool, usize)> {
+/// returns (index of `>`, empty element, end of the name, offset of the colon in the name or 0).
+/// `None` for anything else (attributes, white space, non-ASCII names), which the general tag reading
+/// handles.
+fn plain_tag(xml: &[u8], from: usize) -> Option<(usize, bool, usize, usize)> {
     if NAME_CLASS[usize::from(*xml.get(from)?)] & NAME_START == 0 {
         return None;
     }
@@ -993,11 +1051,60 @@ fn plain_tag(xml: &[u8], from: usize) -> Option<(usize, bool, usize)> {
     }) {
         return None;
     }
+    let colon = colon.map_or(0, |c| c - from);
     match xml.get(j)? {
-        b'>' => Some((j, false, j)),
-        b'/' if xml.get(j + 1) == Some(&b'>') => Some((j + 1, true, j)),
+        b'>' => Some((j, false, j, colon)),
+        b'/' if xml.get(j + 1) == Some(&b'>') => Some((j + 1, true, j, colon)),
         _ => None,
     }
+}
+
+/// The eight bytes at `p`, little-endian (`None` near the end).
+#[inline]
+fn word_at(xml: &[u8], p: usize) -> Option<u64> {
+    let w: [u8; 8] = xml.get(p..p + 8)?.try_into().ok()?;
+    Some(u64::from_le_bytes(w))
+}
+
+/// `xml[a..a + len] == xml[b..b + len]`, for names: one masked word comparison when both fit.
+#[inline]
+fn same_name(xml: &[u8], a: usize, b: usize, len: usize) -> bool {
+    if len <= 8 {
+        if let (Some(x), Some(y)) = (word_at(xml, a), word_at(xml, b)) {
+            let mask = if len == 8 {
+                u64::MAX
+            } else {
+                (1u64 << (len * 8)) - 1
+            };
+            return (x ^ y) & mask == 0;
+        }
+    }
+    match (xml.get(a..a + len), xml.get(b..b + len)) {
+        (Some(x), Some(y)) => short_eq(x, y),
+        _ => false,
+    }
+}
+
+/// Character data at `i` shorter than eight bytes (the usual kind between tags): its length up to the
+/// next `<` and the [`BYTE_CLASS`]es of its bytes or'd together, without a loop. `None` when there is
+/// no `<` in the eight bytes at `i` (or fewer than eight are left).
+#[inline]
+fn short_text(xml: &[u8], i: usize) -> Option<(usize, u8)> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let w = word_at(xml, i)?;
+    let x = w ^ (ONES * u64::from(b'<'));
+    // The lowest zero byte of `x` is exact (only bytes above it can be false positives).
+    let z = x.wrapping_sub(ONES) & !x & (ONES << 7);
+    if z == 0 {
+        return None;
+    }
+    let len = (z.trailing_zeros() / 8) as usize;
+    let mut seen = 0u8;
+    for k in 0..8 {
+        let c = BYTE_CLASS[usize::from((w >> (8 * k)) as u8)];
+        seen |= if k < len { c } else { 0 };
+    }
+    Some((len, seen))
 }
 
 /// The namespace bound to `prefix` ("" for the default), innermost first: `Some(None)` for no
@@ -1145,11 +1252,18 @@ struct Frame {
     soap_env: Option<&'static str>,
     seen_header: bool,
     seen_body: bool,
+    /// Nothing written since the last reset (an element no step matched, with no matched child): the
+    /// next reset has nothing to do.
+    clean: bool,
 }
 
 impl Frame {
     #[inline]
     fn reset(&mut self, steps: usize, slots: usize) {
+        if self.clean {
+            return;
+        }
+        self.clean = true;
         // A frame is reused for every element at its depth: clear in place (no reallocation).
         if self.m.len() == steps {
             for m in &mut self.m {
@@ -1290,6 +1404,8 @@ impl Run<'_> {
             self.depth = d;
             return Some(());
         }
+        f.clean = false;
+        parent.clean = false;
         for (i, step) in path.steps.iter().enumerate() {
             let base = if i == 0 {
                 (path.descendant || d == 1).then(Vec::new)
@@ -1421,6 +1537,34 @@ impl Run<'_> {
         Some(())
     }
 
+    /// Whether a child of the current element named `local` (no attributes) is one no step can match,
+    /// for [`Run::open_inert`]: not the root, not under a SOAP Envelope, not a name any step tests.
+    #[inline]
+    fn inert_child(&self, local: &[u8]) -> bool {
+        let d = self.depth + 1;
+        d > 1
+            && d <= MAX_DEPTH
+            && self.frames[self.depth].soap_env.is_none()
+            && self
+                .p
+                .path
+                .names
+                .as_ref()
+                .is_some_and(|names| !names.iter().any(|x| short_eq(x.as_bytes(), local)))
+    }
+
+    /// What [`Run::open`] does for an element [`Run::inert_child`] accepts: track its depth.
+    #[inline]
+    fn open_inert(&mut self) {
+        self.end_text_run();
+        let d = self.depth + 1;
+        if self.frames.len() <= d {
+            self.frames.push(Frame::default());
+        }
+        self.frames[d].reset(self.p.path.steps.len(), self.p.path.slots);
+        self.depth = d;
+    }
+
     fn end(&mut self) -> Option<()> {
         if self.depth == 0 {
             return None;
@@ -1454,6 +1598,7 @@ impl Run<'_> {
     }
 
     /// Character data (already unescaped and normalised) directly inside the current element.
+    #[inline]
     fn chars(&mut self, s: &str) {
         if s.is_empty() {
             return;
@@ -1477,6 +1622,7 @@ impl Run<'_> {
             }
             None => {
                 let conds = conds.clone();
+                f.clean = false;
                 f.text_run = Some(self.results.len());
                 self.results.push(Res {
                     text: if self.need_text {
@@ -2442,6 +2588,59 @@ mod tests {
             selected * 100 >= compiled * 15,
             "too few expressions match anything"
         );
+    }
+
+    #[test]
+    fn word_helpers() {
+        let doc = b"ab<cdef>ghijklmn&<op";
+        assert_eq!(short_text(doc, 0), Some((2, 0)));
+        assert_eq!(short_text(doc, 2), Some((0, 0)));
+        assert_eq!(short_text(doc, 8), None); // no `<` in `ghijklmn`
+        assert_eq!(short_text(doc, 10), Some((7, AMP)));
+        assert_eq!(short_text(doc, 14), None); // fewer than eight bytes left
+        assert_eq!(
+            short_text(b"\r\x01\xc3\xa9>]<.", 0),
+            Some((6, CR | CTRL | HIGH | GT))
+        );
+        let names = b"<order><orders><order><symbol>aaaaaaaaab aaaaaaaaab aaaaaaaaac";
+        assert!(same_name(names, 1, 16, 5));
+        assert!(!same_name(names, 1, 8, 6));
+        assert!(same_name(names, 1, 8, 5));
+        assert!(!same_name(names, 1, 23, 5));
+        assert!(same_name(names, 31, 42, 10));
+        assert!(!same_name(names, 31, 53, 10));
+        assert!(!same_name(names, 60, 1, 5)); // out of range
+    }
+
+    /// Start tags recognised from a name seen before must still be told from longer names, other
+    /// prefixes and attributes.
+    #[test]
+    fn repeated_and_similar_names() {
+        let doc = concat!(
+            "<r xmlns:o=\"urn:o\"><order>a</order><orderX>b</orderX><order/><order><symbol>c</symbol></order>",
+            "<o:order>d</o:order><o:order><symbol>e</symbol></o:order><o:orders><order><symbol>f</symbol></order></o:orders>",
+            "<order id=\"1\"><symbol>g</symbol></order><q><order><symbol>h</symbol><symbol>i</symbol></order></q>",
+            "<order ><symbol>j</symbol></order><orde><symbol>k</symbol></orde></r>"
+        );
+        let lib = Lib(parse(doc.as_bytes()).unwrap());
+        for text in [
+            "//order[1]/symbol",
+            "//order",
+            "//symbol",
+            "count(//order)",
+            "count(//orderX)",
+            "//order[2]/symbol",
+            "//q/order/symbol",
+            "//orde/symbol",
+        ] {
+            assert!(check(doc.as_bytes(), &lib, text, &sp(text)), "{text}");
+            assert!(
+                sp(text)
+                    .run_fast(doc.as_bytes(), Mode::String, true)
+                    .is_ok(),
+                "the fast reader reads {text}"
+            );
+        }
     }
 
     #[test]
