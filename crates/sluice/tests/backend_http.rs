@@ -83,16 +83,6 @@ async fn read_request(s: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Vec<u8>> {
     }
 }
 
-fn start(backend: SocketAddr) -> Sluice {
-    let ep = format!("Backend=http://{backend}/service");
-    Sluice::start(&[
-        "run",
-        test_config("failures").to_str().unwrap(),
-        "--endpoint",
-        &ep,
-    ])
-}
-
 fn ok_with_length(body: &str) -> Vec<u8> {
     format!(
         "HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nContent-Length: {}\r\n\r\n{body}",
@@ -112,7 +102,7 @@ async fn chunked_response_is_decoded_and_the_connection_reused() {
         (resp.as_bytes().to_vec(), false)
     })
     .await;
-    let s = start(addr);
+    let s = Sluice::failures_config(addr);
     let mut c = Conn::open(s.addr).await;
     for _ in 0..3 {
         let r = c
@@ -140,7 +130,7 @@ async fn response_ending_with_the_connection_is_relayed_whole() {
         (resp, true)
     })
     .await;
-    let s = start(addr);
+    let s = Sluice::failures_config(addr);
     let mut c = Conn::open(s.addr).await;
     for _ in 0..2 {
         let r = c
@@ -159,7 +149,7 @@ async fn connections_the_backend_closes_after_each_response_are_not_errors() {
     // Keep-alive is implied (HTTP/1.1, no Connection: close), yet the back-end closes after every
     // response: the next request finds the pooled connection closed and must not fail.
     let (addr, log) = scripted(|_| (ok_with_length("<done/>"), true)).await;
-    let s = start(addr);
+    let s = Sluice::failures_config(addr);
     let mut c = Conn::open(s.addr).await;
     for i in 0..20 {
         let r = c
@@ -181,7 +171,7 @@ async fn interim_responses_are_skipped() {
         (resp, false)
     })
     .await;
-    let s = start(addr);
+    let s = Sluice::failures_config(addr);
     let mut c = Conn::open(s.addr).await;
     let r = c
         .post("/services/Plain", SOAP_HEADERS, BODY.into())
@@ -202,7 +192,7 @@ async fn invalid_responses_give_502_naming_the_problem() {
         (resp.to_vec(), false)
     })
     .await;
-    let s = start(addr);
+    let s = Sluice::failures_config(addr);
     let baseline = s.fd_count();
     let mut c = Conn::open(s.addr).await;
     let r = c
@@ -229,7 +219,7 @@ async fn invalid_responses_give_502_naming_the_problem() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chunked_request_body_is_relayed_chunked() {
     let (addr, log) = scripted(|_| (ok_with_length("<fine/>"), false)).await;
-    let s = start(addr);
+    let s = Sluice::failures_config(addr);
     let mut raw = TcpStream::connect(s.addr).await.unwrap();
     let parts = [
         "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\">",

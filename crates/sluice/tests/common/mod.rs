@@ -63,6 +63,18 @@ pub struct Sluice {
 }
 
 impl Sluice {
+    /// Sluice on the `failures` test config, its `Backend` endpoint pointed at `backend`
+    /// (`host:port`).
+    pub fn failures_config(backend: impl std::fmt::Display) -> Sluice {
+        let ep = format!("Backend=http://{backend}/service");
+        Sluice::start(&[
+            "run",
+            test_config("failures").to_str().unwrap(),
+            "--endpoint",
+            &ep,
+        ])
+    }
+
     pub fn start(args: &[&str]) -> Sluice {
         let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(args)
