@@ -9,7 +9,7 @@ const BODY: &str = "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backend_down_gives_502_fault_naming_endpoint() {
-    let s = Sluice::failures_config(&format!("127.0.0.1:{}", closed_port()));
+    let s = Sluice::failures_config(format!("127.0.0.1:{}", closed_port()));
     let baseline = s.fd_count();
     {
         let mut c = Conn::open(s.addr).await;
@@ -66,7 +66,7 @@ async fn backend_down_gives_502_fault_naming_endpoint() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_backend_gives_504_within_timeout() {
     let be = backend().await;
-    let s = Sluice::failures_config(&be.addr.to_string());
+    let s = Sluice::failures_config(be.addr.to_string());
     let baseline = s.fd_count();
     {
         let mut c = Conn::open(s.addr).await;
@@ -108,7 +108,7 @@ async fn backend_closing_before_response_gives_502() {
         // Dropping the socket closes it mid-head.
     })
     .await;
-    let s = Sluice::failures_config(&addr.to_string());
+    let s = Sluice::failures_config(addr.to_string());
     let baseline = s.fd_count();
     {
         let mut c = Conn::open(s.addr).await;
@@ -139,7 +139,7 @@ async fn backend_closing_mid_body_aborts_the_client_response() {
         let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nContent-Length: 1000\r\n\r\n<partial").await;
     })
     .await;
-    let s = Sluice::failures_config(&addr.to_string());
+    let s = Sluice::failures_config(addr.to_string());
     let baseline = s.fd_count();
     {
         let mut c = Conn::open(s.addr).await;
@@ -167,7 +167,7 @@ async fn backend_stalling_mid_body_is_cut_after_the_timeout() {
         tokio::time::sleep(Duration::from_secs(20)).await;
     })
     .await;
-    let s = Sluice::failures_config(&addr.to_string());
+    let s = Sluice::failures_config(addr.to_string());
     let mut c = Conn::open(s.addr).await;
     let t0 = Instant::now();
     let r = c.post("/services/Plain", SOAP_HEADERS, BODY.into()).await;
