@@ -81,6 +81,9 @@ struct MatrixArgs {
     /// The sluice binary (default: beside this one, i.e. target/release/sluice).
     #[arg(long)]
     sluice: Option<PathBuf>,
+    /// An extra argument for `sluice run`, e.g. --sluice-arg=--workers=1 (repeatable).
+    #[arg(long = "sluice-arg", allow_hyphen_values = true)]
+    sluice_args: Vec<String>,
     /// The WSO2 artifacts (default: <reference>/performance-ei/capp).
     #[arg(long)]
     capp: Option<PathBuf>,
@@ -243,6 +246,7 @@ fn run_matrix(a: MatrixArgs) -> Result<(), String> {
         spec.echo_threads = p.bench_cpus;
         spec.pin = Some(p);
     }
+    spec.sluice_args = a.sluice_args;
     if let Some(r) = a.rounds {
         spec.rounds = r.max(1);
     }

@@ -39,6 +39,8 @@ pub struct MatrixSpec {
     pub duration: Duration,
     /// The `sluice` binary.
     pub sluice: PathBuf,
+    /// Extra arguments for `sluice run` (`--workers=1`).
+    pub sluice_args: Vec<String>,
     /// The artifacts Sluice serves (WSO2's capp folder); `RealService` is re-pointed at the echo.
     pub capp: PathBuf,
     /// `../shared/reference/wso2-perf`, for WSO2's own payload files.
@@ -221,6 +223,7 @@ impl MatrixSpec {
             warmup: Duration::from_secs_f64(if quick { 0.5 } else { 10.0 }),
             duration: Duration::from_secs_f64(if quick { 1.5 } else { 30.0 }),
             sluice,
+            sluice_args: Vec::new(),
             capp,
             reference,
             threads: cores,
@@ -417,6 +420,7 @@ fn start_sluice(spec: &MatrixSpec, echo: SocketAddr, dir: &Path) -> std::io::Res
         .arg(&spec.capp)
         .args(["--host", "127.0.0.1", "--port", "0", "--endpoint"])
         .arg(format!("RealService=http://{echo}/services/EchoService"))
+        .args(&spec.sluice_args)
         .env("SLUICE_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(log)

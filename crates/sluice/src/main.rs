@@ -40,6 +40,9 @@ struct Listen {
     /// Address to bind.
     #[arg(long, env = "SLUICE_HOST", default_value = "0.0.0.0", global = true)]
     host: String,
+    /// Worker threads, each with its own event loop (default: one per CPU this process may use).
+    #[arg(long, env = "SLUICE_WORKERS", global = true, value_parser = clap::value_parser!(u16).range(1..))]
+    workers: Option<u16>,
 }
 
 #[derive(Subcommand)]
@@ -267,7 +270,10 @@ fn serve(
         names.len(),
         names.join(", ")
     );
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = listen.workers.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        usize::from,
+    );
     let plan = Arc::new(plan);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let opts = ServerOptions {

@@ -94,3 +94,33 @@ async fn sigterm_finishes_in_flight_requests_then_exits_zero() {
     };
     assert_eq!(status.code(), Some(0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_flag_sets_the_event_loops() {
+    let s = Sluice::start(&["--workers", "3"]);
+    let tasks = std::fs::read_dir(format!("/proc/{}/task", s.child.id())).unwrap();
+    let mut names: Vec<String> = tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .map(|n| n.trim().to_owned())
+        .filter(|n| n.starts_with("sluice-"))
+        .collect();
+    names.sort();
+    assert_eq!(names, ["sluice-0", "sluice-1", "sluice-2"]);
+    let mut c = Conn::open(s.addr).await;
+    let body = bytes::Bytes::from_static(b"<a/>");
+    let r = c
+        .post("/services/EchoProxy", SOAP_HEADERS, body.clone())
+        .await
+        .unwrap();
+    assert_eq!((r.status, &r.body), (200, &body));
+    let zero = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["--workers", "0", "validate", "."])
+        .output()
+        .unwrap();
+    assert!(!zero.status.success());
+    assert!(
+        String::from_utf8_lossy(&zero.stderr).contains("--workers"),
+        "{}",
+        String::from_utf8_lossy(&zero.stderr)
+    );
+}
