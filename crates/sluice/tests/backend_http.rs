@@ -150,6 +150,7 @@ async fn connections_the_backend_closes_after_each_response_are_not_errors() {
     // response: the next request finds the pooled connection closed and must not fail.
     let (addr, log) = scripted(|_| (ok_with_length("<done/>"), true)).await;
     let s = Sluice::failures_config(addr);
+    let baseline = s.fd_count();
     let mut c = Conn::open(s.addr).await;
     for i in 0..20 {
         let r = c
@@ -160,6 +161,15 @@ async fn connections_the_backend_closes_after_each_response_are_not_errors() {
         assert_eq!(r.text(), "<done/>");
     }
     assert_eq!(log.requests.lock().unwrap().len(), 20);
+    // The last pooled connection, closed by the back-end, is closed by the pool's sweep (once a
+    // second) without waiting for another request: no socket left in CLOSE_WAIT.
+    drop(c);
+    let fds = s.wait_fds_at_most(baseline, std::time::Duration::from_secs(10));
+    assert!(
+        fds <= baseline,
+        "descriptors: {fds} > {baseline}\n{}",
+        s.fd_listing()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -20,6 +20,7 @@ use std::collections::{HashMap, VecDeque};
 use std::future::poll_fn;
 use std::io::{self, IoSlice};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{ready, Context, Poll, Waker};
 use std::time::Duration;
@@ -50,6 +51,24 @@ struct Inner {
     connect_timeout: Duration,
     /// "host:port" -> idle connections, the most recently used last.
     pool: Mutex<HashMap<Arc<str>, Vec<Conn>>>,
+    /// Sweeps of the pool so far ([`BackendClient::sweep`]): idle connections are stamped with it when
+    /// checked in, which costs no clock read per request.
+    sweeps: AtomicU64,
+}
+
+impl Inner {
+    /// Puts an idle connection back in the pool (dropped when the host already has the most allowed).
+    fn check_in(&self, key: &Arc<str>, mut conn: Conn) {
+        conn.idle_since = self.sweeps.load(Ordering::Relaxed);
+        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        match pool.get_mut(&**key) {
+            Some(conns) if conns.len() < MAX_IDLE_PER_HOST => conns.push(conn),
+            Some(_) => {}
+            None => {
+                pool.insert(key.clone(), vec![conn]);
+            }
+        }
+    }
 }
 
 struct Conn {
@@ -57,6 +76,8 @@ struct Conn {
     /// Bytes read and not yet used. Empty whenever the connection is idle in the pool.
     rbuf: BytesMut,
     read_size: usize,
+    /// The sweep count when the connection was last checked in.
+    idle_since: u64,
 }
 
 impl Conn {
@@ -65,13 +86,14 @@ impl Conn {
             io,
             rbuf: BytesMut::new(),
             read_size: READ_MIN,
+            idle_since: 0,
         }
     }
 
     /// Whether an idle connection can take a request: the back-end has sent nothing since the last
     /// response (no end of stream, no stray bytes). Costs no system call unless the socket became
     /// readable, which for an idle connection means it is closing.
-    fn is_usable(&mut self) -> bool {
+    fn is_usable(&self) -> bool {
         let mut cx = Context::from_waker(Waker::noop());
         match self.io.poll_read_ready(&mut cx) {
             Poll::Pending => true,
@@ -107,15 +129,34 @@ impl BackendClient {
             inner: Arc::new(Inner {
                 connect_timeout,
                 pool: Mutex::new(HashMap::new()),
+                sweeps: AtomicU64::new(0),
             }),
         }
+    }
+
+    /// Closes the idle connections the back-end has closed (they would sit in CLOSE_WAIT until a
+    /// request came for that host) and those idle through more than `max_idle` sweeps. Called at a
+    /// fixed interval by the serving loop.
+    pub fn sweep(&self, max_idle: u64) {
+        let now = self.inner.sweeps.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut pool = self.inner.pool.lock().unwrap_or_else(|p| p.into_inner());
+        pool.retain(|_, conns| {
+            conns.retain(|c| now - c.idle_since <= max_idle && c.is_usable());
+            !conns.is_empty()
+        });
+    }
+
+    /// Idle connections in the pool, over every host.
+    pub fn idle_connections(&self) -> usize {
+        let pool = self.inner.pool.lock().unwrap_or_else(|p| p.into_inner());
+        pool.values().map(Vec::len).sum()
     }
 
     /// The most recently used idle connection that is still open. Closed ones are dropped on the way.
     fn checkout(&self, key: &str) -> Option<Conn> {
         let mut pool = self.inner.pool.lock().unwrap_or_else(|p| p.into_inner());
         let conns = pool.get_mut(key)?;
-        while let Some(mut c) = conns.pop() {
+        while let Some(c) = conns.pop() {
             if c.is_usable() {
                 return Some(c);
             }
@@ -560,14 +601,7 @@ impl BackendBody {
         if !self.keep_alive || self.writer.is_some() || !conn.rbuf.is_empty() {
             return;
         }
-        let mut pool = self.pool.pool.lock().unwrap_or_else(|p| p.into_inner());
-        match pool.get_mut(&*self.key) {
-            Some(conns) if conns.len() < MAX_IDLE_PER_HOST => conns.push(conn),
-            Some(_) => {}
-            None => {
-                pool.insert(self.key.clone(), vec![conn]);
-            }
-        }
+        self.pool.check_in(&self.key, conn);
     }
 
     fn fail(&mut self, f: Failure) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
@@ -670,5 +704,48 @@ impl Body for BackendBody {
             ResponseFraming::Length(n) => SizeHint::with_exact(n),
             _ => SizeHint::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_sweep_closes_idle_and_closed_connections() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = BackendClient::new(Duration::from_secs(1));
+        let key: Arc<str> = addr.to_string().into();
+        let open = TcpStream::connect(addr).await.unwrap();
+        let (_kept, _) = listener.accept().await.unwrap();
+        client.inner.check_in(&key, Conn::new(open));
+        // Idle through at most two sweeps: kept for two, closed at the third.
+        client.sweep(2);
+        client.sweep(2);
+        assert_eq!(client.idle_connections(), 1);
+        client.sweep(2);
+        assert_eq!(client.idle_connections(), 0);
+        // The back-end closes a pooled connection: the next sweep to see it closes ours.
+        let open = TcpStream::connect(addr).await.unwrap();
+        let (peer, _) = listener.accept().await.unwrap();
+        client.inner.check_in(&key, Conn::new(open));
+        client.sweep(100);
+        assert_eq!(client.idle_connections(), 1);
+        drop(peer);
+        // The end of stream reaches the runtime's reactor asynchronously: bounded wait for it.
+        let mut left = 1;
+        for _ in 0..2000 {
+            client.sweep(100);
+            left = client.idle_connections();
+            if left == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        assert_eq!(
+            left, 0,
+            "a connection the back-end closed stayed in the pool"
+        );
     }
 }

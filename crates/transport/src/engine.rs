@@ -38,7 +38,12 @@ pub struct EngineOptions {
     pub connect_timeout: Duration,
     /// Most back-end calls one request may make (out-sequence sends to further endpoints).
     pub max_hops: usize,
+    /// Idle back-end connections are closed after about this long unused.
+    pub backend_idle_timeout: Duration,
 }
+
+/// How often the serving loop calls [`Engine::sweep_backends`].
+pub const BACKEND_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 
 impl Default for EngineOptions {
     fn default() -> Self {
@@ -47,6 +52,7 @@ impl Default for EngineOptions {
             default_timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(10),
             max_hops: 8,
+            backend_idle_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -67,6 +73,15 @@ enum Depth {
 
 impl Engine {
     /// One engine per serving thread: the plan is shared, the back-end connection pool is the thread's own.
+    /// Closes pooled back-end connections the back-end has closed, or left idle longer than
+    /// [`EngineOptions::backend_idle_timeout`]. Called every [`BACKEND_SWEEP_INTERVAL`].
+    pub fn sweep_backends(&self) {
+        let sweeps =
+            self.opts.backend_idle_timeout.as_millis() / BACKEND_SWEEP_INTERVAL.as_millis();
+        self.client
+            .sweep(u64::try_from(sweeps).unwrap_or(u64::MAX).max(1));
+    }
+
     pub fn new(plan: Arc<Plan>, opts: EngineOptions) -> Arc<Self> {
         let mut names: Vec<&str> = plan.proxies.keys().map(String::as_str).collect();
         names.sort_unstable();

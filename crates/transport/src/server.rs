@@ -51,8 +51,11 @@ pub async fn serve(
         .writev(false);
     tokio::pin!(shutdown);
     let mut last_warning: Option<Instant> = None;
+    let mut sweep = tokio::time::interval(crate::engine::BACKEND_SWEEP_INTERVAL);
+    sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
+            _ = sweep.tick() => engine.sweep_backends(),
             r = listener.accept() => match r {
                 Ok((stream, _peer)) => {
                     let _ = stream.set_nodelay(true);
