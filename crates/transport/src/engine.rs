@@ -72,7 +72,6 @@ enum Depth {
 }
 
 impl Engine {
-    /// One engine per serving thread: the plan is shared, the back-end connection pool is the thread's own.
     /// Closes pooled back-end connections the back-end has closed, or left idle longer than
     /// [`EngineOptions::backend_idle_timeout`]. Called every [`BACKEND_SWEEP_INTERVAL`].
     pub fn sweep_backends(&self) {
@@ -82,6 +81,7 @@ impl Engine {
             .sweep(u64::try_from(sweeps).unwrap_or(u64::MAX).max(1));
     }
 
+    /// One engine per serving thread: the plan is shared, the back-end connection pool is the thread's own.
     pub fn new(plan: Arc<Plan>, opts: EngineOptions) -> Arc<Self> {
         let mut names: Vec<&str> = plan.proxies.keys().map(String::as_str).collect();
         names.sort_unstable();
