@@ -578,24 +578,36 @@ impl StreamPath {
     }
 
     fn new_run(&self, mode: Mode) -> Run<'_> {
-        let mut run = Run {
+        // The thread's last run left its vectors behind: reuse them (no allocation per evaluation once
+        // they have grown). The frames were sized for another path: none counts as clean.
+        let Spare {
+            mut frames,
+            captures,
+            results,
+            conds,
+            scratch,
+        } = SPARE.take();
+        if frames.is_empty() {
+            frames.push(Frame::default());
+        }
+        for f in &mut frames {
+            f.clean = false;
+        }
+        frames[0].reset(self.path.steps.len(), self.path.slots);
+        Run {
             p: self,
             need_text: self.need_text(mode),
             sink: Sink::default(),
             mode,
-            frames: Vec::new(),
+            frames,
             depth: 0,
-            captures: Vec::new(),
-            results: Vec::new(),
-            conds: Vec::new(),
+            captures,
+            results,
+            conds,
             next: 0,
             root_seen: false,
-            scratch: String::new(),
-        };
-        let mut doc = Frame::default();
-        doc.reset(self.path.steps.len(), self.path.slots);
-        run.frames.push(doc);
-        run
+            scratch,
+        }
     }
 
     /// The general reader, on quick-xml's `NsReader`.
@@ -660,14 +672,14 @@ impl StreamPath {
             if !exhaustive
                 && (run.sink.done || (run.depth > 0 && !self.path.descendant && run.decided()))
             {
-                return Some(run.sink.finish(&self.form, mode));
+                return Some(std::mem::take(&mut run.sink).finish(&self.form, mode));
             }
         }
         if run.depth != 0 || !run.root_seen {
             return None;
         }
         run.advance();
-        Some(run.sink.finish(&self.form, mode))
+        Some(std::mem::take(&mut run.sink).finish(&self.form, mode))
     }
     /// The fast reader: a tokenizer written for the documents routing sees (elements, attributes, text
     /// with the predefined and character references, comments, CDATA, an XML declaration), straight
@@ -846,7 +858,7 @@ impl StreamPath {
                             if !exhaustive
                                 && (run.sink.done || (!self.path.descendant && run.decided()))
                             {
-                                return Ok(run.sink.finish(&self.form, mode));
+                                return Ok(std::mem::take(&mut run.sink).finish(&self.form, mode));
                             }
                             continue;
                         }
@@ -933,7 +945,7 @@ impl StreamPath {
                     names.push((lt + 1, name_end - lt - 1));
                     if empty {
                         if !exhaustive && (run.sink.done || run.decided()) {
-                            return Ok(run.sink.finish(&self.form, mode));
+                            return Ok(std::mem::take(&mut run.sink).finish(&self.form, mode));
                         }
                         run.end().ok_or(Refuse)?;
                         names.pop();
@@ -949,14 +961,14 @@ impl StreamPath {
             if !exhaustive
                 && (run.sink.done || (run.depth > 0 && !self.path.descendant && run.decided()))
             {
-                return Ok(run.sink.finish(&self.form, mode));
+                return Ok(std::mem::take(&mut run.sink).finish(&self.form, mode));
             }
         }
         if run.depth != 0 || !run.root_seen {
             return Err(Refuse);
         }
         run.advance();
-        Ok(run.sink.finish(&self.form, mode))
+        Ok(std::mem::take(&mut run.sink).finish(&self.form, mode))
     }
 }
 
@@ -1308,6 +1320,53 @@ struct Res {
     /// The string value is complete.
     done: bool,
     conds: Vec<u32>,
+}
+
+/// A finished run's vectors, kept per thread for the next one.
+#[derive(Default)]
+struct Spare {
+    frames: Vec<Frame>,
+    captures: Vec<Capture>,
+    results: Vec<Res>,
+    conds: Vec<Option<bool>>,
+    scratch: String,
+}
+
+/// Frames beyond this depth are not kept for the next run (a deep document's memory is given back).
+const SPARE_FRAMES: usize = 64;
+/// Vectors that grew past this many elements (or string bytes) are not kept for the next run.
+const SPARE_LIMIT: usize = 4096;
+
+/// `v` emptied, or a new vector when `v` grew past [`SPARE_LIMIT`].
+fn spare<T>(mut v: Vec<T>) -> Vec<T> {
+    if v.capacity() > SPARE_LIMIT {
+        return Vec::new();
+    }
+    v.clear();
+    v
+}
+
+thread_local! {
+    static SPARE: std::cell::Cell<Spare> = std::cell::Cell::new(Spare::default());
+}
+
+impl Drop for Run<'_> {
+    fn drop(&mut self) {
+        let mut frames = std::mem::take(&mut self.frames);
+        frames.truncate(SPARE_FRAMES);
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        if scratch.capacity() > SPARE_LIMIT {
+            scratch = String::new();
+        }
+        SPARE.set(Spare {
+            frames,
+            captures: spare(std::mem::take(&mut self.captures)),
+            results: spare(std::mem::take(&mut self.results)),
+            conds: spare(std::mem::take(&mut self.conds)),
+            scratch,
+        });
+    }
 }
 
 struct Run<'p> {
@@ -2588,6 +2647,29 @@ mod tests {
             selected * 100 >= compiled * 15,
             "too few expressions match anything"
         );
+    }
+
+    /// Runs on one thread reuse the vectors of the run before (sized for another path, or for a deeper
+    /// document): the answers must not change.
+    #[test]
+    fn runs_on_one_thread_reuse_their_vectors_safely() {
+        let deep = format!("{}x{}", "<a>".repeat(100), "</a>".repeat(100));
+        let lib_deep = Lib(parse(deep.as_bytes()).unwrap());
+        let lib = Lib(parse(ENVELOPE.as_bytes()).unwrap());
+        for _ in 0..3 {
+            for text in [
+                "/soapenv:Envelope/soapenv:Body/m:buyStocks/order[1]/symbol",
+                "//symbol",
+                "count(//order)",
+                "//order[symbol='MSFT']/price",
+                "/soapenv:Envelope/soapenv:Header/t:routing",
+            ] {
+                assert!(check(ENVELOPE.as_bytes(), &lib, text, &sp(text)), "{text}");
+            }
+            for text in ["//a", "count(//a)", "/a/a/a"] {
+                assert!(check(deep.as_bytes(), &lib_deep, text, &sp(text)), "{text}");
+            }
+        }
     }
 
     #[test]
