@@ -1437,6 +1437,10 @@ impl Run<'_> {
         if self.depth == 0 && self.root_seen {
             return None; // a second root element
         }
+        if self.inert_child(local.as_bytes()) {
+            self.open_inert();
+            return Some(());
+        }
         let p: &StreamPath = self.p;
         let path = &p.path;
         self.end_text_run();
@@ -1452,17 +1456,6 @@ impl Run<'_> {
         let parent = &mut lower[d - 1];
         let f = &mut upper[0];
         f.reset(n, path.slots);
-        let inert = d > 1
-            && parent.soap_env.is_none()
-            && path.names.as_ref().is_some_and(|names| {
-                !names
-                    .iter()
-                    .any(|x| short_eq(x.as_bytes(), local.as_bytes()))
-            });
-        if inert {
-            self.depth = d;
-            return Some(());
-        }
         f.clean = false;
         parent.clean = false;
         for (i, step) in path.steps.iter().enumerate() {
@@ -1596,8 +1589,9 @@ impl Run<'_> {
         Some(())
     }
 
-    /// Whether a child of the current element named `local` (no attributes) is one no step can match,
-    /// for [`Run::open_inert`]: not the root, not under a SOAP Envelope, not a name any step tests.
+    /// Whether a child of the current element named `local` is one no step can match, so that
+    /// [`Run::open_inert`] opens it: not the root, not under a SOAP Envelope, not a name any step tests
+    /// (attributes do not matter: no step matches the element to test them).
     #[inline]
     fn inert_child(&self, local: &[u8]) -> bool {
         let d = self.depth + 1;

@@ -147,7 +147,8 @@ impl BackendClient {
     }
 
     /// Idle connections in the pool, over every host.
-    pub fn idle_connections(&self) -> usize {
+    #[cfg(test)]
+    fn idle_connections(&self) -> usize {
         let pool = self.inner.pool.lock().unwrap_or_else(|p| p.into_inner());
         pool.values().map(Vec::len).sum()
     }
@@ -266,8 +267,7 @@ fn request_framing(headers: &HeaderMap, body: &RelayBody) -> RequestFraming {
         RelayBody::Full(b) => RequestFraming::Length(b.as_ref().map_or(0, |b| b.len() as u64)),
         RelayBody::Stream(_) => match headers
             .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
+            .and_then(|v| h1::parse_length(v.as_bytes()).ok())
         {
             Some(n) => RequestFraming::Length(n),
             None => RequestFraming::Chunked,

@@ -77,39 +77,12 @@ pub fn write_request_head(
         }
         RequestFraming::Length(n) => {
             out.put_slice(b"content-length: ");
-            let mut digits = itoa_u64(n);
-            out.put_slice(digits.as_bytes_mut());
+            out.put_slice(itoa::Buffer::new().format(n).as_bytes());
             out.put_slice(b"\r\n");
         }
         RequestFraming::Chunked => out.put_slice(b"transfer-encoding: chunked\r\n"),
     }
     out.put_slice(b"\r\n");
-}
-
-/// Decimal digits of `n` without allocating.
-struct Digits {
-    buf: [u8; 20],
-    start: usize,
-}
-
-impl Digits {
-    fn as_bytes_mut(&mut self) -> &[u8] {
-        &self.buf[self.start..]
-    }
-}
-
-fn itoa_u64(mut n: u64) -> Digits {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    Digits { buf, start: i }
 }
 
 /// The chunk-size line for a chunk of `len` bytes.
@@ -260,7 +233,7 @@ pub fn parse_response_head(
     }
 }
 
-fn parse_length(v: &[u8]) -> Result<u64, ProtocolError> {
+pub(crate) fn parse_length(v: &[u8]) -> Result<u64, ProtocolError> {
     let v = v.trim_ascii();
     if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
         return Err(proto(format!(
@@ -651,7 +624,14 @@ mod tests {
         chunk_header(0x1a2b, &mut out);
         chunk_header(0, &mut out);
         assert_eq!(&out[..], b"1a2b\r\n0\r\n");
-        assert_eq!(itoa_u64(0).as_bytes_mut(), b"0");
-        assert_eq!(itoa_u64(u64::MAX).as_bytes_mut(), b"18446744073709551615");
+        out.clear();
+        write_request_head(
+            &Method::POST,
+            "/",
+            &HeaderMap::new(),
+            RequestFraming::Length(u64::MAX),
+            &mut out,
+        );
+        assert!(out.ends_with(b"content-length: 18446744073709551615\r\n\r\n"));
     }
 }
