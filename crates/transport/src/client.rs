@@ -34,6 +34,9 @@ const REPLAY_LIMIT: usize = 64 * 1024;
 /// Pieces this small are copied together and written in one call; larger ones are written in place.
 /// Body frames are taken ahead of writing while fewer bytes than this wait.
 const COALESCE_LIMIT: usize = 16 * 1024;
+/// Pieces up to this size are copied into the gathering buffer; larger ones are written in place, by a
+/// vectored write together with whatever was gathered before them.
+const COPY_LIMIT: usize = 2 * 1024;
 /// Read sizes: the first read of a response, and the largest a long response grows to.
 const READ_MIN: usize = 8 * 1024;
 const READ_MAX: usize = 64 * 1024;
@@ -383,7 +386,7 @@ impl Writer {
     }
 
     fn queue(&mut self, b: Bytes) {
-        if b.len() <= COALESCE_LIMIT {
+        if b.len() <= COPY_LIMIT {
             if self.buf.is_empty() && self.out.is_empty() && self.buf.capacity() < b.len() + 2048 {
                 self.buf.reserve(b.len() + 2048);
             }
