@@ -100,9 +100,27 @@ struct Path {
     steps: Vec<Step>,
     tail: Tail,
     slots: usize,
-    /// Every local name a step or a child predicate tests for (`None`: some test is `*`). An element
-    /// with another name below the root matches nothing and is only tracked for depth.
-    names: Option<Vec<String>>,
+}
+
+impl Path {
+    /// The steps (bit i for step i) whose name test an element with local name `local` passes, in
+    /// some namespace. Every bit (never inert) when there are more than 63 steps.
+    fn step_mask(&self, local: &[u8]) -> u64 {
+        if self.steps.len() > 63 {
+            return u64::MAX;
+        }
+        let mut mask = 0;
+        for (i, step) in self.steps.iter().enumerate() {
+            let hit = match &step.test {
+                NameTest::Any => true,
+                NameTest::Name { local: l, .. } => short_eq(l.as_bytes(), local),
+            };
+            if hit {
+                mask |= 1 << i;
+            }
+        }
+        mask
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -439,28 +457,11 @@ impl Parser<'_> {
                 }
             }
         }
-        // The local names an element must have to take part: `None` when a wildcard lets any in.
-        let mut names = Vec::new();
-        let mut any = false;
-        for step in &steps {
-            let tests =
-                std::iter::once(&step.test).chain(step.preds.iter().filter_map(|p| match p {
-                    Pred::Child { test, .. } => Some(test),
-                    _ => None,
-                }));
-            for t in tests {
-                match t {
-                    NameTest::Any => any = true,
-                    NameTest::Name { local, .. } => names.push(local.clone()),
-                }
-            }
-        }
         Some(Path {
             descendant,
             steps,
             tail,
             slots,
-            names: (!any).then_some(names),
         })
     }
 }
@@ -704,7 +705,7 @@ impl StreamPath {
         let mut names: Vec<(usize, usize)> = Vec::new(); // (start, length) in `xml`
                                                          // Start-tag names seen so far, by their first byte: (start, length, colon offset or 0). Names
                                                          // repeat, so a start tag is usually recognised by one word comparison instead of a scan.
-        let mut known = [(0usize, 0usize, 0usize); 64];
+        let mut known = [(0usize, 0usize, 0usize, 0u64); 64];
         let mut bindings: Vec<(&str, &str, usize)> = Vec::new();
         let mut raw_attrs: Vec<(&str, &str)> = Vec::new();
         let mut attrs: Vec<Attr<'_>> = Vec::new();
@@ -815,15 +816,15 @@ impl StreamPath {
                 Some(&first) => {
                     let from = lt + 1;
                     let slot = usize::from(first & 63);
-                    let (ks, kl, kc) = known[slot];
+                    let (ks, kl, kc, km) = known[slot];
                     let plain = if kl > 0
                         && matches!(xml.get(from + kl), Some(b'>' | b'/'))
                         && same_name(xml, from, ks, kl)
                     {
                         match xml[from + kl] {
-                            b'>' => Some((from + kl, false, from + kl, kc)),
+                            b'>' => Some((from + kl, false, from + kl, kc, km)),
                             _ if xml.get(from + kl + 1) == Some(&b'>') => {
-                                Some((from + kl + 1, true, from + kl, kc))
+                                Some((from + kl + 1, true, from + kl, kc, km))
                             }
                             _ => None,
                         }
@@ -831,14 +832,15 @@ impl StreamPath {
                         None
                     };
                     let plain = plain.or_else(|| {
-                        let t = plain_tag(xml, from)?;
-                        known[slot] = (from, t.2 - from, t.3);
-                        Some(t)
+                        let (gt, empty, name_end, colon) = plain_tag(xml, from)?;
+                        let local = &xml[from + colon + usize::from(colon > 0)..name_end];
+                        let mask = self.path.step_mask(local);
+                        known[slot] = (from, name_end - from, colon, mask);
+                        Some((gt, empty, name_end, colon, mask))
                     });
                     // An element no step can match, named without attributes: tracked for depth only.
-                    if let Some((gt, empty, name_end, colon)) = plain {
-                        let local = &xml[from + colon + usize::from(colon > 0)..name_end];
-                        if run.inert_child(local) {
+                    if let Some((gt, empty, name_end, colon, mask)) = plain {
+                        if run.inert_child(mask) {
                             if colon > 0 {
                                 let prefix = text(from, from + colon)?;
                                 if prefix == "xml"
@@ -846,6 +848,25 @@ impl StreamPath {
                                     || bound(&bindings, prefix).is_none()
                                 {
                                     return Err(Bail);
+                                }
+                            }
+                            // `<name>text</name>` with plain ASCII text and nothing collecting it: the
+                            // whole element at once, opened and closed without a frame.
+                            if !empty && run.captures.is_empty() {
+                                if let Some((end, seen)) = leaf_end(xml, gt + 1, from, name_end - from)
+                                {
+                                    if seen & (AMP | GT | CTRL | HIGH) == 0 {
+                                        run.end_text_run();
+                                        i = end + 1;
+                                        if !exhaustive
+                                            && (run.sink.done
+                                                || (!self.path.descendant && run.decided()))
+                                        {
+                                            return Ok(std::mem::take(&mut run.sink)
+                                                .finish(&self.form, mode));
+                                        }
+                                        continue;
+                                    }
                                 }
                             }
                             run.open_inert();
@@ -864,7 +885,7 @@ impl StreamPath {
                         }
                     }
                     let (gt, empty, name_end, plain) = match plain {
-                        Some((gt, empty, name_end, _)) => (gt, empty, name_end, true),
+                        Some((gt, empty, name_end, _, _)) => (gt, empty, name_end, true),
                         None => {
                             // The tag ends at the first `>` outside quotes.
                             let mut j = lt + 1;
@@ -1117,6 +1138,34 @@ fn short_text(xml: &[u8], i: usize) -> Option<(usize, u8)> {
         seen |= if k < len { c } else { 0 };
     }
     Some((len, seen))
+}
+
+/// Character data at `at` followed by the end tag of the element named `xml[name..name + len]`:
+/// the index of that end tag's `>` and the [`BYTE_CLASS`]es of the text or'd together. `None` when
+/// something else follows the text (a child, a comment, another end tag) or the document ends.
+#[inline]
+fn leaf_end(xml: &[u8], at: usize, name: usize, len: usize) -> Option<(usize, u8)> {
+    let (lt, seen) = match short_text(xml, at) {
+        Some((l, seen)) => (at + l, seen),
+        None => {
+            let mut seen = 0u8;
+            let mut p = at;
+            loop {
+                let k = BYTE_CLASS[usize::from(*xml.get(p)?)];
+                if k == LT {
+                    break;
+                }
+                seen |= k;
+                p += 1;
+            }
+            (p, seen)
+        }
+    };
+    let gt = lt + 2 + len;
+    (xml.get(lt + 1) == Some(&b'/')
+        && xml.get(gt) == Some(&b'>')
+        && same_name(xml, lt + 2, name, len))
+    .then_some((gt, seen))
 }
 
 /// The namespace bound to `prefix` ("" for the default), innermost first: `Some(None)` for no
@@ -1437,7 +1486,7 @@ impl Run<'_> {
         if self.depth == 0 && self.root_seen {
             return None; // a second root element
         }
-        if self.inert_child(local.as_bytes()) {
+        if self.inert_child(self.p.path.step_mask(local.as_bytes())) {
             self.open_inert();
             return Some(());
         }
@@ -1590,20 +1639,34 @@ impl Run<'_> {
     }
 
     /// Whether a child of the current element named `local` is one no step can match, so that
-    /// [`Run::open_inert`] opens it: not the root, not under a SOAP Envelope, not a name any step tests
-    /// (attributes do not matter: no step matches the element to test them).
+    /// [`Run::open_inert`] opens it: not the root, not under a SOAP Envelope, not compared by the
+    /// current element's `[child='x']` predicates, and for every step that tests its name, a step the
+    /// current element cannot lead to (a later step whose previous one the current element did not
+    /// match, or a first step of a path without `//`). Attributes do not matter: no step matches the
+    /// element to test them. `mask`: the steps whose test the child's local name passes
+    /// ([`Path::step_mask`]).
     #[inline]
-    fn inert_child(&self, local: &[u8]) -> bool {
+    fn inert_child(&self, mut mask: u64) -> bool {
         let d = self.depth + 1;
-        d > 1
-            && d <= MAX_DEPTH
-            && self.frames[self.depth].soap_env.is_none()
-            && self
-                .p
-                .path
-                .names
-                .as_ref()
-                .is_some_and(|names| !names.iter().any(|x| short_eq(x.as_bytes(), local)))
+        if d <= 1 || d > MAX_DEPTH || mask == u64::MAX {
+            return false;
+        }
+        let parent = &self.frames[self.depth];
+        if parent.soap_env.is_some() || !parent.own.is_empty() {
+            return false;
+        }
+        if mask & 1 != 0 && self.p.path.descendant {
+            return false;
+        }
+        mask &= !1;
+        while mask != 0 {
+            let i = mask.trailing_zeros() as usize;
+            if matches!(parent.m.get(i - 1), Some(Some(_))) {
+                return false;
+            }
+            mask &= mask - 1;
+        }
+        true
     }
 
     /// What [`Run::open`] does for an element [`Run::inert_child`] accepts: track its depth.
