@@ -1642,7 +1642,8 @@ impl Run<'_> {
     /// [`Run::open_inert`] opens it: not the root, not under a SOAP Envelope, not compared by the
     /// current element's `[child='x']` predicates, and for every step that tests its name, a step the
     /// current element cannot lead to (a later step whose previous one the current element did not
-    /// match, or a first step of a path without `//`). Attributes do not matter: no step matches the
+    /// match, a first step of a path without `//`, or a step whose position predicate the current
+    /// element's children have passed: `//order[1]` after the first order). Attributes do not matter: no step matches the
     /// element to test them. `mask`: the steps whose test the child's local name passes
     /// ([`Path::step_mask`]).
     #[inline]
@@ -1655,13 +1656,15 @@ impl Run<'_> {
         if parent.soap_env.is_some() || !parent.own.is_empty() {
             return false;
         }
-        if mask & 1 != 0 && self.p.path.descendant {
-            return false;
-        }
-        mask &= !1;
+        let path = &self.p.path;
         while mask != 0 {
             let i = mask.trailing_zeros() as usize;
-            if matches!(parent.m.get(i - 1), Some(Some(_))) {
+            let live = if i == 0 {
+                path.descendant
+            } else {
+                matches!(parent.m.get(i - 1), Some(Some(_)))
+            };
+            if live && !exhausted(&path.steps[i], parent) {
                 return false;
             }
             mask &= mask - 1;
