@@ -707,7 +707,7 @@ impl StreamPath {
                                                          // repeat, so a start tag is usually recognised by one word comparison instead of a scan.
         let mut known = [(0usize, 0usize, 0usize, 0u64); 64];
         let mut bindings: Vec<(&str, &str, usize)> = Vec::new();
-        let mut raw_attrs: Vec<(&str, &str)> = Vec::new();
+        let mut raw_attrs: Vec<(&str, &str, u8)> = Vec::new();
         let mut attrs: Vec<Attr<'_>> = Vec::new();
         let n = xml.len();
         let mut i = 0;
@@ -853,7 +853,8 @@ impl StreamPath {
                             // `<name>text</name>` with plain ASCII text and nothing collecting it: the
                             // whole element at once, opened and closed without a frame.
                             if !empty && run.captures.is_empty() {
-                                if let Some((end, seen)) = leaf_end(xml, gt + 1, from, name_end - from)
+                                if let Some((end, seen)) =
+                                    leaf_end(xml, gt + 1, from, name_end - from)
                                 {
                                     if seen & (AMP | GT | CTRL | HIGH) == 0 {
                                         run.end_text_run();
@@ -914,16 +915,15 @@ impl StreamPath {
                     }
                     let depth = run.depth + 1;
                     raw_attrs.clear();
-                    if name_end < inner {
-                        let a = text(name_end, inner)?;
-                        if !attributes_syntax_ok(a) {
-                            return Err(Bail);
-                        }
-                        split_attributes(a, &mut raw_attrs);
+                    if name_end < inner && !read_attributes(text(name_end, inner)?, &mut raw_attrs)
+                    {
+                        return Err(Bail);
                     }
                     attrs.clear();
-                    for (k, &(key, value)) in raw_attrs.iter().enumerate() {
-                        if !is_qname(key) || raw_attrs[..k].iter().any(|(other, _)| *other == key) {
+                    for (k, &(key, value, class)) in raw_attrs.iter().enumerate() {
+                        if !is_qname(key)
+                            || raw_attrs[..k].iter().any(|(other, _, _)| *other == key)
+                        {
                             return Err(Bail);
                         }
                         let prefix = match split_colon(key) {
@@ -932,8 +932,8 @@ impl StreamPath {
                             _ => None,
                         };
                         if let Some(prefix) = prefix {
-                            if value.contains(['&', '<', '\t', '\n', '\r'])
-                                || !valid_chars(value)
+                            if class & (V_AMP | V_LT | V_WS | V_CTRL) != 0
+                                || (class & V_HIGH != 0 && has_nonchar(value))
                                 || (!prefix.is_empty() && value.is_empty())
                                 || prefix == "xml"
                                 || prefix == "xmlns"
@@ -943,7 +943,7 @@ impl StreamPath {
                             bindings.push((prefix, value, depth));
                         }
                     }
-                    for &(key, value) in &raw_attrs {
+                    for &(key, value, class) in &raw_attrs {
                         let (ns, local) = match split_colon(key) {
                             _ if key == "xmlns" => continue,
                             Some(("xmlns", _)) => continue,
@@ -954,7 +954,7 @@ impl StreamPath {
                         if attrs.iter().any(|(an, al, _)| *an == ns && *al == local) {
                             return Err(Bail);
                         }
-                        attrs.push((ns, local, attr_value(value).ok_or(Bail)?));
+                        attrs.push((ns, local, attr_value_classed(value, class).ok_or(Bail)?));
                     }
                     let (ns, local) = match split_colon(raw) {
                         Some(("xml", _)) => return Err(Bail),
@@ -1183,34 +1183,84 @@ fn bound<'a>(bindings: &[(&str, &'a str, usize)], prefix: &str) -> Option<Option
     }
 }
 
-/// Splits attributes already checked by [`attributes_syntax_ok`] into (name, raw value).
-fn split_attributes<'a>(raw: &'a str, out: &mut Vec<(&'a str, &'a str)>) {
+// What an attribute value holds that matters, from [`value_class`].
+const V_LT: u8 = 1;
+const V_AMP: u8 = 2;
+/// Tab, line feed or carriage return: normalised to a space.
+const V_WS: u8 = 4;
+/// A control character XML does not allow.
+const V_CTRL: u8 = 8;
+const V_HIGH: u8 = 16;
+
+/// The `V_` classes of the bytes of `v` or'd together, in one pass without branches (it vectorises).
+fn value_class(v: &[u8]) -> u8 {
+    let (mut lt, mut amp, mut ws, mut ctrl, mut high) = (false, false, false, false, false);
+    for &b in v {
+        let w = b == b'\t' || b == b'\n' || b == b'\r';
+        lt |= b == b'<';
+        amp |= b == b'&';
+        ws |= w;
+        ctrl |= b < 0x20 && !w;
+        high |= b >= 0x80;
+    }
+    u8::from(lt) * V_LT
+        | u8::from(amp) * V_AMP
+        | u8::from(ws) * V_WS
+        | u8::from(ctrl) * V_CTRL
+        | u8::from(high) * V_HIGH
+}
+
+/// The attributes of a start tag (what follows the name, up to `>` or `/>`): checks their syntax and
+/// splits them into (name, raw value, [`value_class`] of the value) in one pass. False for anything
+/// outside `(S name S? = S? quoted-value)* S?`.
+fn read_attributes<'a>(raw: &'a str, out: &mut Vec<(&'a str, &'a str, u8)>) -> bool {
     let b = raw.as_bytes();
     let mut i = 0;
     loop {
+        let start = i;
         while i < b.len() && is_ws(b[i]) {
             i += 1;
         }
         if i == b.len() {
-            return;
+            return true;
+        }
+        if i == start {
+            return false;
         }
         let name = i;
-        while !is_ws(b[i]) && b[i] != b'=' {
+        while i < b.len() && !is_ws(b[i]) && b[i] != b'=' {
             i += 1;
+        }
+        if i == name {
+            return false;
         }
         let key = &raw[name..i];
-        while b[i] != b'"' && b[i] != b'\'' {
+        while i < b.len() && is_ws(b[i]) {
             i += 1;
         }
-        let q = b[i];
-        let start = i + 1;
-        i = start;
-        while b[i] != q {
-            i += 1;
+        if b.get(i) != Some(&b'=') {
+            return false;
         }
-        out.push((key, &raw[start..i]));
         i += 1;
+        while i < b.len() && is_ws(b[i]) {
+            i += 1;
+        }
+        let Some(&q) = b.get(i).filter(|q| **q == b'"' || **q == b'\'') else {
+            return false;
+        };
+        let from = i + 1;
+        let Some(len) = memchr::memchr(q, &b[from..]) else {
+            return false;
+        };
+        let value = &raw[from..from + len];
+        out.push((key, value, value_class(value.as_bytes())));
+        i = from + len + 1;
     }
+}
+
+/// Whether `s` holds U+FFFE or U+FFFF (not XML characters); only worth asking when `s` is not ASCII.
+fn has_nonchar(s: &str) -> bool {
+    s.contains(['\u{FFFE}', '\u{FFFF}'])
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1956,45 +2006,7 @@ fn xml_decl_ok(content: &str) -> bool {
 /// The attribute part of a start tag (after the name): `S name S? = S? quoted` repeated, then `S?`.
 /// quick-xml also accepts attributes that are not separated by white space; XML does not.
 fn attributes_syntax_ok(raw: &str) -> bool {
-    let b = raw.as_bytes();
-    let ws = |c: u8| matches!(c, b' ' | b'\t' | b'\n' | b'\r');
-    let mut i = 0;
-    loop {
-        let start = i;
-        while i < b.len() && ws(b[i]) {
-            i += 1;
-        }
-        if i == b.len() {
-            return true;
-        }
-        if i == start {
-            return false;
-        }
-        let name = i;
-        while i < b.len() && !ws(b[i]) && b[i] != b'=' {
-            i += 1;
-        }
-        if i == name {
-            return false;
-        }
-        while i < b.len() && ws(b[i]) {
-            i += 1;
-        }
-        if b.get(i) != Some(&b'=') {
-            return false;
-        }
-        i += 1;
-        while i < b.len() && ws(b[i]) {
-            i += 1;
-        }
-        let Some(&q) = b.get(i).filter(|q| **q == b'"' || **q == b'\'') else {
-            return false;
-        };
-        match b[i + 1..].iter().position(|&c| c == q) {
-            Some(end) => i += end + 2,
-            None => return false,
-        }
-    }
+    read_attributes(raw, &mut Vec::new())
 }
 
 fn resolved(r: ResolveResult<'_>) -> Option<Option<&str>> {
@@ -2072,10 +2084,15 @@ fn resolve_ref(name: &str) -> Option<char> {
 /// An attribute value as libxml2 reports it (no DTD, so every attribute is CDATA): line ends normalised,
 /// then tab, LF and CR become spaces; references are replaced afterwards, so `&#10;` stays a line feed.
 fn attr_value(raw: &str) -> Option<Cow<'_, str>> {
-    if raw.contains('<') || !valid_chars(raw) {
+    attr_value_classed(raw, value_class(raw.as_bytes()))
+}
+
+/// [`attr_value`] for a value whose [`value_class`] is known.
+fn attr_value_classed(raw: &str, class: u8) -> Option<Cow<'_, str>> {
+    if class & (V_LT | V_CTRL) != 0 || (class & V_HIGH != 0 && has_nonchar(raw)) {
         return None;
     }
-    if !raw.contains(['&', '\t', '\n', '\r']) {
+    if class & (V_AMP | V_WS) == 0 {
         return Some(Cow::Borrowed(raw));
     }
     let mut out = String::with_capacity(raw.len());
@@ -2730,6 +2747,20 @@ mod tests {
                 assert!(check(deep.as_bytes(), &lib_deep, text, &sp(text)), "{text}");
             }
         }
+    }
+
+    #[test]
+    fn attributes_are_read_and_classified_in_one_pass() {
+        let mut out = Vec::new();
+        assert!(read_attributes(" a='1' b = \"x&amp;\ty\" ", &mut out));
+        assert_eq!(out, vec![("a", "1", 0), ("b", "x&amp;\ty", V_AMP | V_WS)]);
+        for bad in ["a='1'", " a", " a=1", " a='1", " ='1'", " a='1'b='2'"] {
+            assert!(!read_attributes(bad, &mut Vec::new()), "{bad}");
+        }
+        assert_eq!(value_class("a<b\u{1}é".as_bytes()), V_LT | V_CTRL | V_HIGH);
+        assert_eq!(attr_value("x&lt;\r\ny").as_deref(), Some("x< y"));
+        assert_eq!(attr_value("a<b"), None);
+        assert_eq!(attr_value("a\u{FFFE}"), None);
     }
 
     #[test]

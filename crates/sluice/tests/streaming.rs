@@ -219,3 +219,55 @@ async fn soap_header_routing_streams_the_rest_of_a_96_mib_message() {
         "peak RSS grew by {growth_kb} kB; the body must not be buffered"
     );
 }
+
+/// A request body sent as many small chunks (chunked transfer coding, no length known).
+struct Pieces(std::collections::VecDeque<Bytes>);
+
+impl Body for Pieces {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        Poll::Ready(self.0.pop_front().map(|b| Ok(Frame::data(b))))
+    }
+}
+
+/// The SOAP header arriving over many body frames (16-byte chunks): the start is gathered across
+/// frames until the header is decided, and the back-end gets the whole message unchanged after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_soap_header_split_over_many_frames_is_gathered_and_relayed_whole() {
+    let be = backend().await;
+    let ep = format!("RealService=http://{}/service/EchoService", be.addr);
+    let s = Sluice::start(&["run", capp().to_str().unwrap(), "--endpoint", &ep]);
+    let stream = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let body = payload("1000B_buyStocks.xml");
+    let wrong = Bytes::from(
+        String::from_utf8(body.to_vec())
+            .unwrap()
+            .replace("xadmin;server1;community#1.0##", "guest"),
+    );
+    for (message, status) in [(body.clone(), 200), (wrong, 500)] {
+        let pieces = message.chunks(16).map(Bytes::copy_from_slice).collect();
+        let req = hyper::Request::post("/services/CBRSOAPHeaderProxy")
+            .header("host", "sluice")
+            .header("content-type", "text/xml")
+            .header("soapaction", "urn:buy")
+            .body(Pieces(pieces))
+            .unwrap();
+        send.ready().await.unwrap();
+        let resp = send.send_request(req).await.unwrap();
+        assert_eq!(resp.status(), status, "{}", s.stderr());
+        let got = resp.into_body().collect().await.unwrap().to_bytes();
+        if status == 200 {
+            assert_eq!(got, message);
+        } else {
+            assert!(String::from_utf8_lossy(&got).contains("Invalid routing header"));
+        }
+    }
+}

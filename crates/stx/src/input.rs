@@ -310,28 +310,40 @@ fn attr_value(raw: &str) -> Option<Cow<'_, str>> {
 }
 
 /// Scans `name="value"` pairs, each preceded by white space; `None` on anything else.
-pub(crate) fn scan_attrs(mut s: &str, mut f: impl FnMut(&str, &str) -> Option<()>) -> Option<()> {
+pub(crate) fn scan_attrs(s: &str, mut f: impl FnMut(&str, &str) -> Option<()>) -> Option<()> {
+    let b = s.as_bytes();
+    let skip_ws = |mut i: usize| {
+        while i < b.len() && is_ws(b[i]) {
+            i += 1;
+        }
+        i
+    };
+    let mut i = 0;
     loop {
-        let t = s.trim_start_matches([' ', '\t', '\n', '\r']);
-        if t.is_empty() {
+        let start = skip_ws(i);
+        if start == b.len() {
             return Some(());
         }
-        if t.len() == s.len() {
+        if start == i {
             return None; // no white space before the attribute
         }
-        let name_end = t.find(|c: char| c == '=' || (c as u32) < 0x80 && is_ws(c as u8))?;
-        let name = &t[..name_end];
-        let r = t[name_end..].trim_start_matches([' ', '\t', '\n', '\r']);
-        let r = r
-            .strip_prefix('=')?
-            .trim_start_matches([' ', '\t', '\n', '\r']);
-        let q = r.chars().next()?;
-        if q != '"' && q != '\'' {
+        let mut j = start;
+        while j < b.len() && b[j] != b'=' && !is_ws(b[j]) {
+            j += 1;
+        }
+        if j == b.len() {
             return None;
         }
-        let end = r[1..].find(q)?;
-        f(name, &r[1..1 + end])?;
-        s = &r[1 + end + 1..];
+        let name = &s[start..j];
+        let eq = skip_ws(j);
+        if b.get(eq) != Some(&b'=') {
+            return None;
+        }
+        let open = skip_ws(eq + 1);
+        let q = *b.get(open).filter(|q| **q == b'"' || **q == b'\'')?;
+        let len = memchr::memchr(q, &b[open + 1..])?;
+        f(name, &s[open + 1..open + 1 + len])?;
+        i = open + 1 + len + 1;
     }
 }
 

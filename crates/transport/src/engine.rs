@@ -450,7 +450,13 @@ impl Engine {
         let Some(mut s) = stream else {
             return Ok((Bytes::new(), None));
         };
-        let mut head = bytes::BytesMut::new();
+        // The start is kept as the frame it came in while it is one frame (the usual case: no copy),
+        // and gathered into `joined` once a second frame comes.
+        let mut first: Option<Bytes> = None;
+        let mut joined = bytes::BytesMut::new();
+        let done = |first: Option<Bytes>, joined: bytes::BytesMut| {
+            first.unwrap_or_else(|| joined.freeze())
+        };
         while let Some(frame) = s.frame().await {
             let frame = frame.map_err(|e| {
                 Error::new(ErrorKind::BadRequest, "reading the request body failed").with_source(e)
@@ -461,19 +467,29 @@ impl Engine {
             // Whether to look again: the start read so far was within the probe limit. A frame can
             // be larger than the limit (hyper reads up to ~400 KiB at once), so the check is on what
             // came before this frame, not on the total.
-            let probe = head.len() <= HEAD_PROBE_LIMIT;
-            head.extend_from_slice(&data);
+            let before = first.as_ref().map_or(joined.len(), Bytes::len);
+            let probe = before <= HEAD_PROBE_LIMIT;
+            match first.take() {
+                None if joined.is_empty() => first = Some(data),
+                Some(f) => {
+                    joined.reserve(f.len() + data.len());
+                    joined.extend_from_slice(&f);
+                    joined.extend_from_slice(&data);
+                }
+                None => joined.extend_from_slice(&data),
+            }
+            let head: &[u8] = first.as_deref().unwrap_or(&joined);
             if head.len() > self.opts.max_buffered_body {
                 return Err(too_large("request", self.opts.max_buffered_body));
             }
             if hyper::body::Body::is_end_stream(&s) {
                 break; // all of it is here: no need to relay a stream after it
             }
-            if probe && seq.decided_by_head(&head) {
-                return Ok((head.freeze(), Some(s)));
+            if probe && seq.decided_by_head(head) {
+                return Ok((done(first, joined), Some(s)));
             }
         }
-        Ok((head.freeze(), None))
+        Ok((done(first, joined), None))
     }
 
     async fn buffer(&self, stream: Option<Inbound>, what: &str) -> Result<Bytes, Error> {
