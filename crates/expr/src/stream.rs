@@ -2763,6 +2763,27 @@ mod tests {
         assert_eq!(attr_value("a\u{FFFE}"), None);
     }
 
+    /// The word-at-a-time search for the `<` ending short text (and the classes of the bytes before
+    /// it) agrees with a byte-by-byte reading on words of every interesting byte in every position.
+    #[test]
+    fn short_text_agrees_with_the_byte_table() {
+        let bytes = [
+            0u8, 1, 8, 9, 10, 11, 12, 13, 14, 0x1f, 0x20, 0x21, b'&', b'<', b'=', b'>', b']', b'a',
+            0x7f, 0x80, 0xc3, 0xff,
+        ];
+        let mut r = Rng(0x2545_f491_4f6c_dd1d);
+        for _ in 0..200_000 {
+            let w: Vec<u8> = (0..8).map(|_| bytes[r.below(bytes.len())]).collect();
+            let want = w.iter().position(|&c| c == b'<').map(|len| {
+                let seen = w[..len]
+                    .iter()
+                    .fold(0, |acc, &c| acc | BYTE_CLASS[usize::from(c)]);
+                (len, seen)
+            });
+            assert_eq!(short_text(&w, 0), want, "{w:?}");
+        }
+    }
+
     #[test]
     fn word_helpers() {
         let doc = b"ab<cdef>ghijklmn&<op";
