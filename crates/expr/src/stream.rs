@@ -690,8 +690,11 @@ impl StreamPath {
     fn run_fast(&self, xml: &[u8], mode: Mode, exhaustive: bool) -> Result<Out, Halt> {
         use Halt::{Bail, Refuse};
         // Small documents are checked for UTF-8 at once (cheaper than piece by piece); a large one piece
-        // by piece, so that an early answer does not pay for the whole.
-        let whole = if xml.len() <= WHOLE_UTF8_CHECK {
+        // by piece, so that an early answer does not pay for the whole, unless the answer is the text
+        // of every node a `//` path selects, which reads the whole document anyway.
+        let reads_all =
+            self.path.descendant && matches!(self.form, Form::Nodes) && mode == Mode::String;
+        let whole = if xml.len() <= WHOLE_UTF8_CHECK || reads_all {
             Some(simdutf8::basic::from_utf8(xml).map_err(|_| Bail)?)
         } else {
             None
