@@ -1206,11 +1206,8 @@ fn value_class(v: &[u8]) -> u8 {
         ctrl |= b < 0x20 && !w;
         high |= b >= 0x80;
     }
-    u8::from(lt) * V_LT
-        | u8::from(amp) * V_AMP
-        | u8::from(ws) * V_WS
-        | u8::from(ctrl) * V_CTRL
-        | u8::from(high) * V_HIGH
+    let bit = |on: bool, class: u8| if on { class } else { 0 };
+    bit(lt, V_LT) | bit(amp, V_AMP) | bit(ws, V_WS) | bit(ctrl, V_CTRL) | bit(high, V_HIGH)
 }
 
 /// The attributes of a start tag (what follows the name, up to `>` or `/>`): checks their syntax and
