@@ -723,9 +723,13 @@ impl StreamPath {
         }
         loop {
             // The text up to the next `<`, noting in the same pass what the checks need to know.
-            let (mut lt, mut seen) = match short_text(xml, i) {
-                Some((len, seen)) => (i + len, seen),
-                None => (i, 0u8),
+            // Markup right after markup (no text between) is the usual case: nothing to classify.
+            let (mut lt, mut seen) = match xml.get(i) {
+                Some(b'<') => (i, 0u8),
+                _ => match short_text(xml, i) {
+                    Some((len, seen)) => (i + len, seen),
+                    None => (i, 0u8),
+                },
             };
             if lt == i && xml.get(i).is_some_and(|&c| c != b'<') {
                 while lt < n {
@@ -1136,9 +1140,8 @@ fn short_text(xml: &[u8], i: usize) -> Option<(usize, u8)> {
     }
     let len = (z.trailing_zeros() / 8) as usize;
     let mut seen = 0u8;
-    for k in 0..8 {
-        let c = BYTE_CLASS[usize::from((w >> (8 * k)) as u8)];
-        seen |= if k < len { c } else { 0 };
+    for &c in &xml[i..i + len] {
+        seen |= BYTE_CLASS[usize::from(c)];
     }
     Some((len, seen))
 }
