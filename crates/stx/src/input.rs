@@ -115,11 +115,15 @@ pub(crate) fn split_qname(s: &str) -> Option<(&str, &str)> {
     }
 }
 
+/// Text up to this long is scanned byte by byte (cheaper than memchr calls for a short value).
+const SHORT_TEXT: usize = 32;
+
 /// A markup event, as a slice of the input.
 #[derive(Debug, Clone, Copy)]
 enum Ev<'a> {
-    /// Character data up to the next markup or reference.
-    Text(&'a str),
+    /// Character data up to the next markup or reference, and whether it may hold `>` or a carriage
+    /// return (false: it holds neither).
+    Text(&'a str, bool),
     /// `&name;`: the name.
     Ref(&'a str),
     CData(&'a str),
@@ -153,10 +157,21 @@ impl<'a> Scan<'a> {
             return Some(Ev::Eof);
         };
         if first != b'<' {
-            let end = memchr::memchr2(b'<', b'&', &b[i..]).map_or(b.len(), |k| i + k);
+            // Short text (the usual value) by a byte loop that also notes `>` and CR; the rest of a
+            // longer one by memchr, leaving those to be looked for.
+            let limit = b.len().min(i + SHORT_TEXT);
+            let (mut end, mut marks) = (i, false);
+            while end < limit && b[end] != b'<' && b[end] != b'&' {
+                marks |= b[end] == b'>' || b[end] == b'\r';
+                end += 1;
+            }
+            if end == limit && end < b.len() {
+                end = memchr::memchr2(b'<', b'&', &b[end..]).map_or(b.len(), |k| end + k);
+                marks = true;
+            }
             if end > i {
                 self.pos = end;
-                return src.get(i..end).map(Ev::Text);
+                return src.get(i..end).map(|t| Ev::Text(t, marks));
             }
             let semi = i + 1 + memchr::memchr(b';', &b[i + 1..])?;
             self.pos = semi + 1;
@@ -462,7 +477,7 @@ impl<'a> Tokenizer<'a> {
                 Some(e) => e,
                 None => self.scan.next()?,
             };
-            let texty = matches!(ev, Ev::Text(_) | Ev::Ref(_) | Ev::CData(_));
+            let texty = matches!(ev, Ev::Text(..) | Ev::Ref(_) | Ev::CData(_));
             if !texty {
                 if let Some(t) = self.text.take() {
                     self.held = Some(ev);
@@ -471,8 +486,8 @@ impl<'a> Tokenizer<'a> {
                 }
             }
             match ev {
-                Ev::Text(s) => {
-                    if memchr::memchr(b'>', s.as_bytes()).is_some() && s.contains("]]>") {
+                Ev::Text(s, marks) => {
+                    if marks && memchr::memchr(b'>', s.as_bytes()).is_some() && s.contains("]]>") {
                         return None;
                     }
                     if self.depth == 0 {
@@ -481,7 +496,11 @@ impl<'a> Tokenizer<'a> {
                         }
                         continue;
                     }
-                    self.push_text(normalize_eol(s));
+                    self.push_text(if marks {
+                        normalize_eol(s)
+                    } else {
+                        Cow::Borrowed(s)
+                    });
                 }
                 Ev::Ref(r) => {
                     if self.depth == 0 {
@@ -674,6 +693,27 @@ mod tests {
             "<a>&#0;</a>",
         ] {
             assert!(toks(bad).is_none(), "{bad}");
+        }
+    }
+
+    /// Text is scanned byte by byte up to [`SHORT_TEXT`] bytes and by memchr after: carriage returns
+    /// and `]]>` are found on either side of that boundary and across it.
+    #[test]
+    fn line_ends_and_cdata_ends_around_the_short_text_boundary() {
+        for at in [
+            0,
+            1,
+            SHORT_TEXT - 2,
+            SHORT_TEXT - 1,
+            SHORT_TEXT,
+            SHORT_TEXT + 5,
+        ] {
+            let pad = "x".repeat(at);
+            let v = toks(&format!("<a>{pad}\r\ny\rz</a>")).unwrap();
+            assert_eq!(v[1], format!("t:{pad}\ny\nz"), "CR at {at}");
+            assert!(toks(&format!("<a>{pad}]]>y</a>")).is_none(), "]]> at {at}");
+            let v = toks(&format!("<a>{pad}]]y&gt;</a>")).unwrap();
+            assert_eq!(v[1], format!("t:{pad}]]y>"), "no ]]> at {at}");
         }
     }
 }
