@@ -1699,7 +1699,7 @@ impl Run<'_> {
     /// element's children have passed: `//order[1]` after the first order). Attributes do not matter: no step matches the
     /// element to test them. `mask`: the steps whose test the child's local name passes
     /// ([`Path::step_mask`]).
-    #[inline]
+    #[inline(always)]
     fn inert_child(&self, mut mask: u64) -> bool {
         let d = self.depth + 1;
         if d <= 1 || d > MAX_DEPTH || mask == u64::MAX {
@@ -1870,6 +1870,7 @@ impl Run<'_> {
         }
     }
 
+    #[inline(always)]
     fn end_text_run(&mut self) {
         if let Some(r) = self.frames[self.depth].text_run.take() {
             self.results[r].done = true;
