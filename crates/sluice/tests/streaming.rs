@@ -9,52 +9,68 @@ use hyper_util::rt::TokioIo;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-/// A request body generated on the fly: `chunks` copies of one chunk.
-struct Generated {
-    chunk: Bytes,
-    left: u64,
+/// A request body whose frames come from an iterator as they are polled: sent with Content-Length
+/// `len`, or chunked (a chunk a frame) without one.
+struct Frames<I> {
+    frames: I,
+    len: Option<u64>,
 }
 
-impl Body for Generated {
+impl<I: Iterator<Item = Bytes> + Unpin> Body for Frames<I> {
     type Data = Bytes;
     type Error = std::convert::Infallible;
     fn poll_frame(
         mut self: Pin<&mut Self>,
         _: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        if self.left == 0 {
-            return Poll::Ready(None);
-        }
-        self.left -= 1;
-        Poll::Ready(Some(Ok(Frame::data(self.chunk.clone()))))
+        Poll::Ready(self.frames.next().map(|b| Ok(Frame::data(b))))
     }
     fn size_hint(&self) -> SizeHint {
-        SizeHint::with_exact(self.left * self.chunk.len() as u64)
+        self.len.map(SizeHint::with_exact).unwrap_or_default()
     }
+}
+
+/// `n` copies of one chunk, generated as they are sent.
+type Generated = Frames<std::iter::RepeatN<Bytes>>;
+
+fn generated(chunk: Bytes, n: u64) -> Generated {
+    let len = n * chunk.len() as u64;
+    Frames {
+        frames: std::iter::repeat_n(chunk, usize::try_from(n).unwrap()),
+        len: Some(len),
+    }
+}
+
+/// The echo back-end, Sluice on the WSO2 CAR configuration in front of it, and one client connection
+/// to Sluice sending request bodies of type `B`.
+async fn capp_with_client<B>() -> (Backend, Sluice, hyper::client::conn::http1::SendRequest<B>)
+where
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let be = backend().await;
+    let ep = format!("RealService=http://{}/service/EchoService", be.addr);
+    let s = Sluice::start(&["run", capp().to_str().unwrap(), "--endpoint", &ep]);
+    let stream = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    (be, s, send)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_512_mib_post_streams_through_with_bounded_memory() {
     const CHUNK: usize = 64 * 1024;
     const TOTAL: u64 = 512 * 1024 * 1024;
-    let be = backend().await;
-    let ep = format!("RealService=http://{}/service/EchoService", be.addr);
-    let s = Sluice::start(&["run", capp().to_str().unwrap(), "--endpoint", &ep]);
-
-    let stream = tokio::net::TcpStream::connect(s.addr).await.unwrap();
-    let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .unwrap();
-    tokio::spawn(conn);
+    let (_be, s, mut send) = capp_with_client().await;
     let post = |n_chunks: u64, send: &mut hyper::client::conn::http1::SendRequest<Generated>| {
         let chunk = Bytes::from(vec![b'x'; CHUNK]);
         let req = hyper::Request::post("/services/DirectProxy")
             .header("host", "sluice")
             .header("content-type", "text/xml")
-            .body(Generated {
-                chunk,
-                left: n_chunks,
-            })
+            .body(generated(chunk, n_chunks))
             .unwrap();
         send.send_request(req)
     };
@@ -159,15 +175,7 @@ impl Body for Envelope {
 async fn soap_header_routing_streams_the_rest_of_a_96_mib_message() {
     const ORDERS: usize = 700; // about 64 KiB a chunk
     const CHUNKS: u64 = 1500;
-    let be = backend().await;
-    let ep = format!("RealService=http://{}/service/EchoService", be.addr);
-    let s = Sluice::start(&["run", capp().to_str().unwrap(), "--endpoint", &ep]);
-
-    let stream = tokio::net::TcpStream::connect(s.addr).await.unwrap();
-    let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .unwrap();
-    tokio::spawn(conn);
+    let (_be, s, mut send) = capp_with_client().await;
     let post = |chunks: u64, send: &mut hyper::client::conn::http1::SendRequest<Envelope>| {
         let req = hyper::Request::post("/services/CBRSOAPHeaderProxy")
             .header("host", "sluice")
@@ -220,32 +228,11 @@ async fn soap_header_routing_streams_the_rest_of_a_96_mib_message() {
     );
 }
 
-/// A request body sent as many small chunks (chunked transfer coding, no length known).
-struct Pieces(std::collections::VecDeque<Bytes>);
-
-impl Body for Pieces {
-    type Data = Bytes;
-    type Error = std::convert::Infallible;
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        Poll::Ready(self.0.pop_front().map(|b| Ok(Frame::data(b))))
-    }
-}
-
 /// The SOAP header arriving over many body frames (16-byte chunks): the start is gathered across
 /// frames until the header is decided, and the back-end gets the whole message unchanged after it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_soap_header_split_over_many_frames_is_gathered_and_relayed_whole() {
-    let be = backend().await;
-    let ep = format!("RealService=http://{}/service/EchoService", be.addr);
-    let s = Sluice::start(&["run", capp().to_str().unwrap(), "--endpoint", &ep]);
-    let stream = tokio::net::TcpStream::connect(s.addr).await.unwrap();
-    let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .unwrap();
-    tokio::spawn(conn);
+    let (_be, s, mut send) = capp_with_client().await;
     let body = payload("1000B_buyStocks.xml");
     let wrong = Bytes::from(
         String::from_utf8(body.to_vec())
@@ -253,12 +240,15 @@ async fn a_soap_header_split_over_many_frames_is_gathered_and_relayed_whole() {
             .replace("xadmin;server1;community#1.0##", "guest"),
     );
     for (message, status) in [(body.clone(), 200), (wrong, 500)] {
-        let pieces = message.chunks(16).map(Bytes::copy_from_slice).collect();
+        let pieces: Vec<Bytes> = message.chunks(16).map(Bytes::copy_from_slice).collect();
         let req = hyper::Request::post("/services/CBRSOAPHeaderProxy")
             .header("host", "sluice")
             .header("content-type", "text/xml")
             .header("soapaction", "urn:buy")
-            .body(Pieces(pieces))
+            .body(Frames {
+                frames: pieces.into_iter(),
+                len: None,
+            })
             .unwrap();
         send.ready().await.unwrap();
         let resp = send.send_request(req).await.unwrap();
