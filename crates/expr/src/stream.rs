@@ -687,6 +687,71 @@ impl StreamPath {
     /// over the bytes with `memchr`. Anything else, or anything it is not sure of, is handed back
     /// (`Halt::Bail`) to [`StreamPath::run_slow`], which starts over; so it only has to be right on what
     /// it accepts, and as strict as libxml2 on what it reads.
+    /// A start tag without attributes at `from` (just after `<`), recognised through the cache of
+    /// names seen before (one word comparison) or read and added to it: (index of `>`, empty element,
+    /// end of the name, colon offset or 0, [`Path::step_mask`] of the local name).
+    #[inline(always)]
+    fn known_tag(
+        &self,
+        xml: &[u8],
+        from: usize,
+        known: &mut Known,
+    ) -> Option<(usize, bool, usize, usize, u64)> {
+        let slot = usize::from(*xml.get(from)? & 63);
+        let (ks, kl, kc, km) = known[slot];
+        if kl > 0 && matches!(xml.get(from + kl), Some(b'>' | b'/')) && same_name(xml, from, ks, kl)
+        {
+            return match xml[from + kl] {
+                b'>' => Some((from + kl, false, from + kl, kc, km)),
+                _ if xml.get(from + kl + 1) == Some(&b'>') => {
+                    Some((from + kl + 1, true, from + kl, kc, km))
+                }
+                _ => None,
+            };
+        }
+        let (gt, empty, name_end, colon) = plain_tag(xml, from)?;
+        let local = &xml[from + colon + usize::from(colon > 0)..name_end];
+        let mask = self.path.step_mask(local);
+        known[slot] = (from, name_end - from, colon, mask);
+        Some((gt, empty, name_end, colon, mask))
+    }
+
+    /// The content of an inert element at `depth`, from `i`: children that hold only plain ASCII text
+    /// and are inert under it (no step can match them below an element no step matched: unprefixed,
+    /// and not named by the first step of a `//` path), and plain text between them, read here without
+    /// the general dispatch. Nothing in it can be selected or collected (no capture is open). Returns
+    /// where the general reading goes on: the first markup it must see (the element's end tag, or
+    /// anything else).
+    fn inert_content(&self, xml: &[u8], mut i: usize, depth: usize, known: &mut Known) -> usize {
+        if depth + 1 > MAX_DEPTH {
+            return i;
+        }
+        loop {
+            let lt = if xml.get(i) == Some(&b'<') {
+                i
+            } else {
+                match short_text(xml, i) {
+                    Some((len, seen)) if seen & (AMP | GT | CTRL | HIGH) == 0 => i + len,
+                    _ => return i,
+                }
+            };
+            if matches!(xml.get(lt + 1), None | Some(b'/' | b'!' | b'?')) {
+                return lt;
+            }
+            let from = lt + 1;
+            let Some((gt, empty, name_end, colon, mask)) = self.known_tag(xml, from, known) else {
+                return lt;
+            };
+            if empty || colon > 0 || mask == u64::MAX || (mask & 1 != 0 && self.path.descendant) {
+                return lt;
+            }
+            match leaf_end(xml, gt + 1, from, name_end - from) {
+                Some((end, seen)) if seen & (AMP | GT | CTRL | HIGH) == 0 => i = end + 1,
+                _ => return lt,
+            }
+        }
+    }
+
     fn run_fast(&self, xml: &[u8], mode: Mode, exhaustive: bool) -> Result<Out, Halt> {
         use Halt::{Bail, Refuse};
         // Small documents are checked for UTF-8 at once (cheaper than piece by piece); a large one piece
@@ -706,9 +771,7 @@ impl StreamPath {
         let mut run = self.new_run(mode);
         // The open elements' names, and the namespace bindings in scope: (prefix, uri, depth).
         let mut names: Vec<(usize, usize)> = Vec::new(); // (start, length) in `xml`
-                                                         // Start-tag names seen so far, by their first byte: (start, length, colon offset or 0). Names
-                                                         // repeat, so a start tag is usually recognised by one word comparison instead of a scan.
-        let mut known = [(0usize, 0usize, 0usize, 0u64); 64];
+        let mut known: Known = [(0, 0, 0, 0); 64];
         let mut bindings: Vec<(&str, &str, usize)> = Vec::new();
         let mut raw_attrs: Vec<(&str, &str, u8)> = Vec::new();
         let mut attrs: Vec<Attr<'_>> = Vec::new();
@@ -820,31 +883,9 @@ impl StreamPath {
                     i = from + len + 3;
                 }
                 Some(b'!' | b'?') | None => return Err(Bail),
-                Some(&first) => {
+                Some(_) => {
                     let from = lt + 1;
-                    let slot = usize::from(first & 63);
-                    let (ks, kl, kc, km) = known[slot];
-                    let plain = if kl > 0
-                        && matches!(xml.get(from + kl), Some(b'>' | b'/'))
-                        && same_name(xml, from, ks, kl)
-                    {
-                        match xml[from + kl] {
-                            b'>' => Some((from + kl, false, from + kl, kc, km)),
-                            _ if xml.get(from + kl + 1) == Some(&b'>') => {
-                                Some((from + kl + 1, true, from + kl, kc, km))
-                            }
-                            _ => None,
-                        }
-                    } else {
-                        None
-                    };
-                    let plain = plain.or_else(|| {
-                        let (gt, empty, name_end, colon) = plain_tag(xml, from)?;
-                        let local = &xml[from + colon + usize::from(colon > 0)..name_end];
-                        let mask = self.path.step_mask(local);
-                        known[slot] = (from, name_end - from, colon, mask);
-                        Some((gt, empty, name_end, colon, mask))
-                    });
+                    let plain = self.known_tag(xml, from, &mut known);
                     // An element no step can match, named without attributes: tracked for depth only.
                     if let Some((gt, empty, name_end, colon, mask)) = plain {
                         if run.inert_child(mask) {
@@ -878,12 +919,15 @@ impl StreamPath {
                                 }
                             }
                             run.open_inert();
+                            i = gt + 1;
                             if empty {
                                 run.end().ok_or(Refuse)?;
                             } else {
                                 names.push((from, name_end - from));
+                                if run.captures.is_empty() {
+                                    i = self.inert_content(xml, i, run.depth, &mut known);
+                                }
                             }
-                            i = gt + 1;
                             if !exhaustive
                                 && (run.sink.done || (!self.path.descendant && run.decided()))
                             {
@@ -1433,6 +1477,11 @@ struct Spare {
     conds: Vec<Option<bool>>,
     scratch: String,
 }
+
+/// The start-tag names seen so far, by their first byte: (start, length, colon offset or 0,
+/// [`Path::step_mask`] of the local name). Names repeat, so a start tag is usually recognised by one
+/// word comparison instead of a scan.
+type Known = [(usize, usize, usize, u64); 64];
 
 /// Frames beyond this depth are not kept for the next run (a deep document's memory is given back).
 const SPARE_FRAMES: usize = 64;
