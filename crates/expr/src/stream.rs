@@ -682,11 +682,6 @@ impl StreamPath {
         run.advance();
         Some(std::mem::take(&mut run.sink).finish(&self.form, mode))
     }
-    /// The fast reader: a tokenizer written for the documents routing sees (elements, attributes, text
-    /// with the predefined and character references, comments, CDATA, an XML declaration), straight
-    /// over the bytes with `memchr`. Anything else, or anything it is not sure of, is handed back
-    /// (`Halt::Bail`) to [`StreamPath::run_slow`], which starts over; so it only has to be right on what
-    /// it accepts, and as strict as libxml2 on what it reads.
     /// A start tag without attributes at `from` (just after `<`), recognised through the cache of
     /// names seen before (one word comparison) or read and added to it: (index of `>`, empty element,
     /// end of the name, colon offset or 0, [`Path::step_mask`] of the local name).
@@ -730,8 +725,8 @@ impl StreamPath {
             let lt = if xml.get(i) == Some(&b'<') {
                 i
             } else {
-                match short_text(xml, i) {
-                    Some((len, seen)) if seen & (AMP | GT | CTRL | HIGH) == 0 => i + len,
+                match text_end(xml, i) {
+                    (lt, seen) if seen & (AMP | GT | CTRL | HIGH) == 0 => lt,
                     _ => return i,
                 }
             };
@@ -752,6 +747,11 @@ impl StreamPath {
         }
     }
 
+    /// The fast reader: a tokenizer written for the documents routing sees (elements, attributes, text
+    /// with the predefined and character references, comments, CDATA, an XML declaration), straight
+    /// over the bytes with `memchr`. Anything else, or anything it is not sure of, is handed back
+    /// (`Halt::Bail`) to [`StreamPath::run_slow`], which starts over; so it only has to be right on what
+    /// it accepts, and as strict as libxml2 on what it reads.
     fn run_fast(&self, xml: &[u8], mode: Mode, exhaustive: bool) -> Result<Out, Halt> {
         use Halt::{Bail, Refuse};
         // Small documents are checked for UTF-8 at once (cheaper than piece by piece); a large one piece
@@ -787,25 +787,10 @@ impl StreamPath {
         loop {
             // The text up to the next `<`, noting in the same pass what the checks need to know.
             // Markup right after markup (no text between) is the usual case: nothing to classify.
-            let (mut lt, mut seen) = match xml.get(i) {
+            let (lt, seen) = match xml.get(i) {
                 Some(b'<') => (i, 0u8),
-                _ => match short_text(xml, i) {
-                    Some((len, seen)) => (i + len, seen),
-                    None => (i, 0u8),
-                },
+                _ => text_end(xml, i),
             };
-            if lt == i && xml.get(i).is_some_and(|&c| c != b'<') {
-                while lt < n {
-                    let k = BYTE_CLASS[usize::from(xml[lt])];
-                    if k != 0 {
-                        if k == LT {
-                            break;
-                        }
-                        seen |= k;
-                    }
-                    lt += 1;
-                }
-            }
             if lt > i && seen & AMP == 0 {
                 let t = text(i, lt)?;
                 run.text_seen(t, seen).ok_or(Refuse)?;
@@ -900,32 +885,25 @@ impl StreamPath {
                             }
                             // `<name>text</name>` with plain ASCII text and nothing collecting it: the
                             // whole element at once, opened and closed without a frame.
-                            if !empty && run.captures.is_empty() {
-                                if let Some((end, seen)) =
-                                    leaf_end(xml, gt + 1, from, name_end - from)
-                                {
-                                    if seen & (AMP | GT | CTRL | HIGH) == 0 {
-                                        run.end_text_run();
-                                        i = end + 1;
-                                        if !exhaustive
-                                            && (run.sink.done
-                                                || (!self.path.descendant && run.decided()))
-                                        {
-                                            return Ok(std::mem::take(&mut run.sink)
-                                                .finish(&self.form, mode));
-                                        }
-                                        continue;
-                                    }
-                                }
-                            }
-                            run.open_inert();
-                            i = gt + 1;
-                            if empty {
-                                run.end().ok_or(Refuse)?;
+                            let leaf = if !empty && run.captures.is_empty() {
+                                leaf_end(xml, gt + 1, from, name_end - from)
+                                    .filter(|&(_, seen)| seen & (AMP | GT | CTRL | HIGH) == 0)
                             } else {
-                                names.push((from, name_end - from));
-                                if run.captures.is_empty() {
-                                    i = self.inert_content(xml, i, run.depth, &mut known);
+                                None
+                            };
+                            if let Some((end, _)) = leaf {
+                                run.end_text_run();
+                                i = end + 1;
+                            } else {
+                                run.open_inert();
+                                i = gt + 1;
+                                if empty {
+                                    run.end().ok_or(Refuse)?;
+                                } else {
+                                    names.push((from, name_end - from));
+                                    if run.captures.is_empty() {
+                                        i = self.inert_content(xml, i, run.depth, &mut known);
+                                    }
                                 }
                             }
                             if !exhaustive
@@ -1190,27 +1168,32 @@ fn short_text(xml: &[u8], i: usize) -> Option<(usize, u8)> {
     Some((len, seen))
 }
 
+/// Character data from `i`: the index of the next `<` (or the end of the document) and the
+/// [`BYTE_CLASS`]es of the bytes before it or'd together.
+#[inline]
+fn text_end(xml: &[u8], i: usize) -> (usize, u8) {
+    if let Some((len, seen)) = short_text(xml, i) {
+        return (i + len, seen);
+    }
+    let mut seen = 0u8;
+    let mut p = i;
+    while let Some(&c) = xml.get(p) {
+        let k = BYTE_CLASS[usize::from(c)];
+        if k == LT {
+            break;
+        }
+        seen |= k;
+        p += 1;
+    }
+    (p, seen)
+}
+
 /// Character data at `at` followed by the end tag of the element named `xml[name..name + len]`:
 /// the index of that end tag's `>` and the [`BYTE_CLASS`]es of the text or'd together. `None` when
 /// something else follows the text (a child, a comment, another end tag) or the document ends.
 #[inline]
 fn leaf_end(xml: &[u8], at: usize, name: usize, len: usize) -> Option<(usize, u8)> {
-    let (lt, seen) = match short_text(xml, at) {
-        Some((l, seen)) => (at + l, seen),
-        None => {
-            let mut seen = 0u8;
-            let mut p = at;
-            loop {
-                let k = BYTE_CLASS[usize::from(*xml.get(p)?)];
-                if k == LT {
-                    break;
-                }
-                seen |= k;
-                p += 1;
-            }
-            (p, seen)
-        }
-    };
+    let (lt, seen) = text_end(xml, at);
     let gt = lt + 2 + len;
     (xml.get(lt + 1) == Some(&b'/')
         && xml.get(gt) == Some(&b'>')

@@ -31,7 +31,6 @@ use tokio::net::TcpStream;
 const MAX_IDLE_PER_HOST: usize = 1024;
 /// Request bytes kept for sending again when a reused connection turns out to be closed.
 const REPLAY_LIMIT: usize = 64 * 1024;
-/// Pieces this small are copied together and written in one call; larger ones are written in place.
 /// Body frames are taken ahead of writing while fewer bytes than this wait.
 const COALESCE_LIMIT: usize = 16 * 1024;
 /// Pieces up to this size are copied into the gathering buffer; larger ones are written in place, by a

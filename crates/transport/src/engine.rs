@@ -469,14 +469,13 @@ impl Engine {
             // came before this frame, not on the total.
             let before = first.as_ref().map_or(joined.len(), Bytes::len);
             let probe = before <= HEAD_PROBE_LIMIT;
-            match first.take() {
-                None if joined.is_empty() => first = Some(data),
-                Some(f) => {
-                    joined.reserve(f.len() + data.len());
+            if first.is_none() && joined.is_empty() {
+                first = Some(data);
+            } else {
+                if let Some(f) = first.take() {
                     joined.extend_from_slice(&f);
-                    joined.extend_from_slice(&data);
                 }
-                None => joined.extend_from_slice(&data),
+                joined.extend_from_slice(&data);
             }
             let head: &[u8] = first.as_deref().unwrap_or(&joined);
             if head.len() > self.opts.max_buffered_body {
