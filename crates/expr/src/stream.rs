@@ -25,6 +25,8 @@ use std::borrow::Cow;
 
 /// libxml2's nesting limit as Sluice parses (`sluice_xml::Limits::default().max_depth`).
 const MAX_DEPTH: usize = 256;
+/// How deep [`StreamPath::inert_span`] follows elements inside an inert child.
+const INERT_STACK: usize = 16;
 /// `sluice_xml::Limits::default().max_bytes`.
 const MAX_BYTES: usize = 64 * 1024 * 1024;
 const MAX_STEPS: usize = 32;
@@ -747,6 +749,83 @@ impl StreamPath {
         }
     }
 
+    /// Complete inert children of the current element (each with everything inside it) and the plain
+    /// text between them, from `i` (a `<`), read without frames: the usual bulk of a document under a
+    /// `//` path once its position predicates are used up (every `order` after the first). A child is
+    /// inert when [`Run::inert_child`] says so; below it, every element whose name the first step of
+    /// a `//` path does not test is (its parent matched no step). The caller has checked that nothing
+    /// collects text here ([`Run::quiet`]). Returns where the general reading goes on: after the last
+    /// complete child read, or `i` when the first is not one this reads (prefixed, with attributes,
+    /// with references, comments or non-ASCII text inside, or deeper than [`INERT_STACK`]).
+    fn inert_span(
+        &self,
+        xml: &[u8],
+        mut i: usize,
+        run: &Run<'_>,
+        known: &mut Known,
+        stack: &mut InertStack,
+    ) -> usize {
+        let below = INERT_STACK.min(MAX_DEPTH.saturating_sub(run.depth));
+        let descendant = self.path.descendant;
+        let mut top = 0;
+        // Where the reading goes on if the current child turns out not to be one this reads.
+        let mut done = i;
+        loop {
+            let lt = if xml.get(i) == Some(&b'<') {
+                i
+            } else {
+                match text_end(xml, i) {
+                    (lt, seen) if seen & (AMP | GT | CTRL | HIGH) == 0 => lt,
+                    _ => return if top == 0 { i } else { done },
+                }
+            };
+            if top == 0 {
+                done = lt;
+            }
+            match xml.get(lt + 1) {
+                Some(b'/') if top > 0 => {
+                    let (start, len) = stack[top - 1];
+                    let gt = lt + 2 + len;
+                    if xml.get(gt) != Some(&b'>') || !same_name(xml, lt + 2, start, len) {
+                        return done;
+                    }
+                    top -= 1;
+                    i = gt + 1;
+                }
+                None | Some(b'/' | b'!' | b'?') => return done,
+                Some(_) => {
+                    let from = lt + 1;
+                    let Some((gt, empty, name_end, colon, mask)) = self.known_tag(xml, from, known)
+                    else {
+                        return done;
+                    };
+                    let inert = colon == 0
+                        && mask != u64::MAX
+                        && top < below
+                        && if top == 0 {
+                            run.inert_child(mask)
+                        } else {
+                            !(descendant && mask & 1 != 0)
+                        };
+                    if !inert {
+                        return done;
+                    }
+                    i = gt + 1;
+                    if empty {
+                        continue;
+                    }
+                    match leaf_end(xml, i, from, name_end - from) {
+                        Some((end, seen)) if seen & (AMP | GT | CTRL | HIGH) == 0 => i = end + 1,
+                        _ => {
+                            stack[top] = (from, name_end - from);
+                            top += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// The fast reader: a tokenizer written for the documents routing sees (elements, attributes, text
     /// with the predefined and character references, comments, CDATA, an XML declaration), straight
     /// over the bytes with `memchr`. Anything else, or anything it is not sure of, is handed back
@@ -772,6 +851,8 @@ impl StreamPath {
         // The open elements' names, and the namespace bindings in scope: (prefix, uri, depth).
         let mut names: Vec<(usize, usize)> = Vec::new(); // (start, length) in `xml`
         let mut known: Known = [(0, 0, 0, 0); 64];
+        let mut stack: InertStack = [(0, 0); INERT_STACK];
+        let mut inert_before = false;
         let mut bindings: Vec<(&str, &str, usize)> = Vec::new();
         let mut raw_attrs: Vec<(&str, &str, u8)> = Vec::new();
         let mut attrs: Vec<Attr<'_>> = Vec::new();
@@ -869,11 +950,21 @@ impl StreamPath {
                 }
                 Some(b'!' | b'?') | None => return Err(Bail),
                 Some(_) => {
+                    // After an inert element, the next is likely inert too: read them in bulk.
+                    if inert_before && run.quiet() {
+                        let j = self.inert_span(xml, lt, &run, &mut known, &mut stack);
+                        if j > lt {
+                            i = j;
+                            continue;
+                        }
+                        inert_before = false;
+                    }
                     let from = lt + 1;
                     let plain = self.known_tag(xml, from, &mut known);
                     // An element no step can match, named without attributes: tracked for depth only.
                     if let Some((gt, empty, name_end, colon, mask)) = plain {
                         if run.inert_child(mask) {
+                            inert_before = true;
                             if colon > 0 {
                                 let prefix = text(from, from + colon)?;
                                 if prefix == "xml"
@@ -1466,6 +1557,10 @@ struct Spare {
 /// word comparison instead of a scan.
 type Known = [(usize, usize, usize, u64); 64];
 
+/// The elements open inside a child [`StreamPath::inert_span`] is reading: (start, length) of their
+/// names.
+type InertStack = [(usize, usize); INERT_STACK];
+
 /// Frames beyond this depth are not kept for the next run (a deep document's memory is given back).
 const SPARE_FRAMES: usize = 64;
 /// Vectors that grew past this many elements (or string bytes) are not kept for the next run.
@@ -1755,6 +1850,15 @@ impl Run<'_> {
             mask &= mask - 1;
         }
         true
+    }
+
+    /// Nothing collects the text or elements inside the current element: no capture is open, and
+    /// its text nodes are not selected (it matches no last step of a `text()` path).
+    #[inline]
+    fn quiet(&self) -> bool {
+        self.captures.is_empty()
+            && (self.p.path.tail != Tail::Text
+                || self.frames[self.depth].m.last().is_none_or(|m| m.is_none()))
     }
 
     /// What [`Run::open`] does for an element [`Run::inert_child`] accepts: track its depth.
