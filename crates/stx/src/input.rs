@@ -470,6 +470,51 @@ impl<'a> Tokenizer<'a> {
         }
     }
 
+    /// A child element that holds only plain text, `<name>text</name>` (an ASCII name without a
+    /// prefix, no attributes; text without references, `>` or carriage returns), read whole as the
+    /// start, text and end tokens would give it: (namespace URI, local name, text). `None`, with
+    /// nothing read, for anything else (the tokens then say what it is).
+    pub(crate) fn leaf(&mut self) -> Option<(&'a str, &'a str, &'a str)> {
+        if self.held.is_some()
+            || self.text.is_some()
+            || self.scan.pending_end
+            || self.depth == 0
+            || self.depth >= MAX_DEPTH
+        {
+            return None;
+        }
+        let b = self.src.as_bytes();
+        let i = self.scan.pos;
+        if b.get(i) != Some(&b'<') || !b.get(i + 1)?.is_ascii_alphabetic() {
+            return None;
+        }
+        let from = i + 1;
+        let mut j = from + 1;
+        while j < b.len() && (b[j].is_ascii_alphanumeric() || matches!(b[j], b'_' | b'-' | b'.')) {
+            j += 1;
+        }
+        if b.get(j) != Some(&b'>') {
+            return None;
+        }
+        let name = &b[from..j];
+        let t = j + 1;
+        let lt = t + memchr::memchr3(b'<', b'&', b'>', &b[t..])?;
+        if b[lt] != b'<'
+            || b.get(lt + 1) != Some(&b'/')
+            || memchr::memchr(b'\r', &b[t..lt]).is_some()
+        {
+            return None;
+        }
+        let gt = lt + 2 + name.len();
+        if b.get(lt + 2..gt) != Some(name) || b.get(gt) != Some(&b'>') {
+            return None;
+        }
+        let uri = self.lookup("")?;
+        let (local, text) = (self.src.get(from..j)?, self.src.get(t..lt)?);
+        self.scan.pos = gt + 1;
+        Some((uri, local, text))
+    }
+
     /// The next token; `None` when the input is not something we can handle exactly.
     pub(crate) fn next_tok(&mut self) -> Option<Tok<'a>> {
         loop {
@@ -694,6 +739,72 @@ mod tests {
         ] {
             assert!(toks(bad).is_none(), "{bad}");
         }
+    }
+
+    /// [`Tokenizer::leaf`] reads a plain child whole exactly as its start, text and end tokens say
+    /// (namespace, name, text, where reading goes on), and refuses, reading nothing, whatever those
+    /// tokens would change (line ends, references, `]]>`) or it does not read.
+    #[test]
+    fn a_leaf_is_read_as_its_tokens_would_be() {
+        fn root(doc: &str) -> Tokenizer<'_> {
+            let mut t = Tokenizer::new(doc.as_bytes(), &[]).unwrap();
+            assert!(matches!(t.next_tok(), Some(Tok::Start(_))), "{doc}");
+            t
+        }
+        for (doc, want) in [
+            ("<r><a>x</a></r>", Some(("", "a", "x"))),
+            (
+                "<r xmlns='urn:d'><a.b-c_1>x y</a.b-c_1></r>",
+                Some(("urn:d", "a.b-c_1", "x y")),
+            ),
+            ("<r xmlns='urn:d'><s xmlns=''><a>é</a></s></r>", None),
+            ("<r><a></a></r>", Some(("", "a", ""))),
+            ("<r><a>x\r\ny</a></r>", None),
+            ("<r><a>x]]>y</a></r>", None),
+            ("<r><a>x&amp;y</a></r>", None),
+            ("<r><a>x<b/></a></r>", None),
+            ("<r><a/></r>", None),
+            ("<r><a >x</a></r>", None),
+            ("<r><a b='1'>x</a></r>", None),
+            ("<r xmlns:p='urn:p'><p:a>x</p:a></r>", None),
+            ("<r><a>x</b></r>", None),
+            ("<r><a>x</ab></r>", None),
+            ("<r><é>x</é></r>", None),
+            ("<r><a>x", None),
+        ] {
+            let mut quick = root(doc);
+            let got = quick.leaf();
+            assert_eq!(got, want, "{doc}");
+            if got.is_none() {
+                assert_eq!(
+                    quick.position(),
+                    root(doc).position(),
+                    "read nothing: {doc}"
+                );
+                continue;
+            }
+            let (uri, local, text) = got.unwrap();
+            let mut slow = root(doc);
+            match slow.next_tok() {
+                Some(Tok::Start(s)) => assert_eq!((s.uri, s.local), (uri, local), "{doc}"),
+                t => panic!("{doc}: {t:?}"),
+            }
+            if !text.is_empty() {
+                match slow.next_tok() {
+                    Some(Tok::Text { text: t, .. }) => assert_eq!(t, text, "{doc}"),
+                    t => panic!("{doc}: {t:?}"),
+                }
+            }
+            assert!(matches!(slow.next_tok(), Some(Tok::End)), "{doc}");
+            assert_eq!(quick.position(), slow.position(), "{doc}");
+            assert_eq!(quick.depth(), slow.depth(), "{doc}");
+        }
+        // Inside a nested element, the default namespace in scope there.
+        let mut t =
+            Tokenizer::new(b"<r xmlns='urn:d'><s xmlns='urn:e'><a>x</a></s></r>", &[]).unwrap();
+        assert!(matches!(t.next_tok(), Some(Tok::Start(_))));
+        assert!(matches!(t.next_tok(), Some(Tok::Start(_))));
+        assert_eq!(t.leaf(), Some(("urn:e", "a", "x")));
     }
 
     /// Text is scanned byte by byte up to [`SHORT_TEXT`] bytes and by memchr after: carriage returns

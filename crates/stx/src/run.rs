@@ -642,6 +642,21 @@ fn collect<'a>(tok: &mut Tokenizer<'a>, s: &Start<'a>) -> Option<Vec<ANode<'a>>>
     }];
     let mut stack = vec![0usize];
     while let Some(&top) = stack.last() {
+        // The usual child, `<name>text</name>`, read whole.
+        if let Some((uri, local, text)) = tok.leaf() {
+            let at = nodes.len();
+            nodes.push(ANode {
+                kind: AKind::El { uri, local },
+                end: at + 1 + usize::from(!text.is_empty()),
+            });
+            if !text.is_empty() {
+                nodes.push(ANode {
+                    kind: AKind::Text(Cow::Borrowed(text)),
+                    end: at + 2,
+                });
+            }
+            continue;
+        }
         match tok.next_tok()? {
             Tok::Start(c) => {
                 stack.push(nodes.len());
