@@ -848,14 +848,16 @@ impl StreamPath {
             None => simdutf8::basic::from_utf8(&xml[a..b]).map_err(|_| Bail),
         };
         let mut run = self.new_run(mode);
-        // The open elements' names, and the namespace bindings in scope: (prefix, uri, depth).
-        let mut names: Vec<(usize, usize)> = Vec::new(); // (start, length) in `xml`
+        let mut tags = Tags::take();
+        let Tags {
+            names,
+            bindings,
+            raw_attrs,
+            attrs,
+        } = &mut tags;
         let mut known: Known = [(0, 0, 0, 0); 64];
         let mut stack: InertStack = [(0, 0); INERT_STACK];
         let mut inert_before = false;
-        let mut bindings: Vec<(&str, &str, usize)> = Vec::new();
-        let mut raw_attrs: Vec<(&str, &str, u8)> = Vec::new();
-        let mut attrs: Vec<Attr<'_>> = Vec::new();
         let n = xml.len();
         let mut i = 0;
         if xml.starts_with(b"<?xml") && xml.get(5).is_some_and(|&c| is_ws(c)) {
@@ -969,7 +971,7 @@ impl StreamPath {
                                 let prefix = text(from, from + colon)?;
                                 if prefix == "xml"
                                     || prefix == "xmlns"
-                                    || bound(&bindings, prefix).is_none()
+                                    || bound(bindings, prefix).is_none()
                                 {
                                     return Err(Bail);
                                 }
@@ -1035,8 +1037,7 @@ impl StreamPath {
                     }
                     let depth = run.depth + 1;
                     raw_attrs.clear();
-                    if name_end < inner && !read_attributes(text(name_end, inner)?, &mut raw_attrs)
-                    {
+                    if name_end < inner && !read_attributes(text(name_end, inner)?, raw_attrs) {
                         return Err(Bail);
                     }
                     attrs.clear();
@@ -1063,12 +1064,12 @@ impl StreamPath {
                             bindings.push((prefix, value, depth));
                         }
                     }
-                    for &(key, value, class) in &raw_attrs {
+                    for &(key, value, class) in raw_attrs.iter() {
                         let (ns, local) = match split_colon(key) {
                             _ if key == "xmlns" => continue,
                             Some(("xmlns", _)) => continue,
                             Some(("xml", local)) => (Some(XML_NS), local),
-                            Some((prefix, local)) => (bound(&bindings, prefix).ok_or(Bail)?, local),
+                            Some((prefix, local)) => (bound(bindings, prefix).ok_or(Bail)?, local),
                             None => (None, key),
                         };
                         if attrs.iter().any(|(an, al, _)| *an == ns && *al == local) {
@@ -1078,10 +1079,10 @@ impl StreamPath {
                     }
                     let (ns, local) = match split_colon(raw) {
                         Some(("xml", _)) => return Err(Bail),
-                        Some((prefix, local)) => (bound(&bindings, prefix).ok_or(Bail)?, local),
-                        None => (bound(&bindings, "").unwrap_or(None), raw),
+                        Some((prefix, local)) => (bound(bindings, prefix).ok_or(Bail)?, local),
+                        None => (bound(bindings, "").unwrap_or(None), raw),
                     };
-                    run.open(ns, local, &attrs).ok_or(Refuse)?;
+                    run.open(ns, local, attrs).ok_or(Refuse)?;
                     run.advance();
                     names.push((lt + 1, name_end - lt - 1));
                     if empty {
@@ -1540,6 +1541,64 @@ struct Res {
     /// The string value is complete.
     done: bool,
     conds: Vec<u32>,
+}
+
+/// The fast reader's vectors over the document: the open elements' names ((start, length) in it),
+/// the namespace bindings in scope ((prefix, URI, depth)), and the current start tag's attributes
+/// as read and as resolved. Dropped, they go back to the thread (emptied) for its next run.
+struct Tags<'x> {
+    names: Vec<(usize, usize)>,
+    bindings: Vec<(&'x str, &'x str, usize)>,
+    raw_attrs: Vec<(&'x str, &'x str, u8)>,
+    attrs: Vec<Attr<'x>>,
+}
+
+/// [`Tags`] between runs: the same allocations, typed without the document's lifetime.
+#[derive(Default)]
+struct SpareTags {
+    names: Vec<(usize, usize)>,
+    bindings: Vec<[usize; 5]>,
+    raw_attrs: Vec<[usize; 5]>,
+    attrs: Vec<[usize; 7]>,
+}
+
+/// An emptied `v` as a vector of `U`: in-place collection keeps the allocation when `T` and `U`
+/// have the same size and alignment (else it is a new, empty vector). No element is converted.
+fn recycle<T, U>(mut v: Vec<T>) -> Vec<U> {
+    if v.capacity() > SPARE_LIMIT {
+        return Vec::new();
+    }
+    v.clear();
+    v.into_iter()
+        .map(|_| unreachable!("the vector is empty"))
+        .collect()
+}
+
+thread_local! {
+    static SPARE_TAGS: std::cell::Cell<SpareTags> = std::cell::Cell::new(SpareTags::default());
+}
+
+impl Tags<'_> {
+    fn take() -> Self {
+        let t = SPARE_TAGS.take();
+        Tags {
+            names: t.names,
+            bindings: recycle(t.bindings),
+            raw_attrs: recycle(t.raw_attrs),
+            attrs: recycle(t.attrs),
+        }
+    }
+}
+
+impl Drop for Tags<'_> {
+    fn drop(&mut self) {
+        SPARE_TAGS.set(SpareTags {
+            names: spare(std::mem::take(&mut self.names)),
+            bindings: recycle(std::mem::take(&mut self.bindings)),
+            raw_attrs: recycle(std::mem::take(&mut self.raw_attrs)),
+            attrs: recycle(std::mem::take(&mut self.attrs)),
+        });
+    }
 }
 
 /// A finished run's vectors, kept per thread for the next one.
