@@ -770,6 +770,8 @@ impl StreamPath {
         let mut top = 0;
         // Where the reading goes on if the current child turns out not to be one this reads.
         let mut done = i;
+        // The current element's state does not change here: its last answer for a name's steps.
+        let mut last: Option<(u64, bool)> = None;
         loop {
             let lt = if xml.get(i) == Some(&b'<') {
                 i
@@ -803,7 +805,14 @@ impl StreamPath {
                         && mask != u64::MAX
                         && top < below
                         && if top == 0 {
-                            run.inert_child(mask)
+                            match last {
+                                Some((m, inert)) if m == mask => inert,
+                                _ => {
+                                    let inert = run.inert_child(mask);
+                                    last = Some((mask, inert));
+                                    inert
+                                }
+                            }
                         } else {
                             !(descendant && mask & 1 != 0)
                         };
@@ -814,7 +823,13 @@ impl StreamPath {
                     if empty {
                         continue;
                     }
-                    match leaf_end(xml, i, from, name_end - from) {
+                    // A child element right after the start tag: not a leaf.
+                    let leaf = if xml.get(i) == Some(&b'<') && xml.get(i + 1) != Some(&b'/') {
+                        None
+                    } else {
+                        leaf_end(xml, i, from, name_end - from)
+                    };
+                    match leaf {
                         Some((end, seen)) if seen & (AMP | GT | CTRL | HIGH) == 0 => i = end + 1,
                         _ => {
                             stack[top] = (from, name_end - from);
