@@ -259,6 +259,24 @@ impl<'o> Ser<'o> {
         }
     }
 
+    /// An element in no namespace, without declarations or attributes, holding `text` (or empty),
+    /// below the top level and not indenting: what [`Ser::start`], [`Ser::text`] and [`Ser::end`]
+    /// would write for it.
+    fn leaf(&mut self, local: &str, text: &str) {
+        let out = &mut *self.out;
+        out.push(b'<');
+        out.extend_from_slice(local.as_bytes());
+        if text.is_empty() {
+            out.extend_from_slice(b"/>");
+            return;
+        }
+        out.push(b'>');
+        esc_text(text, out);
+        out.extend_from_slice(b"</");
+        out.extend_from_slice(local.as_bytes());
+        out.push(b'>');
+    }
+
     fn comment(&mut self, s: &str) {
         self.top(true);
         let w = self.w();
@@ -557,6 +575,33 @@ impl<'a> Run<'a, '_> {
         Ok(())
     }
 
+    /// A literal result element libxslt would build with no namespace work and nothing but text in
+    /// it ([`Lre::plain`]), inside a result element in no namespace (so no default to undo), and not
+    /// indenting (the serialiser records then).
+    #[inline]
+    fn plain_leaf(&self, l: &Lre) -> bool {
+        l.plain && !self.ser.fmt && self.frames.last().is_some_and(|f| f.ns.is_none())
+    }
+
+    /// A [`Run::plain_leaf`] element, written straight out: nothing for the namespace fix-up to do.
+    #[inline(never)]
+    fn write_leaf(&mut self, l: &Lre, a: &[ANode<'_>], ctx: usize) {
+        let value = match l.body.as_slice() {
+            [Instr::ValueOf(p)] => {
+                let mut first = None;
+                select(a, ctx, p, &mut |n| {
+                    first = Some(n);
+                    false
+                });
+                first.map_or(Cow::Borrowed(""), |n| string_value(a, n))
+            }
+            [Instr::Text(s)] => Cow::Borrowed(s.as_str()),
+            _ => Cow::Borrowed(""),
+        };
+        self.open_child();
+        self.ser.leaf(&l.local, &value);
+    }
+
     fn end_elem(&mut self) -> R {
         let f = self.frames.pop().ok_or(Unsure)?;
         if f.written {
@@ -605,6 +650,7 @@ impl<'a> Run<'a, '_> {
                         self.exec(b, t, a, n)?;
                     }
                 }
+                Instr::Lre(l) if self.plain_leaf(l) => self.write_leaf(l, a, ctx),
                 Instr::Lre(l) => {
                     self.lre_start(l, t)?;
                     self.exec(&l.body, t, a, ctx)?;

@@ -55,6 +55,10 @@ pub(crate) struct Lre {
     /// Directly in the template body (libxslt adds the template's in-scope namespaces only there).
     pub top: bool,
     pub body: Vec<Instr>,
+    /// Not `top`, no prefix, namespace, declarations or attributes, and a body of at most one
+    /// `xsl:value-of` or text: inside a result element in no namespace, libxslt's namespace fix-up has
+    /// nothing to do for it (see `Run::plain_leaf`).
+    pub plain: bool,
 }
 
 #[derive(Debug)]
@@ -326,12 +330,19 @@ fn instr<'s>(c: &'s El, scope: &mut Scope<'s>, top: bool) -> Option<Instr> {
         }
         attrs.push((l.clone(), v.clone()));
     }
-    let decls = c
+    let decls: Vec<(String, String)> = c
         .decls
         .iter()
         .filter(|(_, u)| u != XSLT_NS)
         .cloned()
         .collect();
+    let body = body(c, scope, false)?;
+    let plain = !top
+        && c.prefix.is_empty()
+        && c.uri.is_empty()
+        && decls.is_empty()
+        && attrs.is_empty()
+        && matches!(body.as_slice(), [] | [Instr::ValueOf(_)] | [Instr::Text(_)]);
     Some(Instr::Lre(Lre {
         prefix: c.prefix.clone(),
         local: c.local.clone(),
@@ -339,7 +350,8 @@ fn instr<'s>(c: &'s El, scope: &mut Scope<'s>, top: bool) -> Option<Instr> {
         decls,
         attrs,
         top,
-        body: body(c, scope, false)?,
+        body,
+        plain,
     }))
 }
 
