@@ -715,42 +715,6 @@ impl StreamPath {
         Some((gt, empty, name_end, colon, mask))
     }
 
-    /// The content of an inert element at `depth`, from `i`: children that hold only plain ASCII text
-    /// and are inert under it (no step can match them below an element no step matched: unprefixed,
-    /// and not named by the first step of a `//` path), and plain text between them, read here without
-    /// the general dispatch. Nothing in it can be selected or collected (no capture is open). Returns
-    /// where the general reading goes on: the first markup it must see (the element's end tag, or
-    /// anything else).
-    fn inert_content(&self, xml: &[u8], mut i: usize, depth: usize, known: &mut Known) -> usize {
-        if depth + 1 > MAX_DEPTH {
-            return i;
-        }
-        loop {
-            let lt = if xml.get(i) == Some(&b'<') {
-                i
-            } else {
-                match text_end(xml, i) {
-                    (lt, seen) if seen & (AMP | GT | CTRL | HIGH) == 0 => lt,
-                    _ => return i,
-                }
-            };
-            if matches!(xml.get(lt + 1), None | Some(b'/' | b'!' | b'?')) {
-                return lt;
-            }
-            let from = lt + 1;
-            let Some((gt, empty, name_end, colon, mask)) = self.known_tag(xml, from, known) else {
-                return lt;
-            };
-            if empty || colon > 0 || mask == u64::MAX || (mask & 1 != 0 && self.path.descendant) {
-                return lt;
-            }
-            match leaf_end(xml, gt + 1, from, name_end - from) {
-                Some((end, seen)) if seen & (AMP | GT | CTRL | HIGH) == 0 => i = end + 1,
-                _ => return lt,
-            }
-        }
-    }
-
     /// Complete inert children of the current element (each with everything inside it) and the plain
     /// text between them, from `i` (a `<`), read without frames: the usual bulk of a document under a
     /// `//` path once its position predicates are used up (every `order` after the first). A child is
@@ -1022,8 +986,11 @@ impl StreamPath {
                                     run.end().ok_or(Refuse)?;
                                 } else {
                                     names.push((from, name_end - from));
-                                    if run.captures.is_empty() {
-                                        i = self.inert_content(xml, i, run.depth, &mut known);
+                                    // Its content: nothing in it can match (its frame is fresh).
+                                    if run.quiet() {
+                                        i = self.inert_span(
+                                            xml, i, &run, &mut known, &mut stack, bindings,
+                                        );
                                     }
                                 }
                             }
@@ -1278,16 +1245,20 @@ fn cached(
 /// a hash: a colon in the text after a short name just picks another slot.
 #[inline(always)]
 fn name_key(xml: &[u8], from: usize) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    let Some(w) = word_at(xml, from) else {
-        return from;
-    };
-    let x = w ^ (ONES * u64::from(b':'));
-    let z = x.wrapping_sub(ONES) & !x & (ONES << 7);
-    if z == 0 {
-        return from;
+    match word_at(xml, from).and_then(|w| byte_in_word(w, b':')) {
+        Some(k) => from + k + 1,
+        None => from,
     }
-    from + (z.trailing_zeros() / 8) as usize + 1
+}
+
+/// The index of the first byte `b` in the little-endian word `w`, without a loop (the lowest zero
+/// byte of `w ^ b…b` is exact; only bytes above it can be false positives).
+#[inline(always)]
+fn byte_in_word(w: u64, b: u8) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let x = w ^ (ONES * u64::from(b));
+    let z = x.wrapping_sub(ONES) & !x & (ONES << 7);
+    (z != 0).then(|| (z.trailing_zeros() / 8) as usize)
 }
 
 /// `xml[a..a + len] == xml[b..b + len]`, for names: one masked word comparison when both fit.
@@ -1314,15 +1285,7 @@ fn same_name(xml: &[u8], a: usize, b: usize, len: usize) -> bool {
 /// no `<` in the eight bytes at `i` (or fewer than eight are left).
 #[inline]
 fn short_text(xml: &[u8], i: usize) -> Option<(usize, u8)> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    let w = word_at(xml, i)?;
-    let x = w ^ (ONES * u64::from(b'<'));
-    // The lowest zero byte of `x` is exact (only bytes above it can be false positives).
-    let z = x.wrapping_sub(ONES) & !x & (ONES << 7);
-    if z == 0 {
-        return None;
-    }
-    let len = (z.trailing_zeros() / 8) as usize;
+    let len = byte_in_word(word_at(xml, i)?, b'<')?;
     let mut seen = 0u8;
     for &c in &xml[i..i + len] {
         seen |= BYTE_CLASS[usize::from(c)];

@@ -501,14 +501,14 @@ impl<'a> Tokenizer<'a> {
             Some(Ev::Start(content, name_len)) if name_len == content.len() => {
                 let from = self.offset(content)? - self.base;
                 let j = from + content.len();
-                if j + 1 != self.scan.pos || !content.bytes().all(name_byte) {
+                if j + 1 != self.scan.pos {
                     return None;
                 }
                 (from, j)
             }
             Some(_) => return None,
         };
-        if j == from || !b[from].is_ascii_alphabetic() || b.get(j) != Some(&b'>') {
+        if b.get(j) != Some(&b'>') || !is_ncname(self.src.get(from..j)?) {
             return None;
         }
         let name = &b[from..j];
