@@ -116,6 +116,54 @@ pub fn ratios(rows: &[Row]) -> String {
     s
 }
 
+/// With rounds: each scenario's throughput over DirectProxy's in the same round (the two measured
+/// a few seconds apart, so the machine's drift between rounds cancels), the median of those ratios
+/// and their range. Empty without rounds.
+pub fn paired_ratios(rows: &[Row]) -> String {
+    let mut s = String::new();
+    for d in rows
+        .iter()
+        .filter(|r| r.scenario == "DirectProxy" && r.rounds.len() > 1)
+    {
+        for x in rows.iter().filter(|x| {
+            x.target.starts_with("Sluice ")
+                && x.scenario != "DirectProxy"
+                && x.users == d.users
+                && x.size == d.size
+                && x.delay_ms == d.delay_ms
+                && x.rounds.len() == d.rounds.len()
+        }) {
+            let mut each: Vec<f64> = x
+                .rounds
+                .iter()
+                .zip(&d.rounds)
+                .filter(|(_, d)| d.0 > 0.0)
+                .map(|(x, d)| x.0 / d.0)
+                .collect();
+            if each.is_empty() {
+                continue;
+            }
+            let shown: Vec<String> = each.iter().map(|r| format!("{r:.2}")).collect();
+            each.sort_by(f64::total_cmp);
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {:.2} | {} |",
+                x.scenario,
+                size_label(x.size),
+                x.users,
+                each[each.len() / 2],
+                shown.join(", ")
+            );
+        }
+    }
+    if s.is_empty() {
+        return s;
+    }
+    format!(
+        "\nEach scenario's throughput over DirectProxy's in the same round, round by round, and the median of those ratios (the tables above divide the median rounds instead):\n\n| Scenario | Size | Users | Median | Rounds |\n|---|---:|---:|---:|---|\n{s}"
+    )
+}
+
 /// The whole markdown document.
 pub fn markdown(rep: &Report, charts: &[String]) -> String {
     let mut s = String::new();
@@ -168,6 +216,7 @@ pub fn markdown(rep: &Report, charts: &[String]) -> String {
                 each.join(", ")
             );
         }
+        s.push_str(&paired_ratios(&rep.rows));
     }
     if !rep.wrk.is_empty() {
         s.push_str("\n## Load generator against wrk, echo back-end direct, same run\n\n| Users | Size | wrk (req/s) | sluice-bench (req/s) | sluice-bench / wrk | sluice-bench errors % |\n|---:|---:|---:|---:|---:|---:|\n");
@@ -472,6 +521,20 @@ mod tests {
         let r = ratios(&rows);
         assert!(r.contains("| 100 | 1 KiB | 0 | - | 1.50 | - |"), "{r}");
         assert!(r.contains("| 100 | 1 KiB | 0 | 0.50 |"), "{r}");
+    }
+
+    #[test]
+    fn paired_ratios_divide_round_by_round() {
+        let mut d = row("Sluice DirectProxy", "DirectProxy", 100, 1000.0);
+        d.rounds = vec![(1000.0, None), (800.0, None), (1200.0, None)];
+        let mut c = row("Sluice CBRProxy", "CBRProxy", 100, 900.0);
+        c.rounds = vec![(900.0, None), (760.0, None), (960.0, None)];
+        let p = paired_ratios(&[d.clone(), c]);
+        assert!(
+            p.contains("| CBRProxy | 1 KiB | 100 | 0.90 | 0.90, 0.95, 0.80 |"),
+            "{p}"
+        );
+        assert!(paired_ratios(&[d]).is_empty());
     }
 
     #[test]
