@@ -92,14 +92,53 @@ pub(crate) fn all_ws(s: &str) -> bool {
     s.bytes().all(is_ws)
 }
 
+/// What an ASCII byte can be in an NCName: [`NC_START`] and [`NC_REST`] bits.
+const NC_CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        t[c] = match c as u8 {
+            b'a'..=b'z' | b'A'..=b'Z' | b'_' => NC_START | NC_REST,
+            b'0'..=b'9' | b'-' | b'.' => NC_REST,
+            _ => 0,
+        };
+        c += 1;
+    }
+    t
+};
+const NC_START: u8 = 1;
+const NC_REST: u8 = 2;
+
+/// The end of the run of NCName bytes from `from` (`from` itself when there is none).
+fn ncname_end(b: &[u8], from: usize) -> usize {
+    let mut j = from;
+    while j < b.len() && NC_CLASS[usize::from(b[j])] & NC_REST != 0 {
+        j += 1;
+    }
+    j
+}
+
 /// An ASCII NCName (non-ASCII names are left to libxml2).
 pub(crate) fn is_ncname(s: &str) -> bool {
     let b = s.as_bytes();
-    !b.is_empty()
-        && (b[0].is_ascii_alphabetic() || b[0] == b'_')
-        && b[1..]
-            .iter()
-            .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))
+    !b.is_empty() && NC_CLASS[usize::from(b[0])] & NC_START != 0 && ncname_end(b, 1) == b.len()
+}
+
+/// Character data from `i`: where it ends (the next `<` or `&`, or the end of the input), and
+/// whether it may hold a `>` or a carriage return (certainly, up to [`SHORT_TEXT`] bytes, scanned
+/// byte by byte; maybe, past that, where memchr found the end and did not look).
+fn text_run(b: &[u8], i: usize) -> (usize, bool) {
+    let limit = b.len().min(i + SHORT_TEXT);
+    let (mut end, mut marks) = (i, false);
+    while end < limit && b[end] != b'<' && b[end] != b'&' {
+        marks |= b[end] == b'>' || b[end] == b'\r';
+        end += 1;
+    }
+    if end == limit && end < b.len() {
+        end = memchr::memchr2(b'<', b'&', &b[end..]).map_or(b.len(), |k| end + k);
+        marks = true;
+    }
+    (end, marks)
 }
 
 /// Splits a QName into (prefix or "", local).
@@ -157,18 +196,7 @@ impl<'a> Scan<'a> {
             return Some(Ev::Eof);
         };
         if first != b'<' {
-            // Short text (the usual value) by a byte loop that also notes `>` and CR; the rest of a
-            // longer one by memchr, leaving those to be looked for.
-            let limit = b.len().min(i + SHORT_TEXT);
-            let (mut end, mut marks) = (i, false);
-            while end < limit && b[end] != b'<' && b[end] != b'&' {
-                marks |= b[end] == b'>' || b[end] == b'\r';
-                end += 1;
-            }
-            if end == limit && end < b.len() {
-                end = memchr::memchr2(b'<', b'&', &b[end..]).map_or(b.len(), |k| end + k);
-                marks = true;
-            }
+            let (end, marks) = text_run(b, i);
             if end > i {
                 self.pos = end;
                 return src.get(i..end).map(|t| Ev::Text(t, marks));
@@ -483,7 +511,6 @@ impl<'a> Tokenizer<'a> {
             return None;
         }
         let b = self.src.as_bytes();
-        let name_byte = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.');
         // The start tag: still to read, or read by the scanner and held while the text before it
         // was handed out (white space between elements).
         let (from, j) = match self.held {
@@ -492,11 +519,7 @@ impl<'a> Tokenizer<'a> {
                 if b.get(from - 1) != Some(&b'<') {
                     return None;
                 }
-                let mut j = from;
-                while j < b.len() && name_byte(b[j]) {
-                    j += 1;
-                }
-                (from, j)
+                (from, ncname_end(b, from))
             }
             Some(Ev::Start(content, name_len)) if name_len == content.len() => {
                 let from = self.offset(content)? - self.base;
@@ -513,10 +536,10 @@ impl<'a> Tokenizer<'a> {
         }
         let name = &b[from..j];
         let t = j + 1;
-        let lt = t + memchr::memchr3(b'<', b'&', b'>', &b[t..])?;
-        if b[lt] != b'<'
+        let (lt, marks) = text_run(b, t);
+        if b.get(lt) != Some(&b'<')
             || b.get(lt + 1) != Some(&b'/')
-            || memchr::memchr(b'\r', &b[t..lt]).is_some()
+            || (marks && memchr::memchr2(b'>', b'\r', &b[t..lt]).is_some())
         {
             return None;
         }
@@ -695,7 +718,9 @@ fn ns_decl_ok(prefix: &str, uri: &str) -> bool {
     if !prefix.is_empty() && uri.is_empty() {
         return false;
     }
-    !uri.contains(['&', '<', '"', '\'', '\t', '\n', '\r'])
+    // By bytes (all ASCII): the char-set searcher costs several times more per character.
+    !uri.bytes()
+        .any(|c| matches!(c, b'&' | b'<' | b'"' | b'\'' | b'\t' | b'\n' | b'\r'))
 }
 
 #[cfg(test)]
@@ -866,6 +891,37 @@ mod tests {
         assert!(matches!(t.next_tok(), Some(Tok::Start(_))));
         assert!(matches!(t.next_tok(), Some(Tok::Start(_))));
         assert_eq!(t.leaf(), Some(("urn:e", "a", "x")));
+    }
+
+    /// A name may not start with a digit, `-` or `.`, whether the tokens or `leaf()` read it.
+    #[test]
+    fn names_start_as_ncnames_do() {
+        for bad in ["1b", "-b", ".b", "b:1c"] {
+            for doc in [
+                format!("<a><{bad}>x</{bad}></a>"),
+                format!("<a>\n<{bad}>x</{bad}></a>"),
+                format!("<a><{bad}/></a>"),
+            ] {
+                assert!(toks(&doc).is_none(), "{doc}");
+                let mut t = Tokenizer::new(doc.as_bytes(), &[]).unwrap();
+                let mut refused = false;
+                for _ in 0..8 {
+                    if t.depth() > 0 && t.leaf().is_some() {
+                        continue;
+                    }
+                    match t.next_tok() {
+                        None => {
+                            refused = true;
+                            break;
+                        }
+                        Some(Tok::Eof) => break,
+                        Some(_) => {}
+                    }
+                }
+                assert!(refused, "{doc}");
+            }
+        }
+        assert!(toks("<a><_b>x</_b><b.1-c/></a>").is_some());
     }
 
     /// Text is scanned byte by byte up to [`SHORT_TEXT`] bytes and by memchr after: carriage returns
