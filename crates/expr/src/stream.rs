@@ -21,6 +21,7 @@
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::name::ResolveResult;
 use quick_xml::NsReader;
+use sluice_xml::names::{is_ncname, name_classes, NAME_START};
 use std::borrow::Cow;
 
 /// libxml2's nesting limit as Sluice parses (`sluice_xml::Limits::default().max_depth`).
@@ -183,15 +184,6 @@ enum Tok {
     Name(String),
     Lit(String),
     Num(f64),
-}
-
-fn is_ncname(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && (b[0].is_ascii_alphabetic() || b[0] == b'_')
-        && b[1..]
-            .iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))
 }
 
 /// `a == b` for the short strings names are, without a call to `memcmp`.
@@ -1165,23 +1157,9 @@ const BYTE_CLASS: [u8; 256] = {
     t
 };
 
-/// ASCII bytes of an XML name (`NAME_START` can begin one; `:` is checked by [`is_qname`]).
-const NAME: u8 = 1;
-const NAME_START: u8 = 2;
-
-const NAME_CLASS: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut c = 0;
-    while c < 256 {
-        t[c] = match c as u8 {
-            b'a'..=b'z' | b'A'..=b'Z' | b'_' => NAME | NAME_START,
-            b'0'..=b'9' | b'-' | b'.' | b':' => NAME,
-            _ => 0,
-        };
-        c += 1;
-    }
-    t
-};
+/// ASCII bytes of an XML name, `:` included (`NAME_START` can begin one; `:` is checked by
+/// [`is_qname`]).
+const NAME_CLASS: [u8; 256] = name_classes(true);
 
 /// A start tag without attributes, `<name>` or `<name/>`, the usual kind: from the byte after `<`,
 /// returns (index of `>`, empty element, end of the name, offset of the colon in the name or 0).
@@ -1689,13 +1667,16 @@ struct Sibling {
 
 /// The most runs of tags (places where text may be) a [`Sibling`] pattern holds.
 const SIBLING_RUNS: usize = 16;
+/// Siblings in a row that do not match their pattern before the span stops trying patterns.
+const SIBLING_MISSES: usize = 3;
 
 impl Sibling {
     /// `xml[from..to]`, a complete child read tag by tag, becomes the pattern (text in it is plain:
-    /// every `<` and `>` in it belongs to a tag). Too many runs: no pattern.
+    /// every `<` and `>` in it belongs to a tag). A child with too many runs turns patterns off for
+    /// the rest of the span (its siblings are likely as large: not scanned again to find out).
     fn learn(pattern: &mut Option<Sibling>, xml: &[u8], from: usize, to: usize) {
         let missed = match pattern {
-            Some(p) if p.missed >= 3 => return,
+            Some(p) if p.missed >= SIBLING_MISSES => return,
             Some(p) => p.missed,
             None => 0,
         };
@@ -1708,8 +1689,8 @@ impl Sibling {
         for gt in memchr::memchr_iter(b'>', &xml[from..to]).map(|k| from + k) {
             if gt + 1 == to || xml[gt + 1] != b'<' {
                 if p.len == SIBLING_RUNS {
-                    *pattern = None;
-                    return;
+                    p.missed = SIBLING_MISSES;
+                    break;
                 }
                 p.runs[p.len] = (start, gt + 1 - start);
                 p.len += 1;
@@ -1723,7 +1704,7 @@ impl Sibling {
     /// just after it.
     #[inline]
     fn read(&mut self, xml: &[u8], at: usize) -> Option<usize> {
-        if self.missed >= 3 {
+        if self.missed >= SIBLING_MISSES {
             return None;
         }
         let mut p = at;
@@ -3276,8 +3257,14 @@ mod tests {
                     }
                 };
                 let (t1, t2, t3) = (text(), text(), text());
+                // Some rounds' siblings have more runs of tags than a pattern holds.
+                let wide = if round % 7 == 6 {
+                    "<c>1</c>".repeat(SIBLING_RUNS + 2)
+                } else {
+                    String::new()
+                };
                 let mut sib = format!(
-                    "<{order}><{symbol}>{t1}</{symbol}><{price}>{t2}</{price}><v><w>{t3}</w></v></{order}>"
+                    "<{order}><{symbol}>{t1}</{symbol}><{price}>{t2}</{price}>{wide}<v><w>{t3}</w></v></{order}>"
                 );
                 if k == changed {
                     sib = match r.below(9) {

@@ -33,11 +33,9 @@ async fn the_embedded_default_serves_its_examples() {
         "{}",
         none.text()
     );
-    assert!(
-        s.stderr().contains("curl"),
-        "the banner shows a curl line: {}",
-        s.stderr()
-    );
+    // The banner comes after the listening line, on the other stream: wait for it (bounded).
+    let err = s.stderr_with("curl", Duration::from_secs(10));
+    assert!(err.contains("curl"), "the banner shows a curl line: {err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,6 +2,7 @@
 
 mod common;
 use common::*;
+use std::time::Duration;
 
 fn start(capp: &std::path::Path, backend: std::net::SocketAddr) -> Sluice {
     let ep = format!("RealService=http://{backend}/service/EchoService");
@@ -151,7 +152,7 @@ async fn unsupported_proxies_are_reported_and_the_rest_serve() {
             "{later} must be listed as not deployed:\n{t}"
         );
     }
-    let err = s.stderr();
+    let err = s.stderr_with("SecureProxy-1.0.0.xml:", Duration::from_secs(10));
     assert!(
         err.contains("SecureProxy-1.0.0.xml:"),
         "diagnostics name the file: {err}"

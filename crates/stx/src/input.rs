@@ -5,6 +5,8 @@
 //! Text, references and CDATA sections are merged into one text token with line ends normalised;
 //! attribute values are normalised as a parser without a DTD does; namespace prefixes are resolved.
 
+pub(crate) use sluice_xml::names::is_ncname;
+use sluice_xml::names::ncname_end;
 use std::borrow::Cow;
 
 pub(crate) const XML_NS: &str = "http://www.w3.org/XML/1998/namespace";
@@ -90,38 +92,6 @@ pub(crate) fn is_ws(c: u8) -> bool {
 
 pub(crate) fn all_ws(s: &str) -> bool {
     s.bytes().all(is_ws)
-}
-
-/// What an ASCII byte can be in an NCName: [`NC_START`] and [`NC_REST`] bits.
-const NC_CLASS: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut c = 0;
-    while c < 256 {
-        t[c] = match c as u8 {
-            b'a'..=b'z' | b'A'..=b'Z' | b'_' => NC_START | NC_REST,
-            b'0'..=b'9' | b'-' | b'.' => NC_REST,
-            _ => 0,
-        };
-        c += 1;
-    }
-    t
-};
-const NC_START: u8 = 1;
-const NC_REST: u8 = 2;
-
-/// The end of the run of NCName bytes from `from` (`from` itself when there is none).
-fn ncname_end(b: &[u8], from: usize) -> usize {
-    let mut j = from;
-    while j < b.len() && NC_CLASS[usize::from(b[j])] & NC_REST != 0 {
-        j += 1;
-    }
-    j
-}
-
-/// An ASCII NCName (non-ASCII names are left to libxml2).
-pub(crate) fn is_ncname(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty() && NC_CLASS[usize::from(b[0])] & NC_START != 0 && ncname_end(b, 1) == b.len()
 }
 
 /// Character data from `i`: where it ends (the next `<` or `&`, or the end of the input), and

@@ -52,6 +52,7 @@ mod document;
 mod edit;
 mod error;
 mod ffi;
+pub mod names;
 mod parse;
 mod schema;
 mod xpath;

@@ -13,7 +13,7 @@ use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -59,7 +59,8 @@ pub fn test_config(name: &str) -> PathBuf {
 pub struct Sluice {
     pub child: Child,
     pub addr: SocketAddr,
-    pub stderr: Arc<Mutex<String>>,
+    /// What Sluice wrote to stderr so far, appended line by line by a reader thread.
+    pub stderr: Arc<(Mutex<String>, Condvar)>,
 }
 
 impl Sluice {
@@ -84,14 +85,16 @@ impl Sluice {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn sluice");
-        let stderr = Arc::new(Mutex::new(String::new()));
+        let stderr = Arc::new((Mutex::new(String::new()), Condvar::new()));
         let err_pipe = child.stderr.take().unwrap();
         let sink = stderr.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(err_pipe).lines().map_while(Result::ok) {
-                let mut s = sink.lock().unwrap();
+                let (text, grew) = &*sink;
+                let mut s = text.lock().unwrap();
                 s.push_str(&line);
                 s.push('\n');
+                grew.notify_all();
             }
         });
         let out = child.stdout.take().unwrap();
@@ -109,7 +112,7 @@ impl Sluice {
                 let _ = child.kill();
                 panic!(
                     "sluice did not report listening; stderr:\n{}",
-                    stderr.lock().unwrap()
+                    stderr.0.lock().unwrap()
                 );
             }
         };
@@ -128,7 +131,19 @@ impl Sluice {
     }
 
     pub fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+        self.stderr.0.lock().unwrap().clone()
+    }
+
+    /// Sluice's stderr once it holds `needle`, or as it is after `within`. Lines reach
+    /// [`Sluice::stderr`] through a reader thread, so one written just before a response (or just
+    /// after the listening line) may not be there yet when the test looks.
+    pub fn stderr_with(&self, needle: &str, within: Duration) -> String {
+        let (text, grew) = &*self.stderr;
+        let s = text.lock().unwrap();
+        let (s, _) = grew
+            .wait_timeout_while(s, within, |s| !s.contains(needle))
+            .unwrap();
+        s.clone()
     }
 
     pub fn url(&self, path: &str) -> String {
