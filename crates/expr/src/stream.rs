@@ -738,7 +738,7 @@ impl StreamPath {
                 i
             } else {
                 match text_end(xml, i) {
-                    (lt, seen) if seen & (AMP | GT | CTRL | HIGH) == 0 => lt,
+                    (lt, seen) if seen & UNPLAIN == 0 => lt,
                     _ => return if top == 0 { i } else { done },
                 }
             };
@@ -805,7 +805,7 @@ impl StreamPath {
                         leaf_end(xml, i, from, name_end - from)
                     };
                     match leaf {
-                        Some((end, seen)) if seen & (AMP | GT | CTRL | HIGH) == 0 => i = end + 1,
+                        Some((end, seen)) if seen & UNPLAIN == 0 => i = end + 1,
                         _ => {
                             stack[top] = (from, name_end - from);
                             top += 1;
@@ -973,7 +973,7 @@ impl StreamPath {
                             // whole element at once, opened and closed without a frame.
                             let leaf = if !empty && run.captures.is_empty() {
                                 leaf_end(xml, gt + 1, from, name_end - from)
-                                    .filter(|&(_, seen)| seen & (AMP | GT | CTRL | HIGH) == 0)
+                                    .filter(|&(_, seen)| seen & UNPLAIN == 0)
                             } else {
                                 None
                             };
@@ -1137,6 +1137,10 @@ const GT: u8 = 4;
 const CR: u8 = 8;
 const CTRL: u8 = 16;
 const HIGH: u8 = 32;
+/// What plain text, read over by the fast paths without a frame, may not hold: a reference (to
+/// check), `>` (for `]]>`), a control character or a non-ASCII byte (to validate). A carriage return
+/// is plain where nothing collects the text.
+const UNPLAIN: u8 = AMP | GT | CTRL | HIGH;
 
 const BYTE_CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
@@ -1248,7 +1252,8 @@ fn byte_in_word(w: u64, b: u8) -> Option<usize> {
     (z != 0).then(|| (z.trailing_zeros() / 8) as usize)
 }
 
-/// `xml[a..a + len] == xml[b..b + len]`, for names: one masked word comparison when both fit.
+/// `xml[a..a + len] == xml[b..b + len]`, for names and runs of tags: one masked word comparison
+/// when both fit in one, else a word at a time (the last word overlapping).
 #[inline]
 fn same_name(xml: &[u8], a: usize, b: usize, len: usize) -> bool {
     if len <= 8 {
@@ -1261,10 +1266,20 @@ fn same_name(xml: &[u8], a: usize, b: usize, len: usize) -> bool {
             return (x ^ y) & mask == 0;
         }
     }
-    match (xml.get(a..a + len), xml.get(b..b + len)) {
-        (Some(x), Some(y)) => short_eq(x, y),
-        _ => false,
+    let (Some(x), Some(y)) = (xml.get(a..a + len), xml.get(b..b + len)) else {
+        return false;
+    };
+    if len < 8 {
+        return short_eq(x, y);
     }
+    let mut k = 0;
+    while k + 8 < len {
+        if word_at(x, k) != word_at(y, k) {
+            return false;
+        }
+        k += 8;
+    }
+    word_at(x, len - 8) == word_at(y, len - 8)
 }
 
 /// Character data at `i` shorter than eight bytes (the usual kind between tags): its length up to the
@@ -1711,13 +1726,13 @@ impl Sibling {
         for (k, &(start, len)) in self.runs[..self.len].iter().enumerate() {
             if k > 0 {
                 let (lt, seen) = text_end(xml, p);
-                if seen & (AMP | GT | CTRL | HIGH) != 0 {
+                if seen & UNPLAIN != 0 {
                     self.missed += 1;
                     return None;
                 }
                 p = lt;
             }
-            if !same_bytes(xml, p, start, len) {
+            if !same_name(xml, p, start, len) {
                 self.missed += 1;
                 return None;
             }
@@ -1726,27 +1741,6 @@ impl Sibling {
         self.missed = 0;
         Some(p)
     }
-}
-
-/// `xml[a..a + len] == xml[b..b + len]` for `b + len <= a` (a run of tags compared with an earlier
-/// one): a word at a time, the last word overlapping.
-#[inline]
-fn same_bytes(xml: &[u8], a: usize, b: usize, len: usize) -> bool {
-    if len <= 8 {
-        return same_name(xml, a, b, len);
-    }
-    let (Some(x), Some(y)) = (xml.get(a..a + len), xml.get(b..b + len)) else {
-        return false;
-    };
-    let word = |s: &[u8], k: usize| u64::from_le_bytes(s[k..k + 8].try_into().unwrap_or([0; 8]));
-    let mut k = 0;
-    while k + 8 < len {
-        if word(x, k) != word(y, k) {
-            return false;
-        }
-        k += 8;
-    }
-    word(x, len - 8) == word(y, len - 8)
 }
 
 /// Frames beyond this depth are not kept for the next run (a deep document's memory is given back).

@@ -6,7 +6,7 @@
 //! attribute values are normalised as a parser without a DTD does; namespace prefixes are resolved.
 
 pub(crate) use sluice_xml::names::is_ncname;
-use sluice_xml::names::ncname_end;
+use sluice_xml::names::{ncname_end, starts_name};
 use std::borrow::Cow;
 
 pub(crate) const XML_NS: &str = "http://www.w3.org/XML/1998/namespace";
@@ -489,19 +489,23 @@ impl<'a> Tokenizer<'a> {
                 if b.get(from - 1) != Some(&b'<') {
                     return None;
                 }
+                // Every byte up to `j` continues a name: only the first is left to check.
+                if !b.get(from).is_some_and(|&c| starts_name(c)) {
+                    return None;
+                }
                 (from, ncname_end(b, from))
             }
             Some(Ev::Start(content, name_len)) if name_len == content.len() => {
                 let from = self.offset(content)? - self.base;
                 let j = from + content.len();
-                if j + 1 != self.scan.pos {
+                if j + 1 != self.scan.pos || !is_ncname(content) {
                     return None;
                 }
                 (from, j)
             }
             Some(_) => return None,
         };
-        if b.get(j) != Some(&b'>') || !is_ncname(self.src.get(from..j)?) {
+        if b.get(j) != Some(&b'>') {
             return None;
         }
         let name = &b[from..j];

@@ -595,14 +595,7 @@ impl<'a> Run<'a, '_> {
     #[inline(never)]
     fn write_leaf(&mut self, l: &Lre, a: &[ANode<'_>], ctx: usize) {
         let value = match l.body.as_slice() {
-            [Instr::ValueOf(p)] => {
-                let mut first = None;
-                select(a, ctx, p, &mut |n| {
-                    first = Some(n);
-                    false
-                });
-                first.map_or(Cow::Borrowed(""), |n| string_value(a, n))
-            }
+            [Instr::ValueOf(p)] => first_value(a, ctx, p).unwrap_or(Cow::Borrowed("")),
             [Instr::Text(s)] => Cow::Borrowed(s.as_str()),
             _ => Cow::Borrowed(""),
         };
@@ -638,13 +631,7 @@ impl<'a> Run<'a, '_> {
             match i {
                 Instr::Text(s) => self.text(s),
                 Instr::ValueOf(p) => {
-                    let mut first = None;
-                    select(a, ctx, p, &mut |n| {
-                        first = Some(n);
-                        false
-                    });
-                    if let Some(n) = first {
-                        let s = string_value(a, n);
+                    if let Some(s) = first_value(a, ctx, p) {
                         self.text(&s);
                     }
                 }
@@ -780,6 +767,16 @@ fn select_steps(
 #[inline]
 fn same(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.bytes().zip(b.bytes()).all(|(x, y)| x == y)
+}
+
+/// What `xsl:value-of` gives: the string value of the first node `p` selects from `ctx`, if any.
+fn first_value<'x>(a: &'x [ANode<'_>], ctx: usize, p: &Path) -> Option<Cow<'x, str>> {
+    let mut first = None;
+    select(a, ctx, p, &mut |n| {
+        first = Some(n);
+        false
+    });
+    first.map(|n| string_value(a, n))
 }
 
 fn string_value<'x>(a: &'x [ANode<'_>], n: usize) -> Cow<'x, str> {

@@ -36,11 +36,17 @@ pub fn ncname_end(b: &[u8], from: usize) -> usize {
     j
 }
 
+/// Whether `c` can start a name.
+#[inline]
+pub fn starts_name(c: u8) -> bool {
+    NC_CLASS[usize::from(c)] & NAME_START != 0
+}
+
 /// An ASCII NCName: a name without a colon.
 #[inline]
 pub fn is_ncname(s: &str) -> bool {
     let b = s.as_bytes();
-    !b.is_empty() && NC_CLASS[usize::from(b[0])] & NAME_START != 0 && ncname_end(b, 1) == b.len()
+    b.first().is_some_and(|&c| starts_name(c)) && ncname_end(b, 1) == b.len()
 }
 
 #[cfg(test)]
