@@ -1672,12 +1672,59 @@ type InertStack = [(usize, usize); INERT_STACK];
 /// text where this one had text (or none), has the same elements, nested the same way, so it is
 /// well-formed and inert just as this one was.
 struct Sibling {
-    /// (start, length) of each run of adjacent tags, in this child, in order.
-    runs: [(usize, usize); SIBLING_RUNS],
+    /// Each run of adjacent tags in this child, in order.
+    runs: [Markup; SIBLING_RUNS],
     len: usize,
     /// Siblings in a row that did not match (each then becomes the pattern): reading stops trying
     /// when siblings keep differing.
     missed: usize,
+}
+
+/// A run of adjacent tags in a [`Sibling`] pattern: where it is, and (when it is at most
+/// [`MARKUP_WORDS`] words long) its bytes as words with a mask for each, so that a sibling's run is
+/// checked with one bounds check and a few loads, without a loop.
+#[derive(Clone, Copy, Default)]
+struct Markup {
+    start: usize,
+    len: usize,
+    words: [u64; MARKUP_WORDS],
+    masks: [u64; MARKUP_WORDS],
+}
+
+/// Runs of tags up to this many words long are held as words (`</volume></order>` is three).
+const MARKUP_WORDS: usize = 3;
+
+impl Markup {
+    fn new(xml: &[u8], start: usize, len: usize) -> Markup {
+        let mut m = Markup {
+            start,
+            len,
+            ..Markup::default()
+        };
+        if len <= 8 * MARKUP_WORDS {
+            for (k, b) in xml[start..start + len].iter().enumerate() {
+                m.words[k / 8] |= u64::from(*b) << (8 * (k % 8));
+                m.masks[k / 8] |= 0xff << (8 * (k % 8));
+            }
+        }
+        m
+    }
+
+    /// Whether `xml` holds this run at `p`.
+    #[inline(always)]
+    fn at(&self, xml: &[u8], p: usize) -> bool {
+        match xml.get(p..p + 8 * MARKUP_WORDS) {
+            Some(s) if self.len <= 8 * MARKUP_WORDS => {
+                let mut diff = 0;
+                for (k, c) in s.chunks_exact(8).enumerate() {
+                    let w = u64::from_le_bytes(c.try_into().unwrap_or_default());
+                    diff |= (w ^ self.words[k]) & self.masks[k];
+                }
+                diff == 0
+            }
+            _ => same_name(xml, p, self.start, self.len),
+        }
+    }
 }
 
 /// The most runs of tags (places where text may be) a [`Sibling`] pattern holds.
@@ -1696,7 +1743,7 @@ impl Sibling {
             None => 0,
         };
         let mut p = Sibling {
-            runs: [(0, 0); SIBLING_RUNS],
+            runs: [Markup::default(); SIBLING_RUNS],
             len: 0,
             missed,
         };
@@ -1707,7 +1754,7 @@ impl Sibling {
                     p.missed = SIBLING_MISSES;
                     break;
                 }
-                p.runs[p.len] = (start, gt + 1 - start);
+                p.runs[p.len] = Markup::new(xml, start, gt + 1 - start);
                 p.len += 1;
                 start = memchr::memchr(b'<', &xml[gt + 1..to]).map_or(to, |k| gt + 1 + k);
             }
@@ -1723,7 +1770,7 @@ impl Sibling {
             return None;
         }
         let mut p = at;
-        for (k, &(start, len)) in self.runs[..self.len].iter().enumerate() {
+        for (k, run) in self.runs[..self.len].iter().enumerate() {
             if k > 0 {
                 let (lt, seen) = text_end(xml, p);
                 if seen & UNPLAIN != 0 {
@@ -1732,11 +1779,11 @@ impl Sibling {
                 }
                 p = lt;
             }
-            if !same_name(xml, p, start, len) {
+            if !run.at(xml, p) {
                 self.missed += 1;
                 return None;
             }
-            p += len;
+            p += run.len;
         }
         self.missed = 0;
         Some(p)
