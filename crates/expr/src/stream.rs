@@ -1702,9 +1702,16 @@ impl Markup {
             ..Markup::default()
         };
         if len <= 8 * MARKUP_WORDS {
-            for (k, b) in xml[start..start + len].iter().enumerate() {
-                m.words[k / 8] |= u64::from(*b) << (8 * (k % 8));
-                m.masks[k / 8] |= 0xff << (8 * (k % 8));
+            for k in 0..len.div_ceil(8) {
+                let n = (len - 8 * k).min(8);
+                let mask = if n == 8 { u64::MAX } else { (1 << (8 * n)) - 1 };
+                let word = word_at(xml, start + 8 * k).unwrap_or_else(|| {
+                    let mut w = [0; 8];
+                    w[..n].copy_from_slice(&xml[start + 8 * k..start + 8 * k + n]);
+                    u64::from_le_bytes(w)
+                });
+                m.words[k] = word & mask;
+                m.masks[k] = mask;
             }
         }
         m
