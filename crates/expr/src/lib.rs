@@ -455,8 +455,9 @@ pub struct FullRegex {
 enum Match {
     /// `.*`: any string without a line terminator.
     AnyLine,
-    /// Literal characters and `.` (`None`), the usual routing pattern: compared char by char.
-    Dotted(Vec<Option<char>>),
+    /// Literal characters and `.` (`None`), the usual routing pattern: compared char by char, or
+    /// byte by byte when the pattern is ASCII (the flag).
+    Dotted(Vec<Option<char>>, bool),
     Regex(regex::Regex),
 }
 
@@ -501,6 +502,7 @@ impl FullRegex {
         } else if !pattern.contains(META) {
             Some(Match::Dotted(
                 pattern.chars().map(|c| (c != '.').then_some(c)).collect(),
+                pattern.is_ascii(),
             ))
         } else {
             None
@@ -537,7 +539,15 @@ impl FullRegex {
     pub fn matches(&self, s: &str) -> bool {
         match &self.how {
             Match::AnyLine => !s.contains(is_line_terminator),
-            Match::Dotted(p) => {
+            // An ASCII pattern against a string of as many bytes: byte by byte. A non-ASCII byte
+            // there means fewer characters than the pattern has, so no match; a string of another
+            // length may still match through non-ASCII characters at the dots.
+            Match::Dotted(_, true) if self.source.len() == s.len() => self
+                .source
+                .bytes()
+                .zip(s.bytes())
+                .all(|(w, c)| c == w || (w == b'.' && c.is_ascii() && c != b'\n' && c != b'\r')),
+            Match::Dotted(p, _) => {
                 let mut chars = s.chars();
                 p.iter().all(|want| match (chars.next(), want) {
                     (Some(c), Some(w)) => c == *w,
@@ -768,6 +778,10 @@ mod tests {
             ("[.]b", ".b", "xb"),
             ("\\.b", ".b", "xb"),
             ("é.", "éa", "é"),
+            // An ASCII pattern and a string of as many bytes are compared byte by byte.
+            ("1.0", "1-0", "1\r0"),
+            ("a..b", "axyb", "aéb"),
+            ("a.b", "aéb", "a\u{2028}b"),
         ] {
             let r = FullRegex::compile(pattern).unwrap();
             assert!(r.matches(yes), "{pattern} matches {yes:?}");
