@@ -261,3 +261,28 @@ async fn a_soap_header_split_over_many_frames_is_gathered_and_relayed_whole() {
         }
     }
 }
+
+/// A body the flow reads whole (CBRProxy's `//order[1]/symbol`) arriving in pieces, in one frame, or
+/// empty: the pieces are joined in order and the back-end gets the message as sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_read_whole_is_joined_from_its_frames() {
+    let (_be, s, mut send) = capp_with_client().await;
+    let body = payload("1000B_buyStocks.xml");
+    for size in [7, 100, body.len()] {
+        let pieces: Vec<Bytes> = body.chunks(size).map(Bytes::copy_from_slice).collect();
+        let req = hyper::Request::post("/services/CBRProxy")
+            .header("host", "sluice")
+            .header("content-type", "text/xml")
+            .header("soapaction", "urn:buy")
+            .body(Frames {
+                frames: pieces.into_iter(),
+                len: None,
+            })
+            .unwrap();
+        send.ready().await.unwrap();
+        let resp = send.send_request(req).await.unwrap();
+        assert_eq!(resp.status(), 200, "{}", s.stderr());
+        let got = resp.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(got, body, "pieces of {size} bytes");
+    }
+}

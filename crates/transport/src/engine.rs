@@ -400,7 +400,7 @@ impl Engine {
                     None => RelayBody::Empty,
                 },
                 Body::Bytes(b) => {
-                    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(b.len()));
+                    set_length(&mut headers, b.len());
                     RelayBody::full(b.clone())
                 }
                 // The start already read, then the rest of the stream: the client's length stands.
@@ -411,7 +411,7 @@ impl Engine {
                         RelayBody::stream_after(b.clone(), s, None, Some(a))
                     }
                     None => {
-                        headers.insert(header::CONTENT_LENGTH, HeaderValue::from(b.len()));
+                        set_length(&mut headers, b.len());
                         RelayBody::full(b.clone())
                     }
                 },
@@ -495,25 +495,41 @@ impl Engine {
         let Some(s) = stream else {
             return Ok(Bytes::new());
         };
-        match http_body_util::Limited::new(s, self.opts.max_buffered_body)
-            .collect()
-            .await
-        {
-            Ok(c) => Ok(c.to_bytes()),
-            Err(e) => {
-                if e.downcast_ref::<http_body_util::LengthLimitError>()
-                    .is_some()
-                {
-                    Err(too_large(what, self.opts.max_buffered_body))
-                } else {
-                    Err(Error::new(
-                        ErrorKind::BadRequest,
-                        format!("reading the {what} body failed"),
-                    )
-                    .with_source(e))
+        let limit = self.opts.max_buffered_body;
+        let mut body = http_body_util::Limited::new(s, limit);
+        let failed = |e: Box<dyn std::error::Error + Send + Sync>| {
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                too_large(what, limit)
+            } else {
+                Error::new(
+                    ErrorKind::BadRequest,
+                    format!("reading the {what} body failed"),
+                )
+                .with_source(e)
+            }
+        };
+        // A body that comes in one piece (a small message, the usual case) is kept as it came;
+        // pieces after the first are joined (trailers are not part of the message).
+        let mut first = Bytes::new();
+        let mut joined: Option<bytes::BytesMut> = None;
+        while let Some(frame) = body.frame().await {
+            let Ok(data) = frame.map_err(failed)?.into_data() else {
+                continue;
+            };
+            match &mut joined {
+                Some(j) => j.extend_from_slice(&data),
+                None if first.is_empty() => first = data,
+                None => {
+                    let mut j = bytes::BytesMut::with_capacity(first.len() + data.len());
+                    j.extend_from_slice(&first);
+                    j.extend_from_slice(&data);
+                    joined = Some(j);
                 }
             }
         }
+        Ok(joined.map_or(first, bytes::BytesMut::freeze))
     }
 
     fn default_fault(&self, soap: FaultVersion, e: &Error) -> Response<RelayBody> {
@@ -645,13 +661,13 @@ fn client_response(
                 None => RelayBody::Empty,
             },
             Body::Bytes(b) => {
-                headers.insert(header::CONTENT_LENGTH, HeaderValue::from(b.len()));
+                set_length(&mut headers, b.len());
                 RelayBody::full(b)
             }
             Body::Head(b) => match stream {
                 Some(s) => RelayBody::stream_after(b, s, idle, None),
                 None => {
-                    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(b.len()));
+                    set_length(&mut headers, b.len());
                     RelayBody::full(b)
                 }
             },
@@ -724,4 +740,55 @@ async fn discard(stream: Option<Inbound>) {
         }
     };
     let _ = tokio::time::timeout(Duration::from_secs(5), drain).await;
+}
+
+/// Sets `Content-Length` to `len`, leaving one header that already says so as it is (a body relayed
+/// unchanged keeps the client's: no formatting, no new value).
+fn set_length(headers: &mut HeaderMap, len: usize) {
+    let mut values = headers.get_all(header::CONTENT_LENGTH).iter();
+    let same = match (values.next(), values.next()) {
+        (Some(v), None) => {
+            v.as_bytes().iter().all(u8::is_ascii_digit)
+                && v.to_str().ok().and_then(|v| v.parse::<usize>().ok()) == Some(len)
+        }
+        _ => false,
+    };
+    if !same {
+        headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_length_keeps_one_matching_header_and_replaces_the_rest() {
+        let length = |h: &HeaderMap| {
+            h.get_all(header::CONTENT_LENGTH)
+                .iter()
+                .map(|v| v.to_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        };
+        let mut h = HeaderMap::new();
+        set_length(&mut h, 12);
+        assert_eq!(length(&h), ["12"]);
+        h.insert(header::CONTENT_LENGTH, HeaderValue::from_static("012"));
+        set_length(&mut h, 12);
+        assert_eq!(
+            length(&h),
+            ["012"],
+            "the same length, as the client wrote it"
+        );
+        set_length(&mut h, 13);
+        assert_eq!(length(&h), ["13"]);
+        h.append(header::CONTENT_LENGTH, HeaderValue::from_static("13"));
+        set_length(&mut h, 13);
+        assert_eq!(length(&h), ["13"], "two headers become one");
+        for wrong in ["x", "+13", ""] {
+            h.insert(header::CONTENT_LENGTH, HeaderValue::from_static(wrong));
+            set_length(&mut h, 13);
+            assert_eq!(length(&h), ["13"]);
+        }
+    }
 }
