@@ -703,7 +703,14 @@ impl StreamPath {
         }
         let local = &xml[from + colon + usize::from(colon > 0)..name_end];
         let mask = self.path.step_mask(local);
-        known[slot] = (from, name_end - from, colon, mask);
+        // Positions fit in 32 bits (at most MAX_BYTES); a name too long for 16 is not kept.
+        if let (Ok(start), Ok(len), Ok(c)) = (
+            u32::try_from(from),
+            u16::try_from(name_end - from),
+            u16::try_from(colon),
+        ) {
+            known[slot] = (start, len, c, mask);
+        }
         Some((gt, empty, name_end, colon, mask))
     }
 
@@ -1216,8 +1223,9 @@ type KnownTag = (usize, bool, usize, usize, u64);
 fn cached(
     xml: &[u8],
     from: usize,
-    (ks, kl, kc, km): (usize, usize, usize, u64),
+    (ks, kl, kc, km): (u32, u16, u16, u64),
 ) -> Option<Option<KnownTag>> {
+    let (ks, kl, kc) = (ks as usize, usize::from(kl), usize::from(kc));
     if kl == 0 || !matches!(xml.get(from + kl), Some(b'>' | b'/')) || !same_name(xml, from, ks, kl)
     {
         return None;
@@ -1352,8 +1360,35 @@ const V_WS: u8 = 4;
 const V_CTRL: u8 = 8;
 const V_HIGH: u8 = 16;
 
-/// The `V_` classes of the bytes of `v` or'd together, in one pass without branches (it vectorises).
+/// The `V_` classes of the bytes of `v` or'd together. Eight bytes at a time first: a word none of
+/// whose bytes is a control character (tab, line feed and carriage return among them), `<`, `&` or
+/// non-ASCII has no class (a namespace URI is all such words); any other word, and the last few
+/// bytes, are classed byte by byte.
 fn value_class(v: &[u8]) -> u8 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x;
+    let mut words = v.chunks_exact(8);
+    // The last bytes padded with a byte of no class.
+    let mut last = [b'a'; 8];
+    last[..words.remainder().len()].copy_from_slice(words.remainder());
+    for w in (&mut words)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
+        .chain([u64::from_le_bytes(last)])
+    {
+        // The top bit of each byte flags it (a flag can be false only above a true one).
+        let flags = w
+            | (w.wrapping_sub(ONES * 0x20) & !w)
+            | zero(w ^ (ONES * u64::from(b'<')))
+            | zero(w ^ (ONES * u64::from(b'&')));
+        if flags & (ONES << 7) != 0 {
+            return bytes_class(v);
+        }
+    }
+    0
+}
+
+/// [`value_class`] byte by byte, in one pass without branches.
+fn bytes_class(v: &[u8]) -> u8 {
     let (mut lt, mut amp, mut ws, mut ctrl, mut high) = (false, false, false, false, false);
     for &b in v {
         let w = b == b'\t' || b == b'\n' || b == b'\r';
@@ -1660,7 +1695,7 @@ struct Spare {
 /// The start-tag names seen so far, by their first byte: (start, length, colon offset or 0,
 /// [`Path::step_mask`] of the local name). Names repeat, so a start tag is usually recognised by one
 /// word comparison instead of a scan.
-type Known = [(usize, usize, usize, u64); 64];
+type Known = [(u32, u16, u16, u64); 64];
 
 /// The elements open inside a child [`StreamPath::inert_span`] is reading: (start, length) of their
 /// names.
@@ -3134,6 +3169,20 @@ mod tests {
             assert!(!read_attributes(bad, &mut Vec::new()), "{bad}");
         }
         assert_eq!(value_class("a<b\u{1}é".as_bytes()), V_LT | V_CTRL | V_HIGH);
+        // Word at a time as byte by byte: each interesting byte at each place, in values of each
+        // length up to three words.
+        for len in 0..=24 {
+            for at in 0..len {
+                for b in [
+                    0u8, 9, 10, 13, 0x1f, 0x20, b'&', b'<', b'>', 0x7f, 0x80, 0xff,
+                ] {
+                    let mut v = vec![b'a'; len];
+                    v[at] = b;
+                    assert_eq!(value_class(&v), bytes_class(&v), "{v:?}");
+                    assert_eq!(value_class(&v) == 0, bytes_class(&[b]) == 0, "{v:?}");
+                }
+            }
+        }
         assert_eq!(attr_value("x&lt;\r\ny").as_deref(), Some("x< y"));
         assert_eq!(attr_value("a<b"), None);
         assert_eq!(attr_value("a\u{FFFE}"), None);
