@@ -1250,13 +1250,20 @@ fn name_key(xml: &[u8], from: usize) -> usize {
     }
 }
 
-/// The index of the first byte `b` in the little-endian word `w`, without a loop (the lowest zero
-/// byte of `w ^ b…b` is exact; only bytes above it can be false positives).
+/// One in each byte of a word.
+const ONES: u64 = 0x0101_0101_0101_0101;
+
+/// The bytes of `w` below `n` (at most 128), flagged in their top bit: the lowest flag is exact, a
+/// flag above a true one can be false (a borrow), so "none" is exact too. `n = 1` flags zero bytes.
+#[inline(always)]
+fn bytes_below(w: u64, n: u8) -> u64 {
+    w.wrapping_sub(ONES * u64::from(n)) & !w & (ONES << 7)
+}
+
+/// The index of the first byte `b` in the little-endian word `w`, without a loop.
 #[inline(always)]
 fn byte_in_word(w: u64, b: u8) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    let x = w ^ (ONES * u64::from(b));
-    let z = x.wrapping_sub(ONES) & !x & (ONES << 7);
+    let z = bytes_below(w ^ (ONES * u64::from(b)), 1);
     (z != 0).then(|| (z.trailing_zeros() / 8) as usize)
 }
 
@@ -1365,8 +1372,6 @@ const V_HIGH: u8 = 16;
 /// non-ASCII has no class (a namespace URI is all such words); any other word, and the last few
 /// bytes, are classed byte by byte.
 fn value_class(v: &[u8]) -> u8 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    let zero = |x: u64| x.wrapping_sub(ONES) & !x;
     let mut words = v.chunks_exact(8);
     // The last bytes padded with a byte of no class.
     let mut last = [b'a'; 8];
@@ -1375,12 +1380,11 @@ fn value_class(v: &[u8]) -> u8 {
         .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
         .chain([u64::from_le_bytes(last)])
     {
-        // The top bit of each byte flags it (a flag can be false only above a true one).
-        let flags = w
-            | (w.wrapping_sub(ONES * 0x20) & !w)
-            | zero(w ^ (ONES * u64::from(b'<')))
-            | zero(w ^ (ONES * u64::from(b'&')));
-        if flags & (ONES << 7) != 0 {
+        let flags = w & (ONES << 7)
+            | bytes_below(w, 0x20)
+            | bytes_below(w ^ (ONES * u64::from(b'<')), 1)
+            | bytes_below(w ^ (ONES * u64::from(b'&')), 1);
+        if flags != 0 {
             return bytes_class(v);
         }
     }

@@ -450,13 +450,7 @@ impl Engine {
         let Some(mut s) = stream else {
             return Ok((Bytes::new(), None));
         };
-        // The start is kept as the frame it came in while it is one frame (the usual case: no copy),
-        // and gathered into `joined` once a second frame comes.
-        let mut first: Option<Bytes> = None;
-        let mut joined = bytes::BytesMut::new();
-        let done = |first: Option<Bytes>, joined: bytes::BytesMut| {
-            first.unwrap_or_else(|| joined.freeze())
-        };
+        let mut start = Gathered::default();
         while let Some(frame) = s.frame().await {
             let frame = frame.map_err(|e| {
                 Error::new(ErrorKind::BadRequest, "reading the request body failed").with_source(e)
@@ -467,17 +461,9 @@ impl Engine {
             // Whether to look again: the start read so far was within the probe limit. A frame can
             // be larger than the limit (hyper reads up to ~400 KiB at once), so the check is on what
             // came before this frame, not on the total.
-            let before = first.as_ref().map_or(joined.len(), Bytes::len);
-            let probe = before <= HEAD_PROBE_LIMIT;
-            if first.is_none() && joined.is_empty() {
-                first = Some(data);
-            } else {
-                if let Some(f) = first.take() {
-                    joined.extend_from_slice(&f);
-                }
-                joined.extend_from_slice(&data);
-            }
-            let head: &[u8] = first.as_deref().unwrap_or(&joined);
+            let probe = start.bytes().len() <= HEAD_PROBE_LIMIT;
+            start.push(data);
+            let head = start.bytes();
             if head.len() > self.opts.max_buffered_body {
                 return Err(too_large("request", self.opts.max_buffered_body));
             }
@@ -485,10 +471,10 @@ impl Engine {
                 break; // all of it is here: no need to relay a stream after it
             }
             if probe && seq.decided_by_head(head) {
-                return Ok((done(first, joined), Some(s)));
+                return Ok((start.finish(), Some(s)));
             }
         }
-        Ok((done(first, joined), None))
+        Ok((start.finish(), None))
     }
 
     async fn buffer(&self, stream: Option<Inbound>, what: &str) -> Result<Bytes, Error> {
@@ -510,26 +496,14 @@ impl Engine {
                 .with_source(e)
             }
         };
-        // A body that comes in one piece (a small message, the usual case) is kept as it came;
-        // pieces after the first are joined (trailers are not part of the message).
-        let mut first = Bytes::new();
-        let mut joined: Option<bytes::BytesMut> = None;
+        let mut body_bytes = Gathered::default();
         while let Some(frame) = body.frame().await {
-            let Ok(data) = frame.map_err(failed)?.into_data() else {
-                continue;
-            };
-            match &mut joined {
-                Some(j) => j.extend_from_slice(&data),
-                None if first.is_empty() => first = data,
-                None => {
-                    let mut j = bytes::BytesMut::with_capacity(first.len() + data.len());
-                    j.extend_from_slice(&first);
-                    j.extend_from_slice(&data);
-                    joined = Some(j);
-                }
+            // Trailers are not part of the message.
+            if let Ok(data) = frame.map_err(failed)?.into_data() {
+                body_bytes.push(data);
             }
         }
-        Ok(joined.map_or(first, bytes::BytesMut::freeze))
+        Ok(body_bytes.finish())
     }
 
     fn default_fault(&self, soap: FaultVersion, e: &Error) -> Response<RelayBody> {
@@ -742,6 +716,37 @@ async fn discard(stream: Option<Inbound>) {
     let _ = tokio::time::timeout(Duration::from_secs(5), drain).await;
 }
 
+/// Body frames read so far: kept as the one frame they are while there is one (a small message, the
+/// usual case: no copy), joined once a second frame comes.
+#[derive(Default)]
+struct Gathered {
+    first: Bytes,
+    joined: Option<bytes::BytesMut>,
+}
+
+impl Gathered {
+    fn push(&mut self, data: Bytes) {
+        match &mut self.joined {
+            Some(j) => j.extend_from_slice(&data),
+            None if self.first.is_empty() => self.first = data,
+            None => {
+                let mut j = bytes::BytesMut::with_capacity(self.first.len() + data.len());
+                j.extend_from_slice(&self.first);
+                j.extend_from_slice(&data);
+                self.joined = Some(j);
+            }
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        self.joined.as_deref().unwrap_or(&self.first)
+    }
+
+    fn finish(self) -> Bytes {
+        self.joined.map_or(self.first, bytes::BytesMut::freeze)
+    }
+}
+
 /// Sets `Content-Length` to `len`, leaving one header that already says so as it is (a body relayed
 /// unchanged keeps the client's: no formatting, no new value).
 fn set_length(headers: &mut HeaderMap, len: usize) {
@@ -761,6 +766,23 @@ fn set_length(headers: &mut HeaderMap, len: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gathered_frames_keep_one_frame_and_join_more_in_order() {
+        let one = Bytes::from_static(b"<a>whole</a>");
+        let mut g = Gathered::default();
+        g.push(one.clone());
+        assert_eq!(g.bytes(), &one[..]);
+        let kept = g.finish();
+        assert_eq!(kept.as_ptr(), one.as_ptr(), "one frame is kept, not copied");
+        let mut g = Gathered::default();
+        for piece in ["", "<a>", "", "wh", "ole</a>"] {
+            g.push(Bytes::from_static(piece.as_bytes()));
+        }
+        assert_eq!(g.bytes(), b"<a>whole</a>");
+        assert_eq!(g.finish(), one);
+        assert!(Gathered::default().finish().is_empty());
+    }
 
     #[test]
     fn set_length_keeps_one_matching_header_and_replaces_the_rest() {
