@@ -228,6 +228,24 @@ async fn soap_header_routing_streams_the_rest_of_a_96_mib_message() {
     );
 }
 
+/// A SOAP POST to `service` of `message` sent chunked, `size` bytes a frame.
+fn chunked_post(
+    service: &str,
+    message: &[u8],
+    size: usize,
+) -> hyper::Request<Frames<std::vec::IntoIter<Bytes>>> {
+    let pieces: Vec<Bytes> = message.chunks(size).map(Bytes::copy_from_slice).collect();
+    hyper::Request::post(format!("/services/{service}"))
+        .header("host", "sluice")
+        .header("content-type", "text/xml")
+        .header("soapaction", "urn:buy")
+        .body(Frames {
+            frames: pieces.into_iter(),
+            len: None,
+        })
+        .unwrap()
+}
+
 /// The SOAP header arriving over many body frames (16-byte chunks): the start is gathered across
 /// frames until the header is decided, and the back-end gets the whole message unchanged after it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -240,16 +258,7 @@ async fn a_soap_header_split_over_many_frames_is_gathered_and_relayed_whole() {
             .replace("xadmin;server1;community#1.0##", "guest"),
     );
     for (message, status) in [(body.clone(), 200), (wrong, 500)] {
-        let pieces: Vec<Bytes> = message.chunks(16).map(Bytes::copy_from_slice).collect();
-        let req = hyper::Request::post("/services/CBRSOAPHeaderProxy")
-            .header("host", "sluice")
-            .header("content-type", "text/xml")
-            .header("soapaction", "urn:buy")
-            .body(Frames {
-                frames: pieces.into_iter(),
-                len: None,
-            })
-            .unwrap();
+        let req = chunked_post("CBRSOAPHeaderProxy", &message, 16);
         send.ready().await.unwrap();
         let resp = send.send_request(req).await.unwrap();
         assert_eq!(resp.status(), status, "{}", s.stderr());
@@ -262,23 +271,14 @@ async fn a_soap_header_split_over_many_frames_is_gathered_and_relayed_whole() {
     }
 }
 
-/// A body the flow reads whole (CBRProxy's `//order[1]/symbol`) arriving in pieces, in one frame, or
-/// empty: the pieces are joined in order and the back-end gets the message as sent.
+/// A body the flow reads whole (CBRProxy's `//order[1]/symbol`) arriving in pieces or in one frame:
+/// the pieces are joined in order and the back-end gets the message as sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_read_whole_is_joined_from_its_frames() {
     let (_be, s, mut send) = capp_with_client().await;
     let body = payload("1000B_buyStocks.xml");
     for size in [7, 100, body.len()] {
-        let pieces: Vec<Bytes> = body.chunks(size).map(Bytes::copy_from_slice).collect();
-        let req = hyper::Request::post("/services/CBRProxy")
-            .header("host", "sluice")
-            .header("content-type", "text/xml")
-            .header("soapaction", "urn:buy")
-            .body(Frames {
-                frames: pieces.into_iter(),
-                len: None,
-            })
-            .unwrap();
+        let req = chunked_post("CBRProxy", &body, size);
         send.ready().await.unwrap();
         let resp = send.send_request(req).await.unwrap();
         assert_eq!(resp.status(), 200, "{}", s.stderr());
