@@ -752,9 +752,11 @@ impl Gathered {
 fn set_length(headers: &mut HeaderMap, len: usize) {
     let mut values = headers.get_all(header::CONTENT_LENGTH).iter();
     let same = match (values.next(), values.next()) {
-        (Some(v), None) => {
-            v.as_bytes().iter().all(u8::is_ascii_digit)
-                && v.to_str().ok().and_then(|v| v.parse::<usize>().ok()) == Some(len)
+        // Digits only, at most 19 (no overflow), read in place.
+        (Some(v), None) if (1..20).contains(&v.len()) => {
+            v.as_bytes().iter().try_fold(0usize, |n, &c| {
+                c.is_ascii_digit().then(|| n * 10 + usize::from(c - b'0'))
+            }) == Some(len)
         }
         _ => false,
     };
@@ -807,7 +809,7 @@ mod tests {
         h.append(header::CONTENT_LENGTH, HeaderValue::from_static("13"));
         set_length(&mut h, 13);
         assert_eq!(length(&h), ["13"], "two headers become one");
-        for wrong in ["x", "+13", ""] {
+        for wrong in ["x", "+13", "", "1 3", "00000000000000000013"] {
             h.insert(header::CONTENT_LENGTH, HeaderValue::from_static(wrong));
             set_length(&mut h, 13);
             assert_eq!(length(&h), ["13"]);
