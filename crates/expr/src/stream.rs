@@ -1367,10 +1367,10 @@ const V_WS: u8 = 4;
 const V_CTRL: u8 = 8;
 const V_HIGH: u8 = 16;
 
-/// The `V_` classes of the bytes of `v` or'd together. Eight bytes at a time first: a word none of
-/// whose bytes is a control character (tab, line feed and carriage return among them), `<`, `&` or
-/// non-ASCII has no class (a namespace URI is all such words); any other word, and the last few
-/// bytes, are classed byte by byte.
+/// The `V_` classes of the bytes of `v` or'd together. Eight bytes at a time first (the last few
+/// padded): when no word has a control character (tab, line feed and carriage return among them),
+/// `<`, `&` or a non-ASCII byte, there is no class (a namespace URI is all such words); otherwise
+/// the whole value is classed byte by byte.
 fn value_class(v: &[u8]) -> u8 {
     let mut words = v.chunks_exact(8);
     // The last bytes padded with a byte of no class.
@@ -1741,16 +1741,11 @@ impl Markup {
             ..Markup::default()
         };
         if len <= 8 * MARKUP_WORDS {
-            for k in 0..len.div_ceil(8) {
-                let n = (len - 8 * k).min(8);
-                let mask = if n == 8 { u64::MAX } else { (1 << (8 * n)) - 1 };
-                let word = word_at(xml, start + 8 * k).unwrap_or_else(|| {
-                    let mut w = [0; 8];
-                    w[..n].copy_from_slice(&xml[start + 8 * k..start + 8 * k + n]);
-                    u64::from_le_bytes(w)
-                });
-                m.words[k] = word & mask;
-                m.masks[k] = mask;
+            for (k, c) in xml[start..start + len].chunks(8).enumerate() {
+                let mut w = [0; 8];
+                w[..c.len()].copy_from_slice(c);
+                m.words[k] = u64::from_le_bytes(w);
+                m.masks[k] = u64::MAX >> (8 * (8 - c.len()));
             }
         }
         m

@@ -4,6 +4,7 @@
 
 use crate::body::{Activity, IdleTimeout, Inbound, RelayBody};
 use crate::client::{BackendBody, BackendClient};
+use crate::h1;
 use crate::headers::strip_hop_by_hop;
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
@@ -399,10 +400,9 @@ impl Engine {
                     }
                     None => RelayBody::Empty,
                 },
-                Body::Bytes(b) => {
-                    set_length(&mut headers, b.len());
-                    RelayBody::full(b.clone())
-                }
+                // Bytes in memory: the client writes their length as the framing (any
+                // Content-Length in `headers` is skipped, `h1::write_request_head`).
+                Body::Bytes(b) => RelayBody::full(b.clone()),
                 // The start already read, then the rest of the stream: the client's length stands.
                 Body::Head(b) => match stream {
                     Some(s) => {
@@ -410,10 +410,7 @@ impl Engine {
                         activity = Some(a.clone());
                         RelayBody::stream_after(b.clone(), s, None, Some(a))
                     }
-                    None => {
-                        set_length(&mut headers, b.len());
-                        RelayBody::full(b.clone())
-                    }
+                    None => RelayBody::full(b.clone()),
                 },
                 Body::Empty => {
                     headers.remove(header::CONTENT_LENGTH);
@@ -747,16 +744,14 @@ impl Gathered {
     }
 }
 
-/// Sets `Content-Length` to `len`, leaving one header that already says so as it is (a body relayed
-/// unchanged keeps the client's: no formatting, no new value).
+/// Sets a response's `Content-Length` to `len`, leaving one header that already says so as it is (a
+/// body relayed unchanged keeps the back-end's: no formatting, no new value). Requests need none:
+/// the back-end client writes their framing itself.
 fn set_length(headers: &mut HeaderMap, len: usize) {
     let mut values = headers.get_all(header::CONTENT_LENGTH).iter();
     let same = match (values.next(), values.next()) {
-        // Digits only, at most 19 (no overflow), read in place.
-        (Some(v), None) if (1..20).contains(&v.len()) => {
-            v.as_bytes().iter().try_fold(0usize, |n, &c| {
-                c.is_ascii_digit().then(|| n * 10 + usize::from(c - b'0'))
-            }) == Some(len)
+        (Some(v), None) => {
+            h1::parse_length(v.as_bytes()).is_ok_and(|n| u64::try_from(len) == Ok(n))
         }
         _ => false,
     };
