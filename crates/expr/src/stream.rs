@@ -1481,12 +1481,18 @@ struct Sink {
 }
 
 impl Sink {
-    fn feed(&mut self, form: &Form, mode: Mode, value: &str) {
+    /// One selected node's string value, in document order. Taken by value: the first one becomes
+    /// the answer's string as it is, without a copy.
+    fn feed(&mut self, form: &Form, mode: Mode, value: String) {
         self.count += 1;
         match form {
             Form::Nodes => {
                 if mode == Mode::String {
-                    self.text.push_str(value);
+                    if self.text.is_empty() {
+                        self.text = value;
+                    } else {
+                        self.text.push_str(&value);
+                    }
                 } else {
                     self.found = true;
                     self.done = true;
@@ -1497,7 +1503,7 @@ impl Sink {
                 self.done = true;
             }
             Form::Compare { value: lit, ne } => {
-                if (value == lit) != *ne {
+                if (value == *lit) != *ne {
                     self.found = true;
                     self.done = true;
                 }
@@ -1512,7 +1518,7 @@ impl Sink {
                 };
             }
             Form::StringOf | Form::NormalizeSpace => {
-                self.first = Some(value.to_owned());
+                self.first = Some(value);
                 self.done = true;
             }
         }
@@ -2313,7 +2319,7 @@ impl Run<'_> {
                         break;
                     }
                     let text = std::mem::take(&mut r.text);
-                    self.sink.feed(&self.p.form, self.mode, &text);
+                    self.sink.feed(&self.p.form, self.mode, text);
                 }
             }
             self.next += 1;
