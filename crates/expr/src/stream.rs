@@ -47,14 +47,21 @@ impl NameTest {
     fn matches(&self, ns: Option<&str>, local: &str) -> bool {
         match self {
             NameTest::Any => true,
-            NameTest::Name { ns: n, local: l } => {
-                short_eq(l.as_bytes(), local.as_bytes())
-                    && match (n, ns) {
-                        (Some(a), Some(b)) => short_eq(a.as_bytes(), b.as_bytes()),
-                        (None, None) => true,
-                        _ => false,
-                    }
+            NameTest::Name { local: l, .. } => {
+                short_eq(l.as_bytes(), local.as_bytes()) && self.ns_matches(ns)
             }
+        }
+    }
+
+    /// The namespace half of [`NameTest::matches`], for a name whose local part is known to pass.
+    fn ns_matches(&self, ns: Option<&str>) -> bool {
+        match self {
+            NameTest::Any => true,
+            NameTest::Name { ns: n, .. } => match (n, ns) {
+                (Some(a), Some(b)) => short_eq(a.as_bytes(), b.as_bytes()),
+                (None, None) => true,
+                _ => false,
+            },
         }
     }
 }
@@ -1942,7 +1949,8 @@ impl Run<'_> {
         if self.depth == 0 && self.root_seen {
             return None; // a second root element
         }
-        if self.inert_child(self.p.path.step_mask(local.as_bytes())) {
+        let mask = self.p.path.step_mask(local.as_bytes());
+        if self.inert_child(mask) {
             self.open_inert();
             return Some(());
         }
@@ -1964,15 +1972,21 @@ impl Run<'_> {
         f.clean = false;
         parent.clean = false;
         for (i, step) in path.steps.iter().enumerate() {
+            // The local name was tested by `step_mask` (every bit is set past 63 steps).
+            let named = if mask == u64::MAX {
+                step.test.matches(ns, local)
+            } else {
+                mask >> i & 1 != 0 && step.test.ns_matches(ns)
+            };
+            if !named {
+                continue;
+            }
             let base = if i == 0 {
                 (path.descendant || d == 1).then(Vec::new)
             } else {
                 parent.m.get(i - 1).cloned().flatten()
             };
             let Some(mut conds) = base else { continue };
-            if !step.test.matches(ns, local) {
-                continue;
-            }
             if let (Some(part), Some(_)) = (step.soap_once, parent.soap_env) {
                 if (part == SoapPart::Header && parent.seen_header)
                     || (part == SoapPart::Body && parent.seen_body)
