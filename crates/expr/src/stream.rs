@@ -45,11 +45,15 @@ enum NameTest {
 
 impl NameTest {
     fn matches(&self, ns: Option<&str>, local: &str) -> bool {
+        self.local_matches(local.as_bytes()) && self.ns_matches(ns)
+    }
+
+    /// The local-name half of [`NameTest::matches`] ([`Path::step_mask`] asks it of every step).
+    #[inline]
+    fn local_matches(&self, local: &[u8]) -> bool {
         match self {
             NameTest::Any => true,
-            NameTest::Name { local: l, .. } => {
-                short_eq(l.as_bytes(), local.as_bytes()) && self.ns_matches(ns)
-            }
+            NameTest::Name { local: l, .. } => short_eq(l.as_bytes(), local),
         }
     }
 
@@ -115,17 +119,14 @@ struct Path {
 impl Path {
     /// The steps (bit i for step i) whose name test an element with local name `local` passes, in
     /// some namespace. Every bit (never inert) when there are more than 63 steps.
+    #[inline]
     fn step_mask(&self, local: &[u8]) -> u64 {
         if self.steps.len() > 63 {
             return u64::MAX;
         }
         let mut mask = 0;
         for (i, step) in self.steps.iter().enumerate() {
-            let hit = match &step.test {
-                NameTest::Any => true,
-                NameTest::Name { local: l, .. } => short_eq(l.as_bytes(), local),
-            };
-            if hit {
+            if step.test.local_matches(local) {
                 mask |= 1 << i;
             }
         }
