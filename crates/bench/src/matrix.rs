@@ -354,6 +354,17 @@ fn shared_cpu(group: &[Cell], out: Vec<(Row, u64)>) -> Vec<(Row, u64)> {
         .collect()
 }
 
+/// The order of a group's cells in round `round`: as listed in even rounds, reversed in odd ones
+/// (A B, B A, A B, ...). No scenario always runs right after the same other one, and a drift of the
+/// machine's speed across two rounds falls on every scenario alike instead of always on the later.
+fn round_order(cells: usize, round: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..cells).collect();
+    if round % 2 == 1 {
+        order.reverse();
+    }
+    order
+}
+
 /// The round with the median throughput (the lower middle one for an even count), carrying every
 /// round's throughput and CPU when there was more than one.
 fn median_round(mut runs: Vec<(Row, u64)>) -> (Row, u64) {
@@ -674,7 +685,8 @@ fn run_in(spec: &MatrixSpec, command: &str, dir: &Path) -> std::io::Result<Repor
                     let rounds = spec.rounds.max(1);
                     let mut runs: Vec<Vec<(Row, u64)>> = vec![Vec::new(); group.len()];
                     for round in 0..rounds {
-                        for (k, c) in group.iter().enumerate() {
+                        for k in round_order(group.len(), round) {
+                            let c = &group[k];
                             if round == 0 {
                                 n += 1;
                             }
@@ -858,6 +870,14 @@ mod tests {
         assert!(Pinning::split("2", 2).unwrap_err().contains("outside"));
         assert!(Pinning::split("1-0", 2).is_err());
         assert!(Pinning::split("x", 2).unwrap_err().contains("bad CPU list"));
+    }
+
+    #[test]
+    fn rounds_alternate_their_order() {
+        assert_eq!(round_order(3, 0), [0, 1, 2]);
+        assert_eq!(round_order(3, 1), [2, 1, 0]);
+        assert_eq!(round_order(3, 2), [0, 1, 2]);
+        assert!(round_order(0, 1).is_empty());
     }
 
     #[test]

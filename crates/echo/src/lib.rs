@@ -12,6 +12,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
+use sluice_balance::Seat;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -54,11 +55,13 @@ async fn echo(req: Request<Incoming>, opts: EchoOptions) -> Result<Response<Inco
         .expect("a status and one valid header always build"))
 }
 
-/// Serves echo on `listener` until `stop` completes (in-flight connections are then dropped).
+/// Serves echo on `listener` until `stop` completes (in-flight connections are then dropped). `seat`
+/// is this worker's place among those accepting on the same socket ([`Seat::alone`] for one).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     opts: EchoOptions,
     stop: impl Future<Output = ()>,
+    mut seat: Seat,
 ) -> std::io::Result<()> {
     let mut builder = http1::Builder::new();
     builder
@@ -66,9 +69,17 @@ pub async fn serve(
         .writev(false);
     tokio::pin!(stop);
     loop {
-        let (sock, _) = tokio::select! {
+        let (sock, count) = tokio::select! {
+            handed = seat.handed() => handed,
             r = listener.accept() => match r {
-                Ok(s) => s,
+                Ok((sock, _)) => {
+                    let _ = sock.set_nodelay(true);
+                    // Kept here, or handed to the worker with the fewest connections.
+                    match seat.place(sock) {
+                        Some(kept) => kept,
+                        None => continue,
+                    }
+                }
                 Err(e) if is_transient(&e) => {
                     // Out of descriptors or a reset before accept: back off, never spin or die.
                     tokio::time::sleep(Duration::from_millis(10)).await;
@@ -78,11 +89,11 @@ pub async fn serve(
             },
             () = &mut stop => return Ok(()),
         };
-        let _ = sock.set_nodelay(true);
         let conn =
             builder.serve_connection(TokioIo::new(sock), service_fn(move |req| echo(req, opts)));
         tokio::spawn(async move {
             let _ = conn.await;
+            drop(count);
         });
     }
 }
@@ -128,7 +139,7 @@ impl EchoServer {
         listener.set_nonblocking(true)?;
         let (tx, rx) = tokio::sync::watch::channel(false);
         let mut handles = Vec::new();
-        for i in 0..threads.max(1) {
+        for (i, seat) in sluice_balance::seats(threads).into_iter().enumerate() {
             let l = listener.try_clone()?;
             let mut rx = rx.clone();
             let rt = tokio::runtime::Builder::new_current_thread()
@@ -145,7 +156,7 @@ impl EchoServer {
                             let stop = async move {
                                 let _ = rx.wait_for(|s| *s).await;
                             };
-                            let _ = serve(l, opts, stop).await;
+                            let _ = serve(l, opts, stop, seat).await;
                         });
                     })?,
             );

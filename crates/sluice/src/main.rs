@@ -239,8 +239,9 @@ fn bind(host: &str, port: u16) -> std::io::Result<std::net::TcpListener> {
     sluice_echo::bind(addr)
 }
 
-/// Serves on one single-threaded runtime per core, all accepting on the same socket. Each thread has
-/// its own back-end connection pool, so a request never changes thread and nothing is shared but the
+/// Serves on one single-threaded runtime per core, all accepting on the same socket; the accepted
+/// connections are spread evenly over them (`sluice_balance`). Each thread has its own back-end
+/// connection pool, so a request never changes thread and nothing is shared but the
 /// immutable plan (the model nginx and HAProxy use).
 fn serve(
     plan: Plan,
@@ -283,7 +284,7 @@ fn serve(
     let mut workers = Vec::with_capacity(threads);
     // Each worker reports once its runtime and listener are set up; "listening" is printed after all.
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
-    for i in 0..threads {
+    for (i, seat) in sluice_balance::seats(threads).into_iter().enumerate() {
         let l = match listener.try_clone() {
             Ok(l) => l,
             Err(e) => {
@@ -311,7 +312,7 @@ fn serve(
                     let stopped = async move {
                         let _ = stop.wait_for(|s| *s).await;
                     };
-                    sluice_transport::serve(l, engine, stopped, opts).await
+                    sluice_transport::serve(l, engine, stopped, opts, seat).await
                 })
             });
         match w {

@@ -5,11 +5,12 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
+use sluice_balance::{Counted, Seat};
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 
 #[derive(Clone, Debug)]
 pub struct ServerOptions {
@@ -35,12 +36,15 @@ fn out_of_descriptors(e: &std::io::Error) -> bool {
 }
 
 /// Serves until `shutdown` resolves, then stops accepting and waits up to `opts.grace` for open
-/// connections to finish their requests.
+/// connections to finish their requests. `seat` is this worker's place among the workers accepting on
+/// the same socket ([`Seat::alone`] for one): a connection it accepts goes to the worker with the
+/// fewest open ones, and it serves those the others hand it.
 pub async fn serve(
     listener: TcpListener,
     engine: Arc<Engine>,
     shutdown: impl Future<Output = ()>,
     opts: ServerOptions,
+    mut seat: Seat,
 ) -> std::io::Result<()> {
     let graceful = GracefulShutdown::new();
     let mut builder = http1::Builder::new();
@@ -53,24 +57,31 @@ pub async fn serve(
     let mut last_warning: Option<Instant> = None;
     let mut sweep = tokio::time::interval(crate::engine::BACKEND_SWEEP_INTERVAL);
     sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // A connection served here: its task holds the balance's count until it ends.
+    let start = |stream: TcpStream, count: Counted| {
+        let engine = engine.clone();
+        let svc = service_fn(move |req| {
+            let engine = engine.clone();
+            async move { Ok::<_, Infallible>(engine.handle(req).await) }
+        });
+        let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc));
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!("connection ended: {e}");
+            }
+            drop(count);
+        });
+    };
     loop {
         tokio::select! {
             _ = sweep.tick() => engine.sweep_backends(),
+            (stream, count) = seat.handed() => start(stream, count),
             r = listener.accept() => match r {
                 Ok((stream, _peer)) => {
                     let _ = stream.set_nodelay(true);
-                    let engine = engine.clone();
-                    let svc = service_fn(move |req| {
-                        let engine = engine.clone();
-                        async move { Ok::<_, Infallible>(engine.handle(req).await) }
-                    });
-                    let conn = builder.serve_connection(TokioIo::new(stream), svc);
-                    let conn = graceful.watch(conn);
-                    tokio::spawn(async move {
-                        if let Err(e) = conn.await {
-                            tracing::debug!("connection ended: {e}");
-                        }
-                    });
+                    if let Some((stream, count)) = seat.place(stream) {
+                        start(stream, count);
+                    }
                 }
                 Err(e) if out_of_descriptors(&e) => {
                     if last_warning.is_none_or(|t| t.elapsed() > Duration::from_secs(5)) {
@@ -86,6 +97,10 @@ pub async fn serve(
         }
     }
     drop(listener);
+    // Connections another worker handed over just before: served like the rest.
+    for (stream, count) in seat.close() {
+        start(stream, count);
+    }
     tracing::info!(
         "shutting down: no new connections; waiting up to {:?} for in-flight requests",
         opts.grace
