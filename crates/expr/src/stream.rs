@@ -838,19 +838,25 @@ impl StreamPath {
     /// it accepts, and as strict as libxml2 on what it reads.
     fn run_fast(&self, xml: &[u8], mode: Mode, exhaustive: bool) -> Result<Out, Halt> {
         use Halt::{Bail, Refuse};
-        // Small documents are checked for UTF-8 at once (cheaper than piece by piece); a large one piece
-        // by piece, so that an early answer does not pay for the whole, unless the answer is the text
-        // of every node a `//` path selects, which reads the whole document anyway.
+        // UTF-8 is checked over a prefix of the document at a time (cheaper than piece by piece),
+        // the prefix doubling as the reading goes past it: an answer decided early (a SOAP header)
+        // pays for a few KiB, not for the whole, and the whole is checked at most twice over. When the
+        // answer is the text of every node a `//` path selects, the whole document is read anyway: it
+        // is checked at once.
         let reads_all =
             self.path.descendant && matches!(self.form, Form::Nodes) && mode == Mode::String;
-        let whole = if xml.len() <= WHOLE_UTF8_CHECK || reads_all {
-            Some(simdutf8::basic::from_utf8(xml).map_err(|_| Bail)?)
+        let checked = std::cell::Cell::new(if reads_all {
+            simdutf8::basic::from_utf8(xml).map_err(|_| Bail)?
         } else {
-            None
-        };
-        let text = move |a: usize, b: usize| match whole {
-            Some(s) => s.get(a..b).ok_or(Bail),
-            None => simdutf8::basic::from_utf8(&xml[a..b]).map_err(|_| Bail),
+            ""
+        });
+        let text = |a: usize, b: usize| -> Result<&str, Halt> {
+            let s = checked.get();
+            if b <= s.len() {
+                return s.get(a..b).ok_or(Bail);
+            }
+            let s = longer_prefix(xml, &checked, b)?;
+            s.get(a..b).ok_or(Bail)
         };
         let mut run = self.new_run(mode);
         let mut tags = Tags::take();
@@ -1138,8 +1144,34 @@ enum Halt {
 
 const XML_NS: &str = "http://www.w3.org/XML/1998/namespace";
 
-/// Up to this size the fast reader checks the whole document's UTF-8 before it starts.
-const WHOLE_UTF8_CHECK: usize = 16 * 1024;
+/// The first prefix of a document whose UTF-8 the fast reader checks (it doubles from there).
+const UTF8_PREFIX: usize = 2048;
+
+/// The checked prefix grown past `b` (doubled at least), for the fast reader's `text`.
+#[cold]
+#[inline(never)]
+fn longer_prefix<'x>(
+    xml: &'x [u8],
+    checked: &std::cell::Cell<&'x str>,
+    b: usize,
+) -> Result<&'x str, Halt> {
+    let s = utf8_prefix(xml, b.max(2 * checked.get().len()).max(UTF8_PREFIX)).ok_or(Halt::Bail)?;
+    checked.set(s);
+    Ok(s)
+}
+
+/// `xml[..len]` (at most the whole) as text, the end moved back to the start of a character when
+/// `len` falls inside one; `None` when that prefix is not UTF-8.
+fn utf8_prefix(xml: &[u8], len: usize) -> Option<&str> {
+    let mut end = len.min(xml.len());
+    // A continuation byte at `end` means a character straddles it (at most three bytes back).
+    for _ in 0..3 {
+        if end < xml.len() && xml[end] & 0xC0 == 0x80 {
+            end -= 1;
+        }
+    }
+    simdutf8::basic::from_utf8(&xml[..end]).ok()
+}
 
 fn is_ws(c: u8) -> bool {
     matches!(c, b' ' | b'\t' | b'\n' | b'\r')
@@ -2703,6 +2735,54 @@ mod tests {
             routing.eval_string(ENVELOPE.as_bytes()).unwrap(),
             "xadmin;server1;community#1.0##"
         );
+    }
+
+    /// UTF-8 is checked a doubling prefix at a time: a character across a prefix's end is not cut,
+    /// answers past several prefixes are right, and a bad byte after the answer is never read (as
+    /// with any other malformation there).
+    #[test]
+    fn utf8_is_checked_a_prefix_at_a_time() {
+        let mut doc = String::from("<a><b>");
+        while doc.len() < UTF8_PREFIX - 1 {
+            doc.push('x');
+        }
+        doc.push('é'); // bytes 2047 and 2048: across the first prefix's end
+        doc.push_str("</b><c>ü</c>");
+        let d = doc.as_bytes();
+        assert_eq!(
+            utf8_prefix(d, UTF8_PREFIX).map(str::len),
+            Some(UTF8_PREFIX - 1)
+        );
+        assert_eq!(
+            utf8_prefix(d, UTF8_PREFIX + 1).map(str::len),
+            Some(UTF8_PREFIX + 1)
+        );
+        assert_eq!(utf8_prefix(d, usize::MAX).map(str::len), Some(d.len()));
+        assert_eq!(utf8_prefix(b"ab\xffcd", 2), Some("ab"));
+        assert_eq!(utf8_prefix(b"ab\xffcd", 4), None);
+        let mut long = doc.clone();
+        for k in 0..2000 {
+            long.push_str(&format!("<d>{k} ÿ</d>"));
+        }
+        long.push_str("<e>end</e></a>");
+        assert!(long.len() > 8 * UTF8_PREFIX);
+        assert_eq!(
+            sp("/a/c").eval_string(long.as_bytes()).as_deref(),
+            Some("ü")
+        );
+        assert_eq!(
+            sp("/a/e").eval_string(long.as_bytes()).as_deref(),
+            Some("end")
+        );
+        assert_eq!(
+            sp("count(/a/d)").eval_string(long.as_bytes()).as_deref(),
+            Some("2000")
+        );
+        let mut bad = b"<a><b>x</b>".to_vec();
+        bad.extend(std::iter::repeat_n(b'y', 3 * UTF8_PREFIX));
+        bad.extend(b"\xff</a>");
+        assert_eq!(sp("/a/b[1]").eval_string(&bad).as_deref(), Some("x"));
+        assert_eq!(sp("/a/b").eval_string(&bad), None);
     }
 
     #[test]
