@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Where Sluice's CPU goes under load, per request and per worker thread, for one WSO2 scenario:
-# throughput, Sluice's CPU µs per request (and the user-space part), involuntary context switches per
-# request, and each worker thread's CPU ticks over the window (an even split means the connections are
-# spread over the workers).
+# throughput, Sluice's CPU µs per request (and the user-space part), voluntary and involuntary context
+# switches per request, and each worker thread's CPU ticks over the window (an even split means the
+# connections are spread over the workers).
 #
 #   cargo build --release -p sluice -p sluice-bench -p sluice-echo
 #   crates/bench/cpu.sh CBRProxy 10240 [seconds] [rounds]
@@ -26,7 +26,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 ticks() { awk '{print $14, $15}' "/proc/$1/stat"; }
-invol() { cat /proc/"$1"/task/*/status | awk '/^nonvoluntary/ {n += $2} END {print n}'; }
+switches() { cat /proc/"$1"/task/*/status | awk '/^voluntary/ {v += $2} /^nonvoluntary/ {n += $2} END {print v, n}'; }
 threads() { for t in /proc/"$1"/task/*; do echo "$(cat "$t/comm") $(awk '{print $14 + $15}' "$t/stat")"; done; }
 
 for round in $(seq "$rounds"); do
@@ -41,11 +41,11 @@ for round in $(seq "$rounds"); do
     url="http://127.0.0.1:$port/services/$scenario"
     "${kit[@]}" "$rel/sluice-bench" load "$url" --size "$size" -c 100 -d 1 --warmup 0 >/dev/null
     read -r u1 s1 < <(ticks "$pid")
-    n1=$(invol "$pid")
+    read -r v1 n1 < <(switches "$pid")
     threads "$pid" >"$out/t1"
     "${kit[@]}" "$rel/sluice-bench" load "$url" --size "$size" -c 100 -d "$seconds" --warmup 0 >"$out/load"
     read -r u2 s2 < <(ticks "$pid")
-    n2=$(invol "$pid")
+    read -r v2 n2 < <(switches "$pid")
     threads "$pid" >"$out/t2"
     kill "$pid" "$echo_pid"
     wait "$pid" "$echo_pid" 2>/dev/null || true
@@ -53,7 +53,7 @@ for round in $(seq "$rounds"); do
     hz=$(getconf CLK_TCK)
     per_thread=$(paste "$out/t1" "$out/t2" | awk '$1 ~ /^sluice-[0-9]+$/ {printf "%s %d  ", $1, $4 - $2}')
     awk -v sc="$scenario" -v size="$size" -v n="$ok" -v secs="$seconds" -v hz="$hz" \
-        -v u="$((u2 - u1))" -v s="$((s2 - s1))" -v inv="$((n2 - n1))" -v th="$per_thread" \
-        'BEGIN { printf "%s %s: %d req/s, Sluice %.1f CPU us/request (user %.1f), %.3f involuntary switches/request; ticks per worker: %s\n",
-                 sc, size, n / secs, (u + s) * 1e6 / hz / n, u * 1e6 / hz / n, inv / n, th }'
+        -v u="$((u2 - u1))" -v s="$((s2 - s1))" -v inv="$((n2 - n1))" -v vol="$((v2 - v1))" -v th="$per_thread" \
+        'BEGIN { printf "%s %s: %d req/s, Sluice %.1f CPU us/request (user %.1f), switches/request %.3f voluntary %.3f involuntary; ticks per worker: %s\n",
+                 sc, size, n / secs, (u + s) * 1e6 / hz / n, u * 1e6 / hz / n, vol / n, inv / n, th }'
 done
