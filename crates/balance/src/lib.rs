@@ -183,12 +183,18 @@ mod tests {
         (client, accepted)
     }
 
-    #[tokio::test]
-    async fn connections_go_to_the_worker_with_the_fewest() {
+    /// A loopback listener and the seats of two workers.
+    async fn two_workers() -> (TcpListener, Seat, Seat) {
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let mut seats = seats(2);
-        let mut other = seats.pop().unwrap();
+        let other = seats.pop().unwrap();
         let first = seats.pop().unwrap();
+        (l, first, other)
+    }
+
+    #[tokio::test]
+    async fn connections_go_to_the_worker_with_the_fewest() {
+        let (l, first, mut other) = two_workers().await;
         let mut clients = Vec::new();
         let mut kept = Vec::new();
         // Worker 0 accepts four: equal counts keep one here, the next goes to worker 1, and so on.
@@ -226,10 +232,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_closed_seat_takes_nothing_more() {
-        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let mut seats = seats(2);
-        let mut other = seats.pop().unwrap();
-        let first = seats.pop().unwrap();
+        let (l, first, mut other) = two_workers().await;
         let (_c1, a1) = pair(&l).await;
         let here = first.place(a1).expect("kept");
         let (_c2, a2) = pair(&l).await;

@@ -55,8 +55,9 @@ pub struct MatrixSpec {
     /// Run the cells with a back-end delay for every target at once (they are latency-bound).
     pub concurrent_delayed: bool,
     pub progress: bool,
-    /// Times each cell without a back-end delay is measured, the targets interleaved round by round;
-    /// the median round is reported (the machine's noise moves single cells by up to 25 %).
+    /// Times each cell without a back-end delay is measured, the targets interleaved round by round
+    /// (reversed every other round); the median round is reported (the machine's noise moves single
+    /// cells by up to 25 %).
     pub rounds: usize,
     /// CPUs the proxies under test run on (`taskset -c`), the load generator and echo back-end on the
     /// others: WSO2's method (proxy, load and back-end on separate machines) on one machine. `None`: all

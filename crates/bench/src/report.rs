@@ -197,7 +197,7 @@ pub fn markdown(rep: &Report, charts: &[String]) -> String {
     if rep.rows.iter().any(|r| !r.rounds.is_empty()) {
         let _ = writeln!(
             s,
-            "\n## Every round\n\nEach cell without a back-end delay was measured {} times, the targets interleaved round by round; the tables above show the round with the median throughput. Throughput (req/s) and CPU µs/request of each round:\n",
+            "\n## Every round\n\nEach cell without a back-end delay was measured {} times, the targets interleaved round by round, in reversed order every other round; the tables above show the round with the median throughput. Throughput (req/s) and CPU µs/request of each round:\n",
             rep.rounds
         );
         s.push_str("| Target | Size | Users | Rounds |\n|---|---:|---:|---|\n");
