@@ -1166,7 +1166,7 @@ fn utf8_prefix(xml: &[u8], len: usize) -> Option<&str> {
     let mut end = len.min(xml.len());
     // A continuation byte at `end` means a character straddles it (at most three bytes back).
     for _ in 0..3 {
-        if end < xml.len() && xml[end] & 0xC0 == 0x80 {
+        if end > 0 && end < xml.len() && xml[end] & 0xC0 == 0x80 {
             end -= 1;
         }
     }
@@ -2760,6 +2760,8 @@ mod tests {
         assert_eq!(utf8_prefix(d, usize::MAX).map(str::len), Some(d.len()));
         assert_eq!(utf8_prefix(b"ab\xffcd", 2), Some("ab"));
         assert_eq!(utf8_prefix(b"ab\xffcd", 4), None);
+        // Continuation bytes from the start: never moved back past it.
+        assert_eq!(utf8_prefix(b"\x80\x80\x80\x80", 2), Some(""));
         let mut long = doc.clone();
         for k in 0..2000 {
             long.push_str(&format!("<d>{k} ÿ</d>"));
