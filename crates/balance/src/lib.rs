@@ -14,7 +14,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use tokio::net::TcpStream;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
 struct Slot {
@@ -131,6 +131,25 @@ impl Seat {
         }
     }
 
+    /// The next connection this worker serves: one it accepted on `listener` and kept, or one
+    /// another worker handed over. Those it accepts and hands on are not returned. Cancel-safe (for
+    /// `select!`); an accept error is returned as it is.
+    pub async fn accept(
+        &mut self,
+        listener: &TcpListener,
+    ) -> std::io::Result<(TcpStream, Counted)> {
+        loop {
+            tokio::select! {
+                handed = self.handed() => return Ok(handed),
+                r = listener.accept() => {
+                    if let Some(kept) = self.place(r?.0) {
+                        return Ok(kept);
+                    }
+                }
+            }
+        }
+    }
+
     /// The next connection another worker handed over (cancel-safe, for `select!`). Never ends
     /// while the seat is open.
     pub async fn handed(&mut self) -> (TcpStream, Counted) {
@@ -174,7 +193,6 @@ impl Seat {
 mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use tokio::net::TcpListener;
 
     /// A connected pair on loopback: (client side, accepted side).
     async fn pair(l: &TcpListener) -> (TcpStream, TcpStream) {
@@ -244,6 +262,21 @@ mod tests {
         let again = first.place(a3).expect("kept after the other closed");
         assert_eq!(first.open(), [2, 1]);
         drop((here, again, left));
+        assert_eq!(first.open(), [0, 0]);
+    }
+
+    #[tokio::test]
+    async fn accept_returns_kept_and_handed_connections() {
+        let (l, mut first, mut other) = two_workers().await;
+        // Worker 1 accepts two: it keeps the first and hands the second to worker 0.
+        let _c1 = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+        let _c2 = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+        let kept = other.accept(&l).await.unwrap();
+        let (a, _) = l.accept().await.unwrap();
+        assert!(other.place(a).is_none());
+        let handed = first.accept(&l).await.unwrap();
+        assert_eq!(first.open(), [1, 1]);
+        drop((kept, handed));
         assert_eq!(first.open(), [0, 0]);
     }
 

@@ -70,16 +70,8 @@ pub async fn serve(
     tokio::pin!(stop);
     loop {
         let (sock, count) = tokio::select! {
-            handed = seat.handed() => handed,
-            r = listener.accept() => match r {
-                Ok((sock, _)) => {
-                    let _ = sock.set_nodelay(true);
-                    // Kept here, or handed to the worker with the fewest connections.
-                    match seat.place(sock) {
-                        Some(kept) => kept,
-                        None => continue,
-                    }
-                }
+            r = seat.accept(&listener) => match r {
+                Ok(conn) => conn,
                 Err(e) if is_transient(&e) => {
                     // Out of descriptors or a reset before accept: back off, never spin or die.
                     tokio::time::sleep(Duration::from_millis(10)).await;
@@ -89,6 +81,7 @@ pub async fn serve(
             },
             () = &mut stop => return Ok(()),
         };
+        let _ = sock.set_nodelay(true);
         let conn =
             builder.serve_connection(TokioIo::new(sock), service_fn(move |req| echo(req, opts)));
         tokio::spawn(async move {

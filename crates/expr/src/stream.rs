@@ -851,11 +851,10 @@ impl StreamPath {
             ""
         });
         let text = |a: usize, b: usize| -> Result<&str, Halt> {
-            let s = checked.get();
-            if b <= s.len() {
-                return s.get(a..b).ok_or(Bail);
+            let mut s = checked.get();
+            if b > s.len() {
+                s = longer_prefix(xml, &checked, b)?;
             }
-            let s = longer_prefix(xml, &checked, b)?;
             s.get(a..b).ok_or(Bail)
         };
         let mut run = self.new_run(mode);

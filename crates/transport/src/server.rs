@@ -75,13 +75,10 @@ pub async fn serve(
     loop {
         tokio::select! {
             _ = sweep.tick() => engine.sweep_backends(),
-            (stream, count) = seat.handed() => start(stream, count),
-            r = listener.accept() => match r {
-                Ok((stream, _peer)) => {
+            r = seat.accept(&listener) => match r {
+                Ok((stream, count)) => {
                     let _ = stream.set_nodelay(true);
-                    if let Some((stream, count)) = seat.place(stream) {
-                        start(stream, count);
-                    }
+                    start(stream, count);
                 }
                 Err(e) if out_of_descriptors(&e) => {
                     if last_warning.is_none_or(|t| t.elapsed() > Duration::from_secs(5)) {
