@@ -320,7 +320,8 @@ struct Response {
     assert_ok: bool,
 }
 
-enum Framing {
+/// How a response's body is delimited.
+pub enum Framing {
     Length(usize),
     Chunked,
     Close,
@@ -393,10 +394,11 @@ impl Conn {
     }
 }
 
-type Head = (u16, Framing, bool, usize);
+/// A parsed response head: status, body framing, keep-alive, head length.
+pub type Head = (u16, Framing, bool, usize);
 
 /// Parses a response head if complete: status, body framing, keep-alive, head length.
-fn parse_head(buf: &[u8]) -> std::io::Result<Option<Head>> {
+pub fn parse_head(buf: &[u8]) -> std::io::Result<Option<Head>> {
     let mut headers = [httparse::EMPTY_HEADER; 32];
     let mut r = httparse::Response::new(&mut headers);
     let n = match r.parse(buf) {
@@ -435,7 +437,7 @@ fn parse_head(buf: &[u8]) -> std::io::Result<Option<Head>> {
 
 /// One chunk if complete: (size, bytes used including its CRLFs). The last chunk (size 0) also takes
 /// the trailer section's final CRLF (trailers are not expected and are rejected).
-fn chunk(buf: &[u8]) -> std::io::Result<Option<(usize, usize)>> {
+pub fn chunk(buf: &[u8]) -> std::io::Result<Option<(usize, usize)>> {
     let Some(eol) = memchr::memmem::find(buf, b"\r\n") else {
         return Ok(None);
     };
@@ -445,7 +447,10 @@ fn chunk(buf: &[u8]) -> std::io::Result<Option<(usize, usize)>> {
         .ok()
         .and_then(|h| usize::from_str_radix(h.trim(), 16).ok())
         .ok_or_else(|| std::io::Error::other("bad chunk size"))?;
-    let used = eol + 2 + size + 2;
+    // A size near usize::MAX must not wrap the sum round to a small, "complete" chunk.
+    let used = size
+        .checked_add(eol + 4)
+        .ok_or_else(|| std::io::Error::other("bad chunk size"))?;
     if buf.len() < used {
         return Ok(None);
     }
@@ -488,6 +493,8 @@ mod tests {
         assert_eq!(chunk(b"a;ext=1\r\n0123").unwrap(), None);
         assert!(chunk(b"zz\r\n").is_err());
         assert!(chunk(b"1\r\nabc").is_err());
+        // The largest size: refused, not wrapped round to a short chunk (or a panic).
+        assert!(chunk(b"ffffffffffffffff\r\nab\r\n").is_err());
     }
 
     #[test]
