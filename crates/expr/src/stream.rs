@@ -1823,16 +1823,16 @@ impl Sibling {
     /// every `<` and `>` in it belongs to a tag). A child with too many runs turns patterns off for
     /// the rest of the span (its siblings are likely as large: not scanned again to find out).
     fn learn(pattern: &mut Option<Sibling>, xml: &[u8], from: usize, to: usize) {
-        let missed = match pattern {
-            Some(p) if p.missed >= SIBLING_MISSES => return,
-            Some(p) => p.missed,
-            None => 0,
-        };
-        let mut p = Sibling {
+        // Rebuilt in place (it is 1 KiB): only `runs[..len]` is ever read; `missed` carries over.
+        let p = pattern.get_or_insert_with(|| Sibling {
             runs: [Markup::default(); SIBLING_RUNS],
             len: 0,
-            missed,
-        };
+            missed: 0,
+        });
+        if p.missed >= SIBLING_MISSES {
+            return;
+        }
+        p.len = 0;
         let mut start = from;
         for gt in memchr::memchr_iter(b'>', &xml[from..to]).map(|k| from + k) {
             if gt + 1 == to || xml[gt + 1] != b'<' {
@@ -1845,7 +1845,6 @@ impl Sibling {
                 start = memchr::memchr(b'<', &xml[gt + 1..to]).map_or(to, |k| gt + 1 + k);
             }
         }
-        *pattern = Some(p);
     }
 
     /// The child at `at` (a `<`) if its markup is the pattern's with plain text between: the index
