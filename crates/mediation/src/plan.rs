@@ -31,8 +31,9 @@ pub struct ProxyPlan {
 }
 
 impl ProxyPlan {
-    /// Whether the request path must read the body (anything in the in-sequence or, after an error, the
-    /// fault sequence). Decided at load.
+    /// Whether the request path must read the body before the in-sequence runs (something in the
+    /// in-sequence reads it). Decided at load. A fault sequence that reads the body reads it when it
+    /// runs, from the stream the failed call did not touch.
     pub fn request_body_need(&self) -> BodyNeed {
         self.in_seq.body_need
     }

@@ -164,6 +164,15 @@ impl RelayBody {
             activity,
         }))
     }
+
+    /// The stream a relayed body reads from, taken back unread (bytes already read before it, which
+    /// the message still holds, are dropped).
+    pub fn into_inbound(self) -> Option<Inbound> {
+        match self {
+            RelayBody::Stream(s) => Some(s.inner),
+            _ => None,
+        }
+    }
 }
 
 impl Body for RelayBody {

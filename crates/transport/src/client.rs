@@ -44,6 +44,12 @@ const POOLED_TRIES: usize = 3;
 /// Times a request is sent again after a new connection was reset before any response byte.
 const FRESH_RETRIES: usize = 2;
 
+/// A request the back-end did not answer: why, and the request's body when none of it was read.
+pub struct Unsent {
+    pub error: Error,
+    pub body: Option<RelayBody>,
+}
+
 #[derive(Clone)]
 pub struct BackendClient {
     inner: Arc<Inner>,
@@ -191,17 +197,36 @@ impl BackendClient {
     }
 
     /// Sends a request and returns the response once its head is in; the body is read as it is polled.
+    /// On failure, the request's body comes back when none of it was read (the connection failed
+    /// first), so that a fault sequence can still read it or send it elsewhere.
     pub async fn send(
         &self,
         req: Request<RelayBody>,
         ep: &EndpointPlan,
-    ) -> Result<Response<BackendBody>, Error> {
+    ) -> Result<Response<BackendBody>, Unsent> {
         let (parts, body) = req.into_parts();
         let framing = request_framing(&parts.headers, &body);
         let pq = ep.uri.path_and_query().map_or("/", |p| p.as_str());
         let mut head = BytesMut::with_capacity(512);
         h1::write_request_head(&parts.method, pq, &parts.headers, framing, &mut head);
         let mut writer = Writer::new(head, body, framing);
+        match self.exchange_retried(&mut writer, &parts.method, ep).await {
+            Ok((head, conn)) => Ok(self.response(head, conn, writer, ep)),
+            Err(error) => Err(Unsent {
+                error,
+                body: writer.unread_body(),
+            }),
+        }
+    }
+
+    /// Writes the request on a pooled or new connection and reads the response head, sending the
+    /// request again on another connection where that is safe.
+    async fn exchange_retried(
+        &self,
+        writer: &mut Writer,
+        method: &Method,
+        ep: &EndpointPlan,
+    ) -> Result<(h1::ResponseHead, Conn), Error> {
         let (mut pooled_tries, mut fresh_tries) = (0, 0);
         loop {
             let pooled = if pooled_tries < POOLED_TRIES {
@@ -214,8 +239,8 @@ impl BackendClient {
                 Some(c) => c,
                 None => self.connect(ep).await?,
             };
-            match exchange(&mut conn, &mut writer, &parts.method).await {
-                Ok(head) => return Ok(self.response(head, conn, writer, ep)),
+            match exchange(&mut conn, writer, method).await {
+                Ok(head) => return Ok((head, conn)),
                 // The connection ended before any byte of a response: a kept-alive one the back-end
                 // closed as the request went out, or a new one it reset (a full accept queue does
                 // that). Either way it did not take the request: send it again, on another connection.
@@ -341,6 +366,8 @@ struct Writer {
     /// Every piece framed so far, while they are few bytes: what a retry sends again.
     sent: Option<Vec<Bytes>>,
     sent_len: usize,
+    /// Whether anything was taken from `body` (a frame or its end).
+    pulled: bool,
 }
 
 impl Writer {
@@ -358,6 +385,7 @@ impl Writer {
             body_done: matches!(body, RelayBody::Empty),
             sent: Some(Vec::new()),
             sent_len: 0,
+            pulled: false,
         };
         w.push(head.freeze());
         if let RelayBody::Full(b) = &mut body {
@@ -425,10 +453,18 @@ impl Writer {
         true
     }
 
+    /// The request's streamed body, when nothing was read from it yet.
+    fn unread_body(&mut self) -> Option<RelayBody> {
+        (!self.pulled && matches!(self.body, RelayBody::Stream(_)))
+            .then(|| std::mem::replace(&mut self.body, RelayBody::Empty))
+    }
+
     /// Takes the body frames that are ready (while few bytes wait), and frames them.
     fn pull(&mut self, cx: &mut Context<'_>) -> Result<(), Failure> {
         while !self.body_done && self.buffered() < COALESCE_LIMIT {
-            match Pin::new(&mut self.body).poll_frame(cx) {
+            let polled = Pin::new(&mut self.body).poll_frame(cx);
+            self.pulled |= polled.is_ready();
+            match polled {
                 Poll::Pending => break,
                 Poll::Ready(None) => {
                     self.body_done = true;

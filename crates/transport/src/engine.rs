@@ -3,7 +3,7 @@
 //! relayed as streams.
 
 use crate::body::{Activity, IdleTimeout, Inbound, RelayBody};
-use crate::client::{BackendBody, BackendClient};
+use crate::client::{BackendBody, BackendClient, Unsent};
 use crate::h1;
 use crate::headers::strip_hop_by_hop;
 use bytes::Bytes;
@@ -259,7 +259,7 @@ impl Engine {
                         let _ = resp.into_body().collect().await;
                     }
                     Err(e) => {
-                        tracing::warn!(proxy = %msg.service, "one-way send failed: {}", e.reason())
+                        tracing::warn!(proxy = %msg.service, "one-way send failed: {}", e.error.reason())
                     }
                 }
             });
@@ -275,17 +275,22 @@ impl Engine {
             let limit = ep.timeout.unwrap_or(self.opts.default_timeout);
             let resp = match send_with_timeout(&self.client, req, &ep, activity, limit).await {
                 Ok(r) => r,
-                Err(e) => {
+                Err(Unsent { error: e, body }) => {
+                    // A request body nothing was read from (the connection failed first) is the
+                    // fault sequence's to read or to send elsewhere.
+                    let stream = body.and_then(RelayBody::into_inbound);
                     if e.kind == ErrorKind::ResponseTimeout
                         && ep.timeout_action == sluice_config::TimeoutAction::Discard
                     {
                         tracing::warn!(proxy = %proxy.name, "{} (responseAction discard)", e.reason());
+                        discard(stream).await;
                         return self.default_fault(msg.soap, &e);
                     }
                     return if depth == Depth::Normal {
-                        self.fault_flow(proxy, msg, e, None).await
+                        self.fault_flow(proxy, msg, e, stream).await
                     } else {
                         tracing::warn!(proxy = %proxy.name, "{}", e.reason());
+                        discard(stream).await;
                         self.default_fault(msg.soap, &e)
                     };
                 }
@@ -304,7 +309,7 @@ impl Engine {
                 }
             }
             match exec::run(&out.steps, &mut rmsg) {
-                Err(e) => return self.fault_flow(proxy, rmsg, e, None).await,
+                Err(e) => return self.fault_flow(proxy, rmsg, e, rstream).await,
                 Ok(Flow::Continue | Flow::Send(None) | Flow::Respond) => {
                     return client_response(rmsg, rstream, Some(idle))
                 }
@@ -344,6 +349,32 @@ impl Engine {
             .set("ERROR_CODE", err.kind.synapse_code().to_string());
         msg.props.set("ERROR_MESSAGE", err.reason());
         msg.props.set("ERROR_DETAIL", err.reason());
+        // A fault sequence that reads the body reads it now, from the stream nothing consumed (the
+        // body a mediator needed before is already in the message).
+        let mut stream = stream;
+        if fs.body_need != BodyNeed::None && stream.is_some() {
+            let what = if msg.is_response() {
+                "response"
+            } else {
+                "request"
+            };
+            match std::mem::replace(&mut msg.body, Body::Empty) {
+                Body::Stream => match self.buffer(stream.take(), what).await {
+                    Ok(b) => msg.body = Body::Bytes(b),
+                    Err(e) => return self.default_fault(msg.soap, &e),
+                },
+                Body::Head(head) => match self.buffer(stream.take(), what).await {
+                    Ok(rest) => {
+                        let mut all = bytes::BytesMut::with_capacity(head.len() + rest.len());
+                        all.extend_from_slice(&head);
+                        all.extend_from_slice(&rest);
+                        msg.body = Body::Bytes(all.freeze());
+                    }
+                    Err(e) => return self.default_fault(msg.soap, &e),
+                },
+                other => msg.body = other,
+            }
+        }
         msg.direction = Direction::Request;
         let soap = msg.soap;
         match exec::run(&fs.steps, &mut msg) {
@@ -561,7 +592,7 @@ async fn send_with_timeout(
     ep: &EndpointPlan,
     activity: Option<Arc<Activity>>,
     limit: Duration,
-) -> Result<http::Response<BackendBody>, Error> {
+) -> Result<http::Response<BackendBody>, Unsent> {
     let fut = client.send(req, ep);
     tokio::pin!(fut);
     let mut deadline = tokio::time::Instant::now() + limit;
@@ -577,7 +608,8 @@ async fn send_with_timeout(
                         continue;
                     }
                 }
-                return Err(Error::new(ErrorKind::ResponseTimeout, format!("{} did not answer within {} ms", ep.describe(), limit.as_millis())));
+                let error = Error::new(ErrorKind::ResponseTimeout, format!("{} did not answer within {} ms", ep.describe(), limit.as_millis()));
+                return Err(Unsent { error, body: None });
             }
         }
     }
