@@ -309,7 +309,7 @@ impl Engine {
                 }
             }
             match exec::run(&out.steps, &mut rmsg) {
-                Err(e) => return self.fault_flow(proxy, rmsg, e, rstream).await,
+                Err(e) => return self.fault_flow(proxy, rmsg, e, None).await,
                 Ok(Flow::Continue | Flow::Send(None) | Flow::Respond) => {
                     return client_response(rmsg, rstream, Some(idle))
                 }
