@@ -358,21 +358,25 @@ impl Engine {
             } else {
                 "request"
             };
-            match std::mem::replace(&mut msg.body, Body::Empty) {
-                Body::Stream => match self.buffer(stream.take(), what).await {
-                    Ok(b) => msg.body = Body::Bytes(b),
-                    Err(e) => return self.default_fault(msg.soap, &e),
-                },
-                Body::Head(head) => match self.buffer(stream.take(), what).await {
+            // What was read before the stream (a SOAP header's bytes), then the rest of it.
+            let before = match std::mem::replace(&mut msg.body, Body::Empty) {
+                Body::Stream => Some(Bytes::new()),
+                Body::Head(head) => Some(head),
+                other => {
+                    msg.body = other;
+                    None
+                }
+            };
+            if let Some(before) = before {
+                match self.buffer(stream.take(), what).await {
                     Ok(rest) => {
-                        let mut all = bytes::BytesMut::with_capacity(head.len() + rest.len());
-                        all.extend_from_slice(&head);
-                        all.extend_from_slice(&rest);
-                        msg.body = Body::Bytes(all.freeze());
+                        let mut all = Gathered::default();
+                        all.push(before);
+                        all.push(rest);
+                        msg.body = Body::Bytes(all.finish());
                     }
                     Err(e) => return self.default_fault(msg.soap, &e),
-                },
-                other => msg.body = other,
+                }
             }
         }
         msg.direction = Direction::Request;
