@@ -11,6 +11,8 @@
 # 100 users, then measures `seconds` (default 4) of 100 users' load. SLUICE=path picks another binary;
 # KIT_BATCH=1 runs the echo back-end and the load generator under SCHED_BATCH (chrt -b), so that
 # their wake-ups do not preempt Sluice.
+# PIN=1 pins each Sluice worker thread (sluice-N) to CPU N once Sluice is up, so that no worker moves
+# between cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 scenario=${1:?scenario, e.g. CBRProxy}
@@ -38,6 +40,12 @@ for round in $(seq "$rounds"); do
         --endpoint "RealService=http://127.0.0.1:$echo_port/services/EchoService" >"$out/sluice.out" 2>&1 &
     pid=$!
     for _ in $(seq 100); do grep -q listening "$out/sluice.out" && break; sleep 0.1; done
+    if [ "${PIN:-0}" = 1 ]; then
+        for t in /proc/"$pid"/task/*; do
+            name=$(cat "$t/comm")
+            case $name in sluice-[0-9]*) taskset -p -c "${name#sluice-}" "${t##*/}" >/dev/null ;; esac
+        done
+    fi
     url="http://127.0.0.1:$port/services/$scenario"
     "${kit[@]}" "$rel/sluice-bench" load "$url" --size "$size" -c 100 -d 1 --warmup 0 >/dev/null
     read -r u1 s1 < <(ticks "$pid")
