@@ -226,6 +226,74 @@ async fn invalid_responses_give_502_naming_the_problem() {
     assert!(fds <= baseline, "descriptors: {fds} > {baseline}");
 }
 
+/// A back-end that reads a whole request on a new connection and then closes it without a word may
+/// have acted on it: the request is not sent again (a POST would be duplicated), and the client gets
+/// a 502 naming the closed connection. (A new connection reset before the request was read, and a
+/// pooled one the back-end closed while idle, are still sent again: nothing acted on them.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_read_then_left_unanswered_is_not_sent_again() {
+    let (addr, log) = scripted(|_| (Vec::new(), true)).await;
+    let s = Sluice::failures_config(addr);
+    let mut c = Conn::open(s.addr).await;
+    let r = c
+        .post("/services/Plain", SOAP_HEADERS, BODY.into())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert!(r.text().contains("closed the connection"), "{}", r.text());
+    assert_eq!(
+        log.requests.lock().unwrap().len(),
+        1,
+        "the request reached the back-end again"
+    );
+    assert_eq!(log.connections.load(Ordering::SeqCst), 1);
+}
+
+/// A new connection the back-end resets with the request unread (it closes the socket with the
+/// bytes still waiting, as an overloaded server does) did not take the request: it is sent again on
+/// another connection, which answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_reset_unread_is_sent_again() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let requests = Arc::new(AtomicUsize::new(0));
+    let seen = requests.clone();
+    tokio::spawn(async move {
+        let mut first = true;
+        loop {
+            let Ok((mut s, _)) = listener.accept().await else {
+                continue;
+            };
+            if std::mem::take(&mut first) {
+                // Closing with unread bytes resets the connection: wait until the request's first
+                // bytes are there (peek leaves them unread), then close.
+                let _ = s.peek(&mut [0u8; 1]).await;
+                drop(s);
+                continue;
+            }
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                while read_request(&mut s, &mut buf).await.is_some() {
+                    seen.fetch_add(1, Ordering::SeqCst);
+                    if s.write_all(&ok_with_length("<done/>")).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let s = Sluice::failures_config(addr);
+    let mut c = Conn::open(s.addr).await;
+    let r = c
+        .post("/services/Plain", SOAP_HEADERS, BODY.into())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.text(), "<done/>");
+    assert_eq!(requests.load(Ordering::SeqCst), 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chunked_request_body_is_relayed_chunked() {
     let (addr, log) = scripted(|_| (ok_with_length("<fine/>"), false)).await;

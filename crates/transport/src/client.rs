@@ -41,7 +41,8 @@ const READ_MIN: usize = 8 * 1024;
 const READ_MAX: usize = 64 * 1024;
 /// Pooled connections tried before a new one is opened.
 const POOLED_TRIES: usize = 3;
-/// Times a request is sent again after a new connection was reset before any response byte.
+/// Times a request is sent again after a new connection was reset (not closed) before any response
+/// byte.
 const FRESH_RETRIES: usize = 2;
 
 /// A request the back-end did not answer: why, and the request's body when none of it was read.
@@ -242,11 +243,14 @@ impl BackendClient {
             match exchange(&mut conn, writer, method).await {
                 Ok(head) => return Ok((head, conn)),
                 // The connection ended before any byte of a response: a kept-alive one the back-end
-                // closed as the request went out, or a new one it reset (a full accept queue does
-                // that). Either way it did not take the request: send it again, on another connection.
-                Err(Failure::Closed { any_bytes: false })
-                    if (reused || fresh_tries < FRESH_RETRIES) && writer.rewind() =>
-                {
+                // closed as the request went out, or a new one it reset with the request unread (a
+                // full accept queue does that). Neither took the request: send it again, on another
+                // connection. A new connection closed without a reset may have had the request read
+                // and acted on: sending it again could duplicate a POST.
+                Err(Failure::Closed {
+                    any_bytes: false,
+                    reset,
+                }) if (reused || (reset && fresh_tries < FRESH_RETRIES)) && writer.rewind() => {
                     if reused {
                         pooled_tries += 1;
                     } else {
@@ -305,9 +309,11 @@ fn request_framing(headers: &HeaderMap, body: &RelayBody) -> RequestFraming {
 /// Why an exchange failed.
 enum Failure {
     Io(io::Error),
-    /// The back-end ended the connection; `any_bytes` if it had sent part of a response.
+    /// The back-end ended the connection; `any_bytes` if it had sent part of a response, `reset` if
+    /// it reset the connection (data it never read was left) rather than closing it.
     Closed {
         any_bytes: bool,
+        reset: bool,
     },
     Protocol(ProtocolError),
     /// The request body (from the client) failed.
@@ -597,6 +603,7 @@ async fn exchange(
                 Ok(0) => {
                     return Poll::Ready(Err(Failure::Closed {
                         any_bytes: !conn.rbuf.is_empty(),
+                        reset: false,
                     }))
                 }
                 Ok(_) => {}
@@ -607,7 +614,10 @@ async fn exchange(
                             io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
                         ) =>
                 {
-                    return Poll::Ready(Err(Failure::Closed { any_bytes: false }))
+                    return Poll::Ready(Err(Failure::Closed {
+                        any_bytes: false,
+                        reset: true,
+                    }))
                 }
                 Err(e) => return Poll::Ready(Err(Failure::Io(e))),
             }
@@ -721,7 +731,10 @@ impl Body for BackendBody {
                         this.finish();
                         return Poll::Ready(None);
                     }
-                    return this.fail(Failure::Closed { any_bytes: true });
+                    return this.fail(Failure::Closed {
+                        any_bytes: true,
+                        reset: false,
+                    });
                 }
                 Poll::Ready(Ok(_)) => {}
                 Poll::Ready(Err(e)) => return this.fail(Failure::Io(e)),
