@@ -126,19 +126,21 @@ pub enum TimeoutAction {
     Never,
 }
 
+/// `<suspendOnFailure>`. Numbers are kept signed as Synapse reads them: WSO2 tooling writes
+/// `<initialDuration>-1</initialDuration>` and `<progressionFactor>-1</progressionFactor>`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SuspendOnFailure {
     pub error_codes: Vec<i64>,
-    pub initial_duration_ms: Option<u64>,
+    pub initial_duration_ms: Option<i64>,
     pub progression_factor: Option<f64>,
-    pub maximum_duration_ms: Option<u64>,
+    pub maximum_duration_ms: Option<i64>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct MarkForSuspension {
     pub error_codes: Vec<i64>,
-    pub retries_before_suspension: Option<u32>,
-    pub retry_delay_ms: Option<u64>,
+    pub retries_before_suspension: Option<i64>,
+    pub retry_delay_ms: Option<i64>,
 }
 
 #[derive(Clone, Debug)]

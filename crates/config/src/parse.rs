@@ -563,6 +563,13 @@ impl<'a, 'input> FileParser<'a, 'input> {
                 "timeout" => a.timeout = Some(self.timeout(c)),
                 "suspendOnFailure" => a.suspend_on_failure = self.suspend_on_failure(c),
                 "markForSuspension" => a.mark_for_suspension = self.mark_for_suspension(c),
+                // Synapse's older form: seconds, with no progression.
+                "suspendDurationOnFailure" => {
+                    if let Some(secs) = self.number::<i64>(c) {
+                        a.suspend_on_failure.initial_duration_ms = Some(secs.saturating_mul(1000));
+                        a.suspend_on_failure.progression_factor = Some(1.0);
+                    }
+                }
                 "retryConfig" | "enableAddressing" | "enableRM" | "description" | "property" => {
                     self.report(Severity::Warning, c, "not implemented yet; ignored");
                 }
@@ -1593,6 +1600,37 @@ mod tests {
         };
         assert_eq!(l.level, LogLevel::Custom);
         assert_eq!(seq.mediators[0].loc.line, 3);
+    }
+
+    #[test]
+    fn suspension_settings_as_wso2_tooling_writes_them() {
+        // Integration Studio writes -1 for "unset"; Synapse reads these as signed numbers.
+        let (cfg, d) = parse(&format!(
+            r#"<definitions {NS}>
+  <endpoint name="E"><address uri="http://h/x">
+    <suspendOnFailure><errorCodes>101503, 101504</errorCodes><initialDuration>-1</initialDuration>
+      <progressionFactor>-1</progressionFactor><maximumDuration>0</maximumDuration></suspendOnFailure>
+    <markForSuspension><errorCodes>-1</errorCodes><retriesBeforeSuspension>0</retriesBeforeSuspension>
+      <retryDelay>0</retryDelay></markForSuspension>
+  </address></endpoint>
+  <endpoint name="Old"><address uri="http://h/y"><suspendDurationOnFailure>5</suspendDurationOnFailure></address></endpoint>
+</definitions>"#
+        ));
+        assert!(d.items.is_empty(), "{:?}", d.items);
+        let EndpointKind::Address(a) = &cfg.endpoints[0].kind else {
+            panic!()
+        };
+        assert_eq!(a.suspend_on_failure.error_codes, vec![101503, 101504]);
+        assert_eq!(a.suspend_on_failure.initial_duration_ms, Some(-1));
+        assert_eq!(a.suspend_on_failure.progression_factor, Some(-1.0));
+        assert_eq!(a.suspend_on_failure.maximum_duration_ms, Some(0));
+        assert_eq!(a.mark_for_suspension.error_codes, vec![-1]);
+        assert_eq!(a.mark_for_suspension.retries_before_suspension, Some(0));
+        let EndpointKind::Address(old) = &cfg.endpoints[1].kind else {
+            panic!()
+        };
+        assert_eq!(old.suspend_on_failure.initial_duration_ms, Some(5000));
+        assert_eq!(old.suspend_on_failure.progression_factor, Some(1.0));
     }
 
     #[test]

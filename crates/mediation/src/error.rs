@@ -15,6 +15,9 @@ pub enum ErrorKind {
     ConnectionClosed,
     /// The back-end sent something that is not HTTP/1.1.
     BackendProtocol,
+    /// The endpoint is suspended after failures (`suspendOnFailure`, `markForSuspension`): nothing
+    /// was sent.
+    EndpointSuspended,
     /// Reading the client's request failed, or it is malformed.
     BadRequest,
     /// No deployed service at that path.
@@ -38,6 +41,7 @@ impl ErrorKind {
             ErrorKind::ResponseTimeout => 101504,
             ErrorKind::ConnectionClosed => 101505,
             ErrorKind::BackendProtocol => 101506,
+            ErrorKind::EndpointSuspended => 303001,
             ErrorKind::BadRequest => 101001,
             ErrorKind::NotFound => 404,
             ErrorKind::PayloadTooLarge => 101001,
@@ -52,6 +56,7 @@ impl ErrorKind {
                 502
             }
             ErrorKind::ConnectTimeout | ErrorKind::ResponseTimeout => 504,
+            ErrorKind::EndpointSuspended => 503,
             ErrorKind::BadRequest => 400,
             ErrorKind::NotFound => 404,
             ErrorKind::PayloadTooLarge => 413,
@@ -61,7 +66,10 @@ impl ErrorKind {
 
     /// Whether sending the same request again (to this or another endpoint) could succeed.
     pub fn retryable(self) -> bool {
-        matches!(self, ErrorKind::ConnectFailed | ErrorKind::ConnectTimeout)
+        matches!(
+            self,
+            ErrorKind::ConnectFailed | ErrorKind::ConnectTimeout | ErrorKind::EndpointSuspended
+        )
     }
 
     /// Whether the client, not the server side, is at fault (SOAP `Client` / `Sender` code).
@@ -81,6 +89,7 @@ impl ErrorKind {
                 "the back-end closed the connection before a complete response"
             }
             ErrorKind::BackendProtocol => "the back-end sent an invalid HTTP response",
+            ErrorKind::EndpointSuspended => "the endpoint is suspended after failures",
             ErrorKind::BadRequest => "bad request",
             ErrorKind::NotFound => "not found",
             ErrorKind::PayloadTooLarge => "message too large",

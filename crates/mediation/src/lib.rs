@@ -4,6 +4,7 @@
 pub mod error;
 pub mod exec;
 pub mod fault;
+pub mod health;
 pub mod message;
 pub mod plan;
 

@@ -2,6 +2,7 @@
 //! keys resolved, values checked; what each flow needs of the body is decided here.
 
 use crate::fault::{self, Detail, FaultParts};
+use crate::health::{EndpointHealth, SuspendPolicy};
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Uri};
 use sluice_config::{self as cfg, Diagnostics, FaultVersion, Location, Severity};
@@ -84,8 +85,8 @@ pub struct EndpointPlan {
     pub host: HeaderValue,
     pub timeout: Option<Duration>,
     pub timeout_action: cfg::TimeoutAction,
-    pub suspend_on_failure: cfg::SuspendOnFailure,
-    pub mark_for_suspension: cfg::MarkForSuspension,
+    /// Suspension state, shared by every reference to the same definition.
+    pub health: Arc<EndpointHealth>,
 }
 
 impl EndpointPlan {
@@ -99,6 +100,10 @@ impl EndpointPlan {
         mark_for_suspension: cfg::MarkForSuspension,
     ) -> Self {
         let label = format!("endpoint {name} ({uri})").into();
+        let health = Arc::new(EndpointHealth::new(SuspendPolicy::new(
+            &suspend_on_failure,
+            &mark_for_suspension,
+        )));
         let authority = match uri.authority() {
             Some(a) if a.port().is_some() => a.as_str().into(),
             Some(a) => format!("{}:80", a.host()).into(),
@@ -112,8 +117,7 @@ impl EndpointPlan {
             host,
             timeout,
             timeout_action,
-            suspend_on_failure,
-            mark_for_suspension,
+            health,
         }
     }
 
@@ -709,15 +713,18 @@ impl<'a> Compiler<'a> {
             }
             cfg::EndpointKind::Indirect(key) => {
                 let target = self.named_endpoint(key, Some(&ep.loc))?;
-                return Some(EndpointPlan::new(
+                let mut plan = EndpointPlan::new(
                     name,
                     target.uri.clone(),
                     target.host.clone(),
                     target.timeout,
                     target.timeout_action,
-                    target.suspend_on_failure.clone(),
-                    target.mark_for_suspension.clone(),
-                ));
+                    Default::default(),
+                    Default::default(),
+                );
+                // The definition's state: a failure seen through one reference suspends it for all.
+                plan.health = target.health.clone();
+                return Some(plan);
             }
         };
         let uri_text = override_uri.unwrap_or(&a.uri);

@@ -63,6 +63,78 @@ async fn backend_down_gives_502_fault_naming_endpoint() {
     );
 }
 
+/// Sluice on the `failures` config with its `Suspending` endpoint pointed at `backend`.
+fn suspending_config(backend: impl std::fmt::Display) -> Sluice {
+    let ep = format!("Suspending=http://{backend}/service");
+    Sluice::start(&[
+        "run",
+        test_config("failures").to_str().unwrap(),
+        "--endpoint",
+        &ep,
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_endpoint_is_suspended_for_every_reference() {
+    let s = suspending_config(format!("127.0.0.1:{}", closed_port()));
+    let mut c = Conn::open(s.addr).await;
+    let r = c
+        .post("/services/Guarded", SOAP_HEADERS, BODY.into())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert!(r.text().to_lowercase().contains("refused"), "{}", r.text());
+    // Suspended for a minute: the next send fails at once with 503, through either proxy.
+    let r = c
+        .post("/services/Guarded", SOAP_HEADERS, BODY.into())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert!(
+        r.text().contains("endpoint Suspending") && r.text().contains("is suspended for another"),
+        "{}",
+        r.text()
+    );
+    let f = c
+        .post("/services/GuardedWithFault", SOAP_HEADERS, BODY.into())
+        .await
+        .unwrap();
+    assert!(f.text().contains("<detail>303001</detail>"), "{}", f.text());
+    let log = s.stderr_with("suspending endpoint Suspending", Duration::from_secs(5));
+    assert!(
+        log.contains("suspending endpoint Suspending")
+            && log.contains("for 60000 ms after error 101503"),
+        "{log}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeouts_mark_the_endpoint_then_suspend_it() {
+    let be = backend().await;
+    let s = suspending_config(be.addr);
+    let mut c = Conn::open(s.addr).await;
+    let slow = [SOAP_HEADERS[0], ("x-test-delay-ms", "2000")];
+    // retriesBeforeSuspension 1: the first timeout marks it (still sent to), the second suspends it.
+    for i in 0..2 {
+        let r = c
+            .post("/services/Guarded", &slow, BODY.into())
+            .await
+            .unwrap();
+        assert_eq!(r.status, 504, "request {i}: {}", r.text());
+    }
+    assert_eq!(be.seen.lock().unwrap().len(), 2);
+    let r = c
+        .post("/services/Guarded", SOAP_HEADERS, BODY.into())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert_eq!(
+        be.seen.lock().unwrap().len(),
+        2,
+        "a suspended endpoint is not sent to"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_backend_gives_504_within_timeout() {
     let be = backend().await;

@@ -13,11 +13,12 @@ use http_body_util::BodyExt;
 use sluice_config::FaultVersion;
 use sluice_expr::BodyNeed;
 use sluice_mediation::fault::{self, FaultParts};
+use sluice_mediation::health::{Change, EndpointHealth, Readiness, SuspendPolicy};
 use sluice_mediation::{
     exec, Body, Direction, EndpointPlan, Error, ErrorKind, Flow, Message, Plan, ProxyPlan,
 };
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How much of a body is read looking for the end of what header-only expressions need, before the
 /// body is read whole instead (a SOAP header is rarely more than a few KiB).
@@ -223,7 +224,7 @@ impl Engine {
                         format!("To address '{to}' is not an http URL"),
                     )
                 })?;
-            return Ok(Arc::new(EndpointPlan::new(
+            let mut plan = EndpointPlan::new(
                 format!("To {to}"),
                 uri,
                 host,
@@ -231,7 +232,10 @@ impl Engine {
                 sluice_config::TimeoutAction::Fault,
                 Default::default(),
                 Default::default(),
-            )));
+            );
+            // Made for this message only: there is no state to keep.
+            plan.health = Arc::new(EndpointHealth::new(SuspendPolicy::never()));
+            return Ok(Arc::new(plan));
         }
         proxy.target.clone().ok_or_else(|| {
             Error::new(
@@ -590,7 +594,66 @@ impl Engine {
     }
 }
 
+/// Sends to the endpoint unless it is suspended, and keeps its suspension state: any response makes
+/// it active, a failure may mark or suspend it (`sluice_mediation::health`).
 async fn send_with_timeout(
+    client: &BackendClient,
+    req: Request<RelayBody>,
+    ep: &EndpointPlan,
+    activity: Option<Arc<Activity>>,
+    limit: Duration,
+) -> Result<http::Response<BackendBody>, Unsent> {
+    if let Readiness::Suspended(left) = ep.health.readiness(Instant::now()) {
+        let state = if ep.health.is_suspended() {
+            "suspended"
+        } else {
+            "marked for suspension"
+        };
+        let error = Error::new(
+            ErrorKind::EndpointSuspended,
+            format!(
+                "{} is {state} for another {} ms",
+                ep.describe(),
+                left.as_millis()
+            ),
+        );
+        // Nothing was read from the body: the fault sequence may still read it or send it on.
+        return Err(Unsent {
+            error,
+            body: Some(req.into_body()),
+        });
+    }
+    let r = send_timed(client, req, ep, activity, limit).await;
+    match &r {
+        Ok(_) => {
+            if ep.health.on_success() {
+                tracing::info!("{} answered: active again", ep.describe());
+            }
+        }
+        Err(Unsent { error, .. }) => {
+            match ep
+                .health
+                .on_fault(error.kind.synapse_code(), Instant::now())
+            {
+                Change::None => {}
+                Change::Marked(left) => tracing::warn!(
+                    "{} marked for suspension after error {} ({left} more allowed)",
+                    ep.describe(),
+                    error.kind.synapse_code()
+                ),
+                Change::Suspended(d) => tracing::warn!(
+                    "suspending {} for {} ms after error {}",
+                    ep.describe(),
+                    d.as_millis(),
+                    error.kind.synapse_code()
+                ),
+            }
+        }
+    }
+    r
+}
+
+async fn send_timed(
     client: &BackendClient,
     req: Request<RelayBody>,
     ep: &EndpointPlan,
