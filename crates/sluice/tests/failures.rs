@@ -63,20 +63,9 @@ async fn backend_down_gives_502_fault_naming_endpoint() {
     );
 }
 
-/// Sluice on the `failures` config with its `Suspending` endpoint pointed at `backend`.
-fn suspending_config(backend: impl std::fmt::Display) -> Sluice {
-    let ep = format!("Suspending=http://{backend}/service");
-    Sluice::start(&[
-        "run",
-        test_config("failures").to_str().unwrap(),
-        "--endpoint",
-        &ep,
-    ])
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_endpoint_is_suspended_for_every_reference() {
-    let s = suspending_config(format!("127.0.0.1:{}", closed_port()));
+    let s = Sluice::failures_endpoint("Suspending", format!("127.0.0.1:{}", closed_port()));
     let mut c = Conn::open(s.addr).await;
     let r = c
         .post("/services/Guarded", SOAP_HEADERS, BODY.into())
@@ -111,7 +100,7 @@ async fn a_refused_endpoint_is_suspended_for_every_reference() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timeouts_mark_the_endpoint_then_suspend_it() {
     let be = backend().await;
-    let s = suspending_config(be.addr);
+    let s = Sluice::failures_endpoint("Suspending", be.addr);
     let mut c = Conn::open(s.addr).await;
     let slow = [SOAP_HEADERS[0], ("x-test-delay-ms", "2000")];
     // retriesBeforeSuspension 1: the first timeout marks it (still sent to), the second suspends it.

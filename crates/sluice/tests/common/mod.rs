@@ -67,7 +67,12 @@ impl Sluice {
     /// Sluice on the `failures` test config, its `Backend` endpoint pointed at `backend`
     /// (`host:port`).
     pub fn failures_config(backend: impl std::fmt::Display) -> Sluice {
-        let ep = format!("Backend=http://{backend}/service");
+        Sluice::failures_endpoint("Backend", backend)
+    }
+
+    /// Sluice on the `failures` test config, its endpoint `name` pointed at `backend`.
+    pub fn failures_endpoint(name: &str, backend: impl std::fmt::Display) -> Sluice {
+        let ep = format!("{name}=http://{backend}/service");
         Sluice::start(&[
             "run",
             test_config("failures").to_str().unwrap(),
