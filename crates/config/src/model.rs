@@ -97,6 +97,19 @@ pub enum EndpointKind {
     Address(Box<AddressEndpoint>),
     /// `<endpoint key="..."/>` nested inside another endpoint definition.
     Indirect(String),
+    /// `<failover>`: the first ready child; when a send fails, the next ready one. `dynamic` (the
+    /// default) goes back to the first child once it is ready again; static stays on the one that
+    /// worked.
+    Failover {
+        dynamic: bool,
+        children: Vec<Endpoint>,
+    },
+    /// `<loadbalance>` with the round-robin algorithm: the next ready child in turn; when `failover`
+    /// (the default), a failed send goes to the next ready one.
+    Loadbalance {
+        failover: bool,
+        children: Vec<Endpoint>,
+    },
     /// Already reported as an error or unsupported; kept so references to it resolve.
     Rejected,
 }
@@ -109,6 +122,16 @@ pub struct AddressEndpoint {
     pub timeout: Option<EndpointTimeout>,
     pub suspend_on_failure: SuspendOnFailure,
     pub mark_for_suspension: MarkForSuspension,
+    /// `<retryConfig>`: which error codes let a failover or load-balance parent try another child.
+    pub retry: RetryConfig,
+}
+
+/// `<retryConfig>`: a failure with a code in `disabled` is not sent to another child; when `enabled`
+/// is not empty, only its codes are.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RetryConfig {
+    pub disabled: Vec<i64>,
+    pub enabled: Vec<i64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -507,15 +507,24 @@ impl<'a, 'input> FileParser<'a, 'input> {
             });
         }
         let mut kind = None;
+        // A definition was there but was reported (and rejected): nothing more to say.
+        let mut defined = false;
         for c in elements(n) {
             if !self.check_synapse_ns(c) {
                 continue;
             }
+            defined |= matches!(c.tag_name().name(), "address" | "failover" | "loadbalance");
             match c.tag_name().name() {
                 "address" => kind = self.address(c).map(|a| EndpointKind::Address(Box::new(a))),
+                "failover" => {
+                    let dynamic = c.attribute("dynamic") != Some("false");
+                    kind = self
+                        .children(c, "failover")
+                        .map(|children| EndpointKind::Failover { dynamic, children });
+                }
+                "loadbalance" => kind = self.loadbalance(c),
                 "description" | "property" | "parameter" => {}
-                k @ ("wsdl" | "default" | "http" | "loadbalance" | "failover" | "recipientlist"
-                | "template" | "session") => {
+                k @ ("wsdl" | "default" | "http" | "recipientlist" | "template" | "session") => {
                     self.report(
                         Severity::Unsupported,
                         c,
@@ -535,15 +544,90 @@ impl<'a, 'input> FileParser<'a, 'input> {
         }
         match kind {
             Some(kind) => Some(Endpoint { name, loc, kind }),
+            None if defined => None,
             None => {
                 self.report(
                     Severity::Error,
                     n,
-                    "endpoint has no definition (expected <address>)",
+                    "endpoint has no definition (expected <address>, <failover> or <loadbalance>)",
                 );
                 None
             }
         }
+    }
+
+    /// The child endpoints of a `<failover>` or `<loadbalance>`; None when one was rejected (the
+    /// parent is not deployed) or there are none.
+    fn children(&mut self, n: Node, what: &str) -> Option<Vec<Endpoint>> {
+        let mut children = Vec::new();
+        let mut ok = true;
+        for c in elements(n) {
+            if !self.check_synapse_ns(c) {
+                continue;
+            }
+            match c.tag_name().name() {
+                "endpoint" => match self.endpoint(c) {
+                    Some(e) => children.push(e),
+                    None => ok = false,
+                },
+                "member" => {
+                    self.report(
+                        Severity::Unsupported,
+                        c,
+                        "<member> (dynamic load-balance membership) is not supported yet",
+                    );
+                    ok = false;
+                }
+                other => {
+                    self.report(
+                        Severity::Error,
+                        c,
+                        format!("unknown element <{other}> in <{what}> (expected <endpoint>)"),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        if ok && children.is_empty() {
+            self.report(
+                Severity::Error,
+                n,
+                format!("<{what}> has no child endpoints"),
+            );
+            ok = false;
+        }
+        ok.then_some(children)
+    }
+
+    fn loadbalance(&mut self, n: Node) -> Option<EndpointKind> {
+        const ROUND_ROBIN: &str = "org.apache.synapse.endpoints.algorithms.RoundRobin";
+        if let Some(a) = n.attribute("algorithm").filter(|a| *a != ROUND_ROBIN) {
+            self.report(
+                Severity::Unsupported,
+                n,
+                format!("load-balance algorithm '{a}' is not supported yet (only {ROUND_ROBIN})"),
+            );
+            return None;
+        }
+        let failover = n.attribute("failover") != Some("false");
+        let children = self.children(n, "loadbalance")?;
+        Some(EndpointKind::Loadbalance { failover, children })
+    }
+
+    fn retry_config(&mut self, n: Node) -> RetryConfig {
+        let mut r = RetryConfig::default();
+        for c in elements(n) {
+            match c.tag_name().name() {
+                "disabledErrorCodes" => r.disabled = self.error_codes(c),
+                "enabledErrorCodes" => r.enabled = self.error_codes(c),
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!("unknown element <{other}> in <retryConfig>"),
+                ),
+            }
+        }
+        r
     }
 
     fn address(&mut self, n: Node) -> Option<AddressEndpoint> {
@@ -557,6 +641,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
             timeout: None,
             suspend_on_failure: SuspendOnFailure::default(),
             mark_for_suspension: MarkForSuspension::default(),
+            retry: RetryConfig::default(),
         };
         for c in elements(n) {
             match c.tag_name().name() {
@@ -570,7 +655,8 @@ impl<'a, 'input> FileParser<'a, 'input> {
                         a.suspend_on_failure.progression_factor = Some(1.0);
                     }
                 }
-                "retryConfig" | "enableAddressing" | "enableRM" | "description" | "property" => {
+                "retryConfig" => a.retry = self.retry_config(c),
+                "enableAddressing" | "enableRM" | "description" | "property" => {
                     self.report(Severity::Warning, c, "not implemented yet; ignored");
                 }
                 "enableSec" => {
@@ -1631,6 +1717,46 @@ mod tests {
         };
         assert_eq!(old.suspend_on_failure.initial_duration_ms, Some(5000));
         assert_eq!(old.suspend_on_failure.progression_factor, Some(1.0));
+    }
+
+    #[test]
+    fn failover_and_loadbalance_endpoints() {
+        let (cfg, d) = parse(&format!(
+            r#"<definitions {NS}>
+  <endpoint name="F"><failover dynamic="false">
+    <endpoint name="A"><address uri="http://a/x"><retryConfig><disabledErrorCodes>101504</disabledErrorCodes></retryConfig></address></endpoint>
+    <endpoint key="B"/>
+  </failover></endpoint>
+  <endpoint name="L"><loadbalance algorithm="org.apache.synapse.endpoints.algorithms.RoundRobin" failover="false">
+    <endpoint><address uri="http://c/x"/></endpoint><endpoint key="F"/>
+  </loadbalance></endpoint>
+  <endpoint name="W"><loadbalance algorithm="org.example.Weighted"><endpoint key="B"/></loadbalance></endpoint>
+  <endpoint name="M"><loadbalance><member hostName="h" httpPort="80"/></loadbalance></endpoint>
+  <endpoint name="E"><failover/></endpoint>
+</definitions>"#
+        ));
+        let EndpointKind::Failover { dynamic, children } = &cfg.endpoints[0].kind else {
+            panic!("{:?}", cfg.endpoints[0].kind)
+        };
+        assert!(!dynamic);
+        assert_eq!(children.len(), 2);
+        let EndpointKind::Address(a) = &children[0].kind else {
+            panic!()
+        };
+        assert_eq!(a.retry.disabled, vec![101504]);
+        assert!(matches!(&children[1].kind, EndpointKind::Indirect(k) if k == "B"));
+        assert!(matches!(
+            &cfg.endpoints[1].kind,
+            EndpointKind::Loadbalance { failover: false, children } if children.len() == 2
+        ));
+        let msgs: Vec<String> = d.items.iter().map(|x| x.to_string()).collect();
+        assert_eq!(msgs.len(), 3, "{msgs:#?}");
+        assert!(msgs[0].contains("t.xml:9:") && msgs[0].contains("org.example.Weighted"));
+        assert!(msgs[1].contains("t.xml:10:") && msgs[1].contains("<member>"));
+        assert!(msgs[2].contains("t.xml:11:") && msgs[2].contains("no child endpoints"));
+        assert!(cfg.endpoints[2..]
+            .iter()
+            .all(|e| matches!(e.kind, EndpointKind::Rejected)));
     }
 
     #[test]

@@ -18,6 +18,9 @@ pub enum ErrorKind {
     /// The endpoint is suspended after failures (`suspendOnFailure`, `markForSuspension`): nothing
     /// was sent.
     EndpointSuspended,
+    /// No child of a failover or load-balance endpoint is ready (all suspended, or all failed for
+    /// this message).
+    NoReadyChild,
     /// Reading the client's request failed, or it is malformed.
     BadRequest,
     /// No deployed service at that path.
@@ -42,6 +45,7 @@ impl ErrorKind {
             ErrorKind::ConnectionClosed => 101505,
             ErrorKind::BackendProtocol => 101506,
             ErrorKind::EndpointSuspended => 303001,
+            ErrorKind::NoReadyChild => 303000,
             ErrorKind::BadRequest => 101001,
             ErrorKind::NotFound => 404,
             ErrorKind::PayloadTooLarge => 101001,
@@ -56,7 +60,7 @@ impl ErrorKind {
                 502
             }
             ErrorKind::ConnectTimeout | ErrorKind::ResponseTimeout => 504,
-            ErrorKind::EndpointSuspended => 503,
+            ErrorKind::EndpointSuspended | ErrorKind::NoReadyChild => 503,
             ErrorKind::BadRequest => 400,
             ErrorKind::NotFound => 404,
             ErrorKind::PayloadTooLarge => 413,
@@ -68,7 +72,10 @@ impl ErrorKind {
     pub fn retryable(self) -> bool {
         matches!(
             self,
-            ErrorKind::ConnectFailed | ErrorKind::ConnectTimeout | ErrorKind::EndpointSuspended
+            ErrorKind::ConnectFailed
+                | ErrorKind::ConnectTimeout
+                | ErrorKind::EndpointSuspended
+                | ErrorKind::NoReadyChild
         )
     }
 
@@ -90,6 +97,7 @@ impl ErrorKind {
             }
             ErrorKind::BackendProtocol => "the back-end sent an invalid HTTP response",
             ErrorKind::EndpointSuspended => "the endpoint is suspended after failures",
+            ErrorKind::NoReadyChild => "no child endpoint is ready",
             ErrorKind::BadRequest => "bad request",
             ErrorKind::NotFound => "not found",
             ErrorKind::PayloadTooLarge => "message too large",

@@ -11,4 +11,4 @@ pub mod plan;
 pub use error::{Error, ErrorKind};
 pub use exec::{run, Flow};
 pub use message::{Body, Direction, Message};
-pub use plan::{compile, CompileOptions, EndpointPlan, Plan, ProxyPlan, SeqPlan};
+pub use plan::{compile, CompileOptions, EndpointPlan, GroupKind, Plan, ProxyPlan, SeqPlan};

@@ -2,14 +2,15 @@
 //! keys resolved, values checked; what each flow needs of the body is decided here.
 
 use crate::fault::{self, Detail, FaultParts};
-use crate::health::{EndpointHealth, SuspendPolicy};
+use crate::health::{EndpointHealth, Readiness, SuspendPolicy};
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Uri};
 use sluice_config::{self as cfg, Diagnostics, FaultVersion, Location, Severity};
 use sluice_expr::{BodyNeed, Expr, ExprErrorKind, FullRegex};
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Everything deployed, immutable once built; shared by all requests.
 #[derive(Debug, Default)]
@@ -87,9 +88,110 @@ pub struct EndpointPlan {
     pub timeout_action: cfg::TimeoutAction,
     /// Suspension state, shared by every reference to the same definition.
     pub health: Arc<EndpointHealth>,
+    /// Which failures let a failover or load-balance parent try another child.
+    pub retry: cfg::RetryConfig,
+    /// A failover or load-balance endpoint: its children (the fields above are then unused: every
+    /// send goes to an address endpoint [`EndpointPlan::pick`] chooses).
+    pub group: Option<Group>,
+}
+
+#[derive(Debug)]
+pub struct Group {
+    pub kind: GroupKind,
+    pub children: Vec<Arc<EndpointPlan>>,
+    /// Round robin: where the next turn starts; static failover: the child in use.
+    cursor: AtomicUsize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupKind {
+    /// `dynamic`: always the first ready child; static: the one in use while it is ready.
+    Failover { dynamic: bool },
+    /// Round robin over the ready children; `failover`: a failed send goes to the next one.
+    RoundRobin { failover: bool },
 }
 
 impl EndpointPlan {
+    /// A failover or load-balance endpoint over `children`.
+    pub fn group(name: String, kind: GroupKind, children: Vec<Arc<EndpointPlan>>) -> Self {
+        let what = match kind {
+            GroupKind::Failover { .. } => "failover",
+            GroupKind::RoundRobin { .. } => "loadbalance",
+        };
+        EndpointPlan {
+            label: format!("{what} endpoint {name}").into(),
+            name,
+            uri: Uri::from_static("/"),
+            authority: "".into(),
+            host: HeaderValue::from_static(""),
+            timeout: None,
+            timeout_action: cfg::TimeoutAction::Fault,
+            health: Arc::new(EndpointHealth::new(SuspendPolicy::never())),
+            retry: cfg::RetryConfig::default(),
+            group: Some(Group {
+                kind,
+                children,
+                cursor: AtomicUsize::new(0),
+            }),
+        }
+    }
+
+    /// The address endpoint a send goes to now: this one, or, for a failover or load-balance
+    /// endpoint, a ready address endpoint under it that is not in `tried` (this message's failed
+    /// attempts, by [`EndpointPlan::id`]), chosen by the group's rule. None when there is none.
+    pub fn pick(self: &Arc<Self>, now: Instant, tried: &[usize]) -> Option<Arc<Self>> {
+        let Some(g) = &self.group else {
+            let ready = self.health.readiness(now) == Readiness::Ready;
+            return (ready && !tried.contains(&self.id())).then(|| self.clone());
+        };
+        let n = g.children.len();
+        match g.kind {
+            GroupKind::Failover { dynamic: true } => {
+                g.children.iter().find_map(|c| c.pick(now, tried))
+            }
+            GroupKind::Failover { dynamic: false } => {
+                let current = g.cursor.load(Ordering::Relaxed) % n;
+                g.children[current].pick(now, tried).or_else(|| {
+                    g.children.iter().enumerate().find_map(|(i, c)| {
+                        let leaf = c.pick(now, tried)?;
+                        g.cursor.store(i, Ordering::Relaxed);
+                        Some(leaf)
+                    })
+                })
+            }
+            GroupKind::RoundRobin { .. } => {
+                let start = g.cursor.fetch_add(1, Ordering::Relaxed);
+                (0..n).find_map(|k| {
+                    let leaf = g.children[(start + k) % n].pick(now, tried)?;
+                    // Children skipped this turn: the next turn starts after the one chosen.
+                    if k > 0 {
+                        g.cursor.fetch_add(k, Ordering::Relaxed);
+                    }
+                    Some(leaf)
+                })
+            }
+        }
+    }
+
+    /// This endpoint's identity while the plan lives (its address).
+    pub fn id(&self) -> usize {
+        self as *const EndpointPlan as usize
+    }
+
+    /// Whether a failed send through this endpoint may go to another child.
+    pub fn fails_over(&self) -> bool {
+        matches!(
+            self.group.as_ref().map(|g| g.kind),
+            Some(GroupKind::Failover { .. } | GroupKind::RoundRobin { failover: true })
+        )
+    }
+
+    /// Whether this address endpoint's `retryConfig` lets a failure with `code` go to another child.
+    pub fn retry_allows(&self, code: i64) -> bool {
+        !self.retry.disabled.contains(&code)
+            && (self.retry.enabled.is_empty() || self.retry.enabled.contains(&code))
+    }
+
     pub fn new(
         name: String,
         uri: Uri,
@@ -118,6 +220,8 @@ impl EndpointPlan {
             timeout,
             timeout_action,
             health,
+            retry: cfg::RetryConfig::default(),
+            group: None,
         }
     }
 
@@ -657,7 +761,7 @@ impl<'a> Compiler<'a> {
     fn endpoint_ref(&mut self, e: &cfg::EndpointRef) -> Option<Arc<EndpointPlan>> {
         match e {
             cfg::EndpointRef::Key { key, loc } => self.named_endpoint(key, Some(loc)),
-            cfg::EndpointRef::Inline(ep) => self.endpoint(ep, None).map(Arc::new),
+            cfg::EndpointRef::Inline(ep) => self.endpoint(ep, None),
         }
     }
 
@@ -693,14 +797,18 @@ impl<'a> Compiler<'a> {
         });
         self.in_progress.remove(&format!("endpoint:{key}"));
         let r = match plan {
-            Some(p) if !failed => Ok(Arc::new(p)),
+            Some(p) if !failed => Ok(p),
             _ => Err(format!("endpoint '{key}' is not deployed")),
         };
         self.ep_cache.insert(key.to_owned(), r.clone());
         self.dependency(r, "endpoint", key, from)
     }
 
-    fn endpoint(&mut self, ep: &cfg::Endpoint, override_uri: Option<&str>) -> Option<EndpointPlan> {
+    fn endpoint(
+        &mut self,
+        ep: &cfg::Endpoint,
+        override_uri: Option<&str>,
+    ) -> Option<Arc<EndpointPlan>> {
         let name = ep
             .name
             .clone()
@@ -711,20 +819,17 @@ impl<'a> Compiler<'a> {
                 self.failed = true;
                 return None;
             }
-            cfg::EndpointKind::Indirect(key) => {
-                let target = self.named_endpoint(key, Some(&ep.loc))?;
-                let mut plan = EndpointPlan::new(
-                    name,
-                    target.uri.clone(),
-                    target.host.clone(),
-                    target.timeout,
-                    target.timeout_action,
-                    Default::default(),
-                    Default::default(),
-                );
-                // The definition's state: a failure seen through one reference suspends it for all.
-                plan.health = target.health.clone();
-                return Some(plan);
+            // The definition itself: a failure seen through one reference suspends it for all.
+            cfg::EndpointKind::Indirect(key) => return self.named_endpoint(key, Some(&ep.loc)),
+            cfg::EndpointKind::Failover { dynamic, children } => {
+                let kind = GroupKind::Failover { dynamic: *dynamic };
+                return self.group(name, kind, children);
+            }
+            cfg::EndpointKind::Loadbalance { failover, children } => {
+                let kind = GroupKind::RoundRobin {
+                    failover: *failover,
+                };
+                return self.group(name, kind, children);
             }
         };
         let uri_text = override_uri.unwrap_or(&a.uri);
@@ -804,7 +909,7 @@ impl<'a> Compiler<'a> {
             }
             None => (None, cfg::TimeoutAction::Fault),
         };
-        Some(EndpointPlan::new(
+        let mut plan = EndpointPlan::new(
             name,
             uri,
             host,
@@ -812,7 +917,23 @@ impl<'a> Compiler<'a> {
             timeout_action,
             a.suspend_on_failure.clone(),
             a.mark_for_suspension.clone(),
-        ))
+        );
+        plan.retry = a.retry.clone();
+        Some(Arc::new(plan))
+    }
+
+    /// A failover or load-balance endpoint; None (all problems reported) when a child is not
+    /// deployable.
+    fn group(
+        &mut self,
+        name: String,
+        kind: GroupKind,
+        children: &[cfg::Endpoint],
+    ) -> Option<Arc<EndpointPlan>> {
+        let plans: Vec<Option<Arc<EndpointPlan>>> =
+            children.iter().map(|c| self.endpoint(c, None)).collect();
+        let plans: Option<Vec<Arc<EndpointPlan>>> = plans.into_iter().collect();
+        Some(Arc::new(EndpointPlan::group(name, kind, plans?)))
     }
 
     fn expr(&mut self, e: &cfg::ExprSrc, element: &str) -> Option<Expr> {
@@ -1692,6 +1813,79 @@ mod wsdl_scan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn leaf(name: &str) -> Arc<EndpointPlan> {
+        Arc::new(EndpointPlan::new(
+            name.into(),
+            Uri::from_static("http://h/x"),
+            HeaderValue::from_static("h"),
+            None,
+            cfg::TimeoutAction::Fault,
+            Default::default(),
+            Default::default(),
+        ))
+    }
+
+    fn picks(ep: &Arc<EndpointPlan>, n: usize, tried: &[usize]) -> Vec<String> {
+        let now = Instant::now();
+        (0..n)
+            .map(|_| ep.pick(now, tried).map_or("-".into(), |l| l.name.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn groups_pick_ready_children_by_their_rule() {
+        let (a, b, c) = (leaf("a"), leaf("b"), leaf("c"));
+        let group = |kind, children: &[&Arc<EndpointPlan>]| {
+            Arc::new(EndpointPlan::group(
+                "g".into(),
+                kind,
+                children.iter().map(|c| (*c).clone()).collect(),
+            ))
+        };
+        let dynamic = group(GroupKind::Failover { dynamic: true }, &[&a, &b, &c]);
+        let fixed = group(GroupKind::Failover { dynamic: false }, &[&a, &b, &c]);
+        let rr = group(GroupKind::RoundRobin { failover: true }, &[&a, &b, &c]);
+        assert_eq!(picks(&dynamic, 2, &[]), ["a", "a"]);
+        assert_eq!(picks(&rr, 4, &[]), ["a", "b", "c", "a"]);
+        // This message already failed on a: the next child, whatever the rule.
+        assert_eq!(picks(&dynamic, 1, &[a.id()]), ["b"]);
+        assert_eq!(picks(&rr, 3, &[b.id()]), ["c", "a", "c"]);
+        // a suspended: dynamic and static failover both move on; when a is back, dynamic returns
+        // to it and static stays where it went.
+        let now = Instant::now();
+        a.health.on_fault(101503, now);
+        assert_eq!(picks(&dynamic, 1, &[]), ["b"]);
+        assert_eq!(picks(&fixed, 2, &[]), ["b", "b"]);
+        a.health.on_success();
+        assert_eq!(picks(&dynamic, 1, &[]), ["a"]);
+        assert_eq!(picks(&fixed, 1, &[]), ["b"]);
+        // Nested: a round robin whose second child is a failover; nothing left gives None.
+        let nested = group(GroupKind::RoundRobin { failover: true }, &[&c, &dynamic]);
+        assert_eq!(picks(&nested, 2, &[]), ["c", "a"]);
+        assert_eq!(picks(&nested, 1, &[a.id(), b.id(), c.id()]), ["-"]);
+        assert!(dynamic.fails_over() && rr.fails_over() && !a.fails_over());
+        let no = group(GroupKind::RoundRobin { failover: false }, &[&a]);
+        assert!(!no.fails_over());
+    }
+
+    #[test]
+    fn retry_config_decides_which_failures_go_to_another_child() {
+        let mut p = EndpointPlan::new(
+            "e".into(),
+            Uri::from_static("http://h/x"),
+            HeaderValue::from_static("h"),
+            None,
+            cfg::TimeoutAction::Fault,
+            Default::default(),
+            Default::default(),
+        );
+        assert!(p.retry_allows(101503));
+        p.retry.disabled = vec![101504];
+        assert!(p.retry_allows(101503) && !p.retry_allows(101504));
+        p.retry.enabled = vec![101503];
+        assert!(p.retry_allows(101503) && !p.retry_allows(101505));
+    }
 
     #[test]
     fn payload_formats_are_cut_at_placeholders() {

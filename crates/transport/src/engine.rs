@@ -254,6 +254,24 @@ impl Engine {
         depth: Depth,
     ) -> Response<RelayBody> {
         if msg.props.is_true("OUT_ONLY") || msg.axis2.is_true("FORCE_SC_ACCEPTED") {
+            // One-way through a failover or load-balance endpoint: one ready child, no failover.
+            if ep.group.is_some() {
+                match ep.pick(Instant::now(), &[]) {
+                    Some(leaf) => ep = leaf,
+                    None => {
+                        let e = Error::new(
+                            ErrorKind::NoReadyChild,
+                            format!("{} has no ready child endpoint", ep.describe()),
+                        );
+                        return if depth == Depth::Normal {
+                            self.fault_flow(proxy, msg, e, stream).await
+                        } else {
+                            discard(stream).await;
+                            self.default_fault(msg.soap, &e)
+                        };
+                    }
+                }
+            }
             let (req, activity) = self.backend_request(&mut msg, &ep, stream.take(), false);
             let client = self.client.clone();
             let limit = ep.timeout.unwrap_or(self.opts.default_timeout);
@@ -275,17 +293,17 @@ impl Engine {
             .as_ref()
             .is_some_and(|f| !f.steps.is_empty());
         for _ in 0..self.opts.max_hops {
-            let (req, activity) = self.backend_request(&mut msg, &ep, stream.take(), keep_headers);
-            let limit = ep.timeout.unwrap_or(self.opts.default_timeout);
-            let resp = match send_with_timeout(&self.client, req, &ep, activity, limit).await {
+            let sent = self
+                .send_routed(&mut msg, stream.take(), &ep, keep_headers)
+                .await;
+            let (resp, leaf) = match sent {
                 Ok(r) => r,
-                Err(Unsent { error: e, body }) => {
-                    // A request body nothing was read from (the connection failed first) is the
-                    // fault sequence's to read or to send elsewhere.
-                    let stream = body.and_then(RelayBody::into_inbound);
-                    if e.kind == ErrorKind::ResponseTimeout
-                        && ep.timeout_action == sluice_config::TimeoutAction::Discard
-                    {
+                Err(NotSent {
+                    error: e,
+                    stream,
+                    discarded,
+                }) => {
+                    if discarded {
                         tracing::warn!(proxy = %proxy.name, "{} (responseAction discard)", e.reason());
                         discard(stream).await;
                         return self.default_fault(msg.soap, &e);
@@ -299,10 +317,11 @@ impl Engine {
                     };
                 }
             };
+            let limit = leaf.timeout.unwrap_or(self.opts.default_timeout);
             let (parts, body) = resp.into_parts();
             let mut rmsg = msg.into_response(parts.status, parts.headers);
             let mut rstream = Some(Inbound::Backend(body));
-            let idle = IdleTimeout::new(limit, ep.label.clone());
+            let idle = IdleTimeout::new(limit, leaf.label.clone());
             let Some(out) = &proxy.out_seq else {
                 return client_response(rmsg, rstream, Some(idle));
             };
@@ -356,31 +375,9 @@ impl Engine {
         // A fault sequence that reads the body reads it now, from the stream nothing consumed (the
         // body a mediator needed before is already in the message).
         let mut stream = stream;
-        if fs.body_need != BodyNeed::None && stream.is_some() {
-            let what = if msg.is_response() {
-                "response"
-            } else {
-                "request"
-            };
-            // What was read before the stream (a SOAP header's bytes), then the rest of it.
-            let before = match std::mem::replace(&mut msg.body, Body::Empty) {
-                Body::Stream => Some(Bytes::new()),
-                Body::Head(head) => Some(head),
-                other => {
-                    msg.body = other;
-                    None
-                }
-            };
-            if let Some(before) = before {
-                match self.buffer(stream.take(), what).await {
-                    Ok(rest) => {
-                        let mut all = Gathered::default();
-                        all.push(before);
-                        all.push(rest);
-                        msg.body = Body::Bytes(all.finish());
-                    }
-                    Err(e) => return self.default_fault(msg.soap, &e),
-                }
+        if fs.body_need != BodyNeed::None {
+            if let Err(e) = self.read_whole(&mut msg, &mut stream).await {
+                return self.default_fault(msg.soap, &e);
             }
         }
         msg.direction = Direction::Request;
@@ -406,6 +403,102 @@ impl Engine {
                 tracing::warn!(proxy = %proxy.name, "fault sequence failed: {}", e2.reason());
                 discard(stream).await;
                 self.default_fault(soap, &err)
+            }
+        }
+    }
+
+    /// Reads the rest of a streamed body into the message (`Body::Bytes`): the stream, after the
+    /// start a SOAP-header expression read (`Body::Head`). Nothing to do for a body in memory.
+    async fn read_whole(
+        &self,
+        msg: &mut Message,
+        stream: &mut Option<Inbound>,
+    ) -> Result<(), Error> {
+        if stream.is_none() {
+            return Ok(());
+        }
+        let before = match std::mem::replace(&mut msg.body, Body::Empty) {
+            Body::Stream => Bytes::new(),
+            Body::Head(head) => head,
+            other => {
+                msg.body = other;
+                return Ok(());
+            }
+        };
+        let what = if msg.is_response() {
+            "response"
+        } else {
+            "request"
+        };
+        let rest = self.buffer(stream.take(), what).await?;
+        let mut all = Gathered::default();
+        all.push(before);
+        all.push(rest);
+        msg.body = Body::Bytes(all.finish());
+        Ok(())
+    }
+
+    /// Sends the message to an address endpoint, or through a failover or load-balance endpoint to
+    /// one of its ready children, trying the next one after a failure when the group fails over
+    /// (never one this message already failed on). Returns the response and the endpoint that gave
+    /// it.
+    async fn send_routed(
+        &self,
+        msg: &mut Message,
+        mut stream: Option<Inbound>,
+        ep: &Arc<EndpointPlan>,
+        keep_headers: bool,
+    ) -> Result<(Response<BackendBody>, Arc<EndpointPlan>), NotSent> {
+        if ep.group.is_none() {
+            let (req, activity) = self.backend_request(msg, ep, stream, keep_headers);
+            let limit = ep.timeout.unwrap_or(self.opts.default_timeout);
+            return match send_with_timeout(&self.client, req, ep, activity, limit).await {
+                Ok(r) => Ok((r, ep.clone())),
+                Err(u) => Err(NotSent::from_unsent(u, ep)),
+            };
+        }
+        // The message may go out more than once: its body is read into memory first (Synapse
+        // builds the message for the same reason).
+        if let Err(error) = self.read_whole(msg, &mut stream).await {
+            return Err(NotSent {
+                error,
+                stream: None,
+                discarded: false,
+            });
+        }
+        let mut tried = Vec::new();
+        let mut last: Option<Error> = None;
+        loop {
+            let Some(leaf) = ep.pick(Instant::now(), &tried) else {
+                let mut context = format!("{} has no ready child endpoint", ep.describe());
+                if let Some(l) = &last {
+                    context.push_str(&format!(" (last failure: {})", l.reason()));
+                }
+                return Err(NotSent {
+                    error: Error::new(ErrorKind::NoReadyChild, context),
+                    stream: None,
+                    discarded: false,
+                });
+            };
+            let (req, activity) = self.backend_request(msg, &leaf, None, true);
+            let limit = leaf.timeout.unwrap_or(self.opts.default_timeout);
+            match send_with_timeout(&self.client, req, &leaf, activity, limit).await {
+                Ok(r) => return Ok((r, leaf)),
+                Err(u) => {
+                    let failed = NotSent::from_unsent(u, &leaf);
+                    let code = failed.error.kind.synapse_code();
+                    if failed.discarded || !ep.fails_over() || !leaf.retry_allows(code) {
+                        return Err(failed);
+                    }
+                    tracing::warn!(
+                        "{}: {} failed ({}), trying another child",
+                        ep.describe(),
+                        leaf.describe(),
+                        failed.error.reason()
+                    );
+                    tried.push(leaf.id());
+                    last = Some(failed.error);
+                }
             }
         }
     }
@@ -591,6 +684,25 @@ impl Engine {
             HeaderValue::from_static("text/xml; charset=UTF-8"),
         );
         r
+    }
+}
+
+/// A send that got no response: why, the request body if nothing read it, and whether the endpoint's
+/// `responseAction` is discard (a timeout then answers without the fault sequence).
+struct NotSent {
+    error: Error,
+    stream: Option<Inbound>,
+    discarded: bool,
+}
+
+impl NotSent {
+    fn from_unsent(u: Unsent, ep: &EndpointPlan) -> Self {
+        NotSent {
+            discarded: u.error.kind == ErrorKind::ResponseTimeout
+                && ep.timeout_action == sluice_config::TimeoutAction::Discard,
+            error: u.error,
+            stream: u.body.and_then(RelayBody::into_inbound),
+        }
     }
 }
 
