@@ -517,7 +517,9 @@ impl<'a, 'input> FileParser<'a, 'input> {
             match c.tag_name().name() {
                 "address" => kind = self.address(c).map(|a| EndpointKind::Address(Box::new(a))),
                 "failover" => {
-                    let dynamic = c.attribute("dynamic") != Some("false");
+                    let dynamic = !c
+                        .attribute("dynamic")
+                        .is_some_and(|v| v.eq_ignore_ascii_case("false"));
                     kind = self
                         .children(c, "failover")
                         .map(|children| EndpointKind::Failover { dynamic, children });
@@ -609,7 +611,9 @@ impl<'a, 'input> FileParser<'a, 'input> {
             );
             return None;
         }
-        let failover = n.attribute("failover") != Some("false");
+        let failover = !n
+            .attribute("failover")
+            .is_some_and(|v| v.eq_ignore_ascii_case("false"));
         let children = self.children(n, "loadbalance")?;
         Some(EndpointKind::Loadbalance { failover, children })
     }
@@ -1727,7 +1731,7 @@ mod tests {
     <endpoint name="A"><address uri="http://a/x"><retryConfig><disabledErrorCodes>101504</disabledErrorCodes></retryConfig></address></endpoint>
     <endpoint key="B"/>
   </failover></endpoint>
-  <endpoint name="L"><loadbalance algorithm="org.apache.synapse.endpoints.algorithms.RoundRobin" failover="false">
+  <endpoint name="L"><loadbalance algorithm="org.apache.synapse.endpoints.algorithms.RoundRobin" failover="False">
     <endpoint><address uri="http://c/x"/></endpoint><endpoint key="F"/>
   </loadbalance></endpoint>
   <endpoint name="W"><loadbalance algorithm="org.example.Weighted"><endpoint key="B"/></loadbalance></endpoint>

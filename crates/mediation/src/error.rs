@@ -79,6 +79,19 @@ impl ErrorKind {
         )
     }
 
+    /// Whether the back-end failed (what counts toward suspending an endpoint, and what a failover
+    /// or load-balance endpoint sends to another child): not a client's broken or aborted request.
+    pub fn is_backend_failure(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::ConnectFailed
+                | ErrorKind::ConnectTimeout
+                | ErrorKind::ResponseTimeout
+                | ErrorKind::ConnectionClosed
+                | ErrorKind::BackendProtocol
+        )
+    }
+
     /// Whether the client, not the server side, is at fault (SOAP `Client` / `Sender` code).
     pub fn is_client_fault(self) -> bool {
         matches!(

@@ -145,6 +145,9 @@ impl EndpointPlan {
             return (ready && !tried.contains(&self.id())).then(|| self.clone());
         };
         let n = g.children.len();
+        if n == 0 {
+            return None;
+        }
         match g.kind {
             GroupKind::Failover { dynamic: true } => {
                 g.children.iter().find_map(|c| c.pick(now, tried))
@@ -173,12 +176,39 @@ impl EndpointPlan {
         }
     }
 
+    /// After a send to the address endpoint `failed`, somewhere under this one, failed: the next one
+    /// to try. As in Synapse, the failure goes first to the group right above that endpoint, which
+    /// tries another of its children if it fails over, and otherwise (or when it has none left)
+    /// passes the failure up to its own parent. None when no group takes it.
+    pub fn pick_after_failure(
+        self: &Arc<Self>,
+        failed: usize,
+        now: Instant,
+        tried: &[usize],
+    ) -> Option<Arc<Self>> {
+        let g = self.group.as_ref()?;
+        let child = g
+            .children
+            .iter()
+            .find(|c| c.id() == failed || c.contains(failed))?;
+        child
+            .pick_after_failure(failed, now, tried)
+            .or_else(|| self.fails_over().then(|| self.pick(now, tried)).flatten())
+    }
+
+    /// Whether the address endpoint `id` is under this one.
+    fn contains(&self, id: usize) -> bool {
+        self.group
+            .as_ref()
+            .is_some_and(|g| g.children.iter().any(|c| c.id() == id || c.contains(id)))
+    }
+
     /// This endpoint's identity while the plan lives (its address).
     pub fn id(&self) -> usize {
         self as *const EndpointPlan as usize
     }
 
-    /// Whether a failed send through this endpoint may go to another child.
+    /// Whether a failed send through this endpoint may go to another of its children.
     pub fn fails_over(&self) -> bool {
         matches!(
             self.group.as_ref().map(|g| g.kind),
@@ -823,13 +853,13 @@ impl<'a> Compiler<'a> {
             cfg::EndpointKind::Indirect(key) => return self.named_endpoint(key, Some(&ep.loc)),
             cfg::EndpointKind::Failover { dynamic, children } => {
                 let kind = GroupKind::Failover { dynamic: *dynamic };
-                return self.group(name, kind, children);
+                return self.group(ep, name, kind, children, override_uri);
             }
             cfg::EndpointKind::Loadbalance { failover, children } => {
                 let kind = GroupKind::RoundRobin {
                     failover: *failover,
                 };
-                return self.group(name, kind, children);
+                return self.group(ep, name, kind, children, override_uri);
             }
         };
         let uri_text = override_uri.unwrap_or(&a.uri);
@@ -926,10 +956,21 @@ impl<'a> Compiler<'a> {
     /// deployable.
     fn group(
         &mut self,
+        ep: &cfg::Endpoint,
         name: String,
         kind: GroupKind,
         children: &[cfg::Endpoint],
+        override_uri: Option<&str>,
     ) -> Option<Arc<EndpointPlan>> {
+        if override_uri.is_some() {
+            self.report(
+                Severity::Error,
+                &ep.loc,
+                "endpoint",
+                format!("--endpoint {name}=...: {name} is a failover or load-balance endpoint, which has no address; point its children instead"),
+            );
+            return None;
+        }
         let plans: Vec<Option<Arc<EndpointPlan>>> =
             children.iter().map(|c| self.endpoint(c, None)).collect();
         let plans: Option<Vec<Arc<EndpointPlan>>> = plans.into_iter().collect();
@@ -1814,8 +1855,8 @@ mod wsdl_scan {
 mod tests {
     use super::*;
 
-    fn leaf(name: &str) -> Arc<EndpointPlan> {
-        Arc::new(EndpointPlan::new(
+    fn address(name: &str) -> EndpointPlan {
+        EndpointPlan::new(
             name.into(),
             Uri::from_static("http://h/x"),
             HeaderValue::from_static("h"),
@@ -1823,7 +1864,11 @@ mod tests {
             cfg::TimeoutAction::Fault,
             Default::default(),
             Default::default(),
-        ))
+        )
+    }
+
+    fn leaf(name: &str) -> Arc<EndpointPlan> {
+        Arc::new(address(name))
     }
 
     fn picks(ep: &Arc<EndpointPlan>, n: usize, tried: &[usize]) -> Vec<String> {
@@ -1871,15 +1916,7 @@ mod tests {
 
     #[test]
     fn retry_config_decides_which_failures_go_to_another_child() {
-        let mut p = EndpointPlan::new(
-            "e".into(),
-            Uri::from_static("http://h/x"),
-            HeaderValue::from_static("h"),
-            None,
-            cfg::TimeoutAction::Fault,
-            Default::default(),
-            Default::default(),
-        );
+        let mut p = address("e");
         assert!(p.retry_allows(101503));
         p.retry.disabled = vec![101504];
         assert!(p.retry_allows(101503) && !p.retry_allows(101504));

@@ -1,37 +1,24 @@
 //! Failover and load-balance endpoints against real back-ends: which child gets each message, the
-//! message resent whole after a failure, suspension of failed children, retryConfig, and 303000 when
-//! no child is left.
+//! message resent whole after a failure, suspension of failed children, retryConfig, nesting, and the
+//! errors when no child is left.
 
 mod common;
 use common::*;
+use std::time::Duration;
 
 const BODY: &str = "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\"><soapenv:Body><m:order xmlns:m=\"urn:o\"><m:symbol>IBM</m:symbol></m:order></soapenv:Body></soapenv:Envelope>";
 
 /// Sluice on the `endpoints` config: One and Two at the two back-ends, the Down endpoints at closed
 /// ports.
 fn sluice(one: &Backend, two: &Backend) -> Sluice {
-    let eps = [
+    let mut eps = vec![
         format!("One=http://{}/one", one.addr),
         format!("Two=http://{}/two", two.addr),
-        format!("Down=http://127.0.0.1:{}/down", closed_port()),
-        format!("DownNoRetry=http://127.0.0.1:{}/down", closed_port()),
-        format!("DownKept=http://127.0.0.1:{}/down", closed_port()),
     ];
-    let mut args = vec!["run", test_config_str("endpoints")];
-    for e in &eps {
-        args.extend(["--endpoint", e.as_str()]);
+    for down in ["Down", "DownToo", "DownNoRetry", "DownKept"] {
+        eps.push(format!("{down}=http://127.0.0.1:{}/down", closed_port()));
     }
-    Sluice::start(&args)
-}
-
-fn test_config_str(name: &str) -> &'static str {
-    Box::leak(
-        test_config(name)
-            .to_str()
-            .unwrap()
-            .to_owned()
-            .into_boxed_str(),
-    )
+    Sluice::with_endpoints("endpoints", &eps)
 }
 
 fn count(b: &Backend) -> usize {
@@ -54,9 +41,30 @@ async fn failover_sends_the_whole_message_to_the_next_ready_child() {
     // Down refused the first message and is suspended: the others go straight to One, and Two,
     // the last child, gets nothing.
     assert_eq!((count(&one), count(&two)), (3, 0));
-    let log = s.stderr_with("trying another child", std::time::Duration::from_secs(5));
-    assert_eq!(log.matches("trying another child").count(), 1, "{log}");
+    let log = s.stderr_with("trying endpoint One", Duration::from_secs(5));
+    assert_eq!(log.matches("trying endpoint One").count(), 1, "{log}");
     assert!(log.contains("suspending endpoint Down"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failover_resends_a_large_body_whole() {
+    let (one, two) = (backend().await, backend().await);
+    let s = sluice(&one, &two);
+    let mut c = Conn::open(s.addr).await;
+    // 300 KiB, many frames on the way in: all of it reaches One after Down refused it.
+    let big = BODY.replace("IBM", &"IBM ".repeat(300 * 1024 / 4));
+    let r = c
+        .post("/services/Failover", SOAP_HEADERS, big.clone().into())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(
+        r.body == big.as_bytes(),
+        "{} bytes back of {}",
+        r.body.len(),
+        big.len()
+    );
+    assert_eq!(count(&one), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,7 +80,7 @@ async fn a_child_that_is_never_suspended_is_tried_by_each_message() {
         assert_eq!(r.status, 200, "request {i}: {}", r.text());
     }
     assert_eq!(count(&one), 2);
-    let log = s.stderr_with("trying another child", std::time::Duration::from_secs(5));
+    let log = s.stderr_with("trying endpoint One", Duration::from_secs(5));
     assert!(log.contains("endpoint DownKept"), "{log}");
 }
 
@@ -101,6 +109,21 @@ async fn round_robin_alternates_between_the_children() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_group_above_a_failed_child_takes_the_failure() {
+    // A failover inside a load-balance endpoint that does not fail over: the failover tries its
+    // next child.
+    let (one, two) = (backend().await, backend().await);
+    let s = sluice(&one, &two);
+    let mut c = Conn::open(s.addr).await;
+    let r = c
+        .post("/services/Nested", SOAP_HEADERS, BODY.into())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(count(&one), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retry_config_keeps_a_failure_from_going_to_another_child() {
     let (one, two) = (backend().await, backend().await);
     let s = sluice(&one, &two);
@@ -115,10 +138,22 @@ async fn retry_config_keeps_a_failure_from_going_to_another_child() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_ready_child_is_error_303000() {
+async fn when_no_child_is_ready_the_error_is_the_last_childs_then_303000() {
     let (one, two) = (backend().await, backend().await);
     let s = sluice(&one, &two);
     let mut c = Conn::open(s.addr).await;
+    // Both children tried and refused: as in Synapse, ERROR_CODE is the last child's.
+    let r = c
+        .post("/services/NoneReady", SOAP_HEADERS, BODY.into())
+        .await
+        .unwrap();
+    let t = r.text();
+    assert!(t.contains("<detail>101503</detail>"), "{t}");
+    assert!(
+        t.contains("no other child endpoint of loadbalance endpoint Nothing is ready"),
+        "{t}"
+    );
+    // Both are suspended now: nothing is tried, 303000 (503 without a fault sequence).
     let r = c
         .post("/services/NoneReady", SOAP_HEADERS, BODY.into())
         .await
@@ -126,8 +161,43 @@ async fn no_ready_child_is_error_303000() {
     let t = r.text();
     assert!(t.contains("<detail>303000</detail>"), "{t}");
     assert!(
-        t.contains("loadbalance endpoint Nothing has no ready child endpoint")
-            && t.contains("last failure"),
+        t.contains("loadbalance endpoint Nothing has no ready child endpoint"),
         "{t}"
     );
+    let r = c
+        .post("/services/NoneReadyPlain", SOAP_HEADERS, BODY.into())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert!(
+        r.text().contains("has no ready child endpoint"),
+        "{}",
+        r.text()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_aborts_its_upload_does_not_suspend_the_endpoint() {
+    use tokio::io::AsyncWriteExt;
+    let (one, two) = (backend().await, backend().await);
+    let s = sluice(&one, &two);
+    let mut raw = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    raw.write_all(
+        b"POST /services/Plain HTTP/1.1\r\nHost: x\r\nContent-Type: text/xml\r\nContent-Length: 100000\r\n\r\n<a>",
+    )
+    .await
+    .unwrap();
+    // Cut off: the rest of the body never comes.
+    drop(raw);
+    let log = s.stderr_with("reading the request body", Duration::from_secs(5));
+    assert!(log.contains("reading the request body"), "{log}");
+    // One has Synapse's default suspension (any back-end error), yet still takes requests.
+    let mut c = Conn::open(s.addr).await;
+    let r = c
+        .post("/services/Plain", SOAP_HEADERS, BODY.into())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let log = s.stderr();
+    assert!(!log.contains("suspending"), "{log}");
 }

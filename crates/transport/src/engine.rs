@@ -259,16 +259,8 @@ impl Engine {
                 match ep.pick(Instant::now(), &[]) {
                     Some(leaf) => ep = leaf,
                     None => {
-                        let e = Error::new(
-                            ErrorKind::NoReadyChild,
-                            format!("{} has no ready child endpoint", ep.describe()),
-                        );
-                        return if depth == Depth::Normal {
-                            self.fault_flow(proxy, msg, e, stream).await
-                        } else {
-                            discard(stream).await;
-                            self.default_fault(msg.soap, &e)
-                        };
+                        let failed = NotSent::plain(no_ready_child(&ep));
+                        return self.send_failed(proxy, msg, failed, depth).await;
                     }
                 }
             }
@@ -298,24 +290,7 @@ impl Engine {
                 .await;
             let (resp, leaf) = match sent {
                 Ok(r) => r,
-                Err(NotSent {
-                    error: e,
-                    stream,
-                    discarded,
-                }) => {
-                    if discarded {
-                        tracing::warn!(proxy = %proxy.name, "{} (responseAction discard)", e.reason());
-                        discard(stream).await;
-                        return self.default_fault(msg.soap, &e);
-                    }
-                    return if depth == Depth::Normal {
-                        self.fault_flow(proxy, msg, e, stream).await
-                    } else {
-                        tracing::warn!(proxy = %proxy.name, "{}", e.reason());
-                        discard(stream).await;
-                        self.default_fault(msg.soap, &e)
-                    };
-                }
+                Err(failed) => return self.send_failed(proxy, msg, failed, depth).await,
             };
             let limit = leaf.timeout.unwrap_or(self.opts.default_timeout);
             let (parts, body) = resp.into_parts();
@@ -407,6 +382,29 @@ impl Engine {
         }
     }
 
+    /// The answer when a send got no response: the fault sequence (not for a failure inside one, nor
+    /// when the failure says to skip it), else Sluice's own fault.
+    async fn send_failed(
+        &self,
+        proxy: &Arc<ProxyPlan>,
+        msg: Message,
+        failed: NotSent,
+        depth: Depth,
+    ) -> Response<RelayBody> {
+        let NotSent {
+            error: e,
+            stream,
+            skip_fault_sequence,
+        } = failed;
+        if depth == Depth::Normal && skip_fault_sequence.is_none() {
+            return self.fault_flow(proxy, msg, e, stream).await;
+        }
+        let why = skip_fault_sequence.unwrap_or("in a fault sequence");
+        tracing::warn!(proxy = %proxy.name, "{} ({why})", e.reason());
+        discard(stream).await;
+        self.default_fault(msg.soap, &e)
+    }
+
     /// Reads the rest of a streamed body into the message (`Body::Bytes`): the stream, after the
     /// start a SOAP-header expression read (`Body::Head`). Nothing to do for a body in memory.
     async fn read_whole(
@@ -458,46 +456,54 @@ impl Engine {
             };
         }
         // The message may go out more than once: its body is read into memory first (Synapse
-        // builds the message for the same reason).
+        // builds the message for the same reason). A body that cannot be read is not sent anywhere,
+        // not even by the fault sequence: it would go out empty.
         if let Err(error) = self.read_whole(msg, &mut stream).await {
             return Err(NotSent {
                 error,
                 stream: None,
-                discarded: false,
+                skip_fault_sequence: Some("the request body could not be read"),
             });
         }
+        let Some(mut leaf) = ep.pick(Instant::now(), &[]) else {
+            return Err(NotSent::plain(no_ready_child(ep)));
+        };
         let mut tried = Vec::new();
-        let mut last: Option<Error> = None;
         loop {
-            let Some(leaf) = ep.pick(Instant::now(), &tried) else {
-                let mut context = format!("{} has no ready child endpoint", ep.describe());
-                if let Some(l) = &last {
-                    context.push_str(&format!(" (last failure: {})", l.reason()));
-                }
-                return Err(NotSent {
-                    error: Error::new(ErrorKind::NoReadyChild, context),
-                    stream: None,
-                    discarded: false,
-                });
-            };
             let (req, activity) = self.backend_request(msg, &leaf, None, true);
             let limit = leaf.timeout.unwrap_or(self.opts.default_timeout);
-            match send_with_timeout(&self.client, req, &leaf, activity, limit).await {
-                Ok(r) => return Ok((r, leaf)),
-                Err(u) => {
-                    let failed = NotSent::from_unsent(u, &leaf);
-                    let code = failed.error.kind.synapse_code();
-                    if failed.discarded || !ep.fails_over() || !leaf.retry_allows(code) {
-                        return Err(failed);
-                    }
+            let mut failed =
+                match send_with_timeout(&self.client, req, &leaf, activity, limit).await {
+                    Ok(r) => return Ok((r, leaf)),
+                    Err(u) => NotSent::from_unsent(u, &leaf),
+                };
+            let kind = failed.error.kind;
+            if failed.skip_fault_sequence.is_some()
+                || !kind.is_backend_failure()
+                || !leaf.retry_allows(kind.synapse_code())
+            {
+                return Err(failed);
+            }
+            tried.push(leaf.id());
+            match ep.pick_after_failure(leaf.id(), Instant::now(), &tried) {
+                Some(next) => {
                     tracing::warn!(
-                        "{}: {} failed ({}), trying another child",
+                        "{}: {} failed ({}), trying {}",
                         ep.describe(),
                         leaf.describe(),
-                        failed.error.reason()
+                        failed.error.reason(),
+                        next.describe()
                     );
-                    tried.push(leaf.id());
-                    last = Some(failed.error);
+                    leaf = next;
+                }
+                // As in Synapse, the error is the last child's (its ERROR_CODE), not 303000: a child
+                // was tried.
+                None => {
+                    failed.error.context.push_str(&format!(
+                        "; no other child endpoint of {} is ready",
+                        ep.describe()
+                    ));
+                    return Err(failed);
                 }
             }
         }
@@ -687,23 +693,41 @@ impl Engine {
     }
 }
 
-/// A send that got no response: why, the request body if nothing read it, and whether the endpoint's
-/// `responseAction` is discard (a timeout then answers without the fault sequence).
+/// A send that got no response: why, the request body if nothing read it, and why the fault sequence
+/// is not to run, if it is not (the endpoint's `responseAction` is discard and it timed out, or the
+/// body could not be read).
 struct NotSent {
     error: Error,
     stream: Option<Inbound>,
-    discarded: bool,
+    skip_fault_sequence: Option<&'static str>,
 }
 
 impl NotSent {
-    fn from_unsent(u: Unsent, ep: &EndpointPlan) -> Self {
+    fn plain(error: Error) -> Self {
         NotSent {
-            discarded: u.error.kind == ErrorKind::ResponseTimeout
-                && ep.timeout_action == sluice_config::TimeoutAction::Discard,
+            error,
+            stream: None,
+            skip_fault_sequence: None,
+        }
+    }
+
+    fn from_unsent(u: Unsent, ep: &EndpointPlan) -> Self {
+        let discard = u.error.kind == ErrorKind::ResponseTimeout
+            && ep.timeout_action == sluice_config::TimeoutAction::Discard;
+        NotSent {
+            skip_fault_sequence: discard.then_some("responseAction discard"),
             error: u.error,
             stream: u.body.and_then(RelayBody::into_inbound),
         }
     }
+}
+
+/// Error 303000: no child of a failover or load-balance endpoint could be sent to.
+fn no_ready_child(ep: &EndpointPlan) -> Error {
+    Error::new(
+        ErrorKind::NoReadyChild,
+        format!("{} has no ready child endpoint", ep.describe()),
+    )
 }
 
 /// Sends to the endpoint unless it is suspended, and keeps its suspension state: any response makes
@@ -742,6 +766,8 @@ async fn send_with_timeout(
                 tracing::info!("{} answered: active again", ep.describe());
             }
         }
+        // A client's broken or aborted request says nothing about the back-end.
+        Err(Unsent { error, .. }) if !error.kind.is_backend_failure() => {}
         Err(Unsent { error, .. }) => {
             match ep
                 .health

@@ -72,13 +72,17 @@ impl Sluice {
 
     /// Sluice on the `failures` test config, its endpoint `name` pointed at `backend`.
     pub fn failures_endpoint(name: &str, backend: impl std::fmt::Display) -> Sluice {
-        let ep = format!("{name}=http://{backend}/service");
-        Sluice::start(&[
-            "run",
-            test_config("failures").to_str().unwrap(),
-            "--endpoint",
-            &ep,
-        ])
+        Sluice::with_endpoints("failures", &[format!("{name}=http://{backend}/service")])
+    }
+
+    /// Sluice on a test config with endpoints re-pointed (`NAME=URL` each).
+    pub fn with_endpoints(config: &str, endpoints: &[String]) -> Sluice {
+        let config = test_config(config);
+        let mut args = vec!["run", config.to_str().unwrap()];
+        for e in endpoints {
+            args.extend(["--endpoint", e.as_str()]);
+        }
+        Sluice::start(&args)
     }
 
     pub fn start(args: &[&str]) -> Sluice {
