@@ -21,6 +21,13 @@ fn sluice(one: &Backend, two: &Backend) -> Sluice {
     Sluice::with_endpoints("endpoints", &eps)
 }
 
+/// The test body to a proxy.
+async fn send(c: &mut Conn, proxy: &str) -> Reply {
+    c.post(&format!("/services/{proxy}"), SOAP_HEADERS, BODY.into())
+        .await
+        .unwrap()
+}
+
 fn count(b: &Backend) -> usize {
     b.seen.lock().unwrap().len()
 }
@@ -31,10 +38,7 @@ async fn failover_sends_the_whole_message_to_the_next_ready_child() {
     let s = sluice(&one, &two);
     let mut c = Conn::open(s.addr).await;
     for i in 0..3 {
-        let r = c
-            .post("/services/Failover", SOAP_HEADERS, BODY.into())
-            .await
-            .unwrap();
+        let r = send(&mut c, "Failover").await;
         assert_eq!(r.status, 200, "request {i}: {}", r.text());
         assert_eq!(r.text(), BODY, "request {i}: the body is resent whole");
     }
@@ -73,10 +77,7 @@ async fn a_child_that_is_never_suspended_is_tried_by_each_message() {
     let s = sluice(&one, &two);
     let mut c = Conn::open(s.addr).await;
     for i in 0..2 {
-        let r = c
-            .post("/services/FailoverKept", SOAP_HEADERS, BODY.into())
-            .await
-            .unwrap();
+        let r = send(&mut c, "FailoverKept").await;
         assert_eq!(r.status, 200, "request {i}: {}", r.text());
     }
     assert_eq!(count(&one), 2);
@@ -90,10 +91,7 @@ async fn round_robin_alternates_between_the_children() {
     let s = sluice(&one, &two);
     let mut c = Conn::open(s.addr).await;
     for i in 0..6 {
-        let r = c
-            .post("/services/RoundRobin", SOAP_HEADERS, BODY.into())
-            .await
-            .unwrap();
+        let r = send(&mut c, "RoundRobin").await;
         assert_eq!(r.status, 200, "request {i}: {}", r.text());
         assert_eq!(r.text(), BODY);
     }
@@ -115,10 +113,7 @@ async fn the_group_above_a_failed_child_takes_the_failure() {
     let (one, two) = (backend().await, backend().await);
     let s = sluice(&one, &two);
     let mut c = Conn::open(s.addr).await;
-    let r = c
-        .post("/services/Nested", SOAP_HEADERS, BODY.into())
-        .await
-        .unwrap();
+    let r = send(&mut c, "Nested").await;
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(count(&one), 1);
 }
@@ -128,10 +123,7 @@ async fn retry_config_keeps_a_failure_from_going_to_another_child() {
     let (one, two) = (backend().await, backend().await);
     let s = sluice(&one, &two);
     let mut c = Conn::open(s.addr).await;
-    let r = c
-        .post("/services/NoRetry", SOAP_HEADERS, BODY.into())
-        .await
-        .unwrap();
+    let r = send(&mut c, "NoRetry").await;
     assert_eq!(r.status, 502, "{}", r.text());
     assert!(r.text().contains("endpoint DownNoRetry"), "{}", r.text());
     assert_eq!(count(&one), 0);
@@ -143,10 +135,7 @@ async fn when_no_child_is_ready_the_error_is_the_last_childs_then_303000() {
     let s = sluice(&one, &two);
     let mut c = Conn::open(s.addr).await;
     // Both children tried and refused: as in Synapse, ERROR_CODE is the last child's.
-    let r = c
-        .post("/services/NoneReady", SOAP_HEADERS, BODY.into())
-        .await
-        .unwrap();
+    let r = send(&mut c, "NoneReady").await;
     let t = r.text();
     assert!(t.contains("<detail>101503</detail>"), "{t}");
     assert!(
@@ -154,20 +143,14 @@ async fn when_no_child_is_ready_the_error_is_the_last_childs_then_303000() {
         "{t}"
     );
     // Both are suspended now: nothing is tried, 303000 (503 without a fault sequence).
-    let r = c
-        .post("/services/NoneReady", SOAP_HEADERS, BODY.into())
-        .await
-        .unwrap();
+    let r = send(&mut c, "NoneReady").await;
     let t = r.text();
     assert!(t.contains("<detail>303000</detail>"), "{t}");
     assert!(
         t.contains("loadbalance endpoint Nothing has no ready child endpoint"),
         "{t}"
     );
-    let r = c
-        .post("/services/NoneReadyPlain", SOAP_HEADERS, BODY.into())
-        .await
-        .unwrap();
+    let r = send(&mut c, "NoneReadyPlain").await;
     assert_eq!(r.status, 503, "{}", r.text());
     assert!(
         r.text().contains("has no ready child endpoint"),
@@ -193,10 +176,7 @@ async fn a_client_that_aborts_its_upload_does_not_suspend_the_endpoint() {
     assert!(log.contains("reading the request body"), "{log}");
     // One has Synapse's default suspension (any back-end error), yet still takes requests.
     let mut c = Conn::open(s.addr).await;
-    let r = c
-        .post("/services/Plain", SOAP_HEADERS, BODY.into())
-        .await
-        .unwrap();
+    let r = send(&mut c, "Plain").await;
     assert_eq!(r.status, 200, "{}", r.text());
     let log = s.stderr();
     assert!(!log.contains("suspending"), "{log}");
