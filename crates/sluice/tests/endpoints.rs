@@ -181,3 +181,22 @@ async fn a_client_that_aborts_its_upload_does_not_suspend_the_endpoint() {
     let log = s.stderr();
     assert!(!log.contains("suspending"), "{log}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_way_sends_fail_over_in_the_background() {
+    let (one, two) = (backend().await, backend().await);
+    let s = sluice(&one, &two);
+    let mut c = Conn::open(s.addr).await;
+    let r = send(&mut c, "OneWay").await;
+    assert_eq!(r.status, 202, "{}", r.text());
+    // DownKept refuses it; Two gets it, whole.
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while count(&two) == 0 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the one-way message reached Two");
+    let seen = two.seen.lock().unwrap();
+    assert_eq!(seen[0].body.as_deref(), Some(BODY.as_bytes()));
+}

@@ -254,17 +254,27 @@ impl Engine {
         depth: Depth,
     ) -> Response<RelayBody> {
         if msg.props.is_true("OUT_ONLY") || msg.axis2.is_true("FORCE_SC_ACCEPTED") {
-            // One-way through a failover or load-balance endpoint: one ready child, no failover.
+            // One-way through a failover or load-balance endpoint: the body read into memory, then
+            // the children tried in the background as for any send.
             if ep.group.is_some() {
-                match ep.pick(Instant::now(), &[]) {
-                    Some(leaf) => ep = leaf,
-                    None => {
-                        let failed = NotSent::plain(no_ready_child(&ep));
-                        return self.send_failed(proxy, msg, failed, depth).await;
-                    }
+                if let Err(error) = self.read_whole(&mut msg, &mut stream).await {
+                    let failed = NotSent::unreadable(error);
+                    return self.send_failed(proxy, msg, failed, depth).await;
                 }
+                let (client, limit) = (self.client.clone(), self.opts.default_timeout);
+                tokio::spawn(async move {
+                    match send_to_group(&client, limit, &mut msg, &ep).await {
+                        Ok((resp, _)) => {
+                            let _ = resp.into_body().collect().await;
+                        }
+                        Err(f) => {
+                            tracing::warn!(proxy = %msg.service, "one-way send failed: {}", f.error.reason())
+                        }
+                    }
+                });
+                return accepted();
             }
-            let (req, activity) = self.backend_request(&mut msg, &ep, stream.take(), false);
+            let (req, activity) = backend_request(&mut msg, &ep, stream.take(), false);
             let client = self.client.clone();
             let limit = ep.timeout.unwrap_or(self.opts.default_timeout);
             tokio::spawn(async move {
@@ -448,7 +458,7 @@ impl Engine {
         keep_headers: bool,
     ) -> Result<(Response<BackendBody>, Arc<EndpointPlan>), NotSent> {
         if ep.group.is_none() {
-            let (req, activity) = self.backend_request(msg, ep, stream, keep_headers);
+            let (req, activity) = backend_request(msg, ep, stream, keep_headers);
             let limit = ep.timeout.unwrap_or(self.opts.default_timeout);
             return match send_with_timeout(&self.client, req, ep, activity, limit).await {
                 Ok(r) => Ok((r, ep.clone())),
@@ -459,108 +469,9 @@ impl Engine {
         // builds the message for the same reason). A body that cannot be read is not sent anywhere,
         // not even by the fault sequence: it would go out empty.
         if let Err(error) = self.read_whole(msg, &mut stream).await {
-            return Err(NotSent {
-                error,
-                stream: None,
-                skip_fault_sequence: Some("the request body could not be read"),
-            });
+            return Err(NotSent::unreadable(error));
         }
-        let Some(mut leaf) = ep.pick(Instant::now(), &[]) else {
-            return Err(NotSent::plain(no_ready_child(ep)));
-        };
-        let mut tried = Vec::new();
-        loop {
-            let (req, activity) = self.backend_request(msg, &leaf, None, true);
-            let limit = leaf.timeout.unwrap_or(self.opts.default_timeout);
-            let mut failed =
-                match send_with_timeout(&self.client, req, &leaf, activity, limit).await {
-                    Ok(r) => return Ok((r, leaf)),
-                    Err(u) => NotSent::from_unsent(u, &leaf),
-                };
-            let kind = failed.error.kind;
-            if failed.skip_fault_sequence.is_some()
-                || !kind.is_backend_failure()
-                || !leaf.retry_allows(kind.synapse_code())
-            {
-                return Err(failed);
-            }
-            tried.push(leaf.id());
-            match ep.pick_after_failure(leaf.id(), Instant::now(), &tried) {
-                Some(next) => {
-                    tracing::warn!(
-                        "{}: {} failed ({}), trying {}",
-                        ep.describe(),
-                        leaf.describe(),
-                        failed.error.reason(),
-                        next.describe()
-                    );
-                    leaf = next;
-                }
-                // As in Synapse, the error is the last child's (its ERROR_CODE), not 303000: a child
-                // was tried.
-                None => {
-                    failed.error.context.push_str(&format!(
-                        "; no other child endpoint of {} is ready",
-                        ep.describe()
-                    ));
-                    return Err(failed);
-                }
-            }
-        }
-    }
-
-    fn backend_request(
-        &self,
-        msg: &mut Message,
-        ep: &EndpointPlan,
-        stream: Option<Inbound>,
-        keep_headers: bool,
-    ) -> (Request<RelayBody>, Option<Arc<Activity>>) {
-        let mut headers = if keep_headers {
-            msg.headers.clone()
-        } else {
-            std::mem::take(&mut msg.headers)
-        };
-        strip_hop_by_hop(&mut headers);
-        headers.insert(header::HOST, ep.host.clone());
-        apply_content_type_props(&msg.axis2, &mut headers);
-        let mut activity = None;
-        let body = if msg.axis2.is_true("NO_ENTITY_BODY") {
-            headers.remove(header::CONTENT_LENGTH);
-            RelayBody::Empty
-        } else {
-            match &msg.body {
-                Body::Stream => match stream {
-                    Some(s) => {
-                        let a = Activity::new();
-                        activity = Some(a.clone());
-                        RelayBody::stream_with(s, None, Some(a))
-                    }
-                    None => RelayBody::Empty,
-                },
-                // Bytes in memory: the client writes their length as the framing (any
-                // Content-Length in `headers` is skipped, `h1::write_request_head`).
-                Body::Bytes(b) => RelayBody::full(b.clone()),
-                // The start already read, then the rest of the stream: the client's length stands.
-                Body::Head(b) => match stream {
-                    Some(s) => {
-                        let a = Activity::new();
-                        activity = Some(a.clone());
-                        RelayBody::stream_after(b.clone(), s, None, Some(a))
-                    }
-                    None => RelayBody::full(b.clone()),
-                },
-                Body::Empty => {
-                    headers.remove(header::CONTENT_LENGTH);
-                    RelayBody::Empty
-                }
-            }
-        };
-        let mut req = Request::new(body);
-        *req.method_mut() = msg.method.clone();
-        *req.uri_mut() = ep.uri.clone();
-        *req.headers_mut() = headers;
-        (req, activity)
+        send_to_group(&self.client, self.opts.default_timeout, msg, ep).await
     }
 
     async fn reply(&self, msg: Message, req_stream: Option<Inbound>) -> Response<RelayBody> {
@@ -693,6 +604,114 @@ impl Engine {
     }
 }
 
+/// Sends a message whose body is in memory through a failover or load-balance endpoint: to the
+/// child [`EndpointPlan::pick`] chooses, then, after a back-end failure the child's `retryConfig`
+/// allows, to the one [`EndpointPlan::pick_after_failure`] chooses (never one this message already
+/// failed on). Returns the response and the endpoint that gave it.
+async fn send_to_group(
+    client: &BackendClient,
+    default_timeout: Duration,
+    msg: &mut Message,
+    ep: &Arc<EndpointPlan>,
+) -> Result<(Response<BackendBody>, Arc<EndpointPlan>), NotSent> {
+    let Some(mut leaf) = ep.pick(Instant::now(), &[]) else {
+        return Err(NotSent::plain(no_ready_child(ep)));
+    };
+    let mut tried = Vec::new();
+    loop {
+        let (req, activity) = backend_request(msg, &leaf, None, true);
+        let limit = leaf.timeout.unwrap_or(default_timeout);
+        let mut failed = match send_with_timeout(client, req, &leaf, activity, limit).await {
+            Ok(r) => return Ok((r, leaf)),
+            Err(u) => NotSent::from_unsent(u, &leaf),
+        };
+        let kind = failed.error.kind;
+        if failed.skip_fault_sequence.is_some()
+            || !kind.is_backend_failure()
+            || !leaf.retry_allows(kind.synapse_code())
+        {
+            return Err(failed);
+        }
+        tried.push(leaf.id());
+        match ep.pick_after_failure(leaf.id(), Instant::now(), &tried) {
+            Some(next) => {
+                tracing::warn!(
+                    "{}: {} failed ({}), trying {}",
+                    ep.describe(),
+                    leaf.describe(),
+                    failed.error.reason(),
+                    next.describe()
+                );
+                leaf = next;
+            }
+            // As in Synapse, the error is the last child's (its ERROR_CODE), not 303000: a child
+            // was tried.
+            None => {
+                failed.error.context.push_str(&format!(
+                    "; no other child endpoint of {} is ready",
+                    ep.describe()
+                ));
+                return Err(failed);
+            }
+        }
+    }
+}
+
+/// The HTTP request for a message to an address endpoint: its headers without hop-by-hop ones, the
+/// endpoint's Host and URI, and the body (the stream, the start read and the stream, or bytes).
+fn backend_request(
+    msg: &mut Message,
+    ep: &EndpointPlan,
+    stream: Option<Inbound>,
+    keep_headers: bool,
+) -> (Request<RelayBody>, Option<Arc<Activity>>) {
+    let mut headers = if keep_headers {
+        msg.headers.clone()
+    } else {
+        std::mem::take(&mut msg.headers)
+    };
+    strip_hop_by_hop(&mut headers);
+    headers.insert(header::HOST, ep.host.clone());
+    apply_content_type_props(&msg.axis2, &mut headers);
+    let mut activity = None;
+    let body = if msg.axis2.is_true("NO_ENTITY_BODY") {
+        headers.remove(header::CONTENT_LENGTH);
+        RelayBody::Empty
+    } else {
+        match &msg.body {
+            Body::Stream => match stream {
+                Some(s) => {
+                    let a = Activity::new();
+                    activity = Some(a.clone());
+                    RelayBody::stream_with(s, None, Some(a))
+                }
+                None => RelayBody::Empty,
+            },
+            // Bytes in memory: the client writes their length as the framing (any
+            // Content-Length in `headers` is skipped, `h1::write_request_head`).
+            Body::Bytes(b) => RelayBody::full(b.clone()),
+            // The start already read, then the rest of the stream: the client's length stands.
+            Body::Head(b) => match stream {
+                Some(s) => {
+                    let a = Activity::new();
+                    activity = Some(a.clone());
+                    RelayBody::stream_after(b.clone(), s, None, Some(a))
+                }
+                None => RelayBody::full(b.clone()),
+            },
+            Body::Empty => {
+                headers.remove(header::CONTENT_LENGTH);
+                RelayBody::Empty
+            }
+        }
+    };
+    let mut req = Request::new(body);
+    *req.method_mut() = msg.method.clone();
+    *req.uri_mut() = ep.uri.clone();
+    *req.headers_mut() = headers;
+    (req, activity)
+}
+
 /// A send that got no response: why, the request body if nothing read it, and why the fault sequence
 /// is not to run, if it is not (the endpoint's `responseAction` is discard and it timed out, or the
 /// body could not be read).
@@ -708,6 +727,16 @@ impl NotSent {
             error,
             stream: None,
             skip_fault_sequence: None,
+        }
+    }
+
+    /// The body could not be read into memory: nothing may send it, not even the fault sequence
+    /// (it would go out empty).
+    fn unreadable(error: Error) -> Self {
+        NotSent {
+            error,
+            stream: None,
+            skip_fault_sequence: Some("the request body could not be read"),
         }
     }
 
