@@ -465,13 +465,17 @@ impl Engine {
                 Err(u) => Err(NotSent::from_unsent(u, ep)),
             };
         }
-        // The message may go out more than once: its body is read into memory first (Synapse
-        // builds the message for the same reason). A body that cannot be read is not sent anywhere,
-        // not even by the fault sequence: it would go out empty.
-        if let Err(error) = self.read_whole(msg, &mut stream).await {
-            return Err(NotSent::unreadable(error));
-        }
-        send_to_group(&self.client, self.opts.default_timeout, msg, ep).await
+        // Boxed: the group's state stays out of every plain send's future.
+        Box::pin(async move {
+            // The message may go out more than once: its body is read into memory first (Synapse
+            // builds the message for the same reason). A body that cannot be read is not sent
+            // anywhere, not even by the fault sequence: it would go out empty.
+            if let Err(error) = self.read_whole(msg, &mut stream).await {
+                return Err(NotSent::unreadable(error));
+            }
+            send_to_group(&self.client, self.opts.default_timeout, msg, ep).await
+        })
+        .await
     }
 
     async fn reply(&self, msg: Message, req_stream: Option<Inbound>) -> Response<RelayBody> {
