@@ -116,9 +116,15 @@ pub enum EndpointKind {
 
 #[derive(Clone, Debug)]
 pub struct AddressEndpoint {
+    /// The URI, or for an `<http>` endpoint its `uri-template`.
     pub uri: String,
     pub uri_loc: Location,
     pub format: Option<String>,
+    /// An `<http>` endpoint: `uri` is an RFC 6570 template over the `uri.var.*` and
+    /// `query.param.*` properties.
+    pub template: bool,
+    /// `<http method>`, upper case; None keeps the request's method.
+    pub method: Option<String>,
     pub timeout: Option<EndpointTimeout>,
     pub suspend_on_failure: SuspendOnFailure,
     pub mark_for_suspension: MarkForSuspension,

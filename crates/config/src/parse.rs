@@ -513,9 +513,21 @@ impl<'a, 'input> FileParser<'a, 'input> {
             if !self.check_synapse_ns(c) {
                 continue;
             }
-            defined |= matches!(c.tag_name().name(), "address" | "failover" | "loadbalance");
+            defined |= matches!(
+                c.tag_name().name(),
+                "address" | "http" | "failover" | "loadbalance"
+            );
             match c.tag_name().name() {
-                "address" => kind = self.address(c).map(|a| EndpointKind::Address(Box::new(a))),
+                "address" => {
+                    kind = self
+                        .address(c, false)
+                        .map(|a| EndpointKind::Address(Box::new(a)))
+                }
+                "http" => {
+                    kind = self
+                        .address(c, true)
+                        .map(|a| EndpointKind::Address(Box::new(a)))
+                }
                 "failover" => {
                     let dynamic = !c
                         .attribute("dynamic")
@@ -526,7 +538,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
                 }
                 "loadbalance" => kind = self.loadbalance(c),
                 "description" | "property" | "parameter" => {}
-                k @ ("wsdl" | "default" | "http" | "recipientlist" | "template" | "session") => {
+                k @ ("wsdl" | "default" | "recipientlist" | "template" | "session") => {
                     self.report(
                         Severity::Unsupported,
                         c,
@@ -551,7 +563,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
                 self.report(
                     Severity::Error,
                     n,
-                    "endpoint has no definition (expected <address>, <failover> or <loadbalance>)",
+                    "endpoint has no definition (expected <address>, <http>, <failover> or <loadbalance>)",
                 );
                 None
             }
@@ -634,19 +646,42 @@ impl<'a, 'input> FileParser<'a, 'input> {
         r
     }
 
-    fn address(&mut self, n: Node) -> Option<AddressEndpoint> {
-        let uri = self.required_attr(n, "uri")?;
-        let uri_loc = self.attr_loc(n, "uri");
+    /// `<address uri>`, or `<http uri-template method>` (`http`): the same settings inside.
+    fn address(&mut self, n: Node, http: bool) -> Option<AddressEndpoint> {
+        let attr = if http { "uri-template" } else { "uri" };
+        let uri = self.required_attr(n, attr)?;
+        let uri_loc = self.attr_loc(n, attr);
         let format = n.attribute("format").map(str::to_owned);
+        let method = match n.attribute("method").filter(|_| http) {
+            None => None,
+            Some(m) => {
+                let upper = m.to_ascii_uppercase();
+                if !matches!(
+                    upper.as_str(),
+                    "GET" | "POST" | "PUT" | "DELETE" | "PATCH" | "HEAD" | "OPTIONS"
+                ) {
+                    self.report(
+                        Severity::Error,
+                        n,
+                        format!("method must be get, post, put, delete, patch, head or options, not '{m}'"),
+                    );
+                    return None;
+                }
+                Some(upper)
+            }
+        };
         let mut a = AddressEndpoint {
             uri,
             uri_loc,
             format,
+            template: http,
+            method,
             timeout: None,
             suspend_on_failure: SuspendOnFailure::default(),
             mark_for_suspension: MarkForSuspension::default(),
             retry: RetryConfig::default(),
         };
+        let element = if http { "http" } else { "address" };
         for c in elements(n) {
             match c.tag_name().name() {
                 "timeout" => a.timeout = Some(self.timeout(c)),
@@ -674,7 +709,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
                 other => self.report(
                     Severity::Error,
                     c,
-                    format!("unknown element <{other}> in <address>"),
+                    format!("unknown element <{other}> in <{element}>"),
                 ),
             }
         }
@@ -1761,6 +1796,29 @@ mod tests {
         assert!(cfg.endpoints[2..]
             .iter()
             .all(|e| matches!(e.kind, EndpointKind::Rejected)));
+    }
+
+    #[test]
+    fn http_endpoints() {
+        let (cfg, d) = parse(&format!(
+            r#"<definitions {NS}>
+  <endpoint name="H"><http method="put" uri-template="http://h/o/{{uri.var.id}}"><timeout><duration>100</duration></timeout></http></endpoint>
+  <endpoint name="Bad"><http method="fetch" uri-template="http://h/"/></endpoint>
+</definitions>"#
+        ));
+        let EndpointKind::Address(a) = &cfg.endpoints[0].kind else {
+            panic!()
+        };
+        assert!(a.template);
+        assert_eq!(a.uri, "http://h/o/{uri.var.id}");
+        assert_eq!(a.method.as_deref(), Some("PUT"));
+        assert_eq!(a.timeout.as_ref().and_then(|t| t.duration_ms), Some(100));
+        let msgs: Vec<String> = d.items.iter().map(|x| x.to_string()).collect();
+        assert_eq!(msgs.len(), 1, "{msgs:#?}");
+        assert!(
+            msgs[0].contains("t.xml:3:") && msgs[0].contains("'fetch'"),
+            "{msgs:#?}"
+        );
     }
 
     #[test]

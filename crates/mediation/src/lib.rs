@@ -7,6 +7,7 @@ pub mod fault;
 pub mod health;
 pub mod message;
 pub mod plan;
+pub mod uritemplate;
 
 pub use error::{Error, ErrorKind};
 pub use exec::{run, Flow};

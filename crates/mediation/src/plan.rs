@@ -3,8 +3,11 @@
 
 use crate::fault::{self, Detail, FaultParts};
 use crate::health::{EndpointHealth, Readiness, SuspendPolicy};
+use crate::message::Message;
+use crate::uritemplate::UriTemplate;
+use crate::{Error, ErrorKind};
 use bytes::Bytes;
-use http::{HeaderName, HeaderValue, Uri};
+use http::{HeaderName, HeaderValue, Method, Uri};
 use sluice_config::{self as cfg, Diagnostics, FaultVersion, Location, Severity};
 use sluice_expr::{BodyNeed, Expr, ExprErrorKind, FullRegex};
 use std::collections::{HashMap, HashSet};
@@ -90,6 +93,11 @@ pub struct EndpointPlan {
     pub health: Arc<EndpointHealth>,
     /// Which failures let a failover or load-balance parent try another child.
     pub retry: cfg::RetryConfig,
+    /// An `<http>` endpoint's `uri-template`: each message's URI comes from it
+    /// ([`EndpointPlan::for_message`]).
+    pub template: Option<Arc<UriTemplate>>,
+    /// An `<http>` endpoint's `method`; None keeps the request's.
+    pub method: Option<Method>,
     /// A failover or load-balance endpoint: its children (the fields above are then unused: every
     /// send goes to an address endpoint [`EndpointPlan::pick`] chooses).
     pub group: Option<Group>,
@@ -128,6 +136,8 @@ impl EndpointPlan {
             timeout_action: cfg::TimeoutAction::Fault,
             health: Arc::new(EndpointHealth::new(SuspendPolicy::never())),
             retry: cfg::RetryConfig::default(),
+            template: None,
+            method: None,
             group: Some(Group {
                 kind,
                 children,
@@ -251,8 +261,44 @@ impl EndpointPlan {
             timeout_action,
             health,
             retry: cfg::RetryConfig::default(),
+            template: None,
+            method: None,
             group: None,
         }
+    }
+
+    /// The endpoint a message goes to: this one, or for an `<http>` endpoint one with the URI its
+    /// template gives from the message's `uri.var.*` and `query.param.*` properties (sharing this
+    /// one's suspension state).
+    pub fn for_message(self: &Arc<Self>, msg: &Message) -> Result<Arc<Self>, Error> {
+        let Some(t) = &self.template else {
+            return Ok(self.clone());
+        };
+        // As Synapse: only these properties are template variables.
+        let text = t.expand(|name| {
+            (name.starts_with("uri.var.") || name.starts_with("query.param."))
+                .then(|| msg.props.get(name))
+                .flatten()
+        });
+        let (uri, host) = http_uri(&text).map_err(|(_, why)| {
+            Error::new(
+                ErrorKind::Mediation,
+                format!("uri-template of endpoint {}: {why}", self.name),
+            )
+        })?;
+        let mut plan = EndpointPlan::new(
+            self.name.clone(),
+            uri,
+            host,
+            self.timeout,
+            self.timeout_action,
+            Default::default(),
+            Default::default(),
+        );
+        plan.health = self.health.clone();
+        plan.retry = self.retry.clone();
+        plan.method = self.method.clone();
+        Ok(Arc::new(plan))
     }
 
     pub fn describe(&self) -> &str {
@@ -465,6 +511,39 @@ pub struct CompileOptions {
 }
 
 /// Compiles the model into a plan. Artifacts with errors or unsupported features are left out and reported.
+/// An endpoint URI Sluice can send to (http, with a host), and its Host header; else the severity and
+/// what is wrong.
+fn http_uri(text: &str) -> Result<(Uri, HeaderValue), (Severity, String)> {
+    let uri: Uri = text.parse().map_err(|e| {
+        (
+            Severity::Error,
+            format!("invalid address uri '{text}': {e}"),
+        )
+    })?;
+    match uri.scheme_str() {
+        Some("http") => {}
+        Some("https") => {
+            let msg = "https endpoints are not supported yet (no TLS)";
+            return Err((Severity::Unsupported, msg.into()));
+        }
+        Some(other) => {
+            let msg = format!("'{other}:' endpoints are not supported; only http");
+            return Err((Severity::Unsupported, msg));
+        }
+        None => {
+            return Err((
+                Severity::Error,
+                format!("address uri '{text}' has no scheme"),
+            ))
+        }
+    }
+    let host = uri
+        .authority()
+        .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
+        .ok_or_else(|| (Severity::Error, format!("address uri '{text}' has no host")))?;
+    Ok((uri, host))
+}
+
 pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnostics) -> Plan {
     let mut c = Compiler {
         opts,
@@ -863,58 +942,44 @@ impl<'a> Compiler<'a> {
             }
         };
         let uri_text = override_uri.unwrap_or(&a.uri);
-        let uri: Uri = match uri_text.parse() {
-            Ok(u) => u,
-            Err(e) => {
-                self.report(
-                    Severity::Error,
-                    &a.uri_loc,
-                    "address",
-                    format!("invalid address uri '{uri_text}': {e}"),
-                );
-                return None;
+        let template = if a.template {
+            // As Synapse: a template that starts with a variable holds a whole URL, expanded with
+            // reserved characters kept.
+            let text = match uri_text.strip_prefix('{') {
+                Some(rest) if !rest.starts_with('+') => format!("{{+{rest}"),
+                _ => uri_text.to_owned(),
+            };
+            match UriTemplate::parse(&text) {
+                Ok(t) => Some(Arc::new(t)),
+                Err(e) => {
+                    self.report(Severity::Error, &a.uri_loc, "http", e);
+                    return None;
+                }
+            }
+        } else {
+            None
+        };
+        // What can be checked at load: the address, or the template with no variable set when its
+        // scheme and host are written out (each message's URI is checked again when expanded).
+        let checked = match &template {
+            Some(t) => t.expand(|_| None),
+            None => uri_text.to_owned(),
+        };
+        let (uri, host) = if template.is_some() && !checked.contains("://") {
+            (
+                Uri::from_static("http://uri-template.invalid/"),
+                HeaderValue::from_static("uri-template.invalid"),
+            )
+        } else {
+            match http_uri(&checked) {
+                Ok(u) => u,
+                Err((sev, msg)) => {
+                    let element = if a.template { "http" } else { "address" };
+                    self.report(sev, &a.uri_loc, element, msg);
+                    return None;
+                }
             }
         };
-        match uri.scheme_str() {
-            Some("http") => {}
-            Some("https") => {
-                self.report(
-                    Severity::Unsupported,
-                    &a.uri_loc,
-                    "address",
-                    "https endpoints are not supported yet (no TLS)",
-                );
-                return None;
-            }
-            Some(other) => {
-                self.report(
-                    Severity::Unsupported,
-                    &a.uri_loc,
-                    "address",
-                    format!("'{other}:' endpoints are not supported; only http"),
-                );
-                return None;
-            }
-            None => {
-                self.report(
-                    Severity::Error,
-                    &a.uri_loc,
-                    "address",
-                    format!("address uri '{uri_text}' has no scheme"),
-                );
-                return None;
-            }
-        }
-        let Some(auth) = uri.authority() else {
-            self.report(
-                Severity::Error,
-                &a.uri_loc,
-                "address",
-                format!("address uri '{uri_text}' has no host"),
-            );
-            return None;
-        };
-        let host = HeaderValue::from_str(auth.as_str()).ok()?;
         if let Some(f) = &a.format {
             if !matches!(f.as_str(), "soap11" | "soap12" | "pox" | "leave-as-is") {
                 self.report(
@@ -949,6 +1014,8 @@ impl<'a> Compiler<'a> {
             a.mark_for_suspension.clone(),
         );
         plan.retry = a.retry.clone();
+        plan.template = template;
+        plan.method = a.method.as_deref().and_then(|m| m.parse().ok());
         Some(Arc::new(plan))
     }
 

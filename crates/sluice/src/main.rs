@@ -51,6 +51,7 @@ enum Cmd {
     Run {
         path: PathBuf,
         /// Re-point a named endpoint: --endpoint RealService=http://127.0.0.1:9000/service/EchoService
+        /// (for an <http> endpoint the value is its new uri-template)
         #[arg(long = "endpoint", value_name = "NAME=URI")]
         endpoints: Vec<String>,
         /// Seconds in-flight requests get to finish after SIGINT/SIGTERM.

@@ -14,6 +14,10 @@ fn sluice(one: &Backend, two: &Backend) -> Sluice {
     let mut eps = vec![
         format!("One=http://{}/one", one.addr),
         format!("Two=http://{}/two", two.addr),
+        format!(
+            "Orders=http://{}/orders/{{uri.var.id}}?q={{query.param.q}}",
+            one.addr
+        ),
     ];
     for down in ["Down", "DownToo", "DownNoRetry", "DownKept"] {
         eps.push(format!("{down}=http://127.0.0.1:{}/down", closed_port()));
@@ -199,4 +203,54 @@ async fn one_way_sends_fail_over_in_the_background() {
     .expect("the one-way message reached Two");
     let seen = two.seen.lock().unwrap();
     assert_eq!(seen[0].body.as_deref(), Some(BODY.as_bytes()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_endpoints_expand_their_uri_template_per_message() {
+    let (one, two) = (backend().await, backend().await);
+    let s = sluice(&one, &two);
+    let mut c = Conn::open(s.addr).await;
+    let r = c
+        .post(
+            "/services/Http",
+            &[SOAP_HEADERS[0], ("x-q", "x&y")],
+            BODY.into(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.text(), BODY);
+    {
+        let seen = one.seen.lock().unwrap();
+        assert_eq!(seen[0].method, "PUT");
+        assert_eq!(seen[0].path, "/orders/a%20b%2Fc");
+        assert_eq!(seen[0].query.as_deref(), Some("q=x%26y"));
+    }
+    // A whole URL from a property, kept as it is (reserved expansion).
+    let url = format!("http://{}/any/where?a=1&b=2", two.addr);
+    let r = c
+        .post(
+            "/services/HttpAnywhere",
+            &[SOAP_HEADERS[0], ("x-url", url.as_str())],
+            BODY.into(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    {
+        let seen = two.seen.lock().unwrap();
+        assert_eq!(seen[0].method, "POST");
+        assert_eq!(
+            (seen[0].path.as_str(), seen[0].query.as_deref()),
+            ("/any/where", Some("a=1&b=2"))
+        );
+    }
+    // No URL: the message cannot be sent; the client is told why.
+    let r = send(&mut c, "HttpAnywhere").await;
+    assert_eq!(r.status, 500, "{}", r.text());
+    assert!(
+        r.text().contains("uri-template of endpoint Anywhere"),
+        "{}",
+        r.text()
+    );
 }

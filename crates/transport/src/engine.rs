@@ -274,6 +274,17 @@ impl Engine {
                 });
                 return accepted();
             }
+            let ep = match ep.for_message(&msg) {
+                Ok(e) => e,
+                Err(e) => {
+                    let failed = NotSent {
+                        error: e,
+                        stream,
+                        skip_fault_sequence: None,
+                    };
+                    return self.send_failed(proxy, msg, failed, depth).await;
+                }
+            };
             let (req, activity) = backend_request(&mut msg, &ep, stream.take(), false);
             let client = self.client.clone();
             let limit = ep.timeout.unwrap_or(self.opts.default_timeout);
@@ -458,6 +469,16 @@ impl Engine {
         keep_headers: bool,
     ) -> Result<(Response<BackendBody>, Arc<EndpointPlan>), NotSent> {
         if ep.group.is_none() {
+            let ep = &match ep.for_message(msg) {
+                Ok(e) => e,
+                Err(error) => {
+                    return Err(NotSent {
+                        error,
+                        stream,
+                        skip_fault_sequence: None,
+                    })
+                }
+            };
             let (req, activity) = backend_request(msg, ep, stream, keep_headers);
             let limit = ep.timeout.unwrap_or(self.opts.default_timeout);
             return match send_with_timeout(&self.client, req, ep, activity, limit).await {
@@ -623,11 +644,13 @@ async fn send_to_group(
     };
     let mut tried = Vec::new();
     loop {
-        let (req, activity) = backend_request(msg, &leaf, None, true);
-        let limit = leaf.timeout.unwrap_or(default_timeout);
-        let mut failed = match send_with_timeout(client, req, &leaf, activity, limit).await {
-            Ok(r) => return Ok((r, leaf)),
-            Err(u) => NotSent::from_unsent(u, &leaf),
+        // The child itself stays in `tried`; an `<http>` child sends to its expanded URI.
+        let target = leaf.for_message(msg).map_err(NotSent::plain)?;
+        let (req, activity) = backend_request(msg, &target, None, true);
+        let limit = target.timeout.unwrap_or(default_timeout);
+        let mut failed = match send_with_timeout(client, req, &target, activity, limit).await {
+            Ok(r) => return Ok((r, target)),
+            Err(u) => NotSent::from_unsent(u, &target),
         };
         let kind = failed.error.kind;
         if failed.skip_fault_sequence.is_some()
@@ -710,7 +733,7 @@ fn backend_request(
         }
     };
     let mut req = Request::new(body);
-    *req.method_mut() = msg.method.clone();
+    *req.method_mut() = ep.method.clone().unwrap_or_else(|| msg.method.clone());
     *req.uri_mut() = ep.uri.clone();
     *req.headers_mut() = headers;
     (req, activity)

@@ -228,6 +228,7 @@ impl Drop for Sluice {
 pub struct Seen {
     pub method: String,
     pub path: String,
+    pub query: Option<String>,
     pub headers: http::HeaderMap,
     /// The body, for requests of at most 1 MiB with a Content-Length (larger ones stream back).
     pub body: Option<Bytes>,
@@ -272,6 +273,7 @@ pub async fn backend() -> Backend {
                         let mut record = Seen {
                             method: parts.method.to_string(),
                             path: parts.uri.path().to_owned(),
+                            query: parts.uri.query().map(str::to_owned),
                             headers: parts.headers.clone(),
                             body: None,
                         };
