@@ -23,6 +23,8 @@ pub enum ErrorKind {
     NoReadyChild,
     /// Reading the client's request failed, or it is malformed.
     BadRequest,
+    /// The client stopped sending its request body (for longer than the endpoint timeout).
+    ClientTimeout,
     /// No deployed service at that path.
     NotFound,
     /// A body larger than the limit had to be read into memory.
@@ -46,7 +48,7 @@ impl ErrorKind {
             ErrorKind::BackendProtocol => 101506,
             ErrorKind::EndpointSuspended => 303001,
             ErrorKind::NoReadyChild => 303000,
-            ErrorKind::BadRequest => 101001,
+            ErrorKind::BadRequest | ErrorKind::ClientTimeout => 101001,
             ErrorKind::NotFound => 404,
             ErrorKind::PayloadTooLarge => 101001,
             ErrorKind::Mediation | ErrorKind::NoRoute | ErrorKind::Internal => 0,
@@ -62,6 +64,7 @@ impl ErrorKind {
             ErrorKind::ConnectTimeout | ErrorKind::ResponseTimeout => 504,
             ErrorKind::EndpointSuspended | ErrorKind::NoReadyChild => 503,
             ErrorKind::BadRequest => 400,
+            ErrorKind::ClientTimeout => 408,
             ErrorKind::NotFound => 404,
             ErrorKind::PayloadTooLarge => 413,
             ErrorKind::Mediation | ErrorKind::NoRoute | ErrorKind::Internal => 500,
@@ -96,7 +99,10 @@ impl ErrorKind {
     pub fn is_client_fault(self) -> bool {
         matches!(
             self,
-            ErrorKind::BadRequest | ErrorKind::NotFound | ErrorKind::PayloadTooLarge
+            ErrorKind::BadRequest
+                | ErrorKind::ClientTimeout
+                | ErrorKind::NotFound
+                | ErrorKind::PayloadTooLarge
         )
     }
 
@@ -112,6 +118,7 @@ impl ErrorKind {
             ErrorKind::EndpointSuspended => "the endpoint is suspended after failures",
             ErrorKind::NoReadyChild => "no child endpoint is ready",
             ErrorKind::BadRequest => "bad request",
+            ErrorKind::ClientTimeout => "the client stopped sending its request",
             ErrorKind::NotFound => "not found",
             ErrorKind::PayloadTooLarge => "message too large",
             ErrorKind::Mediation => "mediation failed",

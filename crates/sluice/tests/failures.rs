@@ -125,6 +125,43 @@ async fn timeouts_mark_the_endpoint_then_suspend_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_upload_is_the_clients_timeout_not_the_endpoints() {
+    use tokio::io::AsyncReadExt;
+    let be = backend().await;
+    let s = Sluice::failures_endpoint("Suspending", be.addr);
+    // Twice a client stops halfway through its body for longer than the endpoint's 500 ms. Were that
+    // counted as the back-end's timeout (101504), the second would suspend the endpoint.
+    for i in 0..2 {
+        let mut raw = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+        raw.write_all(
+            b"POST /services/Guarded HTTP/1.1\r\nHost: x\r\nContent-Type: text/xml\r\nContent-Length: 1000\r\n\r\n<a>",
+        )
+        .await
+        .unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                match raw.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
+        })
+        .await
+        .expect("an answer within the timeout");
+        let head = String::from_utf8_lossy(&got);
+        assert!(head.starts_with("HTTP/1.1 408"), "upload {i}: {head}");
+    }
+    let mut c = Conn::open(s.addr).await;
+    let r = c
+        .post("/services/Guarded", SOAP_HEADERS, BODY.into())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_backend_gives_504_within_timeout() {
     let be = backend().await;
     let s = Sluice::failures_config(be.addr.to_string());

@@ -7,18 +7,19 @@ use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 use sluice_mediation::error::BoxError;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::time::Sleep;
 
 /// Last time a relayed stream made progress, for idle timeouts that must not fire while a large body is
-/// still moving.
+/// still moving, and whether it has ended (a timeout after that is the receiver's, not the sender's).
 #[derive(Debug)]
 pub struct Activity {
     origin: Instant,
     last_nanos: AtomicU64,
+    ended: AtomicBool,
 }
 
 impl Activity {
@@ -26,7 +27,12 @@ impl Activity {
         Arc::new(Activity {
             origin: Instant::now(),
             last_nanos: AtomicU64::new(0),
+            ended: AtomicBool::new(false),
         })
+    }
+    /// Whether the whole stream went through.
+    pub fn ended(&self) -> bool {
+        self.ended.load(Ordering::Relaxed)
     }
     pub fn touch(&self) {
         self.last_nanos
@@ -195,6 +201,9 @@ impl Body for RelayBody {
                     Poll::Ready(r) => {
                         if let Some(a) = &s.activity {
                             a.touch();
+                            if r.is_none() || s.inner.is_end_stream() {
+                                a.ended.store(true, Ordering::Relaxed);
+                            }
                         }
                         if let Some(idle) = &mut s.idle {
                             idle.armed = false;

@@ -869,7 +869,13 @@ async fn send_timed(
                         continue;
                     }
                 }
-                let error = Error::new(ErrorKind::ResponseTimeout, format!("{} did not answer within {} ms", ep.describe(), limit.as_millis()));
+                // A request body that stopped before its end is the client's doing, not the
+                // back-end's (it must not count toward suspending the endpoint).
+                let error = if activity.as_ref().is_some_and(|a| !a.ended()) {
+                    Error::new(ErrorKind::ClientTimeout, format!("the request body for {} stopped coming for {} ms", ep.describe(), limit.as_millis()))
+                } else {
+                    Error::new(ErrorKind::ResponseTimeout, format!("{} did not answer within {} ms", ep.describe(), limit.as_millis()))
+                };
                 return Err(Unsent { error, body: None });
             }
         }
