@@ -90,6 +90,16 @@ pub struct Endpoint {
     pub name: Option<String>,
     pub loc: Location,
     pub kind: EndpointKind,
+    /// `<property name value>` children: the values of an `<http>` endpoint's `uri.var.*` and
+    /// `query.param.*` template variables (others are reported as not applied).
+    pub properties: Vec<EndpointProperty>,
+}
+
+#[derive(Clone, Debug)]
+pub struct EndpointProperty {
+    pub name: String,
+    pub value: String,
+    pub loc: Location,
 }
 
 #[derive(Clone, Debug)]

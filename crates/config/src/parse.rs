@@ -326,6 +326,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
                         name: Some(name.to_owned()),
                         loc: self.loc(root),
                         kind: EndpointKind::Rejected,
+                        properties: Vec::new(),
                     },
                 };
                 cfg.endpoints.push(e);
@@ -504,9 +505,11 @@ impl<'a, 'input> FileParser<'a, 'input> {
                 name,
                 loc,
                 kind: EndpointKind::Indirect(k.to_owned()),
+                properties: Vec::new(),
             });
         }
         let mut kind = None;
+        let mut properties = Vec::new();
         // A definition was there but was reported (and rejected): nothing more to say.
         let mut defined = false;
         for c in elements(n) {
@@ -537,7 +540,19 @@ impl<'a, 'input> FileParser<'a, 'input> {
                         .map(|children| EndpointKind::Failover { dynamic, children });
                 }
                 "loadbalance" => kind = self.loadbalance(c),
-                "description" | "property" | "parameter" => {}
+                "property" => match (c.attribute("name"), c.attribute("value")) {
+                    (Some(name), Some(value)) => properties.push(EndpointProperty {
+                        name: name.to_owned(),
+                        value: value.to_owned(),
+                        loc: self.loc(c),
+                    }),
+                    _ => self.report(
+                        Severity::Warning,
+                        c,
+                        "endpoint properties need 'name' and 'value' (expressions are not applied yet); ignored",
+                    ),
+                },
+                "description" | "parameter" => {}
                 k @ ("wsdl" | "default" | "recipientlist" | "template" | "session") => {
                     self.report(
                         Severity::Unsupported,
@@ -557,7 +572,12 @@ impl<'a, 'input> FileParser<'a, 'input> {
             }
         }
         match kind {
-            Some(kind) => Some(Endpoint { name, loc, kind }),
+            Some(kind) => Some(Endpoint {
+                name,
+                loc,
+                kind,
+                properties,
+            }),
             None if defined => None,
             None => {
                 self.report(
@@ -656,18 +676,20 @@ impl<'a, 'input> FileParser<'a, 'input> {
             None => None,
             Some(m) => {
                 let upper = m.to_ascii_uppercase();
-                if !matches!(
+                if matches!(
                     upper.as_str(),
                     "GET" | "POST" | "PUT" | "DELETE" | "PATCH" | "HEAD" | "OPTIONS"
                 ) {
+                    Some(upper)
+                } else {
+                    // As Synapse: an unknown method keeps the request's.
                     self.report(
-                        Severity::Error,
+                        Severity::Warning,
                         n,
-                        format!("method must be get, post, put, delete, patch, head or options, not '{m}'"),
+                        format!("method '{m}' is not get, post, put, delete, patch, head or options; the request's method is kept"),
                     );
-                    return None;
+                    None
                 }
-                Some(upper)
             }
         };
         let mut a = AddressEndpoint {
@@ -1816,9 +1838,15 @@ mod tests {
         let msgs: Vec<String> = d.items.iter().map(|x| x.to_string()).collect();
         assert_eq!(msgs.len(), 1, "{msgs:#?}");
         assert!(
-            msgs[0].contains("t.xml:3:") && msgs[0].contains("'fetch'"),
+            msgs[0].contains("t.xml:3:")
+                && msgs[0].contains("warning")
+                && msgs[0].contains("'fetch'"),
             "{msgs:#?}"
         );
+        let EndpointKind::Address(bad) = &cfg.endpoints[1].kind else {
+            panic!()
+        };
+        assert_eq!(bad.method, None);
     }
 
     #[test]

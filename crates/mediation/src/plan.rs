@@ -96,6 +96,9 @@ pub struct EndpointPlan {
     /// An `<http>` endpoint's `uri-template`: each message's URI comes from it
     /// ([`EndpointPlan::for_message`]).
     pub template: Option<Arc<UriTemplate>>,
+    /// Template variables the endpoint's own `<property>` elements set (they win over the
+    /// message's, as in Synapse).
+    pub template_vars: Vec<(String, String)>,
     /// An `<http>` endpoint's `method`; None keeps the request's.
     pub method: Option<Method>,
     /// A failover or load-balance endpoint: its children (the fields above are then unused: every
@@ -137,6 +140,7 @@ impl EndpointPlan {
             health: Arc::new(EndpointHealth::new(SuspendPolicy::never())),
             retry: cfg::RetryConfig::default(),
             template: None,
+            template_vars: Vec::new(),
             method: None,
             group: Some(Group {
                 kind,
@@ -183,6 +187,15 @@ impl EndpointPlan {
                     Some(leaf)
                 })
             }
+        }
+    }
+
+    /// Whether a send could go anywhere now (without moving a round-robin turn): this endpoint is
+    /// ready, or some address endpoint under it is.
+    pub fn any_ready(&self, now: Instant) -> bool {
+        match &self.group {
+            None => self.health.readiness(now) == Readiness::Ready,
+            Some(g) => g.children.iter().any(|c| c.any_ready(now)),
         }
     }
 
@@ -241,27 +254,22 @@ impl EndpointPlan {
         suspend_on_failure: cfg::SuspendOnFailure,
         mark_for_suspension: cfg::MarkForSuspension,
     ) -> Self {
-        let label = format!("endpoint {name} ({uri})").into();
         let health = Arc::new(EndpointHealth::new(SuspendPolicy::new(
             &suspend_on_failure,
             &mark_for_suspension,
         )));
-        let authority = match uri.authority() {
-            Some(a) if a.port().is_some() => a.as_str().into(),
-            Some(a) => format!("{}:80", a.host()).into(),
-            None => "".into(),
-        };
         EndpointPlan {
+            label: format!("endpoint {name} ({uri})").into(),
             name,
-            label,
+            authority: connect_authority(&uri),
             uri,
-            authority,
             host,
             timeout,
             timeout_action,
             health,
             retry: cfg::RetryConfig::default(),
             template: None,
+            template_vars: Vec::new(),
             method: None,
             group: None,
         }
@@ -274,11 +282,14 @@ impl EndpointPlan {
         let Some(t) = &self.template else {
             return Ok(self.clone());
         };
-        // As Synapse: only these properties are template variables.
+        // As Synapse: only these properties are template variables, the endpoint's own first.
         let text = t.expand(|name| {
-            (name.starts_with("uri.var.") || name.starts_with("query.param."))
-                .then(|| msg.props.get(name))
-                .flatten()
+            let own = self.template_vars.iter().find(|(n, _)| n == name);
+            own.map(|(_, v)| v.as_str()).or_else(|| {
+                is_template_variable(name)
+                    .then(|| msg.props.get(name))
+                    .flatten()
+            })
         });
         let (uri, host) = http_uri(&text).map_err(|(_, why)| {
             Error::new(
@@ -286,19 +297,22 @@ impl EndpointPlan {
                 format!("uri-template of endpoint {}: {why}", self.name),
             )
         })?;
-        let mut plan = EndpointPlan::new(
-            self.name.clone(),
+        // Every field named: one added later must be decided on here too.
+        Ok(Arc::new(EndpointPlan {
+            name: self.name.clone(),
+            label: format!("endpoint {} ({uri})", self.name).into(),
+            authority: connect_authority(&uri),
             uri,
             host,
-            self.timeout,
-            self.timeout_action,
-            Default::default(),
-            Default::default(),
-        );
-        plan.health = self.health.clone();
-        plan.retry = self.retry.clone();
-        plan.method = self.method.clone();
-        Ok(Arc::new(plan))
+            timeout: self.timeout,
+            timeout_action: self.timeout_action,
+            health: self.health.clone(),
+            retry: self.retry.clone(),
+            template: None,
+            template_vars: Vec::new(),
+            method: self.method.clone(),
+            group: None,
+        }))
     }
 
     pub fn describe(&self) -> &str {
@@ -510,16 +524,27 @@ pub struct CompileOptions {
     pub endpoint_overrides: HashMap<String, String>,
 }
 
-/// Compiles the model into a plan. Artifacts with errors or unsupported features are left out and reported.
-/// An endpoint URI Sluice can send to (http, with a host), and its Host header; else the severity and
-/// what is wrong.
+/// `host:port` to connect to (port 80 when the URI has none).
+fn connect_authority(uri: &Uri) -> Arc<str> {
+    match uri.authority() {
+        Some(a) if a.port().is_some() => a.as_str().into(),
+        Some(a) => format!("{}:80", a.host()).into(),
+        None => "".into(),
+    }
+}
+
+/// Whether a property is a variable of `<http>` endpoints' URI templates.
+fn is_template_variable(name: &str) -> bool {
+    name.starts_with("uri.var.") || name.starts_with("query.param.")
+}
+
+/// An endpoint URI Sluice can send to (http, with a host, no user info), and its Host header; else
+/// the severity and what is wrong.
 fn http_uri(text: &str) -> Result<(Uri, HeaderValue), (Severity, String)> {
-    let uri: Uri = text.parse().map_err(|e| {
-        (
-            Severity::Error,
-            format!("invalid address uri '{text}': {e}"),
-        )
-    })?;
+    let bad = |why: String| (Severity::Error, format!("endpoint uri '{text}' {why}"));
+    let uri: Uri = text
+        .parse()
+        .map_err(|e| bad(format!("is not valid: {e}")))?;
     match uri.scheme_str() {
         Some("http") => {}
         Some("https") => {
@@ -530,20 +555,19 @@ fn http_uri(text: &str) -> Result<(Uri, HeaderValue), (Severity, String)> {
             let msg = format!("'{other}:' endpoints are not supported; only http");
             return Err((Severity::Unsupported, msg));
         }
-        None => {
-            return Err((
-                Severity::Error,
-                format!("address uri '{text}' has no scheme"),
-            ))
-        }
+        None => return Err(bad("has no scheme".into())),
     }
-    let host = uri
-        .authority()
-        .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
-        .ok_or_else(|| (Severity::Error, format!("address uri '{text}' has no host")))?;
+    let authority = uri.authority().ok_or_else(|| bad("has no host".into()))?;
+    if authority.as_str().contains('@') {
+        let msg = format!("endpoint uri '{text}': user info in the address is not supported");
+        return Err((Severity::Unsupported, msg));
+    }
+    let host = HeaderValue::from_str(authority.as_str()).map_err(|_| bad("has no host".into()))?;
     Ok((uri, host))
 }
 
+/// Compiles the model into a plan. Artifacts with errors or unsupported features are left out and
+/// reported.
 pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnostics) -> Plan {
     let mut c = Compiler {
         opts,
@@ -922,6 +946,21 @@ impl<'a> Compiler<'a> {
             .name
             .clone()
             .unwrap_or_else(|| format!("anonymous endpoint at {}", ep.loc));
+        // Endpoint properties: only an <http> endpoint's template variables are applied.
+        let template_kind = matches!(&ep.kind, cfg::EndpointKind::Address(a) if a.template);
+        let mut template_vars = Vec::new();
+        for p in &ep.properties {
+            if template_kind && is_template_variable(&p.name) {
+                template_vars.push((p.name.clone(), p.value.clone()));
+            } else {
+                self.report(
+                    Severity::Warning,
+                    &p.loc,
+                    "property",
+                    format!("endpoint property '{}' is not applied yet (only the uri.var.* and query.param.* of <http> endpoints are); ignored", p.name),
+                );
+            }
+        }
         let a = match &ep.kind {
             cfg::EndpointKind::Address(a) => a,
             cfg::EndpointKind::Rejected => {
@@ -945,8 +984,11 @@ impl<'a> Compiler<'a> {
         let template = if a.template {
             // As Synapse: a template that starts with a variable holds a whole URL, expanded with
             // reserved characters kept.
+            // Other operators there are kept (Synapse would turn `{/x}` into the invalid `{+/x}`).
             let text = match uri_text.strip_prefix('{') {
-                Some(rest) if !rest.starts_with('+') => format!("{{+{rest}"),
+                Some(rest) if !rest.starts_with(['+', '#', '.', '/', ';', '?', '&']) => {
+                    format!("{{+{rest}")
+                }
                 _ => uri_text.to_owned(),
             };
             match UriTemplate::parse(&text) {
@@ -960,12 +1002,19 @@ impl<'a> Compiler<'a> {
             None
         };
         // What can be checked at load: the address, or the template with no variable set when its
-        // scheme and host are written out (each message's URI is checked again when expanded).
+        // scheme and host are written out before any variable (each message's URI is checked again
+        // when expanded).
         let checked = match &template {
             Some(t) => t.expand(|_| None),
             None => uri_text.to_owned(),
         };
-        let (uri, host) = if template.is_some() && !checked.contains("://") {
+        let fixed_host = template.as_ref().is_none_or(|t| {
+            let head = t.literal_head();
+            let whole = head.len() == uri_text.len();
+            head.find("://")
+                .is_some_and(|i| whole || head[i + 3..].contains(['/', '?']))
+        });
+        let (uri, host) = if !fixed_host {
             (
                 Uri::from_static("http://uri-template.invalid/"),
                 HeaderValue::from_static("uri-template.invalid"),
@@ -1015,6 +1064,7 @@ impl<'a> Compiler<'a> {
         );
         plan.retry = a.retry.clone();
         plan.template = template;
+        plan.template_vars = template_vars;
         plan.method = a.method.as_deref().and_then(|m| m.parse().ok());
         Some(Arc::new(plan))
     }
@@ -1979,6 +2029,24 @@ mod tests {
         assert!(dynamic.fails_over() && rr.fails_over() && !a.fails_over());
         let no = group(GroupKind::RoundRobin { failover: false }, &[&a]);
         assert!(!no.fails_over());
+    }
+
+    #[test]
+    fn endpoint_uris_need_http_a_host_and_no_user_info() {
+        assert!(http_uri("http://h:81/x?y").is_ok());
+        for (bad, sev) in [
+            ("http://u:p@h/x", Severity::Unsupported),
+            ("https://h/x", Severity::Unsupported),
+            ("ftp://h/x", Severity::Unsupported),
+            ("/x", Severity::Error),
+            ("http:///x", Severity::Error),
+        ] {
+            assert_eq!(
+                http_uri(bad).map(|_| ()).map_err(|e| e.0),
+                Err(sev),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

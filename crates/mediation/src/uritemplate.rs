@@ -119,6 +119,14 @@ impl UriTemplate {
         out
     }
 
+    /// The text before its first expression.
+    pub fn literal_head(&self) -> &str {
+        match self.parts.first() {
+            Some(Part::Literal(s)) => s,
+            _ => "",
+        }
+    }
+
     /// The names of its variables.
     pub fn variables(&self) -> impl Iterator<Item = &str> {
         self.parts

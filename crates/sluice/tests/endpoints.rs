@@ -18,6 +18,7 @@ fn sluice(one: &Backend, two: &Backend) -> Sluice {
             "Orders=http://{}/orders/{{uri.var.id}}?q={{query.param.q}}",
             one.addr
         ),
+        format!("Fixed=http://{}/fixed/{{uri.var.kind}}", two.addr),
     ];
     for down in ["Down", "DownToo", "DownNoRetry", "DownKept"] {
         eps.push(format!("{down}=http://127.0.0.1:{}/down", closed_port()));
@@ -251,6 +252,58 @@ async fn http_endpoints_expand_their_uri_template_per_message() {
     assert!(
         r.text().contains("uri-template of endpoint Anywhere"),
         "{}",
+        r.text()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_endpoint_variables_of_its_own_and_a_host_from_the_message() {
+    let (one, two) = (backend().await, backend().await);
+    let s = sluice(&one, &two);
+    let mut c = Conn::open(s.addr).await;
+    // The endpoint's <property name="uri.var.kind" value="gold"/> wins over the message's "silver".
+    let r = send(&mut c, "HttpFixed").await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(two.seen.lock().unwrap()[0].path, "/fixed/gold");
+    // http://{+uri.var.host}/vh loads (its host is not known until a message comes) and goes where
+    // the message says.
+    let host = one.addr.to_string();
+    let r = c
+        .post(
+            "/services/HttpVarHost",
+            &[SOAP_HEADERS[0], ("x-host", host.as_str())],
+            BODY.into(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(one.seen.lock().unwrap()[0].path, "/vh");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_way_send_with_no_ready_child_is_answered_at_once() {
+    let (one, two) = (backend().await, backend().await);
+    let s = sluice(&one, &two);
+    let mut c = Conn::open(s.addr).await;
+    // Both children ready: accepted, then both refuse it in the background and are suspended.
+    let r = send(&mut c, "OneWayNone").await;
+    assert_eq!(r.status, 202, "{}", r.text());
+    let log = s.stderr_with("suspending endpoint DownToo", Duration::from_secs(5));
+    let log = if log.contains("suspending endpoint Down (") {
+        log
+    } else {
+        s.stderr_with("suspending endpoint Down (", Duration::from_secs(5))
+    };
+    assert!(
+        log.contains("suspending endpoint Down (") && log.contains("suspending endpoint DownToo"),
+        "{log}"
+    );
+    // None ready now: the fault sequence answers with 303000 instead of a 202 for a lost message.
+    let r = send(&mut c, "OneWayNone").await;
+    assert!(
+        r.text().contains("<detail>303000</detail>"),
+        "{} {}",
+        r.status,
         r.text()
     );
 }

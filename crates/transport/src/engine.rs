@@ -254,47 +254,50 @@ impl Engine {
         depth: Depth,
     ) -> Response<RelayBody> {
         if msg.props.is_true("OUT_ONLY") || msg.axis2.is_true("FORCE_SC_ACCEPTED") {
-            // One-way through a failover or load-balance endpoint: the body read into memory, then
-            // the children tried in the background as for any send.
-            if ep.group.is_some() {
+            // Made ready here, so that what fails at once is answered: a group's body in memory
+            // (its children are tried in the background as for any send) and at least one of them
+            // ready, or an http endpoint's URI.
+            let single = if ep.group.is_some() {
                 if let Err(error) = self.read_whole(&mut msg, &mut stream).await {
                     let failed = NotSent::unreadable(error);
                     return self.send_failed(proxy, msg, failed, depth).await;
                 }
-                let (client, limit) = (self.client.clone(), self.opts.default_timeout);
-                tokio::spawn(async move {
-                    match send_to_group(&client, limit, &mut msg, &ep).await {
-                        Ok((resp, _)) => {
-                            let _ = resp.into_body().collect().await;
-                        }
-                        Err(f) => {
-                            tracing::warn!(proxy = %msg.service, "one-way send failed: {}", f.error.reason())
-                        }
-                    }
-                });
-                return accepted();
-            }
-            let ep = match ep.for_message(&msg) {
-                Ok(e) => e,
-                Err(e) => {
-                    let failed = NotSent {
-                        error: e,
-                        stream,
-                        skip_fault_sequence: None,
-                    };
+                if !ep.any_ready(Instant::now()) {
+                    let failed = NotSent::plain(no_ready_child(&ep));
                     return self.send_failed(proxy, msg, failed, depth).await;
                 }
+                None
+            } else {
+                let target = match ep.for_message(&msg) {
+                    Ok(t) => t,
+                    Err(error) => {
+                        let failed = NotSent::with_stream(error, stream);
+                        return self.send_failed(proxy, msg, failed, depth).await;
+                    }
+                };
+                let (req, activity) = backend_request(&mut msg, &target, stream.take(), false);
+                Some((target, req, activity))
             };
-            let (req, activity) = backend_request(&mut msg, &ep, stream.take(), false);
-            let client = self.client.clone();
-            let limit = ep.timeout.unwrap_or(self.opts.default_timeout);
+            let (client, limit) = (self.client.clone(), self.opts.default_timeout);
             tokio::spawn(async move {
-                match send_with_timeout(&client, req, &ep, activity, limit).await {
+                let sent = match single {
+                    Some((target, req, activity)) => {
+                        let limit = target.timeout.unwrap_or(limit);
+                        send_with_timeout(&client, req, &target, activity, limit)
+                            .await
+                            .map_err(|u| u.error)
+                    }
+                    None => send_to_group(&client, limit, &mut msg, &ep)
+                        .await
+                        .map(|(r, _)| r)
+                        .map_err(|f| f.error),
+                };
+                match sent {
                     Ok(resp) => {
                         let _ = resp.into_body().collect().await;
                     }
                     Err(e) => {
-                        tracing::warn!(proxy = %msg.service, "one-way send failed: {}", e.error.reason())
+                        tracing::warn!(proxy = %msg.service, "one-way send failed: {}", e.reason())
                     }
                 }
             });
@@ -471,13 +474,7 @@ impl Engine {
         if ep.group.is_none() {
             let ep = &match ep.for_message(msg) {
                 Ok(e) => e,
-                Err(error) => {
-                    return Err(NotSent {
-                        error,
-                        stream,
-                        skip_fault_sequence: None,
-                    })
-                }
+                Err(error) => return Err(NotSent::with_stream(error, stream)),
             };
             let (req, activity) = backend_request(msg, ep, stream, keep_headers);
             let limit = ep.timeout.unwrap_or(self.opts.default_timeout);
@@ -665,7 +662,7 @@ async fn send_to_group(
                 tracing::warn!(
                     "{}: {} failed ({}), trying {}",
                     ep.describe(),
-                    leaf.describe(),
+                    target.describe(),
                     failed.error.reason(),
                     next.describe()
                 );
@@ -750,9 +747,14 @@ struct NotSent {
 
 impl NotSent {
     fn plain(error: Error) -> Self {
+        NotSent::with_stream(error, None)
+    }
+
+    /// A failure before anything was sent: the body is still there for the fault sequence.
+    fn with_stream(error: Error, stream: Option<Inbound>) -> Self {
         NotSent {
             error,
-            stream: None,
+            stream,
             skip_fault_sequence: None,
         }
     }
