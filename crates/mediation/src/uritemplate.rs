@@ -1,6 +1,7 @@
 //! URI templates (RFC 6570, level 3) for Synapse's `<http uri-template="...">` endpoints: compiled at
 //! load, expanded per message from the `uri.var.*` and `query.param.*` properties.
 //!
+//! Literal text that a URI cannot hold (spaces, non-ASCII) is percent-encoded, as the RFC says.
 //! Level 3 is every operator (`+ # . / ; ? &`) with lists of variables; the level 4 modifiers
 //! (`{var:3}`, `{list*}`) are refused at load. An undefined variable expands to nothing, as the RFC
 //! says (Synapse leaves the whole template unexpanded when no variable at all is set, which gives a
@@ -73,7 +74,7 @@ impl UriTemplate {
                 }
                 Some(i) => {
                     if i > 0 {
-                        parts.push(Part::Literal(rest[..i].to_owned()));
+                        parts.push(literal(&rest[..i]));
                     }
                     let close = rest[i..]
                         .find('}')
@@ -82,7 +83,7 @@ impl UriTemplate {
                     rest = &rest[i + close + 1..];
                 }
                 None => {
-                    parts.push(Part::Literal(rest.to_owned()));
+                    parts.push(literal(rest));
                     rest = "";
                 }
             }
@@ -137,6 +138,14 @@ impl UriTemplate {
             })
             .map(String::as_str)
     }
+}
+
+/// Literal text as RFC 6570 copies it: characters allowed in a URI as they are, others (spaces,
+/// non-ASCII, `<`, ...) percent-encoded.
+fn literal(text: &str) -> Part {
+    let mut out = String::with_capacity(text.len());
+    encode(text, true, &mut out);
+    Part::Literal(out)
 }
 
 fn expression(body: &str, text: &str) -> Result<Part, String> {
@@ -256,8 +265,13 @@ mod tests {
         for bad in ["a{b", "a}b", "{}", "{x:3}", "{list*}", "{a b}"] {
             assert!(UriTemplate::parse(bad).is_err(), "{bad}");
         }
-        // Non-ASCII values are encoded as UTF-8.
+        // Non-ASCII values are encoded as UTF-8, and so are literals a URI cannot hold.
         let t = UriTemplate::parse("/{v}").unwrap();
         assert_eq!(t.expand(|_| Some("é")), "/%C3%A9");
+        let t = UriTemplate::parse("http://h/a b/é/%41/<x>?k=v&w").unwrap();
+        assert_eq!(
+            t.expand(|_| None),
+            "http://h/a%20b/%C3%A9/%41/%3Cx%3E?k=v&w"
+        );
     }
 }

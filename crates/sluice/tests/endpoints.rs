@@ -307,3 +307,25 @@ async fn a_one_way_send_with_no_ready_child_is_answered_at_once() {
         r.text()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fault_sequence_sends_the_unread_request_through_a_failover() {
+    let (one, two) = (backend().await, backend().await);
+    let s = sluice(&one, &two);
+    let mut c = Conn::open(s.addr).await;
+    // DownKept refuses the in-sequence's send; the fault sequence's failover tries it again, then
+    // One, which gets the request whole.
+    let big = BODY.replace("IBM", &"IBM ".repeat(100 * 1024 / 4));
+    let r = c
+        .post("/services/FaultToGroup", SOAP_HEADERS, big.clone().into())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(
+        r.body == big.as_bytes(),
+        "{} bytes of {}",
+        r.body.len(),
+        big.len()
+    );
+    assert_eq!(count(&one), 1);
+}
