@@ -133,6 +133,8 @@ pub struct AddressEndpoint {
     /// An `<http>` endpoint: `uri` is an RFC 6570 template over the `uri.var.*` and
     /// `query.param.*` properties.
     pub template: bool,
+    /// A `<default>` endpoint: the message's To address (`uri` is empty).
+    pub from_to: bool,
     /// `<http method>`, upper case; None keeps the request's method.
     pub method: Option<String>,
     pub timeout: Option<EndpointTimeout>,

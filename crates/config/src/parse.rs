@@ -142,6 +142,15 @@ fn child<'a, 'i>(n: Node<'a, 'i>, name: &str) -> Option<Node<'a, 'i>> {
     elements(n).find(|c| c.tag_name().name() == name)
 }
 
+/// Which of the endpoint elements that send to one address.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Flavor {
+    Address,
+    Http,
+    /// `<default>`: the message's To address.
+    Default,
+}
+
 fn text_of(n: Node) -> String {
     n.text().map(|t| t.trim().to_owned()).unwrap_or_default()
 }
@@ -518,17 +527,17 @@ impl<'a, 'input> FileParser<'a, 'input> {
             }
             defined |= matches!(
                 c.tag_name().name(),
-                "address" | "http" | "failover" | "loadbalance"
+                "address" | "http" | "default" | "failover" | "loadbalance"
             );
             match c.tag_name().name() {
-                "address" => {
+                "address" | "http" | "default" => {
+                    let flavor = match c.tag_name().name() {
+                        "address" => Flavor::Address,
+                        "http" => Flavor::Http,
+                        _ => Flavor::Default,
+                    };
                     kind = self
-                        .address(c, false)
-                        .map(|a| EndpointKind::Address(Box::new(a)))
-                }
-                "http" => {
-                    kind = self
-                        .address(c, true)
+                        .address(c, flavor)
                         .map(|a| EndpointKind::Address(Box::new(a)))
                 }
                 "failover" => {
@@ -553,7 +562,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
                     ),
                 },
                 "description" | "parameter" => {}
-                k @ ("wsdl" | "default" | "recipientlist" | "template" | "session") => {
+                k @ ("wsdl" | "recipientlist" | "template" | "session") => {
                     self.report(
                         Severity::Unsupported,
                         c,
@@ -667,10 +676,17 @@ impl<'a, 'input> FileParser<'a, 'input> {
     }
 
     /// `<address uri>`, or `<http uri-template method>` (`http`): the same settings inside.
-    fn address(&mut self, n: Node, http: bool) -> Option<AddressEndpoint> {
-        let attr = if http { "uri-template" } else { "uri" };
-        let uri = self.required_attr(n, attr)?;
-        let uri_loc = self.attr_loc(n, attr);
+    /// `<address uri>`, `<http uri-template method>` or `<default>` (the message's To address): the
+    /// same settings inside.
+    fn address(&mut self, n: Node, flavor: Flavor) -> Option<AddressEndpoint> {
+        let http = flavor == Flavor::Http;
+        let (uri, uri_loc) = match flavor {
+            Flavor::Default => (String::new(), self.loc(n)),
+            _ => {
+                let attr = if http { "uri-template" } else { "uri" };
+                (self.required_attr(n, attr)?, self.attr_loc(n, attr))
+            }
+        };
         let format = n.attribute("format").map(str::to_owned);
         let method = match n.attribute("method").filter(|_| http) {
             None => None,
@@ -697,13 +713,18 @@ impl<'a, 'input> FileParser<'a, 'input> {
             uri_loc,
             format,
             template: http,
+            from_to: flavor == Flavor::Default,
             method,
             timeout: None,
             suspend_on_failure: SuspendOnFailure::default(),
             mark_for_suspension: MarkForSuspension::default(),
             retry: RetryConfig::default(),
         };
-        let element = if http { "http" } else { "address" };
+        let element = match flavor {
+            Flavor::Address => "address",
+            Flavor::Http => "http",
+            Flavor::Default => "default",
+        };
         for c in elements(n) {
             match c.tag_name().name() {
                 "timeout" => a.timeout = Some(self.timeout(c)),

@@ -96,6 +96,8 @@ pub struct EndpointPlan {
     /// An `<http>` endpoint's `uri-template`: each message's URI comes from it
     /// ([`EndpointPlan::for_message`]).
     pub template: Option<Arc<UriTemplate>>,
+    /// A `<default>` endpoint: each message goes to its To address ([`EndpointPlan::for_message`]).
+    pub from_to: bool,
     /// Template variables the endpoint's own `<property>` elements set (they win over the
     /// message's, as in Synapse).
     pub template_vars: Vec<(String, String)>,
@@ -140,6 +142,7 @@ impl EndpointPlan {
             health: Arc::new(EndpointHealth::new(SuspendPolicy::never())),
             retry: cfg::RetryConfig::default(),
             template: None,
+            from_to: false,
             template_vars: Vec::new(),
             method: None,
             group: Some(Group {
@@ -188,6 +191,19 @@ impl EndpointPlan {
                 })
             }
         }
+    }
+
+    /// The template expanded for a message. As Synapse: only `uri.var.*` and `query.param.*`
+    /// properties are variables, the endpoint's own first.
+    fn expand(&self, t: &UriTemplate, msg: &Message) -> String {
+        t.expand(|name| {
+            let own = self.template_vars.iter().find(|(n, _)| n == name);
+            own.map(|(_, v)| v.as_str()).or_else(|| {
+                is_template_variable(name)
+                    .then(|| msg.props.get(name))
+                    .flatten()
+            })
+        })
     }
 
     /// Whether a send could go anywhere now (without moving a round-robin turn): this endpoint is
@@ -269,32 +285,39 @@ impl EndpointPlan {
             health,
             retry: cfg::RetryConfig::default(),
             template: None,
+            from_to: false,
             template_vars: Vec::new(),
             method: None,
             group: None,
         }
     }
 
-    /// The endpoint a message goes to: this one, or for an `<http>` endpoint one with the URI its
-    /// template gives from the message's `uri.var.*` and `query.param.*` properties (sharing this
-    /// one's suspension state).
+    /// The endpoint a message goes to: this one; for an `<http>` endpoint one with the URI its
+    /// template gives from the message's `uri.var.*` and `query.param.*` properties; for a
+    /// `<default>` one the message's To address. Those share this one's suspension state.
     pub fn for_message(self: &Arc<Self>, msg: &Message) -> Result<Arc<Self>, Error> {
-        let Some(t) = &self.template else {
-            return Ok(self.clone());
+        let text = match (&self.template, self.from_to) {
+            (Some(t), _) => self.expand(t, msg),
+            (None, true) => msg.to.clone().ok_or_else(|| {
+                Error::new(
+                    ErrorKind::NoRoute,
+                    format!(
+                        "endpoint {} sends to the message's To address, and it has none",
+                        self.name
+                    ),
+                )
+            })?,
+            (None, false) => return Ok(self.clone()),
         };
-        // As Synapse: only these properties are template variables, the endpoint's own first.
-        let text = t.expand(|name| {
-            let own = self.template_vars.iter().find(|(n, _)| n == name);
-            own.map(|(_, v)| v.as_str()).or_else(|| {
-                is_template_variable(name)
-                    .then(|| msg.props.get(name))
-                    .flatten()
-            })
-        });
         let (uri, host) = http_uri(&text).map_err(|(_, why)| {
+            let what = if self.from_to {
+                "To address"
+            } else {
+                "uri-template"
+            };
             Error::new(
                 ErrorKind::Mediation,
-                format!("uri-template of endpoint {}: {why}", self.name),
+                format!("{what} of endpoint {}: {why}", self.name),
             )
         })?;
         // Every field named: one added later must be decided on here too.
@@ -309,6 +332,7 @@ impl EndpointPlan {
             health: self.health.clone(),
             retry: self.retry.clone(),
             template: None,
+            from_to: false,
             template_vars: Vec::new(),
             method: self.method.clone(),
             group: None,
@@ -1008,12 +1032,22 @@ impl<'a> Compiler<'a> {
             Some(t) => t.expand(|_| None),
             None => uri_text.to_owned(),
         };
-        let fixed_host = template.as_ref().is_none_or(|t| {
-            let head = t.literal_head();
-            let whole = head.len() == uri_text.len();
-            head.find("://")
-                .is_some_and(|i| whole || head[i + 3..].contains(['/', '?']))
-        });
+        if a.from_to && override_uri.is_some() {
+            self.report(
+                Severity::Error,
+                &ep.loc,
+                "default",
+                format!("--endpoint {name}=...: {name} is a default endpoint, which sends to each message's To address"),
+            );
+            return None;
+        }
+        let fixed_host = !a.from_to
+            && template.as_ref().is_none_or(|t| {
+                let head = t.literal_head();
+                let whole = head.len() == uri_text.len();
+                head.find("://")
+                    .is_some_and(|i| whole || head[i + 3..].contains(['/', '?']))
+            });
         let (uri, host) = if !fixed_host {
             (
                 Uri::from_static("http://uri-template.invalid/"),
@@ -1064,6 +1098,7 @@ impl<'a> Compiler<'a> {
         );
         plan.retry = a.retry.clone();
         plan.template = template;
+        plan.from_to = a.from_to;
         plan.template_vars = template_vars;
         plan.method = a.method.as_deref().and_then(|m| m.parse().ok());
         Some(Arc::new(plan))

@@ -329,3 +329,27 @@ async fn a_fault_sequence_sends_the_unread_request_through_a_failover() {
     );
     assert_eq!(count(&one), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_default_endpoint_sends_to_each_messages_to_address() {
+    let (one, two) = (backend().await, backend().await);
+    let s = sluice(&one, &two);
+    let mut c = Conn::open(s.addr).await;
+    for (b, path) in [(&one, "/to/one"), (&two, "/to/two")] {
+        let to = format!("http://{}{path}", b.addr);
+        let r = c
+            .post(
+                "/services/ToDefault",
+                &[SOAP_HEADERS[0], ("x-to", to.as_str())],
+                BODY.into(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(b.seen.lock().unwrap()[0].path, path);
+    }
+    // No To address: nowhere to send it, and the client is told so.
+    let r = send(&mut c, "ToDefault").await;
+    assert_eq!(r.status, 500, "{}", r.text());
+    assert!(r.text().contains("has none"), "{}", r.text());
+}
