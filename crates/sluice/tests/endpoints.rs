@@ -353,3 +353,20 @@ async fn a_default_endpoint_sends_to_each_messages_to_address() {
     assert_eq!(r.status, 500, "{}", r.text());
     assert!(r.text().contains("has none"), "{}", r.text());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_out_sequence_sends_the_response_on_through_a_failover() {
+    let (one, two) = (backend().await, backend().await);
+    let s = sluice(&one, &two);
+    let mut c = Conn::open(s.addr).await;
+    // One echoes the request; the out-sequence sends that response through the failover, whose
+    // first child refuses it; Two echoes it back to the client.
+    let r = send(&mut c, "OutToGroup").await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.text(), BODY);
+    assert_eq!((count(&one), count(&two)), (1, 1));
+    assert_eq!(
+        two.seen.lock().unwrap()[0].body.as_deref(),
+        Some(BODY.as_bytes())
+    );
+}
