@@ -267,13 +267,9 @@ impl EndpointPlan {
         host: HeaderValue,
         timeout: Option<Duration>,
         timeout_action: cfg::TimeoutAction,
-        suspend_on_failure: cfg::SuspendOnFailure,
-        mark_for_suspension: cfg::MarkForSuspension,
+        suspension: SuspendPolicy,
     ) -> Self {
-        let health = Arc::new(EndpointHealth::new(SuspendPolicy::new(
-            &suspend_on_failure,
-            &mark_for_suspension,
-        )));
+        let health = Arc::new(EndpointHealth::new(suspension));
         EndpointPlan {
             label: format!("endpoint {name} ({uri})").into(),
             name,
@@ -290,6 +286,22 @@ impl EndpointPlan {
             method: None,
             group: None,
         }
+    }
+
+    /// Where a message goes by its To address when the flow names no endpoint: a `<default>`
+    /// endpoint with no settings, which keeps no suspension state (Synapse keeps none for such
+    /// sends). Made once; [`EndpointPlan::for_message`] gives each message its address.
+    pub fn to_address() -> Self {
+        let mut plan = EndpointPlan::new(
+            "To address".into(),
+            Uri::from_static("http://to-address.invalid/"),
+            HeaderValue::from_static("to-address.invalid"),
+            None,
+            cfg::TimeoutAction::Fault,
+            SuspendPolicy::never(),
+        );
+        plan.from_to = true;
+        plan
     }
 
     /// The endpoint a message goes to: this one; for an `<http>` endpoint one with the URI its
@@ -1093,8 +1105,7 @@ impl<'a> Compiler<'a> {
             host,
             timeout,
             timeout_action,
-            a.suspend_on_failure.clone(),
-            a.mark_for_suspension.clone(),
+            SuspendPolicy::new(&a.suspend_on_failure, &a.mark_for_suspension),
         );
         plan.retry = a.retry.clone();
         plan.template = template;
@@ -2014,8 +2025,7 @@ mod tests {
             HeaderValue::from_static("h"),
             None,
             cfg::TimeoutAction::Fault,
-            Default::default(),
-            Default::default(),
+            SuspendPolicy::new(&Default::default(), &Default::default()),
         )
     }
 

@@ -13,7 +13,7 @@ use http_body_util::BodyExt;
 use sluice_config::FaultVersion;
 use sluice_expr::BodyNeed;
 use sluice_mediation::fault::{self, FaultParts};
-use sluice_mediation::health::{Change, EndpointHealth, Readiness, SuspendPolicy};
+use sluice_mediation::health::{Change, Readiness};
 use sluice_mediation::{
     exec, Body, Direction, EndpointPlan, Error, ErrorKind, Flow, Message, Plan, ProxyPlan,
 };
@@ -64,6 +64,8 @@ pub struct Engine {
     client: BackendClient,
     opts: EngineOptions,
     services: String,
+    /// Where a message goes by its To address when the flow names no endpoint.
+    to_address: Arc<EndpointPlan>,
 }
 
 /// How deep in fault handling a call is: a failure inside a fault sequence's own send is not handled again.
@@ -93,6 +95,7 @@ impl Engine {
             plan,
             opts,
             services,
+            to_address: Arc::new(EndpointPlan::to_address()),
         })
     }
 
@@ -206,36 +209,9 @@ impl Engine {
         proxy: &ProxyPlan,
         msg: &Message,
     ) -> Result<Arc<EndpointPlan>, Error> {
-        if let Some(to) = &msg.to {
-            let uri: http::Uri = to.parse().map_err(|e| {
-                Error::new(
-                    ErrorKind::Mediation,
-                    format!("To address '{to}' is not a URI"),
-                )
-                .with_source(e)
-            })?;
-            let host = uri
-                .authority()
-                .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
-                .filter(|_| uri.scheme_str() == Some("http"))
-                .ok_or_else(|| {
-                    Error::new(
-                        ErrorKind::Mediation,
-                        format!("To address '{to}' is not an http URL"),
-                    )
-                })?;
-            let mut plan = EndpointPlan::new(
-                format!("To {to}"),
-                uri,
-                host,
-                None,
-                sluice_config::TimeoutAction::Fault,
-                Default::default(),
-                Default::default(),
-            );
-            // Made for this message only: there is no state to keep.
-            plan.health = Arc::new(EndpointHealth::new(SuspendPolicy::never()));
-            return Ok(Arc::new(plan));
+        // Its address is the message's own, resolved when it is sent (EndpointPlan::for_message).
+        if msg.to.is_some() {
+            return Ok(self.to_address.clone());
         }
         proxy.target.clone().ok_or_else(|| {
             Error::new(
@@ -472,16 +448,8 @@ impl Engine {
         keep_headers: bool,
     ) -> Result<(Response<BackendBody>, Arc<EndpointPlan>), NotSent> {
         if ep.group.is_none() {
-            let ep = &match ep.for_message(msg) {
-                Ok(e) => e,
-                Err(error) => return Err(NotSent::with_stream(error, stream)),
-            };
-            let (req, activity) = backend_request(msg, ep, stream, keep_headers);
-            let limit = ep.timeout.unwrap_or(self.opts.default_timeout);
-            return match send_with_timeout(&self.client, req, ep, activity, limit).await {
-                Ok(r) => Ok((r, ep.clone())),
-                Err(u) => Err(NotSent::from_unsent(u, ep)),
-            };
+            let limit = self.opts.default_timeout;
+            return send_once(&self.client, limit, msg, ep, stream, keep_headers).await;
         }
         // Boxed: the group's state stays out of every plain send's future.
         Box::pin(async move {
@@ -641,13 +609,10 @@ async fn send_to_group(
     };
     let mut tried = Vec::new();
     loop {
-        // The child itself stays in `tried`; an `<http>` child sends to its expanded URI.
-        let target = leaf.for_message(msg).map_err(NotSent::plain)?;
-        let (req, activity) = backend_request(msg, &target, None, true);
-        let limit = target.timeout.unwrap_or(default_timeout);
-        let mut failed = match send_with_timeout(client, req, &target, activity, limit).await {
-            Ok(r) => return Ok((r, target)),
-            Err(u) => NotSent::from_unsent(u, &target),
+        // The body is in memory: nothing to hand over, and the headers are kept for the next try.
+        let mut failed = match send_once(client, default_timeout, msg, &leaf, None, true).await {
+            Ok(r) => return Ok(r),
+            Err(f) => f,
         };
         let kind = failed.error.kind;
         if failed.skip_fault_sequence.is_some()
@@ -659,10 +624,10 @@ async fn send_to_group(
         tried.push(leaf.id());
         match ep.pick_after_failure(leaf.id(), Instant::now(), &tried) {
             Some(next) => {
+                // The reason names the child (for an `<http>` one, with this message's URI).
                 tracing::warn!(
-                    "{}: {} failed ({}), trying {}",
+                    "{}: {}; trying {}",
                     ep.describe(),
-                    target.describe(),
                     failed.error.reason(),
                     next.describe()
                 );
@@ -678,6 +643,29 @@ async fn send_to_group(
                 return Err(failed);
             }
         }
+    }
+}
+
+/// One send to an address endpoint (an `<http>` or `<default>` one at the address it gives this
+/// message): the response and the endpoint that gave it, or why there is none. The child itself,
+/// not the per-message endpoint, is what [`send_to_group`] counts as tried.
+async fn send_once(
+    client: &BackendClient,
+    default_timeout: Duration,
+    msg: &mut Message,
+    ep: &Arc<EndpointPlan>,
+    stream: Option<Inbound>,
+    keep_headers: bool,
+) -> Result<(Response<BackendBody>, Arc<EndpointPlan>), NotSent> {
+    let target = match ep.for_message(msg) {
+        Ok(t) => t,
+        Err(error) => return Err(NotSent::with_stream(error, stream)),
+    };
+    let (req, activity) = backend_request(msg, &target, stream, keep_headers);
+    let limit = target.timeout.unwrap_or(default_timeout);
+    match send_with_timeout(client, req, &target, activity, limit).await {
+        Ok(r) => Ok((r, target)),
+        Err(u) => Err(NotSent::from_unsent(u, &target)),
     }
 }
 
