@@ -130,11 +130,8 @@ pub struct AddressEndpoint {
     pub uri: String,
     pub uri_loc: Location,
     pub format: Option<String>,
-    /// An `<http>` endpoint: `uri` is an RFC 6570 template over the `uri.var.*` and
-    /// `query.param.*` properties.
-    pub template: bool,
-    /// A `<default>` endpoint: the message's To address (`uri` is empty).
-    pub from_to: bool,
+    /// Which element it is, and so what `uri` holds.
+    pub kind: AddressKind,
     /// `<http method>`, upper case; None keeps the request's method.
     pub method: Option<String>,
     pub timeout: Option<EndpointTimeout>,
@@ -142,6 +139,29 @@ pub struct AddressEndpoint {
     pub mark_for_suspension: MarkForSuspension,
     /// `<retryConfig>`: which error codes let a failover or load-balance parent try another child.
     pub retry: RetryConfig,
+}
+
+/// The endpoint elements that send to one address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AddressKind {
+    /// `<address uri>`.
+    Address,
+    /// `<http uri-template>`: `uri` is an RFC 6570 template over the `uri.var.*` and
+    /// `query.param.*` properties.
+    Http,
+    /// `<default>`: the message's To address (`uri` is empty).
+    Default,
+}
+
+impl AddressKind {
+    /// The element's name.
+    pub fn element(self) -> &'static str {
+        match self {
+            AddressKind::Address => "address",
+            AddressKind::Http => "http",
+            AddressKind::Default => "default",
+        }
+    }
 }
 
 /// `<retryConfig>`: a failure with a code in `disabled` is not sent to another child; when `enabled`

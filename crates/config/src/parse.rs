@@ -142,15 +142,6 @@ fn child<'a, 'i>(n: Node<'a, 'i>, name: &str) -> Option<Node<'a, 'i>> {
     elements(n).find(|c| c.tag_name().name() == name)
 }
 
-/// Which of the endpoint elements that send to one address.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Flavor {
-    Address,
-    Http,
-    /// `<default>`: the message's To address.
-    Default,
-}
-
 fn text_of(n: Node) -> String {
     n.text().map(|t| t.trim().to_owned()).unwrap_or_default()
 }
@@ -532,9 +523,9 @@ impl<'a, 'input> FileParser<'a, 'input> {
             match c.tag_name().name() {
                 "address" | "http" | "default" => {
                     let flavor = match c.tag_name().name() {
-                        "address" => Flavor::Address,
-                        "http" => Flavor::Http,
-                        _ => Flavor::Default,
+                        "address" => AddressKind::Address,
+                        "http" => AddressKind::Http,
+                        _ => AddressKind::Default,
                     };
                     kind = self
                         .address(c, flavor)
@@ -592,7 +583,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
                 self.report(
                     Severity::Error,
                     n,
-                    "endpoint has no definition (expected <address>, <http>, <failover> or <loadbalance>)",
+                    "endpoint has no definition (expected <address>, <http>, <default>, <failover> or <loadbalance>)",
                 );
                 None
             }
@@ -678,10 +669,10 @@ impl<'a, 'input> FileParser<'a, 'input> {
     /// `<address uri>`, or `<http uri-template method>` (`http`): the same settings inside.
     /// `<address uri>`, `<http uri-template method>` or `<default>` (the message's To address): the
     /// same settings inside.
-    fn address(&mut self, n: Node, flavor: Flavor) -> Option<AddressEndpoint> {
-        let http = flavor == Flavor::Http;
+    fn address(&mut self, n: Node, flavor: AddressKind) -> Option<AddressEndpoint> {
+        let http = flavor == AddressKind::Http;
         let (uri, uri_loc) = match flavor {
-            Flavor::Default => (String::new(), self.loc(n)),
+            AddressKind::Default => (String::new(), self.loc(n)),
             _ => {
                 let attr = if http { "uri-template" } else { "uri" };
                 (self.required_attr(n, attr)?, self.attr_loc(n, attr))
@@ -712,19 +703,14 @@ impl<'a, 'input> FileParser<'a, 'input> {
             uri,
             uri_loc,
             format,
-            template: http,
-            from_to: flavor == Flavor::Default,
+            kind: flavor,
             method,
             timeout: None,
             suspend_on_failure: SuspendOnFailure::default(),
             mark_for_suspension: MarkForSuspension::default(),
             retry: RetryConfig::default(),
         };
-        let element = match flavor {
-            Flavor::Address => "address",
-            Flavor::Http => "http",
-            Flavor::Default => "default",
-        };
+        let element = flavor.element();
         for c in elements(n) {
             match c.tag_name().name() {
                 "timeout" => a.timeout = Some(self.timeout(c)),
@@ -1852,7 +1838,7 @@ mod tests {
         let EndpointKind::Address(a) = &cfg.endpoints[0].kind else {
             panic!()
         };
-        assert!(a.template);
+        assert_eq!(a.kind, AddressKind::Http);
         assert_eq!(a.uri, "http://h/o/{uri.var.id}");
         assert_eq!(a.method.as_deref(), Some("PUT"));
         assert_eq!(a.timeout.as_ref().and_then(|t| t.duration_ms), Some(100));

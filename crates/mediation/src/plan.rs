@@ -93,11 +93,9 @@ pub struct EndpointPlan {
     pub health: Arc<EndpointHealth>,
     /// Which failures let a failover or load-balance parent try another child.
     pub retry: cfg::RetryConfig,
-    /// An `<http>` endpoint's `uri-template`: each message's URI comes from it
+    /// Where each message goes: `uri`, or an address made per message
     /// ([`EndpointPlan::for_message`]).
-    pub template: Option<Arc<UriTemplate>>,
-    /// A `<default>` endpoint: each message goes to its To address ([`EndpointPlan::for_message`]).
-    pub from_to: bool,
+    pub address: Address,
     /// Template variables the endpoint's own `<property>` elements set (they win over the
     /// message's, as in Synapse).
     pub template_vars: Vec<(String, String)>,
@@ -106,6 +104,16 @@ pub struct EndpointPlan {
     /// A failover or load-balance endpoint: its children (the fields above are then unused: every
     /// send goes to an address endpoint [`EndpointPlan::pick`] chooses).
     pub group: Option<Group>,
+}
+
+#[derive(Debug)]
+pub enum Address {
+    /// `uri`, the same for every message.
+    Fixed,
+    /// An `<http>` endpoint's `uri-template`, expanded from each message's properties.
+    Template(Arc<UriTemplate>),
+    /// A `<default>` endpoint: each message's To address.
+    To,
 }
 
 #[derive(Debug)]
@@ -141,8 +149,7 @@ impl EndpointPlan {
             timeout_action: cfg::TimeoutAction::Fault,
             health: Arc::new(EndpointHealth::new(SuspendPolicy::never())),
             retry: cfg::RetryConfig::default(),
-            template: None,
-            from_to: false,
+            address: Address::Fixed,
             template_vars: Vec::new(),
             method: None,
             group: Some(Group {
@@ -280,8 +287,7 @@ impl EndpointPlan {
             timeout_action,
             health,
             retry: cfg::RetryConfig::default(),
-            template: None,
-            from_to: false,
+            address: Address::Fixed,
             template_vars: Vec::new(),
             method: None,
             group: None,
@@ -300,7 +306,7 @@ impl EndpointPlan {
             cfg::TimeoutAction::Fault,
             SuspendPolicy::never(),
         );
-        plan.from_to = true;
+        plan.address = Address::To;
         plan
     }
 
@@ -308,9 +314,9 @@ impl EndpointPlan {
     /// template gives from the message's `uri.var.*` and `query.param.*` properties; for a
     /// `<default>` one the message's To address. Those share this one's suspension state.
     pub fn for_message(self: &Arc<Self>, msg: &Message) -> Result<Arc<Self>, Error> {
-        let text = match (&self.template, self.from_to) {
-            (Some(t), _) => self.expand(t, msg),
-            (None, true) => msg.to.clone().ok_or_else(|| {
+        let text = match &self.address {
+            Address::Template(t) => self.expand(t, msg),
+            Address::To => msg.to.clone().ok_or_else(|| {
                 Error::new(
                     ErrorKind::NoRoute,
                     format!(
@@ -319,13 +325,12 @@ impl EndpointPlan {
                     ),
                 )
             })?,
-            (None, false) => return Ok(self.clone()),
+            Address::Fixed => return Ok(self.clone()),
         };
         let (uri, host) = http_uri(&text).map_err(|(_, why)| {
-            let what = if self.from_to {
-                "To address"
-            } else {
-                "uri-template"
+            let what = match self.address {
+                Address::To => "To address",
+                _ => "uri-template",
             };
             Error::new(
                 ErrorKind::Mediation,
@@ -343,8 +348,7 @@ impl EndpointPlan {
             timeout_action: self.timeout_action,
             health: self.health.clone(),
             retry: self.retry.clone(),
-            template: None,
-            from_to: false,
+            address: Address::Fixed,
             template_vars: Vec::new(),
             method: self.method.clone(),
             group: None,
@@ -983,7 +987,8 @@ impl<'a> Compiler<'a> {
             .clone()
             .unwrap_or_else(|| format!("anonymous endpoint at {}", ep.loc));
         // Endpoint properties: only an <http> endpoint's template variables are applied.
-        let template_kind = matches!(&ep.kind, cfg::EndpointKind::Address(a) if a.template);
+        let template_kind =
+            matches!(&ep.kind, cfg::EndpointKind::Address(a) if a.kind == cfg::AddressKind::Http);
         let mut template_vars = Vec::new();
         for p in &ep.properties {
             if template_kind && is_template_variable(&p.name) {
@@ -1017,7 +1022,7 @@ impl<'a> Compiler<'a> {
             }
         };
         let uri_text = override_uri.unwrap_or(&a.uri);
-        let template = if a.template {
+        let template = if a.kind == cfg::AddressKind::Http {
             // As Synapse: a template that starts with a variable holds a whole URL, expanded with
             // reserved characters kept.
             // Other operators there are kept (Synapse would turn `{/x}` into the invalid `{+/x}`).
@@ -1044,7 +1049,8 @@ impl<'a> Compiler<'a> {
             Some(t) => t.expand(|_| None),
             None => uri_text.to_owned(),
         };
-        if a.from_to && override_uri.is_some() {
+        let to_address = a.kind == cfg::AddressKind::Default;
+        if to_address && override_uri.is_some() {
             self.report(
                 Severity::Error,
                 &ep.loc,
@@ -1053,7 +1059,7 @@ impl<'a> Compiler<'a> {
             );
             return None;
         }
-        let fixed_host = !a.from_to
+        let fixed_host = !to_address
             && template.as_ref().is_none_or(|t| {
                 let head = t.literal_head();
                 let whole = head.len() == uri_text.len();
@@ -1069,8 +1075,7 @@ impl<'a> Compiler<'a> {
             match http_uri(&checked) {
                 Ok(u) => u,
                 Err((sev, msg)) => {
-                    let element = if a.template { "http" } else { "address" };
-                    self.report(sev, &a.uri_loc, element, msg);
+                    self.report(sev, &a.uri_loc, a.kind.element(), msg);
                     return None;
                 }
             }
@@ -1108,8 +1113,11 @@ impl<'a> Compiler<'a> {
             SuspendPolicy::new(&a.suspend_on_failure, &a.mark_for_suspension),
         );
         plan.retry = a.retry.clone();
-        plan.template = template;
-        plan.from_to = a.from_to;
+        plan.address = match template {
+            Some(t) => Address::Template(t),
+            None if to_address => Address::To,
+            None => Address::Fixed,
+        };
         plan.template_vars = template_vars;
         plan.method = a.method.as_deref().and_then(|m| m.parse().ok());
         Some(Arc::new(plan))
