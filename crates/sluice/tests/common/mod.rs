@@ -347,10 +347,16 @@ where
     (addr, h)
 }
 
-/// A port nothing listens on.
+/// A port nothing listens on: one below 1024 that refuses a connection now. A port the system hands
+/// out for `bind(0)` and gives back is no good: tests running at the same time bind their back-ends
+/// the same way and can get it next, so a "down" endpoint would reach another test's back-end.
 pub fn closed_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
+    (1..1024)
+        .find(|p| {
+            std::net::TcpStream::connect(("127.0.0.1", *p))
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused)
+        })
+        .expect("a port below 1024 that refuses connections")
 }
 
 /// One keep-alive client connection.
