@@ -3,8 +3,10 @@
 //! Property forms that do not read the message body — `$trp:NAME`, `$ctx:NAME`, `$axis2:NAME`,
 //! `$url:NAME`, `get-property('NAME')`, `get-property('SCOPE', 'NAME')`, string literals — are evaluated
 //! without touching the body. Every other expression is XPath 1.0 over the SOAP envelope (libxml2,
-//! compiled once), with prefixes from the mediator element's namespace declarations. XPath that mixes in
-//! Synapse variables or functions is reported as unsupported for now.
+//! compiled once), with prefixes from the mediator element's namespace declarations. Synapse's variables
+//! (`$body`, `$header`, `$ctx:`, `$trp:`, `$axis2:`, `$url:`) and `get-property()` with literal
+//! arguments may appear inside it ([`synapse`] rewrites them at load); `base64Encode`, `base64Decode`
+//! and `url-encode` are reported as unsupported for now.
 //!
 //! Regexes follow Java's `String.matches()`: the whole string must match.
 //!
@@ -13,6 +15,7 @@
 //! evaluator cannot decide, goes through libxml2.
 
 mod stream;
+mod synapse;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -74,6 +77,37 @@ pub struct XPathExpr {
     need: BodyNeed,
     /// The same expression for the streaming evaluator, when it is in its subset.
     stream: Option<StreamPath>,
+    /// What the variables `$sluice.pN` made from Synapse's variables stand for (N indexes this).
+    vars: Vec<synapse::Var>,
+    /// The expression reads no node (only properties and literals): evaluated without the message.
+    no_nodes: bool,
+}
+
+/// The variables of an [`XPathExpr`], resolved from the message's properties.
+struct Vars<'e> {
+    env: &'e dyn Env,
+    vars: &'e [synapse::Var],
+}
+
+impl sluice_xml::VariableResolver for Vars<'_> {
+    fn resolve(&self, name: &str, ns_uri: Option<&str>) -> Option<String> {
+        if ns_uri.is_some() {
+            return None;
+        }
+        let k: usize = name.strip_prefix(synapse::VAR_PREFIX)?.parse().ok()?;
+        // A missing property is the empty string, as for the plain forms.
+        let value = match self.vars.get(k)? {
+            synapse::Var::Property(scope, name) => self.env.property(*scope, name),
+            synapse::Var::UrlParam(name) => self.env.url_param(name),
+        };
+        Some(value.map(Cow::into_owned).unwrap_or_default())
+    }
+}
+
+thread_local! {
+    /// What an expression that reads no node is evaluated against.
+    static NO_MESSAGE: sluice_xml::Document =
+        sluice_xml::Document::parse(b"<none/>").expect("a constant document parses");
 }
 
 const SOAP11_ENV: &str = "http://schemas.xmlsoap.org/soap/envelope/";
@@ -183,9 +217,8 @@ impl Expr {
                         name: name.to_owned(),
                     });
                 }
-                return Err(unsupported(format!(
-                    "'{t}': only a plain {prefix}NAME is supported yet"
-                )));
+                // More than a property: XPath with Synapse's variables in it.
+                return Self::xpath(t, ns);
             }
         }
         if let Some(name) = t.strip_prefix("$url:") {
@@ -203,26 +236,23 @@ impl Expr {
             .map(str::trim_start)
             .and_then(|r| r.strip_prefix('('))
         {
-            return Self::get_property(args, t);
+            if let Some(plain) = Self::get_property(args, t)? {
+                return Ok(plain);
+            }
         }
         Self::xpath(t, ns)
     }
 
     fn xpath(t: &str, ns: &[(String, String)]) -> Result<Expr, ExprError> {
-        for synapse_only in [
-            "get-property(",
-            "$ctx:",
-            "$trp:",
-            "$axis2:",
-            "$url:",
-            "$body",
-            "$header",
-            "base64Encode(",
-            "base64Decode(",
-            "url-encode(",
-        ] {
-            if t.contains(synapse_only) {
-                return Err(unsupported(format!("'{t}': Synapse variables and functions inside a larger XPath are not supported yet")));
+        let (text, vars) = match synapse::rewrite(t)? {
+            Some((text, vars)) => (Cow::Owned(text), vars),
+            None => (Cow::Borrowed(t), Vec::new()),
+        };
+        for synapse_only in ["base64Encode(", "base64Decode(", "url-encode("] {
+            if text.contains(synapse_only) {
+                return Err(unsupported(format!(
+                    "'{t}': Synapse's base64Encode, base64Decode and url-encode are not supported yet"
+                )));
             }
         }
         let pairs: Vec<(&str, &str)> = ns
@@ -230,59 +260,41 @@ impl Expr {
             .filter(|(p, _)| !p.is_empty())
             .map(|(p, u)| (p.as_str(), u.as_str()))
             .collect();
-        let xpath = sluice_xml::XPath::compile(t, &pairs)
+        let xpath = sluice_xml::XPath::compile(&text, &pairs)
             .map_err(|e| invalid(format!("XPath '{t}': {e}")))?;
-        let need = if header_only(t, ns) {
+        let rewritten = matches!(text, Cow::Owned(_));
+        let no_nodes = rewritten && synapse::reads_no_nodes(&text);
+        let need = if no_nodes {
+            BodyNeed::None
+        } else if header_only(&text, ns) {
             BodyNeed::Headers
         } else {
             BodyNeed::Full
         };
-        let stream = StreamPath::compile(t, ns);
+        let stream = if rewritten {
+            None
+        } else {
+            StreamPath::compile(t, ns)
+        };
         Ok(Expr::XPath(Box::new(XPathExpr {
             xpath,
             need,
             stream,
+            vars,
+            no_nodes,
         })))
     }
 
-    fn get_property(args: &str, whole: &str) -> Result<Expr, ExprError> {
-        let mut parts = Vec::new();
-        let mut rest = args.trim_start();
-        loop {
-            let Some((lit, r)) = literal(rest) else {
-                return Err(unsupported(format!(
-                    "'{whole}': get-property arguments must be string literals"
-                )));
-            };
-            parts.push(lit);
-            let r = r.trim_start();
-            if let Some(r) = r.strip_prefix(',') {
-                rest = r.trim_start();
-                continue;
-            }
-            match r.strip_prefix(')') {
-                Some(tail) if tail.trim().is_empty() => break,
-                Some(_) => {
-                    return Err(unsupported(format!(
-                        "'{whole}': only a plain get-property(...) is supported yet"
-                    )))
-                }
-                None => return Err(invalid(format!("'{whole}': expected ')'"))),
-            }
+    /// A plain `get-property(...)` (nothing after the call; `None` otherwise: XPath around it).
+    fn get_property(args: &str, whole: &str) -> Result<Option<Expr>, ExprError> {
+        let (var, after) = synapse::get_property(args, whole)?;
+        if !after.trim().is_empty() {
+            return Ok(None);
         }
-        match parts.as_slice() {
-            [name] => Ok(Expr::Property {
-                scope: PropScope::Default,
-                name: (*name).to_owned(),
-            }),
-            [scope, name] => Ok(Expr::Property {
-                scope: scope_by_name(scope)?,
-                name: (*name).to_owned(),
-            }),
-            _ => Err(invalid(format!(
-                "'{whole}': get-property takes one or two arguments"
-            ))),
-        }
+        Ok(Some(match var {
+            synapse::Var::Property(scope, name) => Expr::Property { scope, name },
+            synapse::Var::UrlParam(name) => Expr::UrlParam(name),
+        }))
     }
 
     /// Whether this is an XPath the streaming evaluator handles (when the environment has raw bytes).
@@ -328,12 +340,13 @@ impl Expr {
                         return Ok(Cow::Owned(v));
                     }
                 }
-                let doc = env.document()?;
-                let v = x
-                    .xpath
-                    .eval_string(doc, &())
-                    .map_err(|e| invalid(format!("XPath '{}': {e}", x.xpath.as_str())))?;
-                Cow::Owned(v)
+                let vars = Vars { env, vars: &x.vars };
+                let v = if x.no_nodes {
+                    NO_MESSAGE.with(|doc| x.xpath.eval_string(doc, &vars))
+                } else {
+                    x.xpath.eval_string(env.document()?, &vars)
+                };
+                Cow::Owned(v.map_err(|e| invalid(format!("XPath '{}': {e}", x.xpath.as_str())))?)
             }
         })
     }
@@ -390,8 +403,11 @@ impl Expr {
         let Expr::XPath(x) = self else {
             return self.eval_string(env);
         };
+        if x.no_nodes {
+            return self.eval_string(env);
+        }
         let doc = env.document()?;
-        let nodes = match x.xpath.eval(doc, &()) {
+        let nodes = match x.xpath.eval(doc, &Vars { env, vars: &x.vars }) {
             Ok(sluice_xml::XPathValue::NodeSet(nodes)) => nodes,
             Ok(_) => return self.eval_string(env),
             Err(e) => return Err(invalid(format!("XPath '{}': {e}", x.xpath.as_str()))),
@@ -433,10 +449,13 @@ impl Expr {
                         return Ok(b);
                     }
                 }
-                let doc = env.document()?;
-                x.xpath
-                    .eval_bool(doc, &())
-                    .map_err(|e| invalid(format!("XPath '{}': {e}", x.xpath.as_str())))
+                let vars = Vars { env, vars: &x.vars };
+                if x.no_nodes {
+                    NO_MESSAGE.with(|doc| x.xpath.eval_bool(doc, &vars))
+                } else {
+                    x.xpath.eval_bool(env.document()?, &vars)
+                }
+                .map_err(|e| invalid(format!("XPath '{}': {e}", x.xpath.as_str())))
             }
             other => Ok(!other.eval_string(env)?.is_empty()),
         }
@@ -634,7 +653,7 @@ mod tests {
         let c = |s: &str| Expr::compile(s, &[]);
         assert_eq!(c("//order[1]/symbol").unwrap().body_need(), BodyNeed::Full);
         assert_eq!(
-            c("concat(get-property('a'), 'b')").unwrap_err().kind,
+            c("base64Encode(get-property('a'))").unwrap_err().kind,
             ExprErrorKind::Unsupported
         );
         assert_eq!(
@@ -653,6 +672,84 @@ mod tests {
         assert_eq!(c("").unwrap_err().kind, ExprErrorKind::Invalid);
         // Without the document, an XPath cannot be evaluated: an error, never a silent empty string.
         assert!(c("//a").unwrap().eval_string(&env()).is_err());
+    }
+
+    /// Properties and a document.
+    struct Both(M, sluice_xml::Document);
+    impl Env for Both {
+        fn property(&self, scope: PropScope, name: &str) -> Option<Cow<'_, str>> {
+            self.0.property(scope, name)
+        }
+        fn url_param(&self, name: &str) -> Option<Cow<'_, str>> {
+            self.0.url_param(name)
+        }
+        fn document(&self) -> Result<&sluice_xml::Document, ExprError> {
+            Ok(&self.1)
+        }
+    }
+
+    #[test]
+    fn synapse_variables_inside_xpath() {
+        let soap = Both(
+            env(),
+            sluice_xml::Document::parse(
+                br#"<s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Header><h>H</h></s:Header><s:Body><m:buyStocks xmlns:m="urn:m"><order><symbol>IBM</symbol></order></m:buyStocks></s:Body></s:Envelope>"#,
+            )
+            .unwrap(),
+        );
+        let ns = vec![("m".to_owned(), "urn:m".to_owned())];
+        for (src, want) in [
+            (
+                "concat(get-property('foo'), '-', $trp:routing)",
+                "bar-xadmin;server1",
+            ),
+            (
+                "fn:concat($ctx:foo, $url:q, get-property('missing'))",
+                "barv",
+            ),
+            ("$axis2:HTTP_SC = '202'", "true"),
+            (
+                "$ctx:foo = 'bar' and $body/m:buyStocks/order/symbol = 'IBM'",
+                "true",
+            ),
+            ("$body/m:buyStocks/order/symbol", "IBM"),
+            ("count($body/*)", "1"),
+            ("$header/h", "H"),
+            ("string-length(get-property('transport', 'routing'))", "14"),
+        ] {
+            let x = Expr::compile(src, &ns).unwrap_or_else(|e| panic!("{src}: {e}"));
+            assert_eq!(x.eval_string(&soap).unwrap(), want, "{src}");
+        }
+        // A payload that is not a SOAP envelope: $body is above its root, as if wrapped in a Body.
+        let pox = Both(
+            env(),
+            sluice_xml::Document::parse(b"<order><symbol>MSFT</symbol></order>").unwrap(),
+        );
+        let x = Expr::compile("$body/order/symbol", &[]).unwrap();
+        assert_eq!(x.eval_string(&pox).unwrap(), "MSFT");
+        assert_eq!(
+            Expr::compile("count($header)", &[])
+                .unwrap()
+                .eval_string(&pox)
+                .unwrap(),
+            "0"
+        );
+    }
+
+    #[test]
+    fn xpath_over_properties_only_does_not_read_the_message() {
+        // `env()` has no document: an expression that needed one would fail.
+        let e = env();
+        let x = Expr::compile("concat(get-property('foo'), '/', $trp:routing)", &[]).unwrap();
+        assert_eq!(x.body_need(), BodyNeed::None);
+        assert_eq!(x.eval_string(&e).unwrap(), "bar/xadmin;server1");
+        assert!(x.eval_bool(&e).unwrap());
+        let x = Expr::compile("$ctx:foo = 'nope'", &[]).unwrap();
+        assert_eq!(x.body_need(), BodyNeed::None);
+        assert!(!x.eval_bool(&e).unwrap());
+        let x = Expr::compile("concat($ctx:foo, //a)", &[]).unwrap();
+        assert_eq!(x.body_need(), BodyNeed::Full);
+        assert!(x.eval_string(&e).is_err());
     }
 
     #[test]

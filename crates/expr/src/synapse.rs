@@ -1,0 +1,354 @@
+//! Synapse's variables and `get-property()` inside a larger XPath, made plain XPath 1.0 at load.
+//!
+//! `$ctx:NAME`, `$trp:NAME`, `$axis2:NAME`, `$url:NAME` and `get-property(...)` with literal arguments
+//! become variables `$sluice.pN` that [`crate::Expr`] resolves per evaluation from the message's
+//! properties (the table of what each stands for is kept beside the compiled XPath). `$body` and
+//! `$header` become paths to the SOAP Body and Header elements; a message that is not a SOAP envelope
+//! (plain XML) has no Header, and its `$body` is the document node, so `$body/order` is its root
+//! element `order` (Synapse wraps such a payload in an envelope's Body).
+
+use crate::{invalid, literal, scope_by_name, unsupported, ExprError, PropScope};
+
+/// What a rewritten variable stands for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Var {
+    Property(PropScope, String),
+    UrlParam(String),
+}
+
+/// The prefix of the variables the rewrite makes; their names are this and an index.
+pub(crate) const VAR_PREFIX: &str = "sluice.p";
+
+const SOAP_NS: &str = "(namespace-uri()='http://schemas.xmlsoap.org/soap/envelope/' or namespace-uri()='http://www.w3.org/2003/05/soap-envelope')";
+
+fn body_path() -> String {
+    format!(
+        "(/*[local-name()='Envelope' and {SOAP_NS}]/*[local-name()='Body' and {SOAP_NS}] | /*[not(local-name()='Envelope' and {SOAP_NS})]/..)"
+    )
+}
+
+fn header_path() -> String {
+    format!("(/*[local-name()='Envelope' and {SOAP_NS}]/*[local-name()='Header' and {SOAP_NS}])")
+}
+
+fn is_name_char(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '_' | '-' | '.') || !c.is_ascii()
+}
+
+/// The NCName at the start of `s` (possibly empty).
+fn ncname(s: &str) -> &str {
+    let end = s.find(|c: char| !is_name_char(c)).unwrap_or(s.len());
+    &s[..end]
+}
+
+/// `text` with Synapse's variables and `get-property()` calls replaced, and what each new variable
+/// stands for. `None` when there is nothing of Synapse's in it.
+pub(crate) fn rewrite(text: &str) -> Result<Option<(String, Vec<Var>)>, ExprError> {
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut vars: Vec<Var> = Vec::new();
+    let mut changed = false;
+    let mut rest = text;
+    // The character before `rest`, to tell a function name from the end of another name.
+    let mut prev: Option<char> = None;
+    while let Some(c) = rest.chars().next() {
+        if c == '\'' || c == '"' {
+            let Some((lit, after)) = literal(rest) else {
+                return Err(invalid(format!("'{text}': unterminated string literal")));
+            };
+            out.push(c);
+            out.push_str(lit);
+            out.push(c);
+            rest = after;
+            prev = Some(c);
+            continue;
+        }
+        if c == '$' {
+            let after = &rest[1..];
+            let name = ncname(after);
+            let tail = &after[name.len()..];
+            let (var, used) = match (name, tail.strip_prefix(':')) {
+                ("ctx" | "trp" | "axis2" | "url", Some(t)) => {
+                    let local = ncname(t);
+                    if local.is_empty() {
+                        return Err(invalid(format!("'{text}': ${name}: needs a property name")));
+                    }
+                    let var = match name {
+                        "ctx" => Var::Property(PropScope::Default, local.to_owned()),
+                        "trp" => Var::Property(PropScope::Transport, local.to_owned()),
+                        "axis2" => Var::Property(PropScope::Axis2, local.to_owned()),
+                        _ => Var::UrlParam(local.to_owned()),
+                    };
+                    (Some(var), 1 + name.len() + 1 + local.len())
+                }
+                ("body", None) => {
+                    out.push_str(&body_path());
+                    (None, 1 + name.len())
+                }
+                ("header", None) => {
+                    out.push_str(&header_path());
+                    (None, 1 + name.len())
+                }
+                _ => {
+                    return Err(unsupported(format!(
+                        "'{text}': ${name} is not one of Synapse's variables ($body, $header, $ctx:, $trp:, $axis2:, $url:)"
+                    )))
+                }
+            };
+            if let Some(var) = var {
+                push_var(&mut out, &mut vars, var);
+            }
+            changed = true;
+            rest = &rest[used..];
+            prev = Some('x');
+            continue;
+        }
+        let boundary = prev.is_none_or(|p| !is_name_char(p) && p != ':' && p != '$' && p != '@');
+        // `fn:concat(...)`: XPath 2.0's function namespace, which Synapse's XPath engine reads as
+        // the core functions (libxml2 does not).
+        if boundary && rest.starts_with("fn:") {
+            let name = ncname(&rest[3..]);
+            if !name.is_empty() && rest[3 + name.len()..].trim_start().starts_with('(') {
+                rest = &rest[3..];
+                changed = true;
+                continue;
+            }
+        }
+        if boundary && rest.starts_with("get-property") {
+            let after = rest["get-property".len()..].trim_start();
+            if let Some(args) = after.strip_prefix('(') {
+                let (var, after) = get_property(args, text)?;
+                push_var(&mut out, &mut vars, var);
+                changed = true;
+                rest = after;
+                prev = Some(')');
+                continue;
+            }
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+        prev = Some(c);
+    }
+    Ok(changed.then_some((out, vars)))
+}
+
+/// Adds the variable for `var` to `out`, reusing an index when the same property is read twice.
+fn push_var(out: &mut String, vars: &mut Vec<Var>, var: Var) {
+    let k = match vars.iter().position(|v| *v == var) {
+        Some(k) => k,
+        None => {
+            vars.push(var);
+            vars.len() - 1
+        }
+    };
+    out.push('$');
+    out.push_str(VAR_PREFIX);
+    out.push_str(&k.to_string());
+}
+
+/// `get-property(` arguments from just after the parenthesis: the property and what follows the call.
+pub(crate) fn get_property<'t>(args: &'t str, whole: &str) -> Result<(Var, &'t str), ExprError> {
+    let mut parts = Vec::new();
+    let mut rest = args.trim_start();
+    loop {
+        let Some((lit, r)) = literal(rest) else {
+            return Err(unsupported(format!(
+                "'{whole}': get-property arguments must be string literals"
+            )));
+        };
+        parts.push(lit);
+        let r = r.trim_start();
+        if let Some(r) = r.strip_prefix(',') {
+            rest = r.trim_start();
+            continue;
+        }
+        let Some(after) = r.strip_prefix(')') else {
+            return Err(invalid(format!("'{whole}': expected ')'")));
+        };
+        let var = match parts.as_slice() {
+            [name] => Var::Property(PropScope::Default, (*name).to_owned()),
+            [scope, name] => Var::Property(scope_by_name(scope)?, (*name).to_owned()),
+            _ => {
+                return Err(invalid(format!(
+                    "'{whole}': get-property takes one or two arguments"
+                )))
+            }
+        };
+        return Ok((var, after));
+    }
+}
+
+/// Node tests written like function calls, and functions that read the context node when called
+/// without arguments.
+const NODE_TESTS: &[&str] = &["text", "node", "comment", "processing-instruction"];
+const CONTEXT_FUNCTIONS: &[&str] = &[
+    "string",
+    "name",
+    "local-name",
+    "namespace-uri",
+    "normalize-space",
+    "string-length",
+    "number",
+    "last",
+    "position",
+];
+
+/// Whether an XPath (already rewritten) reads no node of the message: only literals, numbers,
+/// variables, operators and calls of functions on those. Conservative: anything that could be a
+/// location path counts as reading.
+pub(crate) fn reads_no_nodes(xpath: &str) -> bool {
+    let mut rest = xpath;
+    while let Some(c) = rest.chars().next() {
+        if c == '\'' || c == '"' {
+            match literal(rest) {
+                Some((_, after)) => rest = after,
+                None => return false,
+            }
+            continue;
+        }
+        if c == '$' {
+            let name = ncname(&rest[1..]);
+            let after = &rest[1 + name.len()..];
+            rest = match after.strip_prefix(':') {
+                Some(t) => &t[ncname(t).len()..],
+                None => after,
+            };
+            continue;
+        }
+        if c.is_ascii_digit() {
+            let end = rest
+                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .unwrap_or(rest.len());
+            rest = &rest[end..];
+            continue;
+        }
+        if is_name_char(c) && c != '.' && c != '-' {
+            let mut name = ncname(rest);
+            let mut after = &rest[name.len()..];
+            // A prefixed function name (`fn:concat`).
+            if let Some(t) = after.strip_prefix(':') {
+                let local = ncname(t);
+                if !local.is_empty() {
+                    name = local;
+                    after = &t[local.len()..];
+                }
+            }
+            let call = after.trim_start();
+            if matches!(name, "and" | "or" | "div" | "mod") {
+                rest = after;
+                continue;
+            }
+            let Some(args) = call.strip_prefix('(') else {
+                return false; // a name test
+            };
+            if NODE_TESTS.contains(&name)
+                || (CONTEXT_FUNCTIONS.contains(&name) && args.trim_start().starts_with(')'))
+            {
+                return false;
+            }
+            rest = after;
+            continue;
+        }
+        match c {
+            '(' | ')' | ',' | '=' | '!' | '<' | '>' | '+' | '-' | ' ' | '\t' | '\n' | '\r' => {
+                rest = &rest[1..];
+            }
+            _ => return false, // `/`, `@`, `.`, `*`, `|`, `[`, ...
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rw(t: &str) -> (String, Vec<Var>) {
+        rewrite(t).unwrap().unwrap()
+    }
+
+    #[test]
+    fn variables_and_get_property_become_indexed_variables() {
+        let (x, v) = rw("concat(get-property('a'), '-', $trp:Content-Type, $ctx:a, $url:q)");
+        assert_eq!(
+            x,
+            "concat($sluice.p0, '-', $sluice.p1, $sluice.p0, $sluice.p2)"
+        );
+        assert_eq!(
+            v,
+            vec![
+                Var::Property(PropScope::Default, "a".into()),
+                Var::Property(PropScope::Transport, "Content-Type".into()),
+                Var::UrlParam("q".into()),
+            ]
+        );
+        let (x, v) = rw("fn:concat(get-property( 'transport' , \"SOAPAction\" ),'x')");
+        assert_eq!(x, "concat($sluice.p0,'x')");
+        assert_eq!(
+            v,
+            vec![Var::Property(PropScope::Transport, "SOAPAction".into())]
+        );
+        let (_, v) = rw("$axis2:HTTP_SC = '200'");
+        assert_eq!(v, vec![Var::Property(PropScope::Axis2, "HTTP_SC".into())]);
+    }
+
+    #[test]
+    fn literals_and_other_names_are_left_alone() {
+        assert_eq!(rewrite("//a[b='$ctx:x get-property(1)']").unwrap(), None);
+        assert_eq!(rewrite("//my-get-property").unwrap(), None);
+        assert_eq!(rewrite("//m:get-property").unwrap(), None);
+        assert_eq!(rewrite("//fn:a").unwrap(), None);
+        assert_eq!(rw("fn:string-length(//a)").0, "string-length(//a)");
+    }
+
+    #[test]
+    fn body_and_header_become_paths() {
+        let (x, v) = rw("$body/m:order");
+        assert!(v.is_empty());
+        assert!(x.starts_with("(/*[local-name()='Envelope'"), "{x}");
+        assert!(x.ends_with(")/m:order"), "{x}");
+        let (x, _) = rw("count($header/*)");
+        assert!(x.contains("local-name()='Header'"), "{x}");
+    }
+
+    #[test]
+    fn what_is_refused() {
+        let e = rewrite("concat($foo, 'x')").unwrap_err();
+        assert_eq!(e.kind, crate::ExprErrorKind::Unsupported);
+        let e = rewrite("concat(get-property(//a), 'x')").unwrap_err();
+        assert_eq!(e.kind, crate::ExprErrorKind::Unsupported);
+        let e = rewrite("concat(get-property('a', 'b', 'c'), 'x')").unwrap_err();
+        assert_eq!(e.kind, crate::ExprErrorKind::Invalid);
+        let e = rewrite("concat(get-property('registry', 'b'), 'x')").unwrap_err();
+        assert_eq!(e.kind, crate::ExprErrorKind::Unsupported);
+        assert_eq!(
+            rewrite("concat($ctx:, 'x')").unwrap_err().kind,
+            crate::ExprErrorKind::Invalid
+        );
+    }
+
+    #[test]
+    fn which_expressions_read_no_nodes() {
+        for t in [
+            "concat($sluice.p0, '-', $sluice.p1)",
+            "fn:concat('a', 'b')",
+            "$sluice.p0 = 'x' and string-length($sluice.p1) > 2.5",
+            "number($sluice.p0) + 1",
+            "translate($sluice.p0, 'a', 'b')",
+        ] {
+            assert!(reads_no_nodes(t), "{t}");
+        }
+        for t in [
+            "concat(//a, 'b')",
+            "string()",
+            "concat(name(), 'x')",
+            "text()",
+            "foo",
+            "concat($sluice.p0, .)",
+            "count(*)",
+            "@id",
+            "$sluice.p0 | /a",
+        ] {
+            assert!(!reads_no_nodes(t), "{t}");
+        }
+    }
+}
