@@ -5,8 +5,8 @@
 //! without touching the body. Every other expression is XPath 1.0 over the SOAP envelope (libxml2,
 //! compiled once), with prefixes from the mediator element's namespace declarations. Synapse's variables
 //! (`$body`, `$header`, `$ctx:`, `$trp:`, `$axis2:`, `$url:`) and `get-property()` with literal
-//! arguments may appear inside it ([`synapse`] rewrites them at load); `base64Encode`, `base64Decode`
-//! and `url-encode` are reported as unsupported for now.
+//! arguments may appear inside it ([`synapse`] rewrites them at load), and so may Synapse's functions
+//! `base64Encode`, `base64Decode` and `url-encode` ([`functions`]).
 //!
 //! Regexes follow Java's `String.matches()`: the whole string must match.
 //!
@@ -14,6 +14,7 @@
 //! ([`Env::raw_xml`]), which avoids building a libxml2 tree; everything else, and every case the streaming
 //! evaluator cannot decide, goes through libxml2.
 
+mod functions;
 mod stream;
 mod synapse;
 
@@ -81,24 +82,61 @@ pub struct XPathExpr {
     vars: Vec<synapse::Var>,
     /// The expression reads no node (only properties and literals): evaluated without the message.
     no_nodes: bool,
+    /// It calls Synapse's extension functions.
+    functions: bool,
 }
 
-/// The variables of an [`XPathExpr`], resolved from the message's properties.
+impl XPathExpr {
+    fn vars<'e>(&'e self, env: &'e dyn Env) -> Vars<'e> {
+        Vars {
+            env: Some(env),
+            vars: &self.vars,
+            functions: self.functions,
+        }
+    }
+
+    /// For the evaluations that select nodes for a mediator to work on, which have no properties at
+    /// hand: Synapse's functions work, a property is an undefined variable (an error).
+    fn no_env(&self) -> Vars<'_> {
+        Vars {
+            env: None,
+            vars: &self.vars,
+            functions: self.functions,
+        }
+    }
+}
+
+/// The variables of an [`XPathExpr`], resolved from the message's properties, and Synapse's
+/// functions when it calls them.
 struct Vars<'e> {
-    env: &'e dyn Env,
+    env: Option<&'e dyn Env>,
     vars: &'e [synapse::Var],
+    functions: bool,
 }
 
 impl sluice_xml::VariableResolver for Vars<'_> {
+    fn functions(&self) -> &[&str] {
+        if self.functions {
+            functions::NAMES
+        } else {
+            &[]
+        }
+    }
+
+    fn call(&self, name: &str, args: &[String]) -> Result<String, String> {
+        functions::call(name, args)
+    }
+
     fn resolve(&self, name: &str, ns_uri: Option<&str>) -> Option<String> {
+        let env = self.env?;
         if ns_uri.is_some() {
             return None;
         }
         let k: usize = name.strip_prefix(synapse::VAR_PREFIX)?.parse().ok()?;
         // A missing property is the empty string, as for the plain forms.
         let value = match self.vars.get(k)? {
-            synapse::Var::Property(scope, name) => self.env.property(*scope, name),
-            synapse::Var::UrlParam(name) => self.env.url_param(name),
+            synapse::Var::Property(scope, name) => env.property(*scope, name),
+            synapse::Var::UrlParam(name) => env.url_param(name),
         };
         Some(value.map(Cow::into_owned).unwrap_or_default())
     }
@@ -248,13 +286,6 @@ impl Expr {
             Some((text, vars)) => (Cow::Owned(text), vars),
             None => (Cow::Borrowed(t), Vec::new()),
         };
-        for synapse_only in ["base64Encode(", "base64Decode(", "url-encode("] {
-            if text.contains(synapse_only) {
-                return Err(unsupported(format!(
-                    "'{t}': Synapse's base64Encode, base64Decode and url-encode are not supported yet"
-                )));
-            }
-        }
         let pairs: Vec<(&str, &str)> = ns
             .iter()
             .filter(|(p, _)| !p.is_empty())
@@ -262,7 +293,8 @@ impl Expr {
             .collect();
         let xpath = sluice_xml::XPath::compile(&text, &pairs)
             .map_err(|e| invalid(format!("XPath '{t}': {e}")))?;
-        let rewritten = matches!(text, Cow::Owned(_));
+        let functions = functions::called_in(&text);
+        let rewritten = matches!(text, Cow::Owned(_)) || functions;
         let no_nodes = rewritten && synapse::reads_no_nodes(&text);
         let need = if no_nodes {
             BodyNeed::None
@@ -282,6 +314,7 @@ impl Expr {
             stream,
             vars,
             no_nodes,
+            functions,
         })))
     }
 
@@ -340,7 +373,7 @@ impl Expr {
                         return Ok(Cow::Owned(v));
                     }
                 }
-                let vars = Vars { env, vars: &x.vars };
+                let vars = x.vars(env);
                 let v = if x.no_nodes {
                     NO_MESSAGE.with(|doc| x.xpath.eval_string(doc, &vars))
                 } else {
@@ -357,7 +390,7 @@ impl Expr {
         doc: &'d sluice_xml::Document,
     ) -> Result<Option<sluice_xml::Node<'d>>, ExprError> {
         match self {
-            Expr::XPath(x) => match x.xpath.eval(doc, &()) {
+            Expr::XPath(x) => match x.xpath.eval(doc, &x.no_env()) {
                 Ok(sluice_xml::XPathValue::NodeSet(nodes)) => Ok(nodes.into_iter().next()),
                 Ok(_) => Err(invalid(format!(
                     "XPath '{}' does not select nodes",
@@ -383,7 +416,7 @@ impl Expr {
         context: sluice_xml::Node<'d>,
     ) -> Result<Vec<sluice_xml::Node<'d>>, ExprError> {
         match self {
-            Expr::XPath(x) => match x.xpath.eval_at(context, &()) {
+            Expr::XPath(x) => match x.xpath.eval_at(context, &x.no_env()) {
                 Ok(sluice_xml::XPathValue::NodeSet(nodes)) => Ok(nodes),
                 Ok(_) => Err(invalid(format!(
                     "XPath '{}' does not select nodes",
@@ -407,7 +440,7 @@ impl Expr {
             return self.eval_string(env);
         }
         let doc = env.document()?;
-        let nodes = match x.xpath.eval(doc, &Vars { env, vars: &x.vars }) {
+        let nodes = match x.xpath.eval(doc, &x.vars(env)) {
             Ok(sluice_xml::XPathValue::NodeSet(nodes)) => nodes,
             Ok(_) => return self.eval_string(env),
             Err(e) => return Err(invalid(format!("XPath '{}': {e}", x.xpath.as_str()))),
@@ -449,7 +482,7 @@ impl Expr {
                         return Ok(b);
                     }
                 }
-                let vars = Vars { env, vars: &x.vars };
+                let vars = x.vars(env);
                 if x.no_nodes {
                     NO_MESSAGE.with(|doc| x.xpath.eval_bool(doc, &vars))
                 } else {
@@ -653,7 +686,7 @@ mod tests {
         let c = |s: &str| Expr::compile(s, &[]);
         assert_eq!(c("//order[1]/symbol").unwrap().body_need(), BodyNeed::Full);
         assert_eq!(
-            c("base64Encode(get-property('a'))").unwrap_err().kind,
+            c("concat(get-property(//a), 'b')").unwrap_err().kind,
             ExprErrorKind::Unsupported
         );
         assert_eq!(
@@ -734,6 +767,38 @@ mod tests {
                 .unwrap(),
             "0"
         );
+    }
+
+    #[test]
+    fn synapse_functions_inside_xpath() {
+        let e = env();
+        let x = Expr::compile(
+            "concat('Basic ', base64Encode(concat($ctx:foo, ':', get-property('transport', 'routing'))))",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(x.body_need(), BodyNeed::None);
+        assert_eq!(x.eval_string(&e).unwrap(), "Basic YmFyOnhhZG1pbjtzZXJ2ZXIx");
+        let x = Expr::compile("base64Decode(base64Encode(url-encode('a b?c=d e')))", &[]).unwrap();
+        assert_eq!(x.eval_string(&e).unwrap(), "a%20b?c=d%20e");
+        let x = Expr::compile("base64Encode('x', 'EBCDIC')", &[]).unwrap();
+        let err = x.eval_string(&e).unwrap_err();
+        assert!(
+            err.message.contains("unsupported charset 'EBCDIC'"),
+            "{err}"
+        );
+        // Over the body, and in an XPath that selects nodes for a mediator.
+        let soap = Both(
+            env(),
+            sluice_xml::Document::parse(b"<a><b>eA==</b><b>eQ==</b></a>").unwrap(),
+        );
+        let x = Expr::compile("base64Decode(/a/b[2])", &[]).unwrap();
+        assert_eq!(x.body_need(), BodyNeed::Full);
+        assert_eq!(x.eval_string(&soap).unwrap(), "y");
+        let x = Expr::compile("/a/b[base64Decode(.) = 'x']", &[]).unwrap();
+        let nodes = x.nodes(&soap.1).unwrap();
+        assert_eq!(nodes.len(), 1);
+        assert_eq!(nodes[0].text_content(), "eA==");
     }
 
     #[test]

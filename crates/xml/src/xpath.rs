@@ -4,28 +4,43 @@ use crate::document::{take_xml_string, Document, Node};
 use crate::error::{Capture, XmlError, XmlErrorKind};
 use crate::parse::cstr_lossy;
 use libxml::bindings::{
-    xmlChar, xmlElementType_XML_NAMESPACE_DECL, xmlNodeGetContent, xmlNodePtr, xmlNs,
+    valuePush, xmlChar, xmlElementType_XML_NAMESPACE_DECL, xmlNodeGetContent, xmlNodePtr, xmlNs,
     xmlXPathCastNumberToString, xmlXPathCastToBoolean, xmlXPathCastToNumber, xmlXPathCompExpr,
-    xmlXPathCompile, xmlXPathCompiledEval, xmlXPathContextPtr, xmlXPathFreeCompExpr,
-    xmlXPathFreeContext, xmlXPathFreeObject, xmlXPathNewContext, xmlXPathNewString,
-    xmlXPathNodeSetSort, xmlXPathObjectPtr, xmlXPathObjectType_XPATH_BOOLEAN,
-    xmlXPathObjectType_XPATH_NODESET, xmlXPathObjectType_XPATH_NUMBER,
-    xmlXPathObjectType_XPATH_STRING, xmlXPathObjectType_XPATH_XSLT_TREE, xmlXPathRegisterNs,
-    xmlXPathRegisterVariableLookup,
+    xmlXPathCompile, xmlXPathCompiledEval, xmlXPathContextPtr, xmlXPathErr,
+    xmlXPathError_XPATH_EXPR_ERROR, xmlXPathFreeCompExpr, xmlXPathFreeContext, xmlXPathFreeObject,
+    xmlXPathNewContext, xmlXPathNewString, xmlXPathNodeSetSort, xmlXPathObjectPtr,
+    xmlXPathObjectType_XPATH_BOOLEAN, xmlXPathObjectType_XPATH_NODESET,
+    xmlXPathObjectType_XPATH_NUMBER, xmlXPathObjectType_XPATH_STRING,
+    xmlXPathObjectType_XPATH_XSLT_TREE, xmlXPathParserContextPtr, xmlXPathPopString,
+    xmlXPathRegisterFunc, xmlXPathRegisterNs, xmlXPathRegisterVariableLookup,
 };
 use std::any::Any;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{c_void, CString};
 use std::fmt;
 use std::hash::BuildHasher;
+use std::os::raw::c_int;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
 
-/// Supplies values for XPath variables (`$name`), as strings.
+/// Supplies values for XPath variables (`$name`), as strings, and extension functions over strings.
 pub trait VariableResolver {
     /// The value of variable `name` (in namespace `ns_uri` for `$p:name`),
     /// or `None` if undefined (evaluation then fails).
     fn resolve(&self, name: &str, ns_uri: Option<&str>) -> Option<String>;
+
+    /// Names (without a namespace) of the extension functions [`VariableResolver::call`] answers,
+    /// made known to each evaluation.
+    fn functions(&self) -> &[&str] {
+        &[]
+    }
+
+    /// Extension function `name` on its arguments' string values (XPath `string()` of each): the
+    /// result, or why the evaluation fails.
+    fn call(&self, name: &str, args: &[String]) -> Result<String, String> {
+        let _ = args;
+        Err(format!("unknown function {name}()"))
+    }
 }
 
 /// No variables.
@@ -68,6 +83,12 @@ impl<T: VariableResolver + ?Sized> VariableResolver for &T {
     fn resolve(&self, name: &str, ns_uri: Option<&str>) -> Option<String> {
         (**self).resolve(name, ns_uri)
     }
+    fn functions(&self) -> &[&str] {
+        (**self).functions()
+    }
+    fn call(&self, name: &str, args: &[String]) -> Result<String, String> {
+        (**self).call(name, args)
+    }
 }
 
 /// Makes any (possibly unsized) resolver usable as `&dyn VariableResolver`.
@@ -76,6 +97,12 @@ struct Unsized<'v, V: ?Sized>(&'v V);
 impl<V: VariableResolver + ?Sized> VariableResolver for Unsized<'_, V> {
     fn resolve(&self, name: &str, ns_uri: Option<&str>) -> Option<String> {
         self.0.resolve(name, ns_uri)
+    }
+    fn functions(&self) -> &[&str] {
+        self.0.functions()
+    }
+    fn call(&self, name: &str, args: &[String]) -> Result<String, String> {
+        self.0.call(name, args)
     }
 }
 
@@ -147,6 +174,52 @@ impl Drop for ObjectGuard {
 struct VarState<'r> {
     resolver: &'r dyn VariableResolver,
     panic: Option<Box<dyn Any + Send + 'static>>,
+    /// Why an extension function failed.
+    error: Option<String>,
+}
+
+/// Every extension function: calls [`VariableResolver::call`] of the evaluation's resolver (the
+/// context's `userData`) by the name libxml2 is calling, with the arguments popped as strings.
+unsafe extern "C" fn call_function(ctxt: xmlXPathParserContextPtr, nargs: c_int) {
+    // SAFETY: libxml2 calls this with a live parser context during an evaluation that `evaluate`
+    // set up: its XPath context's `userData` is that evaluation's VarState (alive for the whole
+    // evaluation, touched only from this thread), and `function` is the name being called.
+    unsafe {
+        let context = (*ctxt).context;
+        let state = &mut *((*context).userData as *mut VarState<'_>);
+        let name = cstr_lossy((*context).function);
+        let mut args = Vec::with_capacity(usize::try_from(nargs).unwrap_or(0));
+        for _ in 0..nargs {
+            // Popped last argument first; each string is ours to free.
+            args.push(take_xml_string(xmlXPathPopString(ctxt)).unwrap_or_default());
+        }
+        if (*ctxt).error != 0 || state.panic.is_some() {
+            return;
+        }
+        args.reverse();
+        let resolver = state.resolver;
+        let result = match catch_unwind(AssertUnwindSafe(|| resolver.call(&name, &args))) {
+            Ok(r) => r,
+            Err(payload) => {
+                state.panic = Some(payload);
+                Err(String::new())
+            }
+        };
+        match result.map(CString::new) {
+            // xmlXPathNewString copies the value; the stack takes the object.
+            Ok(Ok(v)) => {
+                valuePush(ctxt, xmlXPathNewString(v.as_ptr() as *const xmlChar));
+            }
+            Ok(Err(_)) => {
+                state.error = Some(format!("{name}() gave a value with a NUL character"));
+                xmlXPathErr(ctxt, xmlXPathError_XPATH_EXPR_ERROR as c_int);
+            }
+            Err(why) => {
+                state.error.get_or_insert(why);
+                xmlXPathErr(ctxt, xmlXPathError_XPATH_EXPR_ERROR as c_int);
+            }
+        }
+    }
 }
 
 unsafe extern "C" fn variable_lookup(
@@ -242,13 +315,23 @@ impl XPath {
         let mut state = VarState {
             resolver: &vars,
             panic: None,
+            error: None,
         };
+        let functions = vars
+            .functions()
+            .iter()
+            .map(|f| CString::new(*f))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| {
+                XmlError::new(XmlErrorKind::InvalidArgument, "function name contains NUL")
+            })?;
         let node = context.as_ptr();
         // SAFETY: `node` is a live node of a document borrowed for 'a; its
         // `doc` header field is that document. The XPath context is created
         // and freed here (ContextGuard), the namespace strings outlive it
         // (xmlXPathRegisterNs copies them anyway), and `state` outlives the
-        // evaluation that may call `variable_lookup` with it.
+        // evaluation that may call `variable_lookup` and `call_function` with
+        // it; the function names outlive the context.
         let result = unsafe {
             let doc = (*node).doc;
             let ctxt = xmlXPathNewContext(doc);
@@ -276,11 +359,19 @@ impl XPath {
                 }
             }
             (*ctxt.0).node = node;
-            xmlXPathRegisterVariableLookup(
-                ctxt.0,
-                Some(variable_lookup),
-                &mut state as *mut VarState<'_> as *mut c_void,
-            );
+            let state_ptr = &mut state as *mut VarState<'_> as *mut c_void;
+            xmlXPathRegisterVariableLookup(ctxt.0, Some(variable_lookup), state_ptr);
+            (*ctxt.0).userData = state_ptr;
+            for f in &functions {
+                if xmlXPathRegisterFunc(ctxt.0, f.as_ptr() as *const xmlChar, Some(call_function))
+                    != 0
+                {
+                    return Err(XmlError::new(
+                        XmlErrorKind::OutOfMemory,
+                        "cannot register an XPath function",
+                    ));
+                }
+            }
             let obj = xmlXPathCompiledEval(self.comp.as_ptr(), ctxt.0);
             // The object is freed before the context (guards drop in reverse
             // order); `f` runs while both are alive.
@@ -290,6 +381,12 @@ impl XPath {
         let diags = capture.finish();
         if let Some(payload) = state.panic.take() {
             resume_unwind(payload);
+        }
+        if let (None, Some(why)) = (&result, state.error.take()) {
+            return Err(XmlError::new(
+                XmlErrorKind::XPathEval,
+                format!("{why} in '{}'", self.expr),
+            ));
         }
         result.ok_or_else(|| {
             let e =
@@ -495,7 +592,48 @@ unsafe fn string_value(obj: xmlXPathObjectPtr) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::format_number;
+    use super::{format_number, VariableResolver, XPath};
+    use crate::Document;
+
+    /// `$n` is "3"; `twice(s)` repeats its argument, `fail()` fails.
+    struct Funcs;
+    impl VariableResolver for Funcs {
+        fn resolve(&self, name: &str, _: Option<&str>) -> Option<String> {
+            (name == "n").then(|| "3".to_owned())
+        }
+        fn functions(&self) -> &[&str] {
+            &["twice", "fail"]
+        }
+        fn call(&self, name: &str, args: &[String]) -> Result<String, String> {
+            match (name, args) {
+                ("twice", [a]) => Ok(format!("{a}{a}")),
+                ("twice", _) => Err("twice() takes one argument".to_owned()),
+                _ => Err("fail() always fails".to_owned()),
+            }
+        }
+    }
+
+    #[test]
+    fn extension_functions_get_string_arguments() {
+        let doc = Document::parse(b"<a><b>x</b><b>y</b></a>").unwrap();
+        let eval = |e: &str| XPath::compile(e, &[]).unwrap().eval_string(&doc, &Funcs);
+        // A node-set argument is its string(): the first node's text.
+        assert_eq!(eval("twice(/a/b)").unwrap(), "xx");
+        assert_eq!(
+            eval("concat(twice($n), '-', twice(twice('z')))").unwrap(),
+            "33-zzzz"
+        );
+        assert_eq!(eval("string-length(twice(1.5))").unwrap(), "6");
+        let e = eval("concat('a', fail())").unwrap_err();
+        assert!(e.to_string().contains("fail() always fails"), "{e}");
+        let e = eval("twice('a', 'b')").unwrap_err();
+        assert!(e.to_string().contains("takes one argument"), "{e}");
+        // Without the resolver's functions, the name is unknown to libxml2.
+        assert!(XPath::compile("twice('a')", &[])
+            .unwrap()
+            .eval_string(&doc, &())
+            .is_err());
+    }
 
     #[test]
     fn numbers_format_like_synapse() {
