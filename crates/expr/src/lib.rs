@@ -89,17 +89,7 @@ pub struct XPathExpr {
 impl XPathExpr {
     fn vars<'e>(&'e self, env: &'e dyn Env) -> Vars<'e> {
         Vars {
-            env: Some(env),
-            vars: &self.vars,
-            functions: self.functions,
-        }
-    }
-
-    /// For the evaluations that select nodes for a mediator to work on, which have no properties at
-    /// hand: Synapse's functions work, a property is an undefined variable (an error).
-    fn no_env(&self) -> Vars<'_> {
-        Vars {
-            env: None,
+            env,
             vars: &self.vars,
             functions: self.functions,
         }
@@ -109,7 +99,7 @@ impl XPathExpr {
 /// The variables of an [`XPathExpr`], resolved from the message's properties, and Synapse's
 /// functions when it calls them.
 struct Vars<'e> {
-    env: Option<&'e dyn Env>,
+    env: &'e dyn Env,
     vars: &'e [synapse::Var],
     functions: bool,
 }
@@ -128,7 +118,7 @@ impl sluice_xml::VariableResolver for Vars<'_> {
     }
 
     fn resolve(&self, name: &str, ns_uri: Option<&str>) -> Option<String> {
-        let env = self.env?;
+        let env = self.env;
         if ns_uri.is_some() {
             return None;
         }
@@ -384,39 +374,33 @@ impl Expr {
         })
     }
 
-    /// The first node an XPath selects in `doc` (for mediators that work on a node, like `xslt`).
+    /// The first node an XPath selects in `doc` (for mediators that work on a node, like `xslt`);
+    /// `env` gives the properties the XPath reads (its document is not used).
     pub fn first_node<'d>(
         &self,
         doc: &'d sluice_xml::Document,
+        env: &dyn Env,
     ) -> Result<Option<sluice_xml::Node<'d>>, ExprError> {
-        match self {
-            Expr::XPath(x) => match x.xpath.eval(doc, &x.no_env()) {
-                Ok(sluice_xml::XPathValue::NodeSet(nodes)) => Ok(nodes.into_iter().next()),
-                Ok(_) => Err(invalid(format!(
-                    "XPath '{}' does not select nodes",
-                    x.xpath.as_str()
-                ))),
-                Err(e) => Err(invalid(format!("XPath '{}': {e}", x.xpath.as_str()))),
-            },
-            _ => Err(invalid("a node-selecting XPath is needed here")),
-        }
+        Ok(self.nodes(doc, env)?.into_iter().next())
     }
 
     /// Every node an XPath selects in `doc`, in document order (for mediators that work on nodes).
     pub fn nodes<'d>(
         &self,
         doc: &'d sluice_xml::Document,
+        env: &dyn Env,
     ) -> Result<Vec<sluice_xml::Node<'d>>, ExprError> {
-        self.nodes_at(doc.as_node())
+        self.nodes_at(doc.as_node(), env)
     }
 
     /// Like [`Expr::nodes`], with `context` as the context node (relative paths start there).
     pub fn nodes_at<'d>(
         &self,
         context: sluice_xml::Node<'d>,
+        env: &dyn Env,
     ) -> Result<Vec<sluice_xml::Node<'d>>, ExprError> {
         match self {
-            Expr::XPath(x) => match x.xpath.eval_at(context, &x.no_env()) {
+            Expr::XPath(x) => match x.xpath.eval_at(context, &x.vars(env)) {
                 Ok(sluice_xml::XPathValue::NodeSet(nodes)) => Ok(nodes),
                 Ok(_) => Err(invalid(format!(
                     "XPath '{}' does not select nodes",
@@ -796,7 +780,7 @@ mod tests {
         assert_eq!(x.body_need(), BodyNeed::Full);
         assert_eq!(x.eval_string(&soap).unwrap(), "y");
         let x = Expr::compile("/a/b[base64Decode(.) = 'x']", &[]).unwrap();
-        let nodes = x.nodes(&soap.1).unwrap();
+        let nodes = x.nodes(&soap.1, &soap).unwrap();
         assert_eq!(nodes.len(), 1);
         assert_eq!(nodes[0].text_content(), "eA==");
     }
@@ -915,11 +899,11 @@ mod tests {
         assert_eq!(x("count(//m:order)").eval_xml_aware(&env).unwrap(), "1");
         assert_eq!(x("//m:order").eval_string(&env).unwrap(), "IBM");
         let doc = env.document().unwrap();
-        assert_eq!(x("//m:symbol").nodes(doc).unwrap().len(), 1);
+        assert_eq!(x("//m:symbol").nodes(doc, &env).unwrap().len(), 1);
         let root = doc.root_element().unwrap();
         let rel = Expr::compile("s:Body/*[1]", &[("s".to_owned(), SOAP11_ENV.to_owned())]).unwrap();
-        assert_eq!(rel.nodes_at(root).unwrap()[0].name(), "buy");
-        assert!(x("'lit'").nodes(doc).is_err());
+        assert_eq!(rel.nodes_at(root, &env).unwrap()[0].name(), "buy");
+        assert!(x("'lit'").nodes(doc, &env).is_err());
     }
 
     #[test]

@@ -48,6 +48,19 @@ pub fn typed(ty: PropertyType, s: &str) -> Result<String, String> {
 
 /// The message as expressions see it: its properties, and the body parsed as XML on the first XPath
 /// that needs it (at most once per run; a mediator that replaces the body drops the parse).
+/// The message's properties without its body, for an XPath over a document taken out of the message
+/// to be changed (the `xslt` source, the `enrich` target).
+struct Props<'a>(&'a Message);
+
+impl Env for Props<'_> {
+    fn property(&self, scope: PropScope, name: &str) -> Option<Cow<'_, str>> {
+        self.0.property(scope, name)
+    }
+    fn url_param(&self, name: &str) -> Option<Cow<'_, str>> {
+        self.0.url_param(name)
+    }
+}
+
 struct View<'a> {
     msg: &'a Message,
     doc: &'a OnceCell<Result<sluice_xml::Document, ExprError>>,
@@ -302,7 +315,7 @@ fn xslt(x: &XsltPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error
     }
     let (target, input) = {
         let node = match &x.source {
-            Some(e) => e.first_node(&d).map_err(expr_error)?,
+            Some(e) => e.first_node(&d, &Props(msg)).map_err(expr_error)?,
             None => d.soap_body_first_child().or_else(|| {
                 if d.soap_body().is_none() {
                     d.root_element()
@@ -498,7 +511,7 @@ fn enrich_source(e: &EnrichPlan, msg: &Message, doc: &DocCache) -> Result<Fragme
             if matches!(ex, Expr::XPath(_)) {
                 let view = View { msg, doc };
                 let d = view.document().map_err(expr_error)?;
-                match ex.nodes(d) {
+                match ex.nodes(d, &view) {
                     Ok(nodes) => x(Fragment::from_nodes(&nodes)),
                     // Not a node-set (a string, number...): its value as text.
                     Err(_) => x(Fragment::text(&eval_expr(ex, msg, doc)?)),
@@ -585,7 +598,7 @@ fn enrich(e: &EnrichPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), E
                 return Ok(());
             }
             let mut d = take_doc(msg, doc)?;
-            let r = enrich_custom(ex, &mut d, &source, e.action);
+            let r = enrich_custom(ex, &mut d, &source, e.action, &Props(msg));
             let put = put_doc(msg, doc, d, what);
             r.and(put)
         }
@@ -597,10 +610,11 @@ fn enrich_custom(
     d: &mut Document,
     source: &Fragment,
     action: EnrichAction,
+    props: &dyn Env,
 ) -> Result<(), Error> {
     let what = "enrich target";
     let (id, kind, parent) = {
-        let nodes = ex.nodes(d).map_err(expr_error)?;
+        let nodes = ex.nodes(d, props).map_err(expr_error)?;
         let n = nodes.first().ok_or_else(|| {
             Error::new(
                 ErrorKind::Mediation,
@@ -691,7 +705,11 @@ fn validate(
     let node = match &v.source {
         // Synapse evaluates the source with the Envelope as context node.
         Some(e) => match d.root_element() {
-            Some(root) => e.nodes_at(root).map_err(expr_error)?.into_iter().next(),
+            Some(root) => e
+                .nodes_at(root, &view)
+                .map_err(expr_error)?
+                .into_iter()
+                .next(),
             None => None,
         },
         None => payload_node(d),
