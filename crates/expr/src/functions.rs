@@ -75,15 +75,13 @@ impl Charset {
 /// Calls function `name` on its arguments' string values.
 pub(crate) fn call(name: &str, args: &[String]) -> Result<String, String> {
     let (value, charset) = match args {
-        // Synapse answers the empty string to a call with no or too many arguments.
-        [] => return Ok(String::new()),
+        // Synapse answers the empty string to a call with no or too many arguments, and to an empty
+        // value (whatever the charset).
+        [] | [_, _, _, ..] => return Ok(String::new()),
+        [v, ..] if v.is_empty() => return Ok(String::new()),
         [v] => (v, Charset::Utf8),
         [v, c] => (v, Charset::named(c).map_err(|e| format!("{name}(): {e}"))?),
-        _ => return Ok(String::new()),
     };
-    if value.is_empty() {
-        return Ok(String::new());
-    }
     Ok(match name {
         "base64Encode" => STANDARD.encode(charset.bytes(value)),
         "base64Decode" => base64_decode(value, charset),
@@ -93,7 +91,8 @@ pub(crate) fn call(name: &str, args: &[String]) -> Result<String, String> {
 }
 
 /// Lenient, as commons-codec's decoder is: characters outside the alphabet are skipped, the URL-safe
-/// alphabet is read too, padding is optional; the text is trimmed as Java's `trim()` does.
+/// alphabet is read too, padding is optional and the first `=` ends the input; the text is trimmed
+/// as Java's `trim()` does.
 fn base64_decode(value: &str, charset: Charset) -> String {
     const LENIENT: GeneralPurpose = GeneralPurpose::new(
         &base64::alphabet::STANDARD,
@@ -101,8 +100,11 @@ fn base64_decode(value: &str, charset: Charset) -> String {
             .with_decode_allow_trailing_bits(true)
             .with_decode_padding_mode(DecodePaddingMode::Indifferent),
     );
-    let mut clean: Vec<u8> = charset
-        .bytes(value)
+    let mut bytes = charset.bytes(value);
+    if let Some(end) = bytes.iter().position(|&c| c == b'=') {
+        bytes.truncate(end);
+    }
+    let mut clean: Vec<u8> = bytes
         .into_iter()
         .filter_map(|c| match c {
             b'-' => Some(b'+'),
@@ -129,8 +131,9 @@ fn url_encode(value: &str, charset: Charset) -> String {
     fn unreserved(c: u8) -> bool {
         c.is_ascii_alphanumeric() || b"-_.!~*'()".contains(&c)
     }
+    // commons-httpclient's path escaping takes `+` out of the path characters (not the query's).
     fn keep_in_path(c: u8) -> bool {
-        unreserved(c) || b";:@&=+$,/".contains(&c)
+        unreserved(c) || b";:@&=$,/".contains(&c)
     }
     fn keep_in_query(c: u8) -> bool {
         unreserved(c) || b";/?:@&=+$,".contains(&c)
@@ -191,6 +194,8 @@ mod tests {
             c("base64Decode", &["+/8"]).unwrap()
         );
         assert_eq!(c("base64Decode", &["%%%"]).unwrap(), "");
+        // The first `=` ends the input.
+        assert_eq!(c("base64Decode", &["YQ==YQ=="]).unwrap(), "a");
     }
 
     #[test]
@@ -201,6 +206,7 @@ mod tests {
             "x%20y?q=a%20b&r=%C3%A9%23"
         );
         assert_eq!(c("url-encode", &["100%"]).unwrap(), "100%25");
+        assert_eq!(c("url-encode", &["a+b?c=d+e"]).unwrap(), "a%2Bb?c=d+e");
         assert_eq!(c("url-encode", &["é", "ISO-8859-1"]).unwrap(), "%E9");
     }
 
@@ -208,6 +214,7 @@ mod tests {
     fn empty_and_odd_calls() {
         assert_eq!(c("base64Encode", &[]).unwrap(), "");
         assert_eq!(c("base64Encode", &[""]).unwrap(), "");
+        assert_eq!(c("base64Encode", &["", "bogus"]).unwrap(), "");
         assert_eq!(c("url-encode", &["a", "UTF-8", "x"]).unwrap(), "");
         assert!(c("base64Encode", &["a", "EBCDIC"])
             .unwrap_err()
@@ -221,5 +228,7 @@ mod tests {
         assert!(called_in("url-encode ($sluice.p0)"));
         assert!(!called_in("//base64Encode"));
         assert!(!called_in("my-url-encode(1)"));
+        // A prefixed call is found after the rewrite took the prefix away.
+        assert!(!called_in("s:url-encode(1)"));
     }
 }

@@ -74,6 +74,8 @@ pub enum Expr {
 /// An XPath over the message, compiled once.
 #[derive(Debug)]
 pub struct XPathExpr {
+    /// The expression as written (messages quote it; `xpath` may be the rewritten form).
+    text: String,
     xpath: sluice_xml::XPath,
     need: BodyNeed,
     /// The same expression for the streaming evaluator, when it is in its subset.
@@ -299,6 +301,7 @@ impl Expr {
             StreamPath::compile(t, ns)
         };
         Ok(Expr::XPath(Box::new(XPathExpr {
+            text: t.to_owned(),
             xpath,
             need,
             stream,
@@ -331,6 +334,7 @@ impl Expr {
     /// change the answer, so the whole message would give the same).
     pub fn decided_by(&self, head: &[u8]) -> bool {
         match self {
+            Expr::XPath(x) if x.no_nodes => true,
             Expr::XPath(x) => x
                 .stream
                 .as_ref()
@@ -369,7 +373,7 @@ impl Expr {
                 } else {
                     x.xpath.eval_string(env.document()?, &vars)
                 };
-                Cow::Owned(v.map_err(|e| invalid(format!("XPath '{}': {e}", x.xpath.as_str())))?)
+                Cow::Owned(v.map_err(|e| invalid(format!("XPath '{}': {e}", x.text)))?)
             }
         })
     }
@@ -402,11 +406,8 @@ impl Expr {
         match self {
             Expr::XPath(x) => match x.xpath.eval_at(context, &x.vars(env)) {
                 Ok(sluice_xml::XPathValue::NodeSet(nodes)) => Ok(nodes),
-                Ok(_) => Err(invalid(format!(
-                    "XPath '{}' does not select nodes",
-                    x.xpath.as_str()
-                ))),
-                Err(e) => Err(invalid(format!("XPath '{}': {e}", x.xpath.as_str()))),
+                Ok(_) => Err(invalid(format!("XPath '{}' does not select nodes", x.text))),
+                Err(e) => Err(invalid(format!("XPath '{}': {e}", x.text))),
             },
             _ => Err(invalid("a node-selecting XPath is needed here")),
         }
@@ -427,7 +428,7 @@ impl Expr {
         let nodes = match x.xpath.eval(doc, &x.vars(env)) {
             Ok(sluice_xml::XPathValue::NodeSet(nodes)) => nodes,
             Ok(_) => return self.eval_string(env),
-            Err(e) => return Err(invalid(format!("XPath '{}': {e}", x.xpath.as_str()))),
+            Err(e) => return Err(invalid(format!("XPath '{}': {e}", x.text))),
         };
         let mut out = String::new();
         for n in nodes {
@@ -445,7 +446,7 @@ impl Expr {
                 if own.trim().is_empty() {
                     let xml = sluice_xml::Fragment::from_nodes(&[n])
                         .and_then(|f| f.to_xml_string())
-                        .map_err(|e| invalid(format!("XPath '{}': {e}", x.xpath.as_str())))?;
+                        .map_err(|e| invalid(format!("XPath '{}': {e}", x.text)))?;
                     out.push_str(&xml);
                 } else {
                     out.push_str(&own);
@@ -472,7 +473,7 @@ impl Expr {
                 } else {
                     x.xpath.eval_bool(env.document()?, &vars)
                 }
-                .map_err(|e| invalid(format!("XPath '{}': {e}", x.xpath.as_str())))
+                .map_err(|e| invalid(format!("XPath '{}': {e}", x.text)))
             }
             other => Ok(!other.eval_string(env)?.is_empty()),
         }

@@ -78,7 +78,13 @@ pub(crate) fn rewrite(text: &str) -> Result<Option<(String, Vec<Var>)>, ExprErro
                         "axis2" => Var::Property(PropScope::Axis2, local.to_owned()),
                         _ => Var::UrlParam(local.to_owned()),
                     };
-                    (Some(var), 1 + name.len() + 1 + local.len())
+                    let used = 1 + name.len() + 1 + local.len();
+                    if rest[used..].trim_start().starts_with(['/', '[']) {
+                        return Err(unsupported(format!(
+                            "'{text}': a path into ${name}:{local} (a property holding XML) is not supported yet"
+                        )));
+                    }
+                    (Some(var), used)
                 }
                 ("body", None) => {
                     out.push_str(&body_path());
@@ -103,14 +109,23 @@ pub(crate) fn rewrite(text: &str) -> Result<Option<(String, Vec<Var>)>, ExprErro
             continue;
         }
         let boundary = prev.is_none_or(|p| !is_name_char(p) && p != ':' && p != '$' && p != '@');
-        // `fn:concat(...)`: XPath 2.0's function namespace, which Synapse's XPath engine reads as
-        // the core functions (libxml2 does not).
-        if boundary && rest.starts_with("fn:") {
-            let name = ncname(&rest[3..]);
-            if !name.is_empty() && rest[3 + name.len()..].trim_start().starts_with('(') {
-                rest = &rest[3..];
-                changed = true;
-                continue;
+        // `fn:concat(...)`, `syn:get-property(...)`: Synapse's XPath engine finds functions by their
+        // local name whatever the prefix (libxml2 would look for them in the prefix's namespace).
+        if boundary {
+            let prefix = ncname(rest);
+            if let Some(after) = rest[prefix.len()..].strip_prefix(':') {
+                let name = ncname(after);
+                let call = after[name.len()..].trim_start().starts_with('(');
+                if !prefix.is_empty()
+                    && call
+                    && (prefix == "fn"
+                        || name == "get-property"
+                        || crate::functions::NAMES.contains(&name))
+                {
+                    rest = after;
+                    changed = true;
+                    continue;
+                }
             }
         }
         if boundary && rest.starts_with("get-property") {
@@ -140,9 +155,11 @@ fn push_var(out: &mut String, vars: &mut Vec<Var>, var: Var) {
             vars.len() - 1
         }
     };
-    out.push('$');
+    // In parentheses: a name character right after it (`get-property('n')-1`) must not join its name.
+    out.push_str("($");
     out.push_str(VAR_PREFIX);
     out.push_str(&k.to_string());
+    out.push(')');
 }
 
 /// `get-property(` arguments from just after the parenthesis: the property and what follows the call.
@@ -177,9 +194,16 @@ pub(crate) fn get_property<'t>(args: &'t str, whole: &str) -> Result<(Var, &'t s
     }
 }
 
-/// Node tests written like function calls, and functions that read the context node when called
-/// without arguments.
-const NODE_TESTS: &[&str] = &["text", "node", "comment", "processing-instruction"];
+/// Node tests written like function calls and functions that read the document whatever their
+/// arguments, then functions that read the context node when called without arguments.
+const NODE_TESTS: &[&str] = &[
+    "text",
+    "node",
+    "comment",
+    "processing-instruction",
+    "id",
+    "lang",
+];
 const CONTEXT_FUNCTIONS: &[&str] = &[
     "string",
     "name",
@@ -271,7 +295,7 @@ mod tests {
         let (x, v) = rw("concat(get-property('a'), '-', $trp:Content-Type, $ctx:a, $url:q)");
         assert_eq!(
             x,
-            "concat($sluice.p0, '-', $sluice.p1, $sluice.p0, $sluice.p2)"
+            "concat(($sluice.p0), '-', ($sluice.p1), ($sluice.p0), ($sluice.p2))"
         );
         assert_eq!(
             v,
@@ -282,7 +306,7 @@ mod tests {
             ]
         );
         let (x, v) = rw("fn:concat(get-property( 'transport' , \"SOAPAction\" ),'x')");
-        assert_eq!(x, "concat($sluice.p0,'x')");
+        assert_eq!(x, "concat(($sluice.p0),'x')");
         assert_eq!(
             v,
             vec![Var::Property(PropScope::Transport, "SOAPAction".into())]
@@ -298,6 +322,11 @@ mod tests {
         assert_eq!(rewrite("//m:get-property").unwrap(), None);
         assert_eq!(rewrite("//fn:a").unwrap(), None);
         assert_eq!(rw("fn:string-length(//a)").0, "string-length(//a)");
+        assert_eq!(rw("syn:get-property('a')").0, "($sluice.p0)");
+        assert_eq!(rw("s:base64Encode('a')").0, "base64Encode('a')");
+        assert_eq!(rewrite("m:concat('a')").unwrap(), None);
+        // A name character after a call does not join the variable's name.
+        assert_eq!(rw("get-property('n')-1").0, "($sluice.p0)-1");
     }
 
     #[test]
@@ -324,6 +353,13 @@ mod tests {
             rewrite("concat($ctx:, 'x')").unwrap_err().kind,
             crate::ExprErrorKind::Invalid
         );
+        for t in ["$ctx:xml/a", "count($trp:x [1])"] {
+            assert_eq!(
+                rewrite(t).unwrap_err().kind,
+                crate::ExprErrorKind::Unsupported,
+                "{t}"
+            );
+        }
     }
 
     #[test]
@@ -347,6 +383,8 @@ mod tests {
             "count(*)",
             "@id",
             "$sluice.p0 | /a",
+            "count(id($sluice.p0))",
+            "lang('en')",
         ] {
             assert!(!reads_no_nodes(t), "{t}");
         }

@@ -9,7 +9,7 @@ use crate::plan::{
 };
 use sluice_config::EnrichAction;
 use sluice_config::{LogCategory, LogLevel, PropertyType, Scope};
-use sluice_expr::{Env, Expr, ExprError, ExprErrorKind, PropScope};
+use sluice_expr::{BodyNeed, Env, Expr, ExprError, ExprErrorKind, PropScope};
 use sluice_xml::{Document, Fragment, NodeKind, Placement};
 use std::borrow::Cow;
 use std::cell::OnceCell;
@@ -46,8 +46,6 @@ pub fn typed(ty: PropertyType, s: &str) -> Result<String, String> {
     ok.ok_or_else(|| format!("'{s}' is not a valid {ty:?}"))
 }
 
-/// The message as expressions see it: its properties, and the body parsed as XML on the first XPath
-/// that needs it (at most once per run; a mediator that replaces the body drops the parse).
 /// The message's properties without its body, for an XPath over a document taken out of the message
 /// to be changed (the `xslt` source, the `enrich` target).
 struct Props<'a>(&'a Message);
@@ -61,6 +59,8 @@ impl Env for Props<'_> {
     }
 }
 
+/// The message as expressions see it: its properties, and the body parsed as XML on the first XPath
+/// that needs it (at most once per run; a mediator that replaces the body drops the parse).
 struct View<'a> {
     msg: &'a Message,
     doc: &'a OnceCell<Result<sluice_xml::Document, ExprError>>,
@@ -508,7 +508,8 @@ fn enrich_source(e: &EnrichPlan, msg: &Message, doc: &DocCache) -> Result<Fragme
     let x = |r: Result<Fragment, sluice_xml::XmlError>| r.map_err(|err| xml_error(what, err));
     match &e.source {
         EnrichSourcePlan::Custom(ex) => {
-            if matches!(ex, Expr::XPath(_)) {
+            // An XPath over properties only is text, and the body may not even have been read.
+            if matches!(ex, Expr::XPath(_)) && ex.body_need() != BodyNeed::None {
                 let view = View { msg, doc };
                 let d = view.document().map_err(expr_error)?;
                 match ex.nodes(d, &view) {

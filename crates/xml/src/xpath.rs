@@ -130,11 +130,15 @@ pub struct XPath {
     namespaces: Vec<(CString, CString)>,
 }
 
-// SAFETY: after xmlXPathCompile returns, libxml2 only reads the compiled
-// expression during evaluation (xmlXPathCompiledEval builds a fresh parser
-// context per call and never writes to the xmlXPathCompExpr in threaded
-// builds); it is freed only in Drop, which needs exclusive ownership. All
-// other state (namespace strings) is immutable Rust data.
+// SAFETY: after xmlXPathCompile returns, evaluation (xmlXPathCompiledEval
+// builds a fresh parser context per call) only reads the compiled expression,
+// with one exception: libxml2 2.9 stores the function it resolved for a call
+// in that call's step (`op->cache`, `op->cacheURI`) on first evaluation.
+// Threads racing there write the same values: a core function's fixed
+// address, or, for the extension functions this crate registers, always
+// `call_function` (every name resolves to it; the name is read per call from
+// the context). It is freed only in Drop, which needs exclusive ownership.
+// All other state (namespace strings) is immutable Rust data.
 unsafe impl Send for XPath {}
 // SAFETY: see `Send`: concurrent evaluations only read the compiled
 // expression; every mutable structure is created per call.
