@@ -129,6 +129,9 @@ impl sluice_xml::VariableResolver for Vars<'_> {
         let value = match self.vars.get(k)? {
             synapse::Var::Property(scope, name) => env.property(*scope, name),
             synapse::Var::UrlParam(name) => env.url_param(name),
+            synapse::Var::Const(value) => Some(Cow::Borrowed(value.as_str())),
+            // Read at load into a constant.
+            synapse::Var::Registry(_) => None,
         };
         Some(value.map(Cow::into_owned).unwrap_or_default())
     }
@@ -221,6 +224,20 @@ fn scope_by_name(name: &str) -> Result<PropScope, ExprError> {
     })
 }
 
+/// `get-property('registry', key)` read at load.
+fn registry_value(
+    key: &str,
+    whole: &str,
+    registry: &dyn Fn(&str) -> Result<String, String>,
+) -> Result<String, ExprError> {
+    if key.contains('@') {
+        return Err(unsupported(format!(
+            "'{whole}': registry resource properties (KEY@NAME) are not supported yet"
+        )));
+    }
+    registry(key).map_err(|why| invalid(format!("'{whole}': {why}")))
+}
+
 fn is_name(s: &str) -> bool {
     !s.is_empty()
         && s.chars()
@@ -231,6 +248,20 @@ impl Expr {
     /// Compiles an expression as written in a mediator attribute; `ns` are the (prefix, uri) declarations
     /// in scope at the element.
     pub fn compile(text: &str, ns: &[(String, String)]) -> Result<Expr, ExprError> {
+        Self::compile_with_registry(text, ns, &|key: &str| {
+            Err(format!("no registry to read '{key}' from"))
+        })
+    }
+
+    /// [`Expr::compile`], reading `get-property('registry', KEY)` through `registry` at load: the
+    /// text of the resource or local entry with that key, or why there is none. (Synapse reads the
+    /// registry when the expression runs and caches it; Sluice's registry is the application's
+    /// files, which do not change while it runs.)
+    pub fn compile_with_registry(
+        text: &str,
+        ns: &[(String, String)],
+        registry: &dyn Fn(&str) -> Result<String, String>,
+    ) -> Result<Expr, ExprError> {
         let t = text.trim();
         if t.is_empty() {
             return Err(invalid("empty expression"));
@@ -248,7 +279,7 @@ impl Expr {
                     });
                 }
                 // More than a property: XPath with Synapse's variables in it.
-                return Self::xpath(t, ns);
+                return Self::xpath(t, ns, registry);
             }
         }
         if let Some(name) = t.strip_prefix("$url:") {
@@ -266,18 +297,31 @@ impl Expr {
             .map(str::trim_start)
             .and_then(|r| r.strip_prefix('('))
         {
-            if let Some(plain) = Self::get_property(args, t)? {
+            if let Some(plain) = Self::get_property(args, t, registry)? {
                 return Ok(plain);
             }
         }
-        Self::xpath(t, ns)
+        Self::xpath(t, ns, registry)
     }
 
-    fn xpath(t: &str, ns: &[(String, String)]) -> Result<Expr, ExprError> {
+    fn xpath(
+        t: &str,
+        ns: &[(String, String)],
+        registry: &dyn Fn(&str) -> Result<String, String>,
+    ) -> Result<Expr, ExprError> {
         let (text, vars) = match synapse::rewrite(t)? {
             Some((text, vars)) => (Cow::Owned(text), vars),
             None => (Cow::Borrowed(t), Vec::new()),
         };
+        let vars = vars
+            .into_iter()
+            .map(|v| match v {
+                synapse::Var::Registry(key) => {
+                    registry_value(&key, t, registry).map(synapse::Var::Const)
+                }
+                other => Ok(other),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let pairs: Vec<(&str, &str)> = ns
             .iter()
             .filter(|(p, _)| !p.is_empty())
@@ -312,7 +356,11 @@ impl Expr {
     }
 
     /// A plain `get-property(...)` (nothing after the call; `None` otherwise: XPath around it).
-    fn get_property(args: &str, whole: &str) -> Result<Option<Expr>, ExprError> {
+    fn get_property(
+        args: &str,
+        whole: &str,
+        registry: &dyn Fn(&str) -> Result<String, String>,
+    ) -> Result<Option<Expr>, ExprError> {
         let (var, after) = synapse::get_property(args, whole)?;
         if !after.trim().is_empty() {
             return Ok(None);
@@ -320,6 +368,8 @@ impl Expr {
         Ok(Some(match var {
             synapse::Var::Property(scope, name) => Expr::Property { scope, name },
             synapse::Var::UrlParam(name) => Expr::UrlParam(name),
+            synapse::Var::Registry(key) => Expr::Literal(registry_value(&key, whole, registry)?),
+            synapse::Var::Const(value) => Expr::Literal(value),
         }))
     }
 
@@ -784,6 +834,29 @@ mod tests {
         let nodes = x.nodes(&soap.1, &soap).unwrap();
         assert_eq!(nodes.len(), 1);
         assert_eq!(nodes[0].text_content(), "eA==");
+    }
+
+    #[test]
+    fn registry_values_are_read_at_load() {
+        let registry = |key: &str| match key {
+            "conf:/greeting.txt" => Ok("hello".to_owned()),
+            _ => Err(format!("no local entry or registry resource '{key}'")),
+        };
+        let c = |t: &str| Expr::compile_with_registry(t, &[], &registry);
+        let e = env();
+        let x = c("get-property('registry', 'conf:/greeting.txt')").unwrap();
+        assert!(matches!(&x, Expr::Literal(v) if v == "hello"));
+        let x = c("concat(get-property('registry', 'conf:/greeting.txt'), ' ', $ctx:foo)").unwrap();
+        assert_eq!(x.body_need(), BodyNeed::None);
+        assert_eq!(x.eval_string(&e).unwrap(), "hello bar");
+        let err = c("concat(get-property('registry', 'conf:/nope'), 'x')").unwrap_err();
+        assert_eq!(err.kind, ExprErrorKind::Invalid);
+        assert!(err.message.contains("'conf:/nope'"), "{err}");
+        let err = c("get-property('registry', 'conf:/greeting.txt@owner')").unwrap_err();
+        assert_eq!(err.kind, ExprErrorKind::Unsupported);
+        // Without a registry (Expr::compile), the key is not found.
+        let err = Expr::compile("get-property('registry', 'conf:/greeting.txt')", &[]).unwrap_err();
+        assert_eq!(err.kind, ExprErrorKind::Invalid);
     }
 
     #[test]

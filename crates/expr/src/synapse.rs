@@ -14,6 +14,9 @@ use crate::{invalid, literal, scope_by_name, unsupported, ExprError, PropScope};
 pub(crate) enum Var {
     Property(PropScope, String),
     UrlParam(String),
+    /// `get-property('registry', KEY)`, read at load into a [`Var::Const`].
+    Registry(String),
+    Const(String),
 }
 
 /// The prefix of the variables the rewrite makes; their names are this and an index.
@@ -183,6 +186,7 @@ pub(crate) fn get_property<'t>(args: &'t str, whole: &str) -> Result<(Var, &'t s
         };
         let var = match parts.as_slice() {
             [name] => Var::Property(PropScope::Default, (*name).to_owned()),
+            ["registry", key] => Var::Registry((*key).to_owned()),
             [scope, name] => Var::Property(scope_by_name(scope)?, (*name).to_owned()),
             _ => {
                 return Err(invalid(format!(
@@ -347,8 +351,8 @@ mod tests {
         assert_eq!(e.kind, crate::ExprErrorKind::Unsupported);
         let e = rewrite("concat(get-property('a', 'b', 'c'), 'x')").unwrap_err();
         assert_eq!(e.kind, crate::ExprErrorKind::Invalid);
-        let e = rewrite("concat(get-property('registry', 'b'), 'x')").unwrap_err();
-        assert_eq!(e.kind, crate::ExprErrorKind::Unsupported);
+        let (_, v) = rw("concat(get-property('registry', 'conf:/a.txt'), 'x')");
+        assert_eq!(v, vec![Var::Registry("conf:/a.txt".into())]);
         assert_eq!(
             rewrite("concat($ctx:, 'x')").unwrap_err().kind,
             crate::ExprErrorKind::Invalid

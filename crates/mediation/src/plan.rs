@@ -1149,7 +1149,8 @@ impl<'a> Compiler<'a> {
     }
 
     fn expr(&mut self, e: &cfg::ExprSrc, element: &str) -> Option<Expr> {
-        match Expr::compile(&e.text, &e.ns) {
+        let registry = |key: &str| self.registry_text(key);
+        match Expr::compile_with_registry(&e.text, &e.ns, &registry) {
             Ok(x) => Some(x),
             Err(err) => {
                 let sev = if err.kind == ExprErrorKind::Unsupported {
@@ -1341,6 +1342,26 @@ impl<'a> Compiler<'a> {
                 })
             }
         })
+    }
+
+    /// What `get-property('registry', key)` reads: the text of the local entry or registry resource
+    /// with that key (Synapse looks up entry definitions, local entries included, by the key), or
+    /// why there is none.
+    fn registry_text(&self, key: &str) -> Result<String, String> {
+        if let Some(le) = self.local_entries.get(key) {
+            return match &le.value {
+                cfg::LocalEntryValue::Xml { text, .. } => Ok(text.clone()),
+                cfg::LocalEntryValue::Text(t) => Ok(t.clone()),
+                cfg::LocalEntryValue::Src(u) => Err(format!(
+                    "local entry '{key}' refers to '{u}', which is not fetched (no network at load)"
+                )),
+            };
+        }
+        match self.resources.get(normalize_registry_key(key).as_str()) {
+            Some(r) => String::from_utf8(r.bytes.to_vec())
+                .map_err(|_| format!("registry resource '{key}' ({}) is not UTF-8 text", r.loc)),
+            None => Err(format!("no local entry or registry resource '{key}'")),
+        }
     }
 
     /// The text of a local entry or registry resource, for formats and schemas.
