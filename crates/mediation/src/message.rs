@@ -286,18 +286,73 @@ impl Env for Message {
         }
     }
 
+    /// Synapse's `$url:NAME`: the first query parameter whose name matches ignoring case, its
+    /// value percent-decoded (up to a second `=`, as Synapse splits the pair).
     fn url_param(&self, name: &str) -> Option<Cow<'_, str>> {
         let q = self.path_and_query.split_once('?')?.1;
         q.split('&').find_map(|kv| {
-            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-            (k == name).then_some(Cow::Borrowed(v))
+            let mut parts = kv.split('=');
+            let k = parts.next()?;
+            let v = parts.next().unwrap_or("");
+            k.eq_ignore_ascii_case(name).then(|| percent_decoded(v))
         })
     }
+}
+
+/// `%XX` sequences decoded (as UTF-8, lossy); anything else, and a `%` not followed by two hex
+/// digits, kept as it is.
+fn percent_decoded(v: &str) -> Cow<'_, str> {
+    if !v.contains('%') {
+        return Cow::Borrowed(v);
+    }
+    let b = v.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| char::from(c).to_digit(16);
+        match (
+            b[i],
+            b.get(i + 1).and_then(|&c| hex(c)),
+            b.get(i + 2).and_then(|&c| hex(c)),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    Cow::Owned(String::from_utf8_lossy(&out).into_owned())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn url_params_match_ignoring_case_and_are_percent_decoded() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("text/xml"),
+        );
+        let m = Message::request(
+            "P".into(),
+            Method::GET,
+            "/services/P?Symbol=IBM%20Corp&n=caf%C3%A9&bad=100%&pair=a=b&empty".to_owned(),
+            h,
+        );
+        let p = |n: &str| m.url_param(n).map(Cow::into_owned);
+        assert_eq!(p("symbol").as_deref(), Some("IBM Corp"));
+        assert_eq!(p("n").as_deref(), Some("café"));
+        assert_eq!(p("bad").as_deref(), Some("100%"));
+        assert_eq!(p("pair").as_deref(), Some("a"));
+        assert_eq!(p("empty").as_deref(), Some(""));
+        assert_eq!(p("missing"), None);
+    }
 
     #[test]
     fn soap_version_from_content_type() {
