@@ -14,6 +14,7 @@
 //! ([`Env::raw_xml`]), which avoids building a libxml2 tree; everything else, and every case the streaming
 //! evaluator cannot decide, goes through libxml2.
 
+mod date;
 mod functions;
 mod stream;
 mod synapse;
@@ -130,6 +131,7 @@ impl sluice_xml::VariableResolver for Vars<'_> {
             synapse::Var::Property(scope, name) => env.property(*scope, name),
             synapse::Var::UrlParam(name) => env.url_param(name),
             synapse::Var::Const(value) => Some(Cow::Borrowed(value.as_str())),
+            synapse::Var::SystemDate(format) => Some(Cow::Owned(format.now())),
             // Read at load into a constant.
             synapse::Var::Registry(_) => None,
         };
@@ -215,10 +217,10 @@ fn scope_by_name(name: &str) -> Result<PropScope, ExprError> {
         "axis2" | "axis2-client" => PropScope::Axis2,
         "operation" => PropScope::Operation,
         "system" | "env" => PropScope::System,
-        "registry" => {
-            return Err(unsupported(
-                "get-property('registry', ...) is not supported yet",
-            ))
+        "registry" | "func" | "file" => {
+            return Err(unsupported(format!(
+                "get-property('{name}', ...) is not supported here yet"
+            )))
         }
         other => return Err(invalid(format!("unknown property scope '{other}'"))),
     })
@@ -370,6 +372,8 @@ impl Expr {
             synapse::Var::UrlParam(name) => Expr::UrlParam(name),
             synapse::Var::Registry(key) => Expr::Literal(registry_value(&key, whole, registry)?),
             synapse::Var::Const(value) => Expr::Literal(value),
+            // The time of each evaluation: an XPath of one variable.
+            synapse::Var::SystemDate(_) => return Ok(None),
         }))
     }
 
@@ -728,8 +732,19 @@ mod tests {
             c("get-property('a','b','c')").unwrap_err().kind,
             ExprErrorKind::Invalid
         );
+        // A first argument that is not a scope is the name, the second a date format (Synapse).
+        assert!(matches!(
+            c("get-property('nope','b')").unwrap(),
+            Expr::Property { scope: PropScope::Default, ref name } if name == "nope"
+        ));
         assert_eq!(
-            c("get-property('nope','b')").unwrap_err().kind,
+            c("get-property('func','b')").unwrap_err().kind,
+            ExprErrorKind::Unsupported
+        );
+        assert_eq!(
+            c("get-property('SYSTEM_DATE', 'yyyy-MM-ddTHH')")
+                .unwrap_err()
+                .kind,
             ExprErrorKind::Invalid
         );
         assert_eq!(
@@ -834,6 +849,29 @@ mod tests {
         let nodes = x.nodes(&soap.1, &soap).unwrap();
         assert_eq!(nodes.len(), 1);
         assert_eq!(nodes[0].text_content(), "eA==");
+    }
+
+    #[test]
+    fn system_date_in_a_java_format() {
+        let e = env();
+        let x = Expr::compile("get-property('SYSTEM_DATE', 'yyyy-MM-dd')", &[]).unwrap();
+        assert_eq!(x.body_need(), BodyNeed::None);
+        let v = x.eval_string(&e).unwrap().into_owned();
+        assert_eq!(v, chrono::Local::now().format("%Y-%m-%d").to_string());
+        let x = Expr::compile(
+            "concat('at ', get-property('default', 'SYSTEM_DATE', 'HH'))",
+            &[],
+        )
+        .unwrap();
+        let v = x.eval_string(&e).unwrap().into_owned();
+        assert!(v.starts_with("at ") && v.len() == 5, "{v}");
+        // Java's default pattern: "M/d/yy, h:mm a".
+        let x = Expr::compile("get-property('SYSTEM_DATE')", &[]).unwrap();
+        let v = x.eval_string(&e).unwrap().into_owned();
+        assert!(
+            v.contains(", ") && (v.ends_with(" AM") || v.ends_with(" PM")),
+            "{v}"
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! (plain XML) has no Header, and its `$body` is the document node, so `$body/order` is its root
 //! element `order` (Synapse wraps such a payload in an envelope's Body).
 
+use crate::date::DateFormat;
 use crate::{invalid, literal, scope_by_name, unsupported, ExprError, PropScope};
 
 /// What a rewritten variable stands for.
@@ -17,7 +18,23 @@ pub(crate) enum Var {
     /// `get-property('registry', KEY)`, read at load into a [`Var::Const`].
     Registry(String),
     Const(String),
+    /// `get-property('SYSTEM_DATE'[, FORMAT])`: the time of the evaluation.
+    SystemDate(DateFormat),
 }
+
+/// The scope names get-property knows (Synapse's `XMLConfigConstants`).
+const SCOPES: &[&str] = &[
+    "default",
+    "transport",
+    "axis2",
+    "axis2-client",
+    "operation",
+    "registry",
+    "func",
+    "system",
+    "env",
+    "file",
+];
 
 /// The prefix of the variables the rewrite makes; their names are this and an index.
 pub(crate) const VAR_PREFIX: &str = "sluice.p";
@@ -184,13 +201,30 @@ pub(crate) fn get_property<'t>(args: &'t str, whole: &str) -> Result<(Var, &'t s
         let Some(after) = r.strip_prefix(')') else {
             return Err(invalid(format!("'{whole}': expected ')'")));
         };
+        let date = |format: Option<&str>| -> Result<Var, ExprError> {
+            let f = match format {
+                Some(f) => DateFormat::parse(f).map_err(|e| invalid(format!("'{whole}': {e}")))?,
+                None => DateFormat::java_default(),
+            };
+            Ok(Var::SystemDate(f))
+        };
+        // As Synapse reads the arguments: (name), (scope, name) or (name, date format) when the
+        // first is not a scope, (scope, name, date format); the format only matters to SYSTEM_DATE.
         let var = match parts.as_slice() {
+            ["SYSTEM_DATE"] => date(None)?,
             [name] => Var::Property(PropScope::Default, (*name).to_owned()),
+            [scope, "SYSTEM_DATE"] if SCOPES.contains(scope) => date(None)?,
             ["registry", key] => Var::Registry((*key).to_owned()),
+            ["SYSTEM_DATE", format] => date(Some(format))?,
+            [name, _] if !SCOPES.contains(name) => {
+                Var::Property(PropScope::Default, (*name).to_owned())
+            }
             [scope, name] => Var::Property(scope_by_name(scope)?, (*name).to_owned()),
+            [_, "SYSTEM_DATE", format] => date(Some(format))?,
+            [scope, name, _] => Var::Property(scope_by_name(scope)?, (*name).to_owned()),
             _ => {
                 return Err(invalid(format!(
-                    "'{whole}': get-property takes one or two arguments"
+                    "'{whole}': get-property takes one to three arguments"
                 )))
             }
         };
