@@ -84,6 +84,11 @@ impl DateFormat {
                     chars.next();
                     n += 1;
                 }
+                if c == 'X' && n > 3 {
+                    return Err(format!(
+                        "invalid ISO 8601 zone 'XXXX…' in date format '{pattern}'"
+                    ));
+                }
                 if !text.is_empty() {
                     pieces.push(Piece::Text(std::mem::take(&mut text)));
                 }
@@ -126,9 +131,10 @@ impl DateFormat {
             };
             match c {
                 'G' => out.push_str(if t.year() > 0 { "AD" } else { "BC" }),
-                'y' | 'Y' if n == 2 => num(&mut out, i64::from(t.year().rem_euclid(100)), 2),
+                'y' if n == 2 => num(&mut out, i64::from(t.year().rem_euclid(100)), 2),
+                'Y' if n == 2 => num(&mut out, i64::from(us_week(t).0.rem_euclid(100)), 2),
                 'y' => num(&mut out, i64::from(t.year()), n),
-                'Y' => num(&mut out, i64::from(t.iso_week().year()), n),
+                'Y' => num(&mut out, i64::from(us_week(t).0), n),
                 'M' | 'L' if n >= 4 => out.push_str(MONTHS[t.month0() as usize]),
                 'M' | 'L' if n == 3 => out.push_str(&MONTHS[t.month0() as usize][..3]),
                 'M' | 'L' => num(&mut out, i64::from(t.month()), n),
@@ -137,12 +143,12 @@ impl DateFormat {
                 'E' if n >= 4 => out.push_str(DAYS[t.weekday().num_days_from_monday() as usize]),
                 'E' => out.push_str(&DAYS[t.weekday().num_days_from_monday() as usize][..3]),
                 'u' => num(&mut out, i64::from(t.weekday().number_from_monday()), n),
-                'w' => num(&mut out, i64::from(t.iso_week().week()), n),
-                'W' => num(
-                    &mut out,
-                    i64::from((t.day() + 6 - t.weekday().num_days_from_monday()) / 7 + 1),
-                    n,
-                ),
+                'w' => num(&mut out, i64::from(us_week(t).1), n),
+                'W' => {
+                    // Weeks from Sunday; the first holds the 1st of the month.
+                    let first = (t.weekday().num_days_from_sunday() + 35 - (t.day() - 1)) % 7;
+                    num(&mut out, i64::from((t.day() - 1 + first) / 7 + 1), n)
+                }
                 'F' => num(&mut out, i64::from((t.day() - 1) / 7 + 1), n),
                 'a' => out.push_str(if t.hour() < 12 { "AM" } else { "PM" }),
                 'H' => num(&mut out, i64::from(t.hour()), n),
@@ -181,6 +187,28 @@ impl DateFormat {
         }
         out
     }
+}
+
+/// The week year and week of the year as Java counts them in the US locale: weeks start on Sunday,
+/// and week 1 is the week that holds January 1 (so the last days of December may be week 1 of the
+/// next year).
+fn us_week<Tz: TimeZone>(t: &DateTime<Tz>) -> (i32, u32) {
+    let wd = t.weekday().num_days_from_sunday();
+    let doy = t.ordinal(); // 1-based
+    let days_in_year =
+        if chrono::NaiveDate::from_ymd_opt(t.year(), 12, 31).is_some_and(|d| d.ordinal() == 366) {
+            366
+        } else {
+            365
+        };
+    // The Sunday that starts this date's week, as a day of this year (may be before day 1).
+    let week_start = i64::from(doy) - i64::from(wd);
+    // January 1 of next year falls in this week.
+    if week_start + 6 > i64::from(days_in_year) {
+        return (t.year() + 1, 1);
+    }
+    let jan1_wd = (wd + 371 - (doy - 1)) % 7;
+    (t.year(), (doy - 1 + jan1_wd) / 7 + 1)
 }
 
 /// `+hhmm`, or `+hh:mm` with `colon`.
@@ -232,7 +260,26 @@ mod tests {
     }
 
     #[test]
+    fn weeks_as_java_counts_them_in_the_us() {
+        let d = |y, m, day| {
+            let t = chrono::Utc.with_ymd_and_hms(y, m, day, 12, 0, 0).unwrap();
+            DateFormat::parse("YYYY w W F").unwrap().format(&t)
+        };
+        // 2026-03-07 is a Saturday; the 1st was a Sunday.
+        assert_eq!(d(2026, 3, 7), "2026 10 1 1");
+        // Sunday 2026-03-08 starts week 11 and the month's second week.
+        assert_eq!(d(2026, 3, 8), "2026 11 2 2");
+        // 2026-12-28 (Monday) is in the week that holds 2027-01-01: week 1 of 2027.
+        assert_eq!(d(2026, 12, 28), "2027 1 5 4");
+        assert_eq!(d(2026, 12, 26), "2026 52 4 4");
+        // 2026-06-01 is a Monday: week 1 of June.
+        assert_eq!(d(2026, 6, 1), "2026 23 1 1");
+        assert_eq!(d(2027, 1, 1), "2027 1 1 1");
+    }
+
+    #[test]
     fn bad_patterns_are_refused() {
+        assert!(DateFormat::parse("XXXX").is_err());
         assert!(DateFormat::parse("yyyy-MM-ddTHH")
             .unwrap_err()
             .contains("'T'"));

@@ -132,6 +132,12 @@ impl sluice_xml::VariableResolver for Vars<'_> {
             synapse::Var::UrlParam(name) => env.url_param(name),
             synapse::Var::Const(value) => Some(Cow::Borrowed(value.as_str())),
             synapse::Var::SystemDate(format) => Some(Cow::Owned(format.now())),
+            synapse::Var::SystemTime => Some(Cow::Owned(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_millis().to_string())
+                    .unwrap_or_default(),
+            )),
             // Read at load into a constant.
             synapse::Var::Registry(_) => None,
         };
@@ -373,7 +379,7 @@ impl Expr {
             synapse::Var::Registry(key) => Expr::Literal(registry_value(&key, whole, registry)?),
             synapse::Var::Const(value) => Expr::Literal(value),
             // The time of each evaluation: an XPath of one variable.
-            synapse::Var::SystemDate(_) => return Ok(None),
+            synapse::Var::SystemDate(_) | synapse::Var::SystemTime => return Ok(None),
         }))
     }
 
@@ -865,6 +871,21 @@ mod tests {
         .unwrap();
         let v = x.eval_string(&e).unwrap().into_owned();
         assert!(v.starts_with("at ") && v.len() == 5, "{v}");
+        // SYSTEM_TIME in any scope, as in Synapse.
+        for t in [
+            "get-property('SYSTEM_TIME')",
+            "get-property('transport', 'SYSTEM_TIME')",
+        ] {
+            let v = Expr::compile(t, &[])
+                .unwrap()
+                .eval_string(&e)
+                .unwrap()
+                .into_owned();
+            assert!(
+                v.len() >= 13 && v.bytes().all(|b| b.is_ascii_digit()),
+                "{t}: {v}"
+            );
+        }
         // Java's default pattern: "M/d/yy, h:mm a".
         let x = Expr::compile("get-property('SYSTEM_DATE')", &[]).unwrap();
         let v = x.eval_string(&e).unwrap().into_owned();

@@ -20,6 +20,8 @@ pub(crate) enum Var {
     Const(String),
     /// `get-property('SYSTEM_DATE'[, FORMAT])`: the time of the evaluation.
     SystemDate(DateFormat),
+    /// `get-property('SYSTEM_TIME')`, in any scope: milliseconds since 1970 at the evaluation.
+    SystemTime,
 }
 
 /// The scope names get-property knows (Synapse's `XMLConfigConstants`).
@@ -211,6 +213,9 @@ pub(crate) fn get_property<'t>(args: &'t str, whole: &str) -> Result<(Var, &'t s
         // As Synapse reads the arguments: (name), (scope, name) or (name, date format) when the
         // first is not a scope, (scope, name, date format); the format only matters to SYSTEM_DATE.
         let var = match parts.as_slice() {
+            // Synapse answers these two before it looks at the scope.
+            ["SYSTEM_TIME"] => Var::SystemTime,
+            [scope, "SYSTEM_TIME", ..] if SCOPES.contains(scope) => Var::SystemTime,
             ["SYSTEM_DATE"] => date(None)?,
             [name] => Var::Property(PropScope::Default, (*name).to_owned()),
             [scope, "SYSTEM_DATE"] if SCOPES.contains(scope) => date(None)?,
@@ -221,6 +226,7 @@ pub(crate) fn get_property<'t>(args: &'t str, whole: &str) -> Result<(Var, &'t s
             }
             [scope, name] => Var::Property(scope_by_name(scope)?, (*name).to_owned()),
             [_, "SYSTEM_DATE", format] => date(Some(format))?,
+            ["registry", key, _] => Var::Registry((*key).to_owned()),
             [scope, name, _] => Var::Property(scope_by_name(scope)?, (*name).to_owned()),
             _ => {
                 return Err(invalid(format!(

@@ -1358,8 +1358,13 @@ impl<'a> Compiler<'a> {
             };
         }
         match self.resources.get(normalize_registry_key(key).as_str()) {
-            Some(r) => String::from_utf8(r.bytes.to_vec())
-                .map_err(|_| format!("registry resource '{key}' ({}) is not UTF-8 text", r.loc)),
+            Some(r) => match std::str::from_utf8(&r.bytes) {
+                Ok(t) => Ok(without_xml_declaration(t).to_owned()),
+                Err(_) => Err(format!(
+                    "registry resource '{key}' ({}) is not UTF-8 text",
+                    r.loc
+                )),
+            },
             None => Err(format!("no local entry or registry resource '{key}'")),
         }
     }
@@ -1836,6 +1841,19 @@ fn payload_max_arg(format: &str) -> Option<usize> {
     max
 }
 
+/// A registry resource's text as Synapse's `get-property('registry', ...)` gives an XML resource: the
+/// element, without the XML declaration and the white space around it; other text as it is.
+fn without_xml_declaration(t: &str) -> &str {
+    match t
+        .trim_start()
+        .strip_prefix("<?xml")
+        .and_then(|r| r.split_once("?>"))
+    {
+        Some((_, rest)) => rest.trim(),
+        None => t,
+    }
+}
+
 /// `conf:/a/b`, `conf:a/b` and `conf://a/b` name the same resource.
 fn normalize_registry_key(k: &str) -> String {
     match k.split_once(':') {
@@ -2131,6 +2149,16 @@ mod tests {
         assert!(p.retry_allows(101503) && !p.retry_allows(101504));
         p.retry.enabled = vec![101503];
         assert!(p.retry_allows(101503) && !p.retry_allows(101505));
+    }
+
+    #[test]
+    fn registry_xml_loses_its_declaration() {
+        assert_eq!(
+            without_xml_declaration("<?xml version=\"1.0\"?>\n<a>1</a>\n"),
+            "<a>1</a>"
+        );
+        assert_eq!(without_xml_declaration(" plain text\n"), " plain text\n");
+        assert_eq!(without_xml_declaration("<a/>"), "<a/>");
     }
 
     #[test]
