@@ -121,25 +121,17 @@ impl sluice_xml::VariableResolver for Vars<'_> {
     }
 
     fn resolve(&self, name: &str, ns_uri: Option<&str>) -> Option<String> {
-        let env = self.env;
         if ns_uri.is_some() {
             return None;
         }
         let k: usize = name.strip_prefix(synapse::VAR_PREFIX)?.parse().ok()?;
         // A missing property is the empty string, as for the plain forms.
         let value = match self.vars.get(k)? {
-            synapse::Var::Property(scope, name) => env.property(*scope, name),
-            synapse::Var::UrlParam(name) => env.url_param(name),
+            synapse::Var::Property(scope, name) => self.env.property(*scope, name),
+            synapse::Var::UrlParam(name) => self.env.url_param(name),
             synapse::Var::Const(value) => Some(Cow::Borrowed(value.as_str())),
             synapse::Var::SystemDate(format) => Some(Cow::Owned(format.now())),
-            synapse::Var::SystemTime => Some(Cow::Owned(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_millis().to_string())
-                    .unwrap_or_default(),
-            )),
-            // Read at load into a constant.
-            synapse::Var::Registry(_) => None,
+            synapse::Var::SystemTime => Some(Cow::Owned(system_time())),
         };
         Some(value.map(Cow::into_owned).unwrap_or_default())
     }
@@ -232,18 +224,15 @@ fn scope_by_name(name: &str) -> Result<PropScope, ExprError> {
     })
 }
 
-/// `get-property('registry', key)` read at load.
-fn registry_value(
-    key: &str,
-    whole: &str,
-    registry: &dyn Fn(&str) -> Result<String, String>,
-) -> Result<String, ExprError> {
-    if key.contains('@') {
-        return Err(unsupported(format!(
-            "'{whole}': registry resource properties (KEY@NAME) are not supported yet"
-        )));
-    }
-    registry(key).map_err(|why| invalid(format!("'{whole}': {why}")))
+/// Reads `get-property('registry', KEY)` at load: the text for a key, or why there is none.
+pub type Registry<'r> = &'r dyn Fn(&str) -> Result<String, String>;
+
+/// Synapse's `SYSTEM_TIME`: milliseconds since 1970, now.
+pub fn system_time() -> String {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis().to_string())
+        .unwrap_or_default()
 }
 
 fn is_name(s: &str) -> bool {
@@ -268,7 +257,7 @@ impl Expr {
     pub fn compile_with_registry(
         text: &str,
         ns: &[(String, String)],
-        registry: &dyn Fn(&str) -> Result<String, String>,
+        registry: Registry<'_>,
     ) -> Result<Expr, ExprError> {
         let t = text.trim();
         if t.is_empty() {
@@ -312,24 +301,11 @@ impl Expr {
         Self::xpath(t, ns, registry)
     }
 
-    fn xpath(
-        t: &str,
-        ns: &[(String, String)],
-        registry: &dyn Fn(&str) -> Result<String, String>,
-    ) -> Result<Expr, ExprError> {
-        let (text, vars) = match synapse::rewrite(t)? {
+    fn xpath(t: &str, ns: &[(String, String)], registry: Registry<'_>) -> Result<Expr, ExprError> {
+        let (text, vars) = match synapse::rewrite(t, registry)? {
             Some((text, vars)) => (Cow::Owned(text), vars),
             None => (Cow::Borrowed(t), Vec::new()),
         };
-        let vars = vars
-            .into_iter()
-            .map(|v| match v {
-                synapse::Var::Registry(key) => {
-                    registry_value(&key, t, registry).map(synapse::Var::Const)
-                }
-                other => Ok(other),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
         let pairs: Vec<(&str, &str)> = ns
             .iter()
             .filter(|(p, _)| !p.is_empty())
@@ -367,16 +343,15 @@ impl Expr {
     fn get_property(
         args: &str,
         whole: &str,
-        registry: &dyn Fn(&str) -> Result<String, String>,
+        registry: Registry<'_>,
     ) -> Result<Option<Expr>, ExprError> {
-        let (var, after) = synapse::get_property(args, whole)?;
+        let (var, after) = synapse::get_property(args, whole, registry)?;
         if !after.trim().is_empty() {
             return Ok(None);
         }
         Ok(Some(match var {
             synapse::Var::Property(scope, name) => Expr::Property { scope, name },
             synapse::Var::UrlParam(name) => Expr::UrlParam(name),
-            synapse::Var::Registry(key) => Expr::Literal(registry_value(&key, whole, registry)?),
             synapse::Var::Const(value) => Expr::Literal(value),
             // The time of each evaluation: an XPath of one variable.
             synapse::Var::SystemDate(_) | synapse::Var::SystemTime => return Ok(None),

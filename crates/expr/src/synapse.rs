@@ -8,15 +8,14 @@
 //! element `order` (Synapse wraps such a payload in an envelope's Body).
 
 use crate::date::DateFormat;
-use crate::{invalid, literal, scope_by_name, unsupported, ExprError, PropScope};
+use crate::{invalid, literal, scope_by_name, unsupported, ExprError, PropScope, Registry};
 
 /// What a rewritten variable stands for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Var {
     Property(PropScope, String),
     UrlParam(String),
-    /// `get-property('registry', KEY)`, read at load into a [`Var::Const`].
-    Registry(String),
+    /// A value known at load (`get-property('registry', KEY)`).
     Const(String),
     /// `get-property('SYSTEM_DATE'[, FORMAT])`: the time of the evaluation.
     SystemDate(DateFormat),
@@ -65,7 +64,10 @@ fn ncname(s: &str) -> &str {
 
 /// `text` with Synapse's variables and `get-property()` calls replaced, and what each new variable
 /// stands for. `None` when there is nothing of Synapse's in it.
-pub(crate) fn rewrite(text: &str) -> Result<Option<(String, Vec<Var>)>, ExprError> {
+pub(crate) fn rewrite(
+    text: &str,
+    registry: Registry<'_>,
+) -> Result<Option<(String, Vec<Var>)>, ExprError> {
     let mut out = String::with_capacity(text.len() + 16);
     let mut vars: Vec<Var> = Vec::new();
     let mut changed = false;
@@ -127,7 +129,7 @@ pub(crate) fn rewrite(text: &str) -> Result<Option<(String, Vec<Var>)>, ExprErro
             }
             changed = true;
             rest = &rest[used..];
-            prev = Some('x');
+            prev = Some(')'); // what was written ends like a call: a name may follow
             continue;
         }
         let boundary = prev.is_none_or(|p| !is_name_char(p) && p != ':' && p != '$' && p != '@');
@@ -153,7 +155,7 @@ pub(crate) fn rewrite(text: &str) -> Result<Option<(String, Vec<Var>)>, ExprErro
         if boundary && rest.starts_with("get-property") {
             let after = rest["get-property".len()..].trim_start();
             if let Some(args) = after.strip_prefix('(') {
-                let (var, after) = get_property(args, text)?;
+                let (var, after) = get_property(args, text, registry)?;
                 push_var(&mut out, &mut vars, var);
                 changed = true;
                 rest = after;
@@ -185,10 +187,15 @@ fn push_var(out: &mut String, vars: &mut Vec<Var>, var: Var) {
 }
 
 /// `get-property(` arguments from just after the parenthesis: the property and what follows the call.
-pub(crate) fn get_property<'t>(args: &'t str, whole: &str) -> Result<(Var, &'t str), ExprError> {
+/// A registry key is read through `registry` now.
+pub(crate) fn get_property<'t>(
+    args: &'t str,
+    whole: &str,
+    registry: Registry<'_>,
+) -> Result<(Var, &'t str), ExprError> {
     let mut parts = Vec::new();
     let mut rest = args.trim_start();
-    loop {
+    let after = loop {
         let Some((lit, r)) = literal(rest) else {
             return Err(unsupported(format!(
                 "'{whole}': get-property arguments must be string literals"
@@ -200,42 +207,52 @@ pub(crate) fn get_property<'t>(args: &'t str, whole: &str) -> Result<(Var, &'t s
             rest = r.trim_start();
             continue;
         }
-        let Some(after) = r.strip_prefix(')') else {
-            return Err(invalid(format!("'{whole}': expected ')'")));
+        match r.strip_prefix(')') {
+            Some(after) => break after,
+            None => return Err(invalid(format!("'{whole}': expected ')'"))),
+        }
+    };
+    let date = |format: Option<&str>| -> Result<Var, ExprError> {
+        let f = match format {
+            Some(f) => DateFormat::parse(f).map_err(|e| invalid(format!("'{whole}': {e}")))?,
+            None => DateFormat::java_default(),
         };
-        let date = |format: Option<&str>| -> Result<Var, ExprError> {
-            let f = match format {
-                Some(f) => DateFormat::parse(f).map_err(|e| invalid(format!("'{whole}': {e}")))?,
-                None => DateFormat::java_default(),
-            };
-            Ok(Var::SystemDate(f))
-        };
-        // As Synapse reads the arguments: (name), (scope, name) or (name, date format) when the
-        // first is not a scope, (scope, name, date format); the format only matters to SYSTEM_DATE.
-        let var = match parts.as_slice() {
-            // Synapse answers these two before it looks at the scope.
-            ["SYSTEM_TIME"] => Var::SystemTime,
-            [scope, "SYSTEM_TIME", ..] if SCOPES.contains(scope) => Var::SystemTime,
-            ["SYSTEM_DATE"] => date(None)?,
-            [name] => Var::Property(PropScope::Default, (*name).to_owned()),
-            [scope, "SYSTEM_DATE"] if SCOPES.contains(scope) => date(None)?,
-            ["registry", key] => Var::Registry((*key).to_owned()),
-            ["SYSTEM_DATE", format] => date(Some(format))?,
-            [name, _] if !SCOPES.contains(name) => {
-                Var::Property(PropScope::Default, (*name).to_owned())
-            }
-            [scope, name] => Var::Property(scope_by_name(scope)?, (*name).to_owned()),
-            [_, "SYSTEM_DATE", format] => date(Some(format))?,
-            ["registry", key, _] => Var::Registry((*key).to_owned()),
-            [scope, name, _] => Var::Property(scope_by_name(scope)?, (*name).to_owned()),
-            _ => {
-                return Err(invalid(format!(
-                    "'{whole}': get-property takes one to three arguments"
-                )))
-            }
-        };
-        return Ok((var, after));
-    }
+        Ok(Var::SystemDate(f))
+    };
+    let read = |key: &str| -> Result<Var, ExprError> {
+        if key.contains('@') {
+            return Err(unsupported(format!(
+                "'{whole}': registry resource properties (KEY@NAME) are not supported yet"
+            )));
+        }
+        registry(key)
+            .map(Var::Const)
+            .map_err(|why| invalid(format!("'{whole}': {why}")))
+    };
+    // As Synapse reads the arguments: (name), (scope, name) or (name, date format) when the first
+    // is not a scope, (scope, name, date format); the format only matters to SYSTEM_DATE.
+    let var = match parts.as_slice() {
+        // Synapse answers these two before it looks at the scope.
+        ["SYSTEM_TIME"] => Var::SystemTime,
+        [scope, "SYSTEM_TIME", ..] if SCOPES.contains(scope) => Var::SystemTime,
+        ["SYSTEM_DATE"] => date(None)?,
+        [name] => Var::Property(PropScope::Default, (*name).to_owned()),
+        [scope, "SYSTEM_DATE"] if SCOPES.contains(scope) => date(None)?,
+        ["registry", key] | ["registry", key, _] => read(key)?,
+        ["SYSTEM_DATE", format] => date(Some(format))?,
+        [name, _] if !SCOPES.contains(name) => {
+            Var::Property(PropScope::Default, (*name).to_owned())
+        }
+        [scope, name] => Var::Property(scope_by_name(scope)?, (*name).to_owned()),
+        [_, "SYSTEM_DATE", format] => date(Some(format))?,
+        [scope, name, _] => Var::Property(scope_by_name(scope)?, (*name).to_owned()),
+        _ => {
+            return Err(invalid(format!(
+                "'{whole}': get-property takes one to three arguments"
+            )))
+        }
+    };
+    Ok((var, after))
 }
 
 /// Node tests written like function calls and functions that read the document whatever their
@@ -330,6 +347,14 @@ pub(crate) fn reads_no_nodes(xpath: &str) -> bool {
 mod tests {
     use super::*;
 
+    fn no_registry(key: &str) -> Result<String, String> {
+        Err(format!("no '{key}'"))
+    }
+
+    fn rewrite(t: &str) -> Result<Option<(String, Vec<Var>)>, ExprError> {
+        super::rewrite(t, &no_registry)
+    }
+
     fn rw(t: &str) -> (String, Vec<Var>) {
         rewrite(t).unwrap().unwrap()
     }
@@ -391,8 +416,8 @@ mod tests {
         assert_eq!(e.kind, crate::ExprErrorKind::Unsupported);
         let e = rewrite("concat(get-property('a', 'b', 'c'), 'x')").unwrap_err();
         assert_eq!(e.kind, crate::ExprErrorKind::Invalid);
-        let (_, v) = rw("concat(get-property('registry', 'conf:/a.txt'), 'x')");
-        assert_eq!(v, vec![Var::Registry("conf:/a.txt".into())]);
+        let e = rewrite("concat(get-property('registry', 'conf:/a.txt'), 'x')").unwrap_err();
+        assert!(e.message.contains("no 'conf:/a.txt'"), "{e}");
         assert_eq!(
             rewrite("concat($ctx:, 'x')").unwrap_err().kind,
             crate::ExprErrorKind::Invalid

@@ -46,19 +46,6 @@ pub fn typed(ty: PropertyType, s: &str) -> Result<String, String> {
     ok.ok_or_else(|| format!("'{s}' is not a valid {ty:?}"))
 }
 
-/// The message's properties without its body, for an XPath over a document taken out of the message
-/// to be changed (the `xslt` source, the `enrich` target).
-struct Props<'a>(&'a Message);
-
-impl Env for Props<'_> {
-    fn property(&self, scope: PropScope, name: &str) -> Option<Cow<'_, str>> {
-        self.0.property(scope, name)
-    }
-    fn url_param(&self, name: &str) -> Option<Cow<'_, str>> {
-        self.0.url_param(name)
-    }
-}
-
 /// The message as expressions see it: its properties, and the body parsed as XML on the first XPath
 /// that needs it (at most once per run; a mediator that replaces the body drops the parse).
 struct View<'a> {
@@ -315,7 +302,7 @@ fn xslt(x: &XsltPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error
     }
     let (target, input) = {
         let node = match &x.source {
-            Some(e) => e.first_node(&d, &Props(msg)).map_err(expr_error)?,
+            Some(e) => e.first_node(&d, &*msg).map_err(expr_error)?,
             None => d.soap_body_first_child().or_else(|| {
                 if d.soap_body().is_none() {
                     d.root_element()
@@ -599,7 +586,7 @@ fn enrich(e: &EnrichPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), E
                 return Ok(());
             }
             let mut d = take_doc(msg, doc)?;
-            let r = enrich_custom(ex, &mut d, &source, e.action, &Props(msg));
+            let r = enrich_custom(ex, &mut d, &source, e.action, &*msg);
             let put = put_doc(msg, doc, d, what);
             r.and(put)
         }
@@ -611,6 +598,7 @@ fn enrich_custom(
     d: &mut Document,
     source: &Fragment,
     action: EnrichAction,
+    // The message's properties (its body is `d`, taken out of it to be changed).
     props: &dyn Env,
 ) -> Result<(), Error> {
     let what = "enrich target";

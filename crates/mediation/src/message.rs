@@ -256,12 +256,7 @@ impl Env for Message {
                     "To" => self.to.as_deref().map(Cow::Borrowed),
                     "Action" => self.soap_action().map(Cow::Borrowed),
                     "MessageID" => self.message_id.as_deref().map(Cow::Borrowed),
-                    "SYSTEM_TIME" => Some(Cow::Owned(
-                        std::time::SystemTime::now()
-                            .duration_since(std::time::UNIX_EPOCH)
-                            .map(|d| d.as_millis().to_string())
-                            .unwrap_or_default(),
-                    )),
+                    "SYSTEM_TIME" => Some(Cow::Owned(sluice_expr::system_time())),
                     "PROXY_NAME" => Some(Cow::Borrowed(&self.service)),
                     _ => None,
                 }

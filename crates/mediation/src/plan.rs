@@ -1344,71 +1344,52 @@ impl<'a> Compiler<'a> {
         })
     }
 
-    /// What `get-property('registry', key)` reads: the text of the local entry or registry resource
-    /// with that key (Synapse looks up entry definitions, local entries included, by the key), or
-    /// why there is none.
-    fn registry_text(&self, key: &str) -> Result<String, String> {
-        if let Some(le) = self.local_entries.get(key) {
-            return match &le.value {
-                cfg::LocalEntryValue::Xml { text, .. } => Ok(text.clone()),
-                cfg::LocalEntryValue::Text(t) => Ok(t.clone()),
-                cfg::LocalEntryValue::Src(u) => Err(format!(
-                    "local entry '{key}' refers to '{u}', which is not fetched (no network at load)"
-                )),
-            };
-        }
-        match self.resources.get(normalize_registry_key(key).as_str()) {
-            Some(r) => match std::str::from_utf8(&r.bytes) {
-                Ok(t) => Ok(without_xml_declaration(t).to_owned()),
-                Err(_) => Err(format!(
-                    "registry resource '{key}' ({}) is not UTF-8 text",
-                    r.loc
-                )),
-            },
-            None => Err(format!("no local entry or registry resource '{key}'")),
-        }
-    }
-
-    /// The text of a local entry or registry resource, for formats and schemas.
-    fn keyed_text(&mut self, key: &str, loc: &Location, el: &str) -> Option<(String, String)> {
+    /// The text of the local entry or registry resource with `key` and where it comes from, or the
+    /// severity and message of why there is none. Formats, schemas and `get-property('registry',
+    /// ...)` all read keyed text through this.
+    fn keyed(&self, key: &str) -> Result<(&str, String), (Severity, String)> {
         if let Some(le) = self.local_entries.get(key) {
             let origin = format!("local entry '{key}' ({})", le.loc);
             return match &le.value {
-                cfg::LocalEntryValue::Xml { text, .. } => Some((text.clone(), origin)),
-                cfg::LocalEntryValue::Text(t) => Some((t.clone(), origin)),
-                cfg::LocalEntryValue::Src(u) => {
-                    self.report(
-                        Severity::Unsupported,
-                        loc,
-                        el,
-                        format!("local entry '{key}' refers to '{u}', which is not fetched (no network at load)"),
-                    );
-                    None
-                }
+                cfg::LocalEntryValue::Xml { text, .. } => Ok((text, origin)),
+                cfg::LocalEntryValue::Text(t) => Ok((t, origin)),
+                cfg::LocalEntryValue::Src(u) => Err((
+                    Severity::Unsupported,
+                    format!("local entry '{key}' refers to '{u}', which is not fetched (no network at load)"),
+                )),
             };
         }
         if let Some(r) = self.resources.get(normalize_registry_key(key).as_str()) {
             let origin = format!("registry resource '{key}' ({})", r.loc);
             return match std::str::from_utf8(&r.bytes) {
-                Ok(t) => Some((t.to_owned(), origin)),
-                Err(_) => {
-                    self.report(
-                        Severity::Error,
-                        loc,
-                        el,
-                        format!("{origin} is not UTF-8 text"),
-                    );
-                    None
-                }
+                Ok(t) => Ok((t, origin)),
+                Err(_) => Err((Severity::Error, format!("{origin} is not UTF-8 text"))),
             };
         }
-        self.report(
+        Err((
             Severity::Error,
-            loc,
-            el,
             format!("no local entry or registry resource '{key}'"),
-        );
-        None
+        ))
+    }
+
+    /// What `get-property('registry', key)` reads: the keyed text (Synapse looks up entry
+    /// definitions, local entries included, by the key), an XML resource without its declaration.
+    fn registry_text(&self, key: &str) -> Result<String, String> {
+        match self.keyed(key) {
+            Ok((t, _)) => Ok(without_xml_declaration(t).to_owned()),
+            Err((_, why)) => Err(why),
+        }
+    }
+
+    /// The text of a local entry or registry resource, for formats and schemas.
+    fn keyed_text(&mut self, key: &str, loc: &Location, el: &str) -> Option<(String, String)> {
+        match self.keyed(key) {
+            Ok((t, origin)) => Some((t.to_owned(), origin)),
+            Err((severity, why)) => {
+                self.report(severity, loc, el, why);
+                None
+            }
+        }
     }
 
     fn payload(&mut self, p: &cfg::PayloadFactory, el: &str) -> Option<PayloadPlan> {
