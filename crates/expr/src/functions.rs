@@ -5,9 +5,14 @@
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD};
 use base64::engine::DecodePaddingMode;
 use base64::Engine;
+use std::ffi::CStr;
+
+use crate::synapse::is_name_char;
 
 /// The functions' names, as an XPath calls them.
 pub(crate) const NAMES: &[&str] = &["base64Encode", "base64Decode", "url-encode"];
+/// [`NAMES`] as libxml2 registers them.
+pub(crate) const C_NAMES: &[&CStr] = &[c"base64Encode", c"base64Decode", c"url-encode"];
 
 /// Whether `xpath` calls one of [`NAMES`] (a name followed by `(`; a literal that looks like a call
 /// only costs registering the functions for nothing).
@@ -16,9 +21,7 @@ pub(crate) fn called_in(xpath: &str) -> bool {
         xpath.match_indices(n).any(|(at, _)| {
             let before = xpath[..at].chars().next_back();
             let after = xpath[at + n.len()..].trim_start();
-            after.starts_with('(')
-                && before
-                    .is_none_or(|c| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ':')))
+            after.starts_with('(') && before.is_none_or(|c| !is_name_char(c) && c != ':')
         })
     })
 }

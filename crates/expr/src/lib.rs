@@ -108,9 +108,9 @@ struct Vars<'e> {
 }
 
 impl sluice_xml::VariableResolver for Vars<'_> {
-    fn functions(&self) -> &[&str] {
+    fn functions(&self) -> &[&std::ffi::CStr] {
         if self.functions {
-            functions::NAMES
+            functions::C_NAMES
         } else {
             &[]
         }

@@ -52,7 +52,7 @@ fn header_path() -> String {
     format!("(/*[local-name()='Envelope' and {SOAP_NS}]/*[local-name()='Header' and {SOAP_NS}])")
 }
 
-fn is_name_char(c: char) -> bool {
+pub(crate) fn is_name_char(c: char) -> bool {
     c.is_alphanumeric() || matches!(c, '_' | '-' | '.') || !c.is_ascii()
 }
 

@@ -16,7 +16,7 @@ use libxml::bindings::{
 };
 use std::any::Any;
 use std::collections::{BTreeMap, HashMap};
-use std::ffi::{c_void, CString};
+use std::ffi::{c_void, CStr, CString};
 use std::fmt;
 use std::hash::BuildHasher;
 use std::os::raw::c_int;
@@ -30,8 +30,8 @@ pub trait VariableResolver {
     fn resolve(&self, name: &str, ns_uri: Option<&str>) -> Option<String>;
 
     /// Names (without a namespace) of the extension functions [`VariableResolver::call`] answers,
-    /// made known to each evaluation.
-    fn functions(&self) -> &[&str] {
+    /// made known to each evaluation (C strings, so that registering them allocates nothing).
+    fn functions(&self) -> &[&CStr] {
         &[]
     }
 
@@ -83,7 +83,7 @@ impl<T: VariableResolver + ?Sized> VariableResolver for &T {
     fn resolve(&self, name: &str, ns_uri: Option<&str>) -> Option<String> {
         (**self).resolve(name, ns_uri)
     }
-    fn functions(&self) -> &[&str] {
+    fn functions(&self) -> &[&CStr] {
         (**self).functions()
     }
     fn call(&self, name: &str, args: &[String]) -> Result<String, String> {
@@ -98,7 +98,7 @@ impl<V: VariableResolver + ?Sized> VariableResolver for Unsized<'_, V> {
     fn resolve(&self, name: &str, ns_uri: Option<&str>) -> Option<String> {
         self.0.resolve(name, ns_uri)
     }
-    fn functions(&self) -> &[&str] {
+    fn functions(&self) -> &[&CStr] {
         self.0.functions()
     }
     fn call(&self, name: &str, args: &[String]) -> Result<String, String> {
@@ -321,21 +321,14 @@ impl XPath {
             panic: None,
             error: None,
         };
-        let functions = vars
-            .functions()
-            .iter()
-            .map(|f| CString::new(*f))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|_| {
-                XmlError::new(XmlErrorKind::InvalidArgument, "function name contains NUL")
-            })?;
         let node = context.as_ptr();
         // SAFETY: `node` is a live node of a document borrowed for 'a; its
         // `doc` header field is that document. The XPath context is created
         // and freed here (ContextGuard), the namespace strings outlive it
         // (xmlXPathRegisterNs copies them anyway), and `state` outlives the
         // evaluation that may call `variable_lookup` and `call_function` with
-        // it; the function names outlive the context.
+        // it; the function names are borrowed from the resolver, which outlives
+        // the context.
         let result = unsafe {
             let doc = (*node).doc;
             let ctxt = xmlXPathNewContext(doc);
@@ -366,7 +359,7 @@ impl XPath {
             let state_ptr = &mut state as *mut VarState<'_> as *mut c_void;
             xmlXPathRegisterVariableLookup(ctxt.0, Some(variable_lookup), state_ptr);
             (*ctxt.0).userData = state_ptr;
-            for f in &functions {
+            for f in vars.functions() {
                 if xmlXPathRegisterFunc(ctxt.0, f.as_ptr() as *const xmlChar, Some(call_function))
                     != 0
                 {
@@ -598,6 +591,7 @@ unsafe fn string_value(obj: xmlXPathObjectPtr) -> String {
 mod tests {
     use super::{format_number, VariableResolver, XPath};
     use crate::Document;
+    use std::ffi::CStr;
 
     /// `$n` is "3"; `twice(s)` repeats its argument, `fail()` fails.
     struct Funcs;
@@ -605,8 +599,8 @@ mod tests {
         fn resolve(&self, name: &str, _: Option<&str>) -> Option<String> {
             (name == "n").then(|| "3".to_owned())
         }
-        fn functions(&self) -> &[&str] {
-            &["twice", "fail"]
+        fn functions(&self) -> &[&CStr] {
+            &[c"twice", c"fail"]
         }
         fn call(&self, name: &str, args: &[String]) -> Result<String, String> {
             match (name, args) {
