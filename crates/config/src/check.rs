@@ -31,6 +31,11 @@ pub(crate) fn check_duplicates(cfg: &Config, diags: &mut Diagnostics) {
         diags,
     );
     dup(
+        "api",
+        cfg.apis.iter().map(|a| (a.name.as_str(), &a.loc)),
+        diags,
+    );
+    dup(
         "sequence",
         cfg.sequences
             .iter()

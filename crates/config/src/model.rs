@@ -13,6 +13,8 @@ pub type Namespaces = Arc<Vec<(String, String)>>;
 #[derive(Clone, Debug, Default)]
 pub struct Config {
     pub proxies: Vec<Proxy>,
+    /// REST APIs (`<api>`).
+    pub apis: Vec<Api>,
     pub sequences: Vec<NamedSequence>,
     pub endpoints: Vec<Endpoint>,
     pub local_entries: Vec<LocalEntry>,
@@ -32,6 +34,42 @@ pub struct Proxy {
     pub security: Option<Location>,
     /// Something in it was already reported as an error or unsupported: it must not be deployed.
     pub rejected: bool,
+}
+
+/// `<api name context>`: a REST API, its resources tried in order.
+#[derive(Clone, Debug)]
+pub struct Api {
+    pub name: String,
+    pub loc: Location,
+    /// The context with its version applied (`version-type="context"` fills `{version}`, `"url"`
+    /// appends `/version`): the path prefix the API answers under.
+    pub context: String,
+    pub resources: Vec<ApiResource>,
+    /// Something in it was already reported as an error or unsupported: it must not be deployed.
+    pub rejected: bool,
+}
+
+/// `<resource>` of an API.
+#[derive(Clone, Debug)]
+pub struct ApiResource {
+    pub loc: Location,
+    /// HTTP methods in upper case; empty: every method.
+    pub methods: Vec<String>,
+    pub pattern: ResourcePattern,
+    pub in_sequence: Option<SequenceRef>,
+    pub out_sequence: Option<SequenceRef>,
+    pub fault_sequence: Option<SequenceRef>,
+}
+
+/// Which request paths (after the API's context) a resource takes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ResourcePattern {
+    /// Neither attribute: any path.
+    Any,
+    /// `uri-template="/orders/{id}"`.
+    UriTemplate(String),
+    /// `url-mapping="/orders/*"`, `"*.jsp"` or an exact path.
+    UrlMapping(String),
 }
 
 #[derive(Clone, Debug, Default)]
@@ -256,6 +294,11 @@ pub struct Mediator {
 #[derive(Clone, Debug)]
 pub enum MediatorKind {
     Send {
+        endpoint: Option<EndpointRef>,
+    },
+    /// `<call>`: the message goes to the endpoint (or its `To`), and mediation goes on with the
+    /// response after this mediator.
+    Call {
         endpoint: Option<EndpointRef>,
     },
     Respond,

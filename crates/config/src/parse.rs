@@ -14,6 +14,7 @@ pub enum Expect {
     Endpoint,
     Sequence,
     LocalEntry,
+    Api,
 }
 
 /// Mediators Synapse and WSO2 MI define that Sluice does not run yet: reported as unsupported, not unknown.
@@ -22,7 +23,6 @@ const KNOWN_UNSUPPORTED_MEDIATORS: &[&str] = &[
     "aggregate",
     "iterate",
     "foreach",
-    "call",
     "callout",
     "cache",
     "throttle",
@@ -65,7 +65,6 @@ const KNOWN_UNSUPPORTED_MEDIATORS: &[&str] = &[
 
 /// Top-level artifacts Synapse defines that Sluice does not serve yet.
 const KNOWN_UNSUPPORTED_ARTIFACTS: &[&str] = &[
-    "api",
     "template",
     "inboundEndpoint",
     "task",
@@ -273,6 +272,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
                 | (Expect::Endpoint, "endpoint")
                 | (Expect::Sequence, "sequence")
                 | (Expect::LocalEntry, "localEntry")
+                | (Expect::Api, "api")
         );
         if !ok {
             self.report(
@@ -297,6 +297,13 @@ impl<'a, 'input> FileParser<'a, 'input> {
                 if let Some(mut p) = self.proxy(root) {
                     p.rejected = self.failed;
                     cfg.proxies.push(p);
+                }
+            }
+            "api" => {
+                self.failed = false;
+                if let Some(mut a) = self.api(root) {
+                    a.rejected = self.failed;
+                    cfg.apis.push(a);
                 }
             }
             "sequence" => {
@@ -414,8 +421,145 @@ impl<'a, 'input> FileParser<'a, 'input> {
         })
     }
 
+    fn api(&mut self, n: Node) -> Option<Api> {
+        let name = self.required_attr(n, "name")?;
+        self.artifact = Some(format!("api {name}"));
+        let context = self.required_attr(n, "context")?;
+        if !context.starts_with('/') {
+            self.report(
+                Severity::Error,
+                n,
+                format!("the context '{context}' must start with '/'"),
+            );
+        }
+        let version = n.attribute("version").unwrap_or_default();
+        // Synapse matches a version only with a version-type of context or url.
+        let context = match (n.attribute("version-type"), version) {
+            (_, "") | (None | Some("none"), _) => context,
+            (Some("context"), v) if context.contains("{version}") => {
+                context.replace("{version}", v)
+            }
+            (Some("context"), _) => {
+                self.report(
+                    Severity::Error,
+                    n,
+                    "version-type=\"context\" needs '{version}' in the context",
+                );
+                context
+            }
+            (Some("url"), v) => format!("{}/{v}", context.trim_end_matches('/')),
+            (Some(other), _) => {
+                self.report(
+                    Severity::Error,
+                    n,
+                    format!("unknown version-type '{other}' (context, url or none)"),
+                );
+                context
+            }
+        };
+        for a in ["hostname", "port"] {
+            if n.attribute(a).is_some() {
+                self.report(
+                    Severity::Unsupported,
+                    n,
+                    format!("an API bound to a '{a}' is not supported yet"),
+                );
+            }
+        }
+        let mut resources = Vec::new();
+        let mut any = false;
+        for c in elements(n) {
+            if !self.check_synapse_ns(c) {
+                continue;
+            }
+            match c.tag_name().name() {
+                "resource" => {
+                    any = true;
+                    if let Some(r) = self.resource(c) {
+                        resources.push(r);
+                    }
+                }
+                "description" => {}
+                "handlers" => self.report(
+                    Severity::Unsupported,
+                    c,
+                    "API handlers are not supported yet",
+                ),
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!("unknown element <{other}> in <api>"),
+                ),
+            }
+        }
+        if !any {
+            self.report(Severity::Error, n, "an API needs at least one <resource>");
+        }
+        Some(Api {
+            name,
+            loc: self.loc(n),
+            context,
+            resources,
+            rejected: false,
+        })
+    }
+
+    fn resource(&mut self, n: Node) -> Option<ApiResource> {
+        let methods = n
+            .attribute("methods")
+            .map(|m| {
+                m.split([' ', ','])
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_ascii_uppercase)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let pattern = match (n.attribute("uri-template"), n.attribute("url-mapping")) {
+            (Some(_), Some(_)) => {
+                self.report(
+                    Severity::Error,
+                    n,
+                    "a resource takes a uri-template or a url-mapping, not both",
+                );
+                return None;
+            }
+            (Some(t), None) => ResourcePattern::UriTemplate(t.to_owned()),
+            (None, Some(m)) => ResourcePattern::UrlMapping(m.to_owned()),
+            (None, None) => ResourcePattern::Any,
+        };
+        for a in ["content-type", "user-agent"] {
+            if n.attribute(a).is_some() {
+                self.report(
+                    Severity::Unsupported,
+                    n,
+                    format!("a resource filtered on '{a}' is not supported yet"),
+                );
+            }
+        }
+        let mut t = Target::default();
+        self.sequences_of(n, &mut t, "resource");
+        if t.endpoint.is_some() {
+            self.report(Severity::Error, n, "a resource has no endpoint");
+        }
+        Some(ApiResource {
+            loc: self.loc(n),
+            methods,
+            pattern,
+            in_sequence: t.in_sequence,
+            out_sequence: t.out_sequence,
+            fault_sequence: t.fault_sequence,
+        })
+    }
+
     fn target(&mut self, n: Node) -> Target {
         let mut t = Target::default();
+        self.sequences_of(n, &mut t, "target");
+        t
+    }
+
+    /// The in-, out- and fault sequences (and endpoint) of a `<target>` or `<resource>`, given as
+    /// attributes naming sequences or as child elements.
+    fn sequences_of(&mut self, n: Node, t: &mut Target, what: &str) {
         for (attr, slot) in [
             ("inSequence", &mut t.in_sequence),
             ("outSequence", &mut t.out_sequence),
@@ -447,11 +591,12 @@ impl<'a, 'input> FileParser<'a, 'input> {
                     t.endpoint = self.endpoint_ref(c);
                     continue;
                 }
+                "description" if what == "resource" => continue,
                 other => {
                     self.report(
                         Severity::Error,
                         c,
-                        format!("unknown element <{other}> in <target>"),
+                        format!("unknown element <{other}> in <{what}>"),
                     );
                     continue;
                 }
@@ -465,7 +610,6 @@ impl<'a, 'input> FileParser<'a, 'input> {
             }
             *slot = Some(SequenceRef::Inline(self.sequence(c)));
         }
-        t
     }
 
     fn publish_wsdl(&mut self, n: Node) -> Option<PublishWsdl> {
@@ -965,6 +1109,31 @@ impl<'a, 'input> FileParser<'a, 'input> {
                     );
                 }
                 MediatorKind::Send { endpoint }
+            }
+            "call" => {
+                let endpoint = match child(n, "endpoint") {
+                    Some(e) => Some(self.endpoint_ref(e)?),
+                    None => None,
+                };
+                for c in elements(n) {
+                    let name = c.tag_name().name();
+                    if matches!(name, "source" | "target") {
+                        self.report(
+                            Severity::Unsupported,
+                            c,
+                            format!("<call> with a <{name}> is not supported yet"),
+                        );
+                    }
+                }
+                match n.attribute("blocking") {
+                    None | Some("true" | "false") => {}
+                    Some(v) => self.report(
+                        Severity::Error,
+                        n,
+                        format!("blocking must be true or false, not '{v}'"),
+                    ),
+                }
+                MediatorKind::Call { endpoint }
             }
             "respond" => MediatorKind::Respond,
             "drop" => MediatorKind::Drop,
@@ -1963,6 +2132,70 @@ mod tests {
         assert!(msgs[0].starts_with("t.xml:2:3: unsupported:"), "{msgs:#?}");
         assert!(msgs[1].contains("clone=\"false\""), "{msgs:#?}");
         assert!(msgs[2].contains("envelope target"), "{msgs:#?}");
+    }
+
+    #[test]
+    fn apis_resources_and_call_parse_with_their_versions_and_refusals() {
+        let (cfg, d) = parse(&format!(
+            r#"<definitions {NS}>
+  <api name="A" context="/shop/" >
+    <resource methods="get POST" uri-template="/items/{{id}}" faultSequence="fault">
+      <inSequence><call blocking="true"><endpoint key="E"/></call><respond/></inSequence>
+    </resource>
+    <resource url-mapping="/x/*" inSequence="In"/>
+    <resource><inSequence><call/></inSequence><outSequence><send/></outSequence></resource>
+  </api>
+  <api name="V1" context="/v/{{version}}/s" version="1.0" version-type="context"><resource/></api>
+  <api name="V2" context="/w" version="2" version-type="url"><resource/></api>
+</definitions>"#
+        ));
+        assert!(d.items.is_empty(), "{:?}", d.items);
+        let a = &cfg.apis[0];
+        assert_eq!(a.context, "/shop/");
+        assert_eq!(a.resources.len(), 3);
+        let r = &a.resources[0];
+        assert_eq!(r.methods, ["GET", "POST"]);
+        assert_eq!(
+            r.pattern,
+            ResourcePattern::UriTemplate("/items/{id}".into())
+        );
+        assert!(matches!(&r.fault_sequence, Some(SequenceRef::Key { key, .. }) if key == "fault"));
+        let Some(SequenceRef::Inline(seq)) = &r.in_sequence else {
+            panic!()
+        };
+        assert!(matches!(
+            &seq.mediators[0].kind,
+            MediatorKind::Call {
+                endpoint: Some(EndpointRef::Key { key, .. })
+            } if key == "E"
+        ));
+        assert_eq!(
+            a.resources[1].pattern,
+            ResourcePattern::UrlMapping("/x/*".into())
+        );
+        assert!(a.resources[1].methods.is_empty());
+        assert!(
+            matches!(&a.resources[1].in_sequence, Some(SequenceRef::Key { key, .. }) if key == "In")
+        );
+        assert_eq!(a.resources[2].pattern, ResourcePattern::Any);
+        assert_eq!(cfg.apis[1].context, "/v/1.0/s");
+        assert_eq!(cfg.apis[2].context, "/w/2");
+        let (cfg, d) = parse(&format!(
+            r#"<definitions {NS}>
+  <api name="B" context="/b" hostname="h"><resource uri-template="/a" url-mapping="/b"/></api>
+  <api name="C" context="c"><resource><inSequence><call><source type="body"/></call></inSequence></resource></api>
+</definitions>"#
+        ));
+        let msgs: Vec<String> = d.items.iter().map(|x| x.to_string()).collect();
+        assert_eq!(msgs.len(), 4, "{msgs:#?}");
+        assert!(
+            msgs[0].contains("unsupported") && msgs[0].contains("'hostname'"),
+            "{msgs:#?}"
+        );
+        assert!(msgs[1].contains("not both"), "{msgs:#?}");
+        assert!(msgs[2].contains("must start with '/'"), "{msgs:#?}");
+        assert!(msgs[3].contains("<call> with a <source>"), "{msgs:#?}");
+        assert!(cfg.apis.iter().all(|a| a.rejected));
     }
 
     /// Deterministic mutation fuzzing of the parser over the real WSO2 artifacts: byte flips, deletions

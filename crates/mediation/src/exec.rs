@@ -3,9 +3,10 @@
 
 use crate::error::{Error, ErrorKind};
 use crate::message::{Body, Direction, Message};
+use crate::plan::need_of;
 use crate::plan::{
     Cond, EndpointPlan, EnrichPlan, EnrichSourcePlan, EnrichTargetPlan, FaultPlan, LogPlan,
-    PayloadArg, PayloadPlan, Segment, Step, ValidatePlan, Value, XsltPlan,
+    PayloadArg, PayloadPlan, Segment, Step, Steps, ValidatePlan, Value, XsltPlan,
 };
 use sluice_config::EnrichAction;
 use sluice_config::{LogCategory, LogLevel, PropertyType, Scope};
@@ -15,6 +16,40 @@ use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::fmt::Write;
 use std::sync::Arc;
+
+/// Where mediation goes on after a `call`: the rest of each step list the call was inside, the
+/// innermost first (a branch, then the list holding the filter, then the sequence that referred to
+/// that one...).
+#[derive(Debug, Clone, Default)]
+pub struct Continuation {
+    frames: Vec<(Steps, usize)>,
+}
+
+impl Continuation {
+    /// What the rest reads of the (response) body, up to its next `call`.
+    pub fn body_need(&self) -> BodyNeed {
+        let mut need = BodyNeed::None;
+        for (steps, from) in &self.frames {
+            need = need.max(need_of(&steps[*from..]));
+            if steps[*from..]
+                .iter()
+                .any(|s| matches!(s, Step::CallEndpoint(_)))
+            {
+                break;
+            }
+        }
+        need
+    }
+
+    /// The steps left to run, in order (for tests and diagnostics).
+    pub fn len(&self) -> usize {
+        self.frames.iter().map(|(s, from)| s.len() - from).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
 
 /// What a sequence decided.
 #[derive(Debug, Clone)]
@@ -27,6 +62,9 @@ pub enum Flow {
     Respond,
     /// `drop`: mediation of this message stops.
     Drop,
+    /// `call`: to this endpoint (None: the message's `To`, else the proxy's target), then the
+    /// continuation runs on the response.
+    Call(Option<Arc<EndpointPlan>>, Continuation),
 }
 
 /// Checks and normalises a value for a typed property.
@@ -125,14 +163,55 @@ fn eval_expr(e: &Expr, msg: &Message, doc: &DocCache) -> Result<String, Error> {
 }
 
 /// Runs steps in order until one of them decides the flow. libxml2 values made here never leave it.
-pub fn run(steps: &[Step], msg: &mut Message) -> Result<Flow, Error> {
+pub fn run(steps: &Steps, msg: &mut Message) -> Result<Flow, Error> {
     let mut doc = DocCache::new();
-    run_steps(steps, msg, &mut doc)
+    run_steps(steps, 0, msg, &mut doc)
 }
 
-fn run_steps(steps: &[Step], msg: &mut Message, doc: &mut DocCache) -> Result<Flow, Error> {
-    for step in steps {
+/// Goes on after a `call` with the message (its response), until a step decides the flow.
+pub fn resume(k: Continuation, msg: &mut Message) -> Result<Flow, Error> {
+    let mut doc = DocCache::new();
+    let mut frames = k.frames.into_iter();
+    while let Some((steps, from)) = frames.next() {
+        match run_steps(&steps, from, msg, &mut doc)? {
+            Flow::Continue => {}
+            Flow::Call(ep, mut inner) => {
+                inner.frames.extend(frames);
+                return Ok(Flow::Call(ep, inner));
+            }
+            f => return Ok(f),
+        }
+    }
+    Ok(Flow::Continue)
+}
+
+/// `flow` from a nested list (a branch or a sequence) run by step `i` of `steps`: a `call` in it
+/// goes on after that step once the nested list's rest is done.
+fn nested(flow: Flow, steps: &Steps, i: usize) -> Option<Flow> {
+    match flow {
+        Flow::Continue => None,
+        Flow::Call(ep, mut k) => {
+            k.frames.push((steps.clone(), i + 1));
+            Some(Flow::Call(ep, k))
+        }
+        f => Some(f),
+    }
+}
+
+fn run_steps(
+    steps: &Steps,
+    from: usize,
+    msg: &mut Message,
+    doc: &mut DocCache,
+) -> Result<Flow, Error> {
+    for (i, step) in steps.iter().enumerate().skip(from) {
         match step {
+            Step::CallEndpoint(ep) => {
+                let k = Continuation {
+                    frames: vec![(steps.clone(), i + 1)],
+                };
+                return Ok(Flow::Call(ep.clone(), k));
+            }
             Step::Send(ep) => return Ok(Flow::Send(ep.clone())),
             Step::Respond => return Ok(Flow::Respond),
             Step::Drop => return Ok(Flow::Drop),
@@ -202,9 +281,8 @@ fn run_steps(steps: &[Step], msg: &mut Message, doc: &mut DocCache) -> Result<Fl
                 } else {
                     otherwise
                 };
-                match run_steps(branch, msg, doc)? {
-                    Flow::Continue => {}
-                    f => return Ok(f),
+                if let Some(f) = nested(run_steps(branch, 0, msg, doc)?, steps, i) {
+                    return Ok(f);
                 }
             }
             Step::Switch {
@@ -218,15 +296,15 @@ fn run_steps(steps: &[Step], msg: &mut Message, doc: &mut DocCache) -> Result<Fl
                     .find(|(re, _)| re.matches(&value))
                     .map(|(_, s)| s)
                     .unwrap_or(default);
-                match run_steps(branch, msg, doc)? {
-                    Flow::Continue => {}
-                    f => return Ok(f),
+                if let Some(f) = nested(run_steps(branch, 0, msg, doc)?, steps, i) {
+                    return Ok(f);
                 }
             }
-            Step::Call(seq) => match run_steps(&seq.steps, msg, doc)? {
-                Flow::Continue => {}
-                f => return Ok(f),
-            },
+            Step::Call(seq) => {
+                if let Some(f) = nested(run_steps(&seq.steps, 0, msg, doc)?, steps, i) {
+                    return Ok(f);
+                }
+            }
             Step::Xslt(x) => xslt(x, msg, doc)?,
             Step::PayloadFactory(p) => payload_factory(p, msg, doc)?,
             Step::Enrich(e) => enrich(e, msg, doc)?,
@@ -234,9 +312,8 @@ fn run_steps(steps: &[Step], msg: &mut Message, doc: &mut DocCache) -> Result<Fl
                 if let Some(reason) = validate(v, msg, doc)? {
                     msg.props.set("ERROR_MESSAGE", reason.0);
                     msg.props.set("ERROR_DETAIL", reason.1);
-                    match run_steps(&v.on_fail, msg, doc)? {
-                        Flow::Continue => {}
-                        f => return Ok(f),
+                    if let Some(f) = nested(run_steps(&v.on_fail, 0, msg, doc)?, steps, i) {
+                        return Ok(f);
                     }
                 }
             }

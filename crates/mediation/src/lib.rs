@@ -1,6 +1,7 @@
 //! Mediation: the message context, the plan compiled from the configuration, and the executor that runs
 //! sequences over a message. The transport crate drives it; nothing here does I/O.
 
+pub mod api;
 pub mod error;
 pub mod exec;
 pub mod fault;
@@ -10,6 +11,6 @@ pub mod plan;
 pub mod uritemplate;
 
 pub use error::{Error, ErrorKind};
-pub use exec::{run, Flow};
+pub use exec::{resume, run, Continuation, Flow};
 pub use message::{Body, Direction, Message};
 pub use plan::{compile, CompileOptions, EndpointPlan, GroupKind, Plan, ProxyPlan, SeqPlan};

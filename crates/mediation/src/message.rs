@@ -85,6 +85,7 @@ impl Props {
 
 static MESSAGE_IDS: AtomicU64 = AtomicU64::new(1);
 
+#[derive(Clone)]
 pub struct Message {
     pub direction: Direction,
     pub service: std::sync::Arc<str>,

@@ -1,6 +1,7 @@
 //! The executable plan: the configuration compiled once at load. Expressions and regexes are compiled,
 //! keys resolved, values checked; what each flow needs of the body is decided here.
 
+use crate::api::{ApiPlan, Pattern, ResourcePlan, Template};
 use crate::fault::{self, Detail, FaultParts};
 use crate::health::{EndpointHealth, Readiness, SuspendPolicy};
 use crate::message::Message;
@@ -19,6 +20,8 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Default)]
 pub struct Plan {
     pub proxies: HashMap<String, Arc<ProxyPlan>>,
+    /// REST APIs, each with its resources (run as services: a [`ProxyPlan`] without target).
+    pub apis: Vec<Arc<ApiPlan>>,
     /// Proxies found but not deployed, with the reason (for the 404 page and the start-up report).
     pub not_deployed: Vec<(String, String)>,
 }
@@ -33,9 +36,35 @@ pub struct ProxyPlan {
     pub fault_seq: Option<Arc<SeqPlan>>,
     pub target: Option<Arc<EndpointPlan>>,
     pub wsdl: Option<WsdlPlan>,
+    /// A REST API's resource: an in-sequence that ends without sending anything is answered 202, as
+    /// Synapse acknowledges it.
+    pub api_resource: bool,
 }
 
 impl ProxyPlan {
+    /// A service with empty sequences (tests and fuzzing).
+    pub fn empty(name: &str) -> ProxyPlan {
+        ProxyPlan {
+            name: name.into(),
+            loc: Location {
+                file: "test".into(),
+                line: 0,
+                col: 0,
+            },
+            started: true,
+            in_seq: Arc::new(SeqPlan {
+                name: None,
+                steps: Steps::default(),
+                body_need: BodyNeed::None,
+            }),
+            out_seq: None,
+            fault_seq: None,
+            target: None,
+            wsdl: None,
+            api_resource: true,
+        }
+    }
+
     /// Whether the request path must read the body before the in-sequence runs (something in the
     /// in-sequence reads it). Decided at load. A fault sequence that reads the body reads it when it
     /// runs, from the stream the failed call did not touch.
@@ -64,7 +93,7 @@ impl WsdlPlan {
 #[derive(Debug)]
 pub struct SeqPlan {
     pub name: Option<String>,
-    pub steps: Vec<Step>,
+    pub steps: Steps,
     pub body_need: BodyNeed,
 }
 
@@ -104,6 +133,8 @@ pub struct EndpointPlan {
     /// A failover or load-balance endpoint: its children (the fields above are then unused: every
     /// send goes to an address endpoint [`EndpointPlan::pick`] chooses).
     pub group: Option<Group>,
+    /// `format="soap11"` or `"soap12"`: a REST API's `REST_URL_POSTFIX` is not appended.
+    pub soap_format: bool,
 }
 
 #[derive(Debug)]
@@ -157,6 +188,7 @@ impl EndpointPlan {
                 children,
                 cursor: AtomicUsize::new(0),
             }),
+            soap_format: false,
         }
     }
 
@@ -291,6 +323,7 @@ impl EndpointPlan {
             template_vars: Vec::new(),
             method: None,
             group: None,
+            soap_format: false,
         }
     }
 
@@ -310,6 +343,24 @@ impl EndpointPlan {
         plan
     }
 
+    /// The part of a REST API request's path after the API's context (`REST_URL_POSTFIX`, axis2
+    /// scope), when Synapse appends it to this address: it is not empty, the endpoint is not forced
+    /// to SOAP, and the request is a REST one (any method but POST, a content type that is not SOAP,
+    /// or `text/xml` without a SOAPAction).
+    fn rest_postfix<'m>(&self, msg: &'m Message) -> Option<&'m str> {
+        let p = msg
+            .axis2
+            .get("REST_URL_POSTFIX")
+            .filter(|p| !p.is_empty())?;
+        let rest = msg.method != Method::POST
+            || match msg.soap {
+                FaultVersion::Pox => true,
+                FaultVersion::Soap11 => msg.soap_action().is_none(),
+                FaultVersion::Soap12 => false,
+            };
+        (rest && !self.soap_format).then_some(p)
+    }
+
     /// The endpoint a message goes to: this one; for an `<http>` endpoint one with the URI its
     /// template gives from the message's `uri.var.*` and `query.param.*` properties; for a
     /// `<default>` one the message's To address. Those share this one's suspension state.
@@ -325,11 +376,15 @@ impl EndpointPlan {
                     ),
                 )
             })?,
-            Address::Fixed => return Ok(self.clone()),
+            Address::Fixed => match self.rest_postfix(msg) {
+                Some(postfix) => joined(&self.uri.to_string(), postfix),
+                None => return Ok(self.clone()),
+            },
         };
         let (uri, host) = http_uri(&text).map_err(|(_, why)| {
             let what = match self.address {
                 Address::To => "To address",
+                Address::Fixed => "address with the REST API's path after its context",
                 _ => "uri-template",
             };
             Error::new(
@@ -352,6 +407,7 @@ impl EndpointPlan {
             template_vars: Vec::new(),
             method: self.method.clone(),
             group: None,
+            soap_format: self.soap_format,
         }))
     }
 
@@ -375,9 +431,15 @@ impl Value {
     }
 }
 
+/// A list of steps, shared so that a continuation after `call` can hold on to where it resumes.
+pub type Steps = Arc<[Step]>;
+
 #[derive(Debug)]
 pub enum Step {
     Send(Option<Arc<EndpointPlan>>),
+    /// `call`: to this endpoint, or (None) to the message's `To` (else the proxy's target); mediation
+    /// goes on with the response after this step.
+    CallEndpoint(Option<Arc<EndpointPlan>>),
     Respond,
     Drop,
     Log(LogPlan),
@@ -400,13 +462,13 @@ pub enum Step {
     RemoveTo,
     Filter {
         cond: Cond,
-        then: Vec<Step>,
-        otherwise: Vec<Step>,
+        then: Steps,
+        otherwise: Steps,
     },
     Switch {
         source: Expr,
-        cases: Vec<(FullRegex, Vec<Step>)>,
-        default: Vec<Step>,
+        cases: Vec<(FullRegex, Steps)>,
+        default: Steps,
     },
     Call(Arc<SeqPlan>),
     MakeFault(FaultPlan),
@@ -484,7 +546,7 @@ pub struct ValidatePlan {
     pub key: String,
     /// Evaluated with the SOAP Envelope as context node; `None`: the first element of the Body.
     pub source: Option<Expr>,
-    pub on_fail: Vec<Step>,
+    pub on_fail: Steps,
 }
 
 /// A stylesheet compiled once: by libxslt, and for the streaming fast path when it is in that subset.
@@ -565,6 +627,19 @@ pub struct CompileOptions {
 }
 
 /// `host:port` to connect to (port 80 when the URI has none).
+/// An address with a REST postfix appended as Synapse joins them: one `/` between the two, and no
+/// `/` before a query.
+fn joined(address: &str, postfix: &str) -> String {
+    if postfix.starts_with('?') {
+        return format!("{}{postfix}", address.trim_end_matches('/'));
+    }
+    match (address.ends_with('/'), postfix.strip_prefix('/')) {
+        (true, Some(p)) => format!("{address}{p}"),
+        (false, None) => format!("{address}/{postfix}"),
+        _ => format!("{address}{postfix}"),
+    }
+}
+
 fn connect_authority(uri: &Uri) -> Arc<str> {
     match uri.authority() {
         Some(a) if a.port().is_some() => a.as_str().into(),
@@ -675,6 +750,19 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
             Err(reason) => plan.not_deployed.push((p.name.clone(), reason)),
         }
     }
+    for a in &config.apis {
+        let (r, failed) = c.nested(format!("api {}", a.name), |c| c.api(a));
+        match r {
+            Some(api) if !failed => plan.apis.push(Arc::new(api)),
+            _ => plan.not_deployed.push((
+                a.name.clone(),
+                format!(
+                    "API {} has errors or unsupported features (see above)",
+                    a.name
+                ),
+            )),
+        }
+    }
     plan
 }
 
@@ -772,7 +860,7 @@ impl<'a> Compiler<'a> {
             Some(s) => self.sequence_ref(s, "inSequence"),
             None => Some(Arc::new(SeqPlan {
                 name: None,
-                steps: Vec::new(),
+                steps: Steps::default(),
                 body_need: BodyNeed::None,
             })),
         };
@@ -780,14 +868,7 @@ impl<'a> Compiler<'a> {
             .out_sequence
             .as_ref()
             .map(|s| self.sequence_ref(s, "outSequence"));
-        let fault_seq = match &t.fault_sequence {
-            Some(s) => Some(self.sequence_ref(s, "faultSequence")),
-            // Synapse's default: the sequence named "fault", when there is one.
-            None if self.sequences.contains_key("fault") => {
-                Some(self.named_sequence("fault", Some(&p.loc)))
-            }
-            None => None,
-        };
+        let fault_seq = self.fault_sequence(&t.fault_sequence, &p.loc);
         let target = t.endpoint.as_ref().map(|e| self.endpoint_ref(e));
         let wsdl = p.publish_wsdl.as_ref().and_then(|w| self.wsdl(w));
         Some(ProxyPlan {
@@ -799,7 +880,101 @@ impl<'a> Compiler<'a> {
             fault_seq: fault_seq.flatten(),
             target: target.flatten(),
             wsdl,
+            api_resource: false,
         })
+    }
+
+    fn api(&mut self, a: &cfg::Api) -> Option<ApiPlan> {
+        self.failed |= a.rejected;
+        let name: Arc<str> = a.name.as_str().into();
+        let mut resources = Vec::new();
+        for r in &a.resources {
+            let mut methods = Vec::new();
+            for m in &r.methods {
+                match m.as_str() {
+                    "GET" | "POST" | "PUT" | "DELETE" | "OPTIONS" | "HEAD" | "PATCH" => {
+                        methods.push(m.parse().unwrap_or(http::Method::GET));
+                    }
+                    other => self.report(
+                        Severity::Error,
+                        &r.loc,
+                        "resource",
+                        format!("unknown method '{other}' (GET, POST, PUT, DELETE, OPTIONS, HEAD or PATCH)"),
+                    ),
+                }
+            }
+            let pattern = match &r.pattern {
+                cfg::ResourcePattern::Any => Pattern::Any,
+                cfg::ResourcePattern::UrlMapping(m) => Pattern::mapping(m),
+                cfg::ResourcePattern::UriTemplate(t) => match Template::parse(t) {
+                    Ok(t) => Pattern::Template(t),
+                    Err(e) => {
+                        self.report(Severity::Error, &r.loc, "resource", e);
+                        continue;
+                    }
+                },
+            };
+            let seq = |c: &mut Self, s: &Option<cfg::SequenceRef>, what: &str| {
+                s.as_ref().map(|s| c.sequence_ref(s, what))
+            };
+            let in_seq = match seq(self, &r.in_sequence, "inSequence") {
+                Some(s) => s,
+                None => Some(Arc::new(SeqPlan {
+                    name: None,
+                    steps: Steps::default(),
+                    body_need: BodyNeed::None,
+                })),
+            };
+            let out_seq = seq(self, &r.out_sequence, "outSequence");
+            let fault_seq = self.fault_sequence(&r.fault_sequence, &r.loc);
+            let service = ProxyPlan {
+                name: name.clone(),
+                loc: r.loc.clone(),
+                started: true,
+                in_seq: in_seq?,
+                out_seq: out_seq.flatten(),
+                fault_seq: fault_seq.flatten(),
+                target: None,
+                wsdl: None,
+                api_resource: true,
+            };
+            resources.push(ResourcePlan {
+                methods,
+                pattern,
+                service: Arc::new(service),
+            });
+        }
+        let context = match a.context.trim_end_matches('/') {
+            "" => "/".to_owned(),
+            c => c.to_owned(),
+        };
+        Some(ApiPlan {
+            name,
+            context,
+            resources,
+        })
+    }
+
+    /// A fault sequence as given, else Synapse's default: the sequence named "fault". That one
+    /// always exists in Synapse (a built-in when the configuration defines none), so naming it
+    /// without defining it means Sluice's own fault answer, as no fault sequence does.
+    fn fault_sequence(
+        &mut self,
+        s: &Option<cfg::SequenceRef>,
+        loc: &Location,
+    ) -> Option<Option<Arc<SeqPlan>>> {
+        match s {
+            Some(cfg::SequenceRef::Key { key, .. })
+                if key == "fault" && !self.sequences.contains_key("fault") =>
+            {
+                None
+            }
+            Some(s) => Some(self.sequence_ref(s, "faultSequence")),
+            None if self.sequences.contains_key("fault") => {
+                Some(self.named_sequence("fault", Some(loc)))
+            }
+            None => None,
+        }
     }
 
     fn wsdl(&mut self, w: &cfg::PublishWsdl) -> Option<WsdlPlan> {
@@ -1120,6 +1295,7 @@ impl<'a> Compiler<'a> {
         };
         plan.template_vars = template_vars;
         plan.method = a.method.as_deref().and_then(|m| m.parse().ok());
+        plan.soap_format = matches!(a.format.as_deref(), Some("soap11" | "soap12"));
         Some(Arc::new(plan))
     }
 
@@ -1186,7 +1362,7 @@ impl<'a> Compiler<'a> {
         }
     }
 
-    fn steps(&mut self, ms: &[cfg::Mediator]) -> Vec<Step> {
+    fn steps(&mut self, ms: &[cfg::Mediator]) -> Steps {
         let mut out = Vec::with_capacity(ms.len());
         for (i, m) in ms.iter().enumerate() {
             if let Some(s) = self.step(m) {
@@ -1207,13 +1383,17 @@ impl<'a> Compiler<'a> {
                 }
             }
         }
-        out
+        out.into()
     }
 
     fn step(&mut self, m: &cfg::Mediator) -> Option<Step> {
         let el = m.element.as_str();
         Some(match &m.kind {
             cfg::MediatorKind::Send { endpoint } => Step::Send(match endpoint {
+                Some(e) => Some(self.endpoint_ref(e)?),
+                None => None,
+            }),
+            cfg::MediatorKind::Call { endpoint } => Step::CallEndpoint(match endpoint {
                 Some(e) => Some(self.endpoint_ref(e)?),
                 None => None,
             }),
@@ -1907,6 +2087,8 @@ fn body_exprs_all(steps: &[Step], f: &mut dyn FnMut(&Expr) -> bool) -> bool {
                 source && matches!(e.target, EnrichTargetPlan::Property(_))
             }
             Step::MakeFault(m) => value(&m.reason, f),
+            // What follows a call reads the response.
+            Step::CallEndpoint(_) => return true,
             Step::Send(_)
             | Step::Respond
             | Step::Drop
@@ -1921,7 +2103,10 @@ fn body_exprs_all(steps: &[Step], f: &mut dyn FnMut(&Expr) -> bool) -> bool {
     true
 }
 
-fn need_of(steps: &[Step]) -> BodyNeed {
+/// What the steps read of the message body, up to the first `call` among them (the steps after it
+/// read the response: see [`need_after`]). A call inside a branch or a sequence does not stop the
+/// count: the steps after that branch may run on the request.
+pub(crate) fn need_of(steps: &[Step]) -> BodyNeed {
     let mut need = BodyNeed::None;
     for s in steps {
         let n = match s {
@@ -1979,6 +2164,8 @@ fn need_of(steps: &[Step]) -> BodyNeed {
                 source.max(target)
             }
             Step::MakeFault(f) => f.reason.body_need(),
+            // What follows a call reads the response.
+            Step::CallEndpoint(_) => break,
             Step::Send(_)
             | Step::Respond
             | Step::Drop

@@ -160,10 +160,16 @@ fn validate(path: PathBuf, endpoints: &[String]) -> ExitCode {
         diags.count(Severity::Unsupported),
         diags.count(Severity::Warning),
     );
+    let apis: Vec<&str> = plan.apis.iter().map(|a| &*a.name).collect();
     println!(
-        "{e} error(s), {u} unsupported, {w} warning(s); {} proxy service(s) would deploy: {}",
+        "{e} error(s), {u} unsupported, {w} warning(s); {} proxy service(s) would deploy: {}{}",
         deployed.len(),
-        deployed.join(", ")
+        deployed.join(", "),
+        if apis.is_empty() {
+            String::new()
+        } else {
+            format!("; {} API(s): {}", apis.len(), apis.join(", "))
+        }
     );
     if e + u > 0 {
         ExitCode::from(1)

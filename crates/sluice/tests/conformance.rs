@@ -49,6 +49,9 @@ struct Expect {
 #[derive(Deserialize)]
 struct BackendExpect {
     count: Option<usize>,
+    /// The path (and `?query`) the last request reached the back-end with.
+    path: Option<String>,
+    method: Option<String>,
     #[serde(default)]
     headers: BTreeMap<String, String>,
     #[serde(default)]
@@ -81,8 +84,13 @@ async fn run_suite(dir: &std::path::Path) -> Vec<String> {
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
         let body = bytes::Bytes::from(case.request.body.clone());
-        assert_eq!(case.request.method, "POST", "only POST cases so far");
-        let r = match c.post(&case.request.path, &headers, body.clone()).await {
+        let sent = c.send_with(
+            &case.request.method,
+            &case.request.path,
+            &headers,
+            body.clone(),
+        );
+        let r = match sent.await {
             Ok(r) => r,
             Err(e) => {
                 failures.push(format!("{}: request failed: {e}", case.name));
@@ -124,6 +132,19 @@ async fn run_suite(dir: &std::path::Path) -> Vec<String> {
                 }
             }
             if let Some(last) = seen.last() {
+                let path = match &last.query {
+                    Some(q) => format!("{}?{q}", last.path),
+                    None => last.path.clone(),
+                };
+                if b.path.as_ref().is_some_and(|p| *p != path) {
+                    why.push(format!("back-end path {path:?} (want {:?})", b.path));
+                }
+                if b.method.as_ref().is_some_and(|m| *m != last.method) {
+                    why.push(format!(
+                        "back-end method {} (want {:?})",
+                        last.method, b.method
+                    ));
+                }
                 for (k, v) in &b.headers {
                     let got = last
                         .headers

@@ -142,7 +142,7 @@ async fn unsupported_proxies_are_reported_and_the_rest_serve() {
         "{t}"
     );
     for later in [
-        "XSLTTransformProxy",
+        "JsonToSOAPProxy",
         "DatamapperProxy",
         "SecureProxy",
         "CloneAndAggregateWithTwoBackendProxy",
@@ -169,6 +169,71 @@ async fn unsupported_proxies_are_reported_and_the_rest_serve() {
         .unwrap();
     assert_eq!(r.status, 404);
     assert!(r.text().contains("DirectProxy"), "{}", r.text());
+}
+
+/// The artifacts that use `call` and `respond`, and WSO2's DirectAPI: each round trip's answer, and
+/// what reached the back-end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_proxies_and_the_direct_api_run_unchanged() {
+    let be = backend().await;
+    let s = start(&capp(), be.addr);
+    let mut c = Conn::open(s.addr).await;
+    let body = payload("1000B_buyStocks.xml");
+    // DirectAPI: call then respond, the body streamed both ways.
+    let r = c
+        .post("/directApi", SOAP_HEADERS, body.clone())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.body, body);
+    let seen = be.seen.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(
+        seen.path, "/service/EchoService",
+        "no postfix for the context itself"
+    );
+    assert_eq!(seen.body.as_deref(), Some(&body[..]));
+    // GET is not one of its methods.
+    let r = c.get("/directApi").await.unwrap();
+    assert_eq!(r.status, 405);
+    assert_eq!(r.header("allow"), "POST");
+    // EnrichBackAndForthProxy: the back-end gets <hello>world</hello>; the client gets its own
+    // request back, restored from the property after the call.
+    let r = c
+        .post(
+            "/services/EnrichBackAndForthProxy",
+            SOAP_HEADERS,
+            body.clone(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let seen = be.seen.lock().unwrap().last().cloned().unwrap();
+    let sent = String::from_utf8_lossy(seen.body.as_deref().unwrap()).into_owned();
+    assert!(sent.contains("<hello xmlns=\"\">world</hello>"), "{sent}");
+    assert!(!sent.contains("buyStocks"), "{sent}");
+    let back = r.text();
+    assert!(
+        back.contains("<m:buyStocks") && back.contains("<symbol>SUN</symbol>"),
+        "{back}"
+    );
+    assert!(!back.contains("hello"), "{back}");
+    // XSLTTransformProxy: the back-end gets the transformed request, the client the echo of it.
+    let r = c
+        .post("/services/XSLTTransformProxy", SOAP_HEADERS, body.clone())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let seen = be.seen.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(seen.body.as_deref(), Some(&r.body[..]));
+    assert_ne!(r.body, body, "the stylesheet changed the request");
+    // MessageBuildingProxy: a payload built from the body goes out, and its echo comes back.
+    let r = c
+        .post("/services/MessageBuildingProxy", SOAP_HEADERS, body.clone())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.text().contains("<payload"), "{}", r.text());
+    assert_eq!(be.seen.lock().unwrap().len(), 4);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,10 +12,12 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use sluice_config::FaultVersion;
 use sluice_expr::BodyNeed;
+use sluice_mediation::api::{self, Miss};
 use sluice_mediation::fault::{self, FaultParts};
 use sluice_mediation::health::{Change, Readiness};
 use sluice_mediation::{
-    exec, Body, Direction, EndpointPlan, Error, ErrorKind, Flow, Message, Plan, ProxyPlan,
+    exec, Body, Continuation, Direction, EndpointPlan, Error, ErrorKind, Flow, Message, Plan,
+    ProxyPlan,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -89,7 +91,15 @@ impl Engine {
     pub fn new(plan: Arc<Plan>, opts: EngineOptions) -> Arc<Self> {
         let mut names: Vec<&str> = plan.proxies.keys().map(String::as_str).collect();
         names.sort_unstable();
-        let services = names.join(", ");
+        let mut services = names.join(", ");
+        if !plan.apis.is_empty() {
+            let apis: Vec<String> = plan
+                .apis
+                .iter()
+                .map(|a| format!("{} at {}", a.name, a.context))
+                .collect();
+            services.push_str(&format!("; APIs: {}", apis.join(", ")));
+        }
         Arc::new(Engine {
             client: BackendClient::new(opts.connect_timeout),
             plan,
@@ -112,7 +122,7 @@ impl Engine {
         let rest = match path.strip_prefix("/services") {
             Some(r) if r.is_empty() || r == "/" => return self.listing(),
             Some(r) if r.starts_with('/') => &r[1..],
-            _ => return self.not_found(&parts.method, &parts.headers, path),
+            _ => return self.api(parts, body).await,
         };
         let name = rest.split('/').next().unwrap_or(rest);
         let proxy = match self.plan.proxies.get(name) {
@@ -123,7 +133,7 @@ impl Engine {
                 .and_then(|(n, _)| self.plan.proxies.get(n))
             {
                 Some(p) => p,
-                None => return self.not_found(&parts.method, &parts.headers, path),
+                None => return self.api(parts, body).await,
             },
         };
         if !proxy.started {
@@ -158,6 +168,80 @@ impl Engine {
         self.request_flow(&proxy, msg, body).await
     }
 
+    /// A request for a REST API: the resource that takes it runs as a service, with the properties
+    /// Synapse sets (`uri.var.*`, `query.param.*`, `REST_*`, and `REST_URL_POSTFIX` in the axis2
+    /// scope). No API: 404 as for an unknown service; a path no resource takes: 404, or 405 with
+    /// `Allow` when only the method differs; `OPTIONS` a resource does not list: 200 with `Allow`.
+    async fn api(
+        &self,
+        parts: http::request::Parts,
+        body: hyper::body::Incoming,
+    ) -> Response<RelayBody> {
+        let pq = parts
+            .uri
+            .path_and_query()
+            .map_or_else(|| parts.uri.path(), |p| p.as_str());
+        let route = match api::route(&self.plan.apis, &parts.method, pq) {
+            Ok(r) => r,
+            Err(miss) => {
+                drop(body);
+                let allow = |status: StatusCode, methods: &[Method], text: String| {
+                    let list: Vec<&str> = methods.iter().map(Method::as_str).collect();
+                    let mut r = text_response(status, text);
+                    if let Ok(v) = HeaderValue::from_str(&list.join(", ")) {
+                        r.headers_mut().insert(header::ALLOW, v);
+                    }
+                    r
+                };
+                return match miss {
+                    Miss::NoApi => self.not_found(&parts.method, &parts.headers, parts.uri.path()),
+                    Miss::NoResource => text_response(
+                        StatusCode::NOT_FOUND,
+                        format!("no resource of the API at this path takes {pq}\n"),
+                    ),
+                    Miss::Method(m) => allow(
+                        StatusCode::METHOD_NOT_ALLOWED,
+                        &m,
+                        format!("{} is not allowed for {pq}\n", parts.method),
+                    ),
+                    Miss::Options(m) => allow(StatusCode::OK, &m, String::new()),
+                };
+            }
+        };
+        let mut msg = Message::request(
+            route.api.name.clone(),
+            parts.method.clone(),
+            pq.to_owned(),
+            parts.headers,
+        );
+        let sub = match route.postfix {
+            "" => "/",
+            p => p,
+        };
+        for (k, v) in [
+            ("REST_API_CONTEXT", route.api.context.as_str()),
+            ("SYNAPSE_REST_API", &route.api.name),
+            ("REST_FULL_REQUEST_PATH", pq),
+            ("REST_SUB_REQUEST_PATH", sub),
+            ("REST_METHOD", parts.method.as_str()),
+        ] {
+            msg.props.set(k, v.to_owned());
+        }
+        for (k, v) in route.vars {
+            msg.props.set(&format!("uri.var.{k}"), v);
+        }
+        if let Some(q) = parts.uri.query() {
+            for (k, v) in api::query_params(q) {
+                msg.props.set(&format!("query.param.{k}"), v);
+            }
+        }
+        if !route.postfix.is_empty() {
+            msg.axis2.set("REST_URL_POSTFIX", route.postfix.to_owned());
+        }
+        let service = route.resource.service.clone();
+        self.request_flow(&service, msg, body).await
+    }
+
     async fn request_flow(
         &self,
         proxy: &Arc<ProxyPlan>,
@@ -176,7 +260,7 @@ impl Engine {
                 Err(e) => return self.default_fault(msg.soap, &e),
             },
             BodyNeed::Full => match self.buffer(stream.take(), "request").await {
-                Ok(b) => msg.body = Body::Bytes(b),
+                Ok(b) => msg.body = read_body(b),
                 Err(e) => return self.default_fault(msg.soap, &e),
             },
         }
@@ -184,21 +268,42 @@ impl Engine {
             Ok(f) => f,
             Err(e) => return self.fault_flow(proxy, msg, e, stream).await,
         };
-        match flow {
-            Flow::Send(Some(ep)) => self.call(proxy, msg, stream, ep, Depth::Normal).await,
-            Flow::Respond => self.reply(msg, stream).await,
-            Flow::Send(None) if msg.is_response() => self.reply(msg, stream).await,
+        self.request_decided(proxy, msg, stream, flow, Depth::Normal)
+            .await
+    }
+
+    /// Carries out what a sequence decided for a message on its way in (the in-sequence, the rest
+    /// after a one-way `call`).
+    async fn request_decided(
+        &self,
+        proxy: &Arc<ProxyPlan>,
+        msg: Message,
+        stream: Option<Inbound>,
+        flow: Flow,
+        depth: Depth,
+    ) -> Response<RelayBody> {
+        let (ep, after) = match flow {
+            Flow::Send(Some(ep)) => (Ok(ep), None),
+            Flow::Call(ep, k) => (ep.ok_or(()), Some(k)),
+            Flow::Respond => return self.reply(msg, stream).await,
+            Flow::Send(None) if msg.is_response() => return self.reply(msg, stream).await,
             Flow::Drop => {
                 discard(stream).await;
-                accepted()
+                return accepted();
             }
-            Flow::Continue | Flow::Send(None) => match self.implicit_endpoint(proxy, &msg) {
-                Ok(ep) => self.call(proxy, msg, stream, ep, Depth::Normal).await,
-                Err(e) => {
-                    discard(stream).await;
-                    self.default_fault(msg.soap, &e)
-                }
-            },
+            // Synapse acknowledges a resource that sends nothing.
+            Flow::Continue if proxy.api_resource && msg.to.is_none() => {
+                discard(stream).await;
+                return accepted();
+            }
+            Flow::Continue | Flow::Send(None) => (Err(()), None),
+        };
+        match ep.or_else(|()| self.implicit_endpoint(proxy, &msg)) {
+            Ok(ep) => self.call(proxy, msg, stream, ep, after, depth).await,
+            Err(e) => {
+                discard(stream).await;
+                self.default_fault(msg.soap, &e)
+            }
         }
     }
 
@@ -221,15 +326,37 @@ impl Engine {
         })
     }
 
+    /// Sends the message to `ep`; the response goes through the rest after a `call` (`after`), else
+    /// the out-sequence, each of which may send again.
     async fn call(
         &self,
         proxy: &Arc<ProxyPlan>,
         mut msg: Message,
         mut stream: Option<Inbound>,
         mut ep: Arc<EndpointPlan>,
+        mut after: Option<Continuation>,
         depth: Depth,
     ) -> Response<RelayBody> {
         if msg.props.is_true("OUT_ONLY") || msg.axis2.is_true("FORCE_SC_ACCEPTED") {
+            // A one-way `call`: mediation goes on at once with the message itself (its body read
+            // first when the rest reads it; a streamed one goes to the back-end only).
+            let go_on = after.take().filter(|_| msg.props.is_true("OUT_ONLY"));
+            let kept = match &go_on {
+                Some(k) => {
+                    if k.body_need() != BodyNeed::None {
+                        if let Err(error) = self.read_whole(&mut msg, &mut stream).await {
+                            let failed = NotSent::unreadable(error);
+                            return self.send_failed(proxy, msg, failed, depth).await;
+                        }
+                    }
+                    let mut kept = msg.clone();
+                    if matches!(kept.body, Body::Stream | Body::Head(_)) {
+                        kept.body = Body::Empty;
+                    }
+                    Some(kept)
+                }
+                None => None,
+            };
             // Made ready here, so that what fails at once is answered: a group's body in memory
             // (its children are tried in the background as for any send) and at least one of them
             // ready, or an http endpoint's URI.
@@ -277,7 +404,14 @@ impl Engine {
                     }
                 }
             });
-            return accepted();
+            let (Some(k), Some(mut msg)) = (go_on, kept) else {
+                return accepted();
+            };
+            let flow = match exec::resume(k, &mut msg) {
+                Ok(f) => f,
+                Err(e) => return self.fault_flow(proxy, msg, e, None).await,
+            };
+            return Box::pin(self.request_decided(proxy, msg, None, flow, depth)).await;
         }
         // The request headers are only needed after the call by a fault sequence that has something in it.
         let keep_headers = proxy
@@ -297,27 +431,44 @@ impl Engine {
             let mut rmsg = msg.into_response(parts.status, parts.headers);
             let mut rstream = Some(Inbound::Backend(body));
             let idle = IdleTimeout::new(limit, leaf.label.clone());
-            let Some(out) = &proxy.out_seq else {
-                return client_response(rmsg, rstream, Some(idle));
+            // After a `call`, the rest of the sequences it was in; after a `send`, the out-sequence.
+            let need = match (&after, &proxy.out_seq) {
+                (Some(k), _) => k.body_need(),
+                (None, Some(out)) => out.body_need,
+                (None, None) => return client_response(rmsg, rstream, Some(idle)),
             };
-            if out.body_need != BodyNeed::None {
+            if need != BodyNeed::None {
                 match self.buffer(rstream.take(), "response").await {
-                    Ok(b) => rmsg.body = Body::Bytes(b),
+                    Ok(b) => rmsg.body = read_body(b),
                     Err(e) => return self.default_fault(rmsg.soap, &e),
                 }
             }
-            match exec::run(&out.steps, &mut rmsg) {
+            let flow = match (after.take(), &proxy.out_seq) {
+                (Some(k), _) => exec::resume(k, &mut rmsg),
+                (None, Some(out)) => exec::run(&out.steps, &mut rmsg),
+                (None, None) => unreachable!("answered above"),
+            };
+            let next = match flow {
                 Err(e) => return self.fault_flow(proxy, rmsg, e, None).await,
                 Ok(Flow::Continue | Flow::Send(None) | Flow::Respond) => {
                     return client_response(rmsg, rstream, Some(idle))
                 }
                 Ok(Flow::Drop) => return accepted(),
-                Ok(Flow::Send(Some(next))) => {
-                    msg = rmsg;
-                    stream = rstream;
-                    ep = next;
+                Ok(Flow::Send(Some(next))) => next,
+                Ok(Flow::Call(next, k)) => {
+                    after = Some(k);
+                    match next
+                        .ok_or(())
+                        .or_else(|()| self.implicit_endpoint(proxy, &rmsg))
+                    {
+                        Ok(ep) => ep,
+                        Err(e) => return self.default_fault(rmsg.soap, &e),
+                    }
                 }
-            }
+            };
+            msg = rmsg;
+            stream = rstream;
+            ep = next;
         }
         let e = Error::new(
             ErrorKind::Mediation,
@@ -368,7 +519,12 @@ impl Engine {
                 if !matches!(msg.body, Body::Stream | Body::Head(_)) || stream.is_some() =>
             {
                 // A failure of this call is not handled by the fault sequence again.
-                Box::pin(self.call(proxy, msg, stream, ep, Depth::InFault)).await
+                Box::pin(self.call(proxy, msg, stream, ep, None, Depth::InFault)).await
+            }
+            Ok(Flow::Call(Some(ep), k))
+                if !matches!(msg.body, Body::Stream | Body::Head(_)) || stream.is_some() =>
+            {
+                Box::pin(self.call(proxy, msg, stream, ep, Some(k), Depth::InFault)).await
             }
             Ok(_) => {
                 discard(stream).await;
@@ -975,6 +1131,16 @@ fn text_response(status: StatusCode, s: String) -> Response<RelayBody> {
         HeaderValue::from_static("text/plain; charset=UTF-8"),
     );
     r
+}
+
+/// A body read whole: none at all is `Empty` (a GET, a 202), which mediators treat as a message
+/// with no payload yet (payloadFactory makes one) rather than as malformed XML.
+fn read_body(b: Bytes) -> Body {
+    if b.is_empty() {
+        Body::Empty
+    } else {
+        Body::Bytes(b)
+    }
 }
 
 fn accepted() -> Response<RelayBody> {

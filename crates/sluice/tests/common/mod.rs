@@ -387,8 +387,19 @@ impl Conn {
         headers: &[(&str, &str)],
         body: Bytes,
     ) -> Result<Reply, String> {
+        self.send_with("POST", path, headers, body).await
+    }
+
+    /// A request with any method (a GET with an empty body sends no Content-Length).
+    pub async fn send_with(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Bytes,
+    ) -> Result<Reply, String> {
         let mut b = Request::builder()
-            .method("POST")
+            .method(method)
             .uri(path)
             .header("host", &self.host);
         for (k, v) in headers {
