@@ -13,16 +13,25 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The WSO2 scenarios Sluice runs today (SecureProxy and the clone/aggregate, data-mapper and API
-/// scenarios need later issues).
-pub const SCENARIOS: [&str; 6] = [
+/// The WSO2 scenarios Sluice runs today (SecureProxy and the clone/aggregate and data-mapper
+/// scenarios need later work).
+pub const SCENARIOS: [&str; 7] = [
     "DirectProxy",
     "CBRProxy",
     "CBRSOAPHeaderProxy",
     "CBRTransportHeaderProxy",
     "XSLTProxy",
     "XSLTEnhancedProxy",
+    "DirectAPI",
 ];
+
+/// Where Sluice serves a scenario: a REST API under its context, a proxy under `/services/`.
+pub fn sluice_path(scenario: &str) -> String {
+    match scenario {
+        "DirectAPI" => "/directApi".to_owned(),
+        s => format!("/services/{s}"),
+    }
+}
 
 /// Peers measured beside Sluice, in table order.
 pub const PEERS: [&str; 3] = ["direct", "haproxy", "nginx"];
@@ -244,7 +253,7 @@ struct Target {
     key: String,
     label: String,
     addr: SocketAddr,
-    /// Path per scenario: `/services/<Scenario>` for Sluice, fixed for peers.
+    /// The path a peer is sent every scenario to (Sluice's depends on the scenario: [`sluice_path`]).
     path_prefix: String,
     child: Option<Child>,
 }
@@ -636,7 +645,7 @@ fn run_in(spec: &MatrixSpec, command: &str, dir: &Path) -> std::io::Result<Repor
                             load: LoadSpec {
                                 addr: t.addr,
                                 path: if t.key == "sluice" {
-                                    format!("{}{scenario}", t.path_prefix)
+                                    sluice_path(scenario)
                                 } else {
                                     t.path_prefix.clone()
                                 },
@@ -871,6 +880,12 @@ mod tests {
         assert!(Pinning::split("2", 2).unwrap_err().contains("outside"));
         assert!(Pinning::split("1-0", 2).is_err());
         assert!(Pinning::split("x", 2).unwrap_err().contains("bad CPU list"));
+    }
+
+    #[test]
+    fn proxies_are_under_services_and_the_api_under_its_context() {
+        assert_eq!(sluice_path("CBRProxy"), "/services/CBRProxy");
+        assert_eq!(sluice_path("DirectAPI"), "/directApi");
     }
 
     #[test]

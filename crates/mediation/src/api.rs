@@ -171,22 +171,19 @@ fn var_name(n: &str, text: &str) -> Result<String, String> {
 /// a space; a piece without `=` belongs to the value before it (joined with `&`).
 pub fn query_params(query: &str) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
-    let mut raw: Vec<(String, String)> = Vec::new();
     for piece in query.split('&') {
         match piece.split_once('=') {
-            Some((k, v)) => raw.push((k.to_owned(), v.to_owned())),
-            None => match raw.last_mut() {
+            Some((k, v)) => out.push((k.to_owned(), decoded(&v.replace('+', " ")).into_owned())),
+            // Appended as it is written, as Synapse does.
+            None => match out.last_mut() {
                 Some(last) => {
                     last.1.push('&');
                     last.1.push_str(piece);
                 }
-                None if !piece.is_empty() => raw.push((piece.to_owned(), String::new())),
+                None if !piece.is_empty() => out.push((piece.to_owned(), String::new())),
                 None => {}
             },
         }
-    }
-    for (k, v) in raw {
-        out.push((k, decoded(&v.replace('+', " ")).into_owned()));
     }
     out
 }
@@ -300,16 +297,26 @@ pub fn route<'a>(
         None => (postfix, None),
     };
     let sub = if sub.is_empty() { "/" } else { sub };
-    let takes = |r: &ResourcePlan| r.methods.is_empty() || r.methods.contains(method);
-    let options = *method == Method::OPTIONS;
-    if let Some((resource, vars)) = pick(
-        api.resources.iter().filter(|r| takes(r) || options),
-        sub,
-        query,
-    ) {
-        if options && !takes(resource) {
-            return Err(Miss::Options(allowed(api, sub, query)));
+    if *method == Method::OPTIONS {
+        // Every resource takes OPTIONS; one that does not list it answers it itself.
+        let (resource, vars) = pick(api.resources.iter(), sub, query).ok_or(Miss::NoResource)?;
+        if !resource.methods.contains(&Method::OPTIONS) {
+            let methods = if resource.methods.is_empty() {
+                ALL_BUT_OPTIONS.to_vec()
+            } else {
+                resource.methods.clone()
+            };
+            return Err(Miss::Options(methods));
         }
+        return Ok(Route {
+            api,
+            resource,
+            vars,
+            postfix,
+        });
+    }
+    let takes = |r: &&ResourcePlan| r.methods.is_empty() || r.methods.contains(method);
+    if let Some((resource, vars)) = pick(api.resources.iter().filter(takes), sub, query) {
         return Ok(Route {
             api,
             resource,
@@ -324,6 +331,16 @@ pub fn route<'a>(
         Miss::Method(methods)
     })
 }
+
+/// What a resource without `methods` answers to OPTIONS.
+const ALL_BUT_OPTIONS: [Method; 6] = [
+    Method::GET,
+    Method::POST,
+    Method::PUT,
+    Method::DELETE,
+    Method::HEAD,
+    Method::PATCH,
+];
 
 /// The methods of the resources whose pattern takes the path.
 fn allowed(api: &ApiPlan, sub: &str, query: Option<&str>) -> Vec<Method> {
@@ -452,8 +469,8 @@ mod tests {
 
     #[test]
     fn query_parameters_as_synapse_sets_them() {
-        let q = query_params("a=1&b=x+y%21&c&d=");
-        let want: Vec<(String, String)> = [("a", "1"), ("b", "x y!&c"), ("d", "")]
+        let q = query_params("a=1&b=x+y%21&c%21&d=");
+        let want: Vec<(String, String)> = [("a", "1"), ("b", "x y!&c%21"), ("d", "")]
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
@@ -522,6 +539,14 @@ mod tests {
             miss("OPTIONS", "/shop/items"),
             Miss::Options(vec![Method::GET])
         );
+        assert_eq!(miss("OPTIONS", "/shop/other"), Miss::NoResource);
+        // A resource without methods answers OPTIONS with every method but OPTIONS.
+        assert_eq!(
+            at("OPTIONS", "/shop/other").unwrap_err(),
+            Miss::Options(ALL_BUT_OPTIONS.to_vec())
+        );
+        let listed = vec![api(vec![("GET OPTIONS", Pattern::mapping("/items/*"))])];
+        assert!(route(&listed, &Method::OPTIONS, "/shop/items/1").is_ok());
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use crate::error::{Error, ErrorKind};
 use crate::message::{Body, Direction, Message};
-use crate::plan::need_of;
+use crate::plan::{calls, need_of};
 use crate::plan::{
     Cond, EndpointPlan, EnrichPlan, EnrichSourcePlan, EnrichTargetPlan, FaultPlan, LogPlan,
     PayloadArg, PayloadPlan, Segment, Step, Steps, ValidatePlan, Value, XsltPlan,
@@ -31,23 +31,11 @@ impl Continuation {
         let mut need = BodyNeed::None;
         for (steps, from) in &self.frames {
             need = need.max(need_of(&steps[*from..]));
-            if steps[*from..]
-                .iter()
-                .any(|s| matches!(s, Step::CallEndpoint(_)))
-            {
+            if calls(&steps[*from..]) {
                 break;
             }
         }
         need
-    }
-
-    /// The steps left to run, in order (for tests and diagnostics).
-    pub fn len(&self) -> usize {
-        self.frames.iter().map(|(s, from)| s.len() - from).sum()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 

@@ -133,8 +133,18 @@ pub struct EndpointPlan {
     /// A failover or load-balance endpoint: its children (the fields above are then unused: every
     /// send goes to an address endpoint [`EndpointPlan::pick`] chooses).
     pub group: Option<Group>,
-    /// `format="soap11"` or `"soap12"`: a REST API's `REST_URL_POSTFIX` is not appended.
-    pub soap_format: bool,
+    /// The address endpoint's `format`, which decides whether a REST API's `REST_URL_POSTFIX` is
+    /// appended.
+    pub format: Format,
+}
+
+/// An address endpoint's `format`, as far as Sluice applies it: the REST postfix of an API request
+/// is appended for REST requests (as is), always (pox), or never (SOAP).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    AsIs,
+    Soap,
+    Pox,
 }
 
 #[derive(Debug)]
@@ -188,7 +198,7 @@ impl EndpointPlan {
                 children,
                 cursor: AtomicUsize::new(0),
             }),
-            soap_format: false,
+            format: Format::AsIs,
         }
     }
 
@@ -323,7 +333,7 @@ impl EndpointPlan {
             template_vars: Vec::new(),
             method: None,
             group: None,
-            soap_format: false,
+            format: Format::AsIs,
         }
     }
 
@@ -344,9 +354,9 @@ impl EndpointPlan {
     }
 
     /// The part of a REST API request's path after the API's context (`REST_URL_POSTFIX`, axis2
-    /// scope), when Synapse appends it to this address: it is not empty, the endpoint is not forced
-    /// to SOAP, and the request is a REST one (any method but POST, a content type that is not SOAP,
-    /// or `text/xml` without a SOAPAction).
+    /// scope), when Synapse appends it to this address: it is not empty, and the endpoint is
+    /// `format="pox"`, or not forced to SOAP and the request is a REST one (any method but POST, a
+    /// content type that is not SOAP, or `text/xml` without a SOAPAction).
     fn rest_postfix<'m>(&self, msg: &'m Message) -> Option<&'m str> {
         let p = msg
             .axis2
@@ -358,7 +368,11 @@ impl EndpointPlan {
                 FaultVersion::Soap11 => msg.soap_action().is_none(),
                 FaultVersion::Soap12 => false,
             };
-        (rest && !self.soap_format).then_some(p)
+        match self.format {
+            Format::Soap => None,
+            Format::Pox => Some(p),
+            Format::AsIs => rest.then_some(p),
+        }
     }
 
     /// The endpoint a message goes to: this one; for an `<http>` endpoint one with the URI its
@@ -407,7 +421,7 @@ impl EndpointPlan {
             template_vars: Vec::new(),
             method: self.method.clone(),
             group: None,
-            soap_format: self.soap_format,
+            format: self.format,
         }))
     }
 
@@ -626,10 +640,9 @@ pub struct CompileOptions {
     pub endpoint_overrides: HashMap<String, String>,
 }
 
-/// `host:port` to connect to (port 80 when the URI has none).
 /// An address with a REST postfix appended as Synapse joins them: one `/` between the two, and no
 /// `/` before a query.
-fn joined(address: &str, postfix: &str) -> String {
+pub(crate) fn joined(address: &str, postfix: &str) -> String {
     if postfix.starts_with('?') {
         return format!("{}{postfix}", address.trim_end_matches('/'));
     }
@@ -640,6 +653,7 @@ fn joined(address: &str, postfix: &str) -> String {
     }
 }
 
+/// `host:port` to connect to (port 80 when the URI has none).
 fn connect_authority(uri: &Uri) -> Arc<str> {
     match uri.authority() {
         Some(a) if a.port().is_some() => a.as_str().into(),
@@ -752,6 +766,26 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
     }
     for a in &config.apis {
         let (r, failed) = c.nested(format!("api {}", a.name), |c| c.api(a));
+        if let Some(other) = r
+            .as_ref()
+            .and_then(|api| plan.apis.iter().find(|o| o.context == api.context))
+        {
+            c.diags.push(
+                Severity::Error,
+                a.loc.clone(),
+                "api",
+                format!(
+                    "API {} has the context {} of API {}: a request could go to either",
+                    a.name, other.context, other.name
+                ),
+                Some(&format!("api {}", a.name)),
+            );
+            plan.not_deployed.push((
+                a.name.clone(),
+                format!("its context is API {}'s", other.name),
+            ));
+            continue;
+        }
         match r {
             Some(api) if !failed => plan.apis.push(Arc::new(api)),
             _ => plan.not_deployed.push((
@@ -1295,7 +1329,11 @@ impl<'a> Compiler<'a> {
         };
         plan.template_vars = template_vars;
         plan.method = a.method.as_deref().and_then(|m| m.parse().ok());
-        plan.soap_format = matches!(a.format.as_deref(), Some("soap11" | "soap12"));
+        plan.format = match a.format.as_deref() {
+            Some("soap11" | "soap12") => Format::Soap,
+            Some("pox") => Format::Pox,
+            _ => Format::AsIs,
+        };
         Some(Arc::new(plan))
     }
 
@@ -2104,8 +2142,19 @@ fn body_exprs_all(steps: &[Step], f: &mut dyn FnMut(&Expr) -> bool) -> bool {
 }
 
 /// What the steps read of the message body, up to the first `call` among them (the steps after it
-/// read the response: see [`need_after`]). A call inside a branch or a sequence does not stop the
-/// count: the steps after that branch may run on the request.
+/// read the response: a [`crate::Continuation`] counts them when it resumes). So does a sequence
+/// that calls at its top level; a call inside a branch does not stop the count (the steps after the
+/// branch may run on the request).
+/// The steps reach a `call` whatever the message: one at their top level, or in a sequence they
+/// run at their top level.
+pub(crate) fn calls(steps: &[Step]) -> bool {
+    steps.iter().any(|s| match s {
+        Step::CallEndpoint(_) => true,
+        Step::Call(seq) => calls(&seq.steps),
+        _ => false,
+    })
+}
+
 pub(crate) fn need_of(steps: &[Step]) -> BodyNeed {
     let mut need = BodyNeed::None;
     for s in steps {
@@ -2145,7 +2194,13 @@ pub(crate) fn need_of(steps: &[Step]) -> BodyNeed {
                 }
                 n
             }
-            Step::Call(seq) => seq.body_need,
+            Step::Call(seq) => {
+                if calls(&seq.steps) {
+                    need = need.max(seq.body_need);
+                    break;
+                }
+                seq.body_need
+            }
             Step::Xslt(_)
             | Step::PayloadFactory(_)
             | Step::Validate(_)
@@ -2317,6 +2372,16 @@ mod tests {
         assert!(p.retry_allows(101503) && !p.retry_allows(101504));
         p.retry.enabled = vec![101503];
         assert!(p.retry_allows(101503) && !p.retry_allows(101505));
+    }
+
+    #[test]
+    fn rest_postfixes_join_addresses_as_synapse_joins_them() {
+        assert_eq!(joined("http://h/svc", "/a/b?x=1"), "http://h/svc/a/b?x=1");
+        assert_eq!(joined("http://h/svc/", "/a"), "http://h/svc/a");
+        assert_eq!(joined("http://h/svc", "a"), "http://h/svc/a");
+        assert_eq!(joined("http://h/svc/", "a"), "http://h/svc/a");
+        assert_eq!(joined("http://h/svc/", "?x=1"), "http://h/svc?x=1");
+        assert_eq!(joined("http://h/svc", "/"), "http://h/svc/");
     }
 
     #[test]

@@ -184,7 +184,7 @@ impl Engine {
         let route = match api::route(&self.plan.apis, &parts.method, pq) {
             Ok(r) => r,
             Err(miss) => {
-                drop(body);
+                discard(Some(Inbound::Client(body))).await;
                 let allow = |status: StatusCode, methods: &[Method], text: String| {
                     let list: Vec<&str> = methods.iter().map(Method::as_str).collect();
                     let mut r = text_response(status, text);
@@ -197,7 +197,10 @@ impl Engine {
                     Miss::NoApi => self.not_found(&parts.method, &parts.headers, parts.uri.path()),
                     Miss::NoResource => text_response(
                         StatusCode::NOT_FOUND,
-                        format!("no resource of the API at this path takes {pq}\n"),
+                        format!(
+                            "no resource of the API under this path takes {} {pq}\n",
+                            parts.method
+                        ),
                     ),
                     Miss::Method(m) => allow(
                         StatusCode::METHOD_NOT_ALLOWED,
@@ -321,7 +324,14 @@ impl Engine {
         proxy.target.clone().ok_or_else(|| {
             Error::new(
                 ErrorKind::NoRoute,
-                format!("the in-sequence of proxy {} ended without send, respond or drop, and the proxy has no target endpoint", proxy.name),
+                format!(
+                    "{} has nowhere to send the message: the sequence ended, or a send or call named no endpoint; the message has no To address and there is no target endpoint",
+                    if proxy.api_resource {
+                        format!("a resource of API {}", proxy.name)
+                    } else {
+                        format!("proxy {}", proxy.name)
+                    }
+                ),
             )
         })
     }
@@ -342,18 +352,13 @@ impl Engine {
             // first when the rest reads it; a streamed one goes to the back-end only).
             let go_on = after.take().filter(|_| msg.props.is_true("OUT_ONLY"));
             let kept = match &go_on {
-                Some(k) => {
-                    if k.body_need() != BodyNeed::None {
-                        if let Err(error) = self.read_whole(&mut msg, &mut stream).await {
-                            let failed = NotSent::unreadable(error);
-                            return self.send_failed(proxy, msg, failed, depth).await;
-                        }
+                Some(_) => {
+                    // The same payload goes on: what follows may answer or send it too.
+                    if let Err(error) = self.read_whole(&mut msg, &mut stream).await {
+                        let failed = NotSent::unreadable(error);
+                        return self.send_failed(proxy, msg, failed, depth).await;
                     }
-                    let mut kept = msg.clone();
-                    if matches!(kept.body, Body::Stream | Body::Head(_)) {
-                        kept.body = Body::Empty;
-                    }
-                    Some(kept)
+                    Some(msg.clone())
                 }
                 None => None,
             };
@@ -409,7 +414,7 @@ impl Engine {
             };
             let flow = match exec::resume(k, &mut msg) {
                 Ok(f) => f,
-                Err(e) => return self.fault_flow(proxy, msg, e, None).await,
+                Err(e) => return self.mediation_failed(proxy, msg, e, None, depth).await,
             };
             return Box::pin(self.request_decided(proxy, msg, None, flow, depth)).await;
         }
@@ -449,7 +454,7 @@ impl Engine {
                 (None, None) => unreachable!("answered above"),
             };
             let next = match flow {
-                Err(e) => return self.fault_flow(proxy, rmsg, e, None).await,
+                Err(e) => return self.mediation_failed(proxy, rmsg, e, rstream, depth).await,
                 Ok(Flow::Continue | Flow::Send(None) | Flow::Respond) => {
                     return client_response(rmsg, rstream, Some(idle))
                 }
@@ -462,10 +467,18 @@ impl Engine {
                         .or_else(|()| self.implicit_endpoint(proxy, &rmsg))
                     {
                         Ok(ep) => ep,
-                        Err(e) => return self.default_fault(rmsg.soap, &e),
+                        Err(e) => {
+                            discard(rstream).await;
+                            return self.default_fault(rmsg.soap, &e);
+                        }
                     }
                 }
             };
+            if rmsg.props.is_true("OUT_ONLY") {
+                // A one-way send or call from the response path: the top of `call` handles it.
+                let after = after.take();
+                return Box::pin(self.call(proxy, rmsg, rstream, next, after, depth)).await;
+            }
             msg = rmsg;
             stream = rstream;
             ep = next;
@@ -515,16 +528,27 @@ impl Engine {
                 discard(stream).await;
                 client_response(msg, None, None)
             }
-            Ok(Flow::Send(Some(ep)))
+            Ok(f @ (Flow::Send(Some(_)) | Flow::Call(..)))
                 if !matches!(msg.body, Body::Stream | Body::Head(_)) || stream.is_some() =>
             {
-                // A failure of this call is not handled by the fault sequence again.
-                Box::pin(self.call(proxy, msg, stream, ep, None, Depth::InFault)).await
-            }
-            Ok(Flow::Call(Some(ep), k))
-                if !matches!(msg.body, Body::Stream | Body::Head(_)) || stream.is_some() =>
-            {
-                Box::pin(self.call(proxy, msg, stream, ep, Some(k), Depth::InFault)).await
+                let (ep, after) = match f {
+                    Flow::Call(ep, k) => (ep, Some(k)),
+                    Flow::Send(ep) => (ep, None),
+                    _ => unreachable!("matched above"),
+                };
+                match ep
+                    .ok_or(())
+                    .or_else(|()| self.implicit_endpoint(proxy, &msg))
+                {
+                    // A failure of this call is not handled by the fault sequence again.
+                    Ok(ep) => {
+                        Box::pin(self.call(proxy, msg, stream, ep, after, Depth::InFault)).await
+                    }
+                    Err(e) => {
+                        discard(stream).await;
+                        self.default_fault(soap, &e)
+                    }
+                }
             }
             Ok(_) => {
                 discard(stream).await;
@@ -536,6 +560,24 @@ impl Engine {
                 self.default_fault(soap, &err)
             }
         }
+    }
+
+    /// A mediation error after a call: the fault sequence, unless the call was made by one (its
+    /// errors are not handled by it again, or a fault sequence that calls would loop).
+    async fn mediation_failed(
+        &self,
+        proxy: &Arc<ProxyPlan>,
+        msg: Message,
+        e: Error,
+        stream: Option<Inbound>,
+        depth: Depth,
+    ) -> Response<RelayBody> {
+        if depth == Depth::Normal {
+            return self.fault_flow(proxy, msg, e, stream).await;
+        }
+        tracing::warn!(proxy = %proxy.name, "{} (in a fault sequence)", e.reason());
+        discard(stream).await;
+        self.default_fault(msg.soap, &e)
     }
 
     /// The answer when a send got no response: the fault sequence (not for a failure inside one, nor
