@@ -2,9 +2,9 @@
 //! binds. Compiled at load; a request is matched by comparing its path with each API's context and
 //! each resource's pattern, in order, with no allocation but the bound variables.
 
+use crate::message::percent_decoded as decoded;
 use crate::plan::ProxyPlan;
 use http::Method;
-use std::borrow::Cow;
 use std::sync::Arc;
 
 /// One API: its resources, each run as a service (in-, out- and fault sequence, no target).
@@ -186,34 +186,6 @@ pub fn query_params(query: &str) -> Vec<(String, String)> {
         }
     }
     out
-}
-
-/// `%XX` decoded as UTF-8 (lossy); a `%` without two hex digits kept.
-fn decoded(s: &str) -> Cow<'_, str> {
-    if !s.contains('%') {
-        return Cow::Borrowed(s);
-    }
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        match (
-            b[i],
-            b.get(i + 1).copied().and_then(hex),
-            b.get(i + 2).copied().and_then(hex),
-        ) {
-            (b'%', Some(h), Some(l)) => {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            (c, _, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    Cow::Owned(String::from_utf8_lossy(&out).into_owned())
 }
 
 impl Pattern {

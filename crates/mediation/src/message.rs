@@ -297,7 +297,7 @@ impl Env for Message {
 
 /// `%XX` sequences decoded (as UTF-8, lossy); anything else, and a `%` not followed by two hex
 /// digits, kept as it is.
-fn percent_decoded(v: &str) -> Cow<'_, str> {
+pub(crate) fn percent_decoded(v: &str) -> Cow<'_, str> {
     if !v.contains('%') {
         return Cow::Borrowed(v);
     }
