@@ -107,6 +107,9 @@ pub struct Message {
     pub soap: FaultVersion,
     /// The body is a fault made by `makefault` or by Sluice.
     pub is_fault: bool,
+    /// Transport headers a mediator set while this was the request: when the request itself is the
+    /// answer (`respond`), these go to the client with it (the client's own headers do not).
+    pub set_headers: Vec<HeaderName>,
     message_id: Option<String>,
 }
 
@@ -131,6 +134,7 @@ impl Message {
             body: Body::Stream,
             soap,
             is_fault: false,
+            set_headers: Vec::new(),
             message_id: None,
         }
     }
@@ -160,6 +164,7 @@ impl Message {
             to: None,
             body: Body::Stream,
             is_fault: false,
+            set_headers: Vec::new(),
             ..self
         }
     }
@@ -213,6 +218,9 @@ impl Message {
             )
             .with_source(e)
         })?;
+        if self.direction == Direction::Request && !self.set_headers.contains(&name) {
+            self.set_headers.push(name.clone());
+        }
         self.headers.insert(name, v);
         Ok(())
     }

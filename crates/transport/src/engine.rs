@@ -1101,6 +1101,12 @@ fn client_response(
         if let Some(ct) = msg.headers.get(header::CONTENT_TYPE) {
             h.insert(header::CONTENT_TYPE, ct.clone());
         }
+        for name in &msg.set_headers {
+            if let Some(v) = msg.headers.get(name) {
+                h.insert(name.clone(), v.clone());
+            }
+        }
+        strip_hop_by_hop(&mut h);
         if matches!(msg.body, Body::Stream | Body::Head(_)) {
             if let Some(cl) = msg.headers.get(header::CONTENT_LENGTH) {
                 h.insert(header::CONTENT_LENGTH, cl.clone());
