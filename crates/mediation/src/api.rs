@@ -304,15 +304,8 @@ pub fn route<'a>(
     })
 }
 
-/// What a resource without `methods` answers to OPTIONS.
-const ALL_BUT_OPTIONS: [Method; 6] = [
-    Method::GET,
-    Method::POST,
-    Method::PUT,
-    Method::DELETE,
-    Method::HEAD,
-    Method::PATCH,
-];
+/// What a resource without `methods` answers to OPTIONS (Synapse's `REST_ALL_SUPPORTED_METHODS`).
+const ALL_BUT_OPTIONS: [Method; 4] = [Method::GET, Method::POST, Method::PUT, Method::DELETE];
 
 /// The methods of the resources whose pattern takes the path.
 fn allowed(api: &ApiPlan, sub: &str, query: Option<&str>) -> Vec<Method> {

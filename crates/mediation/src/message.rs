@@ -110,6 +110,9 @@ pub struct Message {
     /// Transport headers a mediator set while this was the request: when the request itself is the
     /// answer (`respond`), these go to the client with it (the client's own headers do not).
     pub set_headers: Vec<HeaderName>,
+    /// Back-end calls made for this request so far (sends, calls, one-way ones), request and
+    /// response side: the transport bounds them.
+    pub calls: usize,
     message_id: Option<String>,
 }
 
@@ -135,6 +138,7 @@ impl Message {
             soap,
             is_fault: false,
             set_headers: Vec::new(),
+            calls: 0,
             message_id: None,
         }
     }

@@ -184,7 +184,10 @@ impl Engine {
         let route = match api::route(&self.plan.apis, &parts.method, pq) {
             Ok(r) => r,
             Err(miss) => {
-                discard(Some(Inbound::Client(body))).await;
+                // Read and dropped, unless the client waits for 100 Continue to send it.
+                if !parts.headers.contains_key(header::EXPECT) {
+                    discard(Some(Inbound::Client(body))).await;
+                }
                 let allow = |status: StatusCode, methods: &[Method], text: String| {
                     let list: Vec<&str> = methods.iter().map(Method::as_str).collect();
                     let mut r = text_response(status, text);
@@ -285,6 +288,13 @@ impl Engine {
         flow: Flow,
         depth: Depth,
     ) -> Response<RelayBody> {
+        if msg.direction == Direction::Response
+            && matches!(flow, Flow::Continue | Flow::Respond | Flow::Send(None))
+        {
+            // After a one-way call on the response path: the response is the answer, as when
+            // the out-sequence or the rest after a call ends.
+            return client_response(msg, stream, None);
+        }
         let (ep, after) = match flow {
             Flow::Send(Some(ep)) => (Ok(ep), None),
             Flow::Call(ep, k) => (ep.ok_or(()), Some(k)),
@@ -347,9 +357,14 @@ impl Engine {
         mut after: Option<Continuation>,
         depth: Depth,
     ) -> Response<RelayBody> {
+        if msg.calls >= self.opts.max_hops {
+            discard(stream).await;
+            return self.too_many_calls(&msg);
+        }
         if msg.props.is_true("OUT_ONLY") || msg.axis2.is_true("FORCE_SC_ACCEPTED") {
-            // A one-way `call`: mediation goes on at once with the message itself (its body read
-            // first when the rest reads it; a streamed one goes to the back-end only).
+            msg.calls += 1;
+            // A one-way `call`: mediation goes on at once with the message itself, its body in
+            // memory (what follows may answer or send it too).
             let go_on = after.take().filter(|_| msg.props.is_true("OUT_ONLY"));
             let kept = match &go_on {
                 Some(_) => {
@@ -423,7 +438,12 @@ impl Engine {
             .fault_seq
             .as_ref()
             .is_some_and(|f| !f.steps.is_empty());
-        for _ in 0..self.opts.max_hops {
+        loop {
+            if msg.calls >= self.opts.max_hops {
+                discard(stream).await;
+                return self.too_many_calls(&msg);
+            }
+            msg.calls += 1;
             let sent = self
                 .send_routed(&mut msg, stream.take(), &ep, keep_headers)
                 .await;
@@ -474,8 +494,9 @@ impl Engine {
                     }
                 }
             };
-            if rmsg.props.is_true("OUT_ONLY") {
-                // A one-way send or call from the response path: the top of `call` handles it.
+            if rmsg.props.is_true("OUT_ONLY") || rmsg.axis2.is_true("FORCE_SC_ACCEPTED") {
+                // A one-way send or call from the response path: the top of `call` handles it
+                // (the count of calls goes with the message).
                 let after = after.take();
                 return Box::pin(self.call(proxy, rmsg, rstream, next, after, depth)).await;
             }
@@ -483,6 +504,9 @@ impl Engine {
             stream = rstream;
             ep = next;
         }
+    }
+
+    fn too_many_calls(&self, msg: &Message) -> Response<RelayBody> {
         let e = Error::new(
             ErrorKind::Mediation,
             format!(
@@ -1102,6 +1126,17 @@ fn client_response(
             h.insert(header::CONTENT_TYPE, ct.clone());
         }
         for name in &msg.set_headers {
+            // Credentials a mediator set for the back-end never go back to the client.
+            let request_only = [
+                header::AUTHORIZATION,
+                header::PROXY_AUTHORIZATION,
+                header::COOKIE,
+                header::HOST,
+                header::EXPECT,
+            ];
+            if request_only.contains(name) {
+                continue;
+            }
             if let Some(v) = msg.headers.get(name) {
                 h.insert(name.clone(), v.clone());
             }

@@ -132,6 +132,11 @@ pub(crate) fn init() {
         debug_assert_eq!(rc, 0, "xmlMemSetup");
         // Runs xmlInitParser() exactly once (libxml's own Once).
         libxml::init_parser();
+        // SAFETY: builds libxml2's table of XML Schema built-in types, once, under `Once`, after
+        // xmlInitParser. libxml2 2.9 builds it lazily on the first schema parse without a lock, so
+        // two threads compiling schemas at once could find it half built (seen in a test run:
+        // "xs:positiveInteger does not resolve to a type definition").
+        unsafe { libxml::bindings::xmlSchemaInitTypes() };
         // SAFETY: called once, before any other libxslt use by this crate, on
         // a thread that has initialised libxml2. The sink and error function
         // are valid for the whole process lifetime; the globals they set are
