@@ -386,7 +386,7 @@ fn serve_default(listen: Listen) -> ExitCode {
         eprintln!(
             "\nSluice is serving its embedded example (examples/default/synapse.xml) with a built-in echo service at http://{echo_addr}.\n\
              Services: http://localhost:{port}/services/\n\
-             Try:\n  curl -s http://localhost:{port}/services/EchoProxy -H 'Content-Type: text/xml' -H 'SOAPAction: urn:echo' \\\n    -d '<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\"><soapenv:Body><hello>world</hello></soapenv:Body></soapenv:Envelope>'\n  curl -s http://localhost:{port}/services/HeaderRoutingProxy -H 'Content-Type: text/xml' -H 'routing: gold' -d '<a/>'\n  curl -s http://localhost:{port}/services/HeaderRoutingProxy -H 'Content-Type: text/xml' -d '<a/>'\n"
+             Try:\n  curl -s http://localhost:{port}/services/EchoProxy -H 'Content-Type: text/xml' -H 'SOAPAction: urn:echo' \\\n    -d '<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\"><soapenv:Body><hello>world</hello></soapenv:Body></soapenv:Envelope>'\n  curl -s http://localhost:{port}/services/HeaderRoutingProxy -H 'Content-Type: text/xml' -H 'routing: gold' -d '<a/>'\n  curl -s http://localhost:{port}/services/HeaderRoutingProxy -H 'Content-Type: text/xml' -d '<a/>'\n  curl -s http://localhost:{port}/orders/42\n  curl -s http://localhost:{port}/orders -H 'Content-Type: application/xml' -d '<order><id>7</id></order>'\n"
         );
     };
     let code = serve(plan, listen, Duration::from_secs(5), Some(&banner));

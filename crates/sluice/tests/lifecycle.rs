@@ -33,6 +33,26 @@ async fn the_embedded_default_serves_its_examples() {
         "{}",
         none.text()
     );
+    // The REST API: a uri-template variable in a built answer, and call + respond.
+    let order = c.get("/orders/42").await.unwrap();
+    assert_eq!(order.status, 200, "{}", order.text());
+    assert!(
+        order
+            .text()
+            .contains("<id>42</id><status>open</status></order>"),
+        "{}",
+        order.text()
+    );
+    let xml = bytes::Bytes::from_static(b"<order><id>7</id></order>");
+    let echoed = c
+        .post(
+            "/orders",
+            &[("content-type", "application/xml")],
+            xml.clone(),
+        )
+        .await
+        .unwrap();
+    assert_eq!((echoed.status, &echoed.body), (200, &xml));
     // The banner comes after the listening line, on the other stream: wait for it (bounded).
     let err = s.stderr_with("curl", Duration::from_secs(10));
     assert!(err.contains("curl"), "the banner shows a curl line: {err}");
