@@ -368,7 +368,6 @@ impl Engine {
             let go_on = after.take().filter(|_| msg.props.is_true("OUT_ONLY"));
             let kept = match &go_on {
                 Some(_) => {
-                    // The same payload goes on: what follows may answer or send it too.
                     if let Err(error) = self.read_whole(&mut msg, &mut stream).await {
                         let failed = NotSent::unreadable(error);
                         return self.send_failed(proxy, msg, failed, depth).await;
