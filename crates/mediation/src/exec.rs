@@ -959,6 +959,71 @@ fn log_line(l: &LogPlan, msg: &mut Message, doc: &DocCache) -> String {
 mod tests {
     use super::*;
 
+    /// A `call` in a named sequence, inside a switch case, with another call after it: each
+    /// continuation runs the rest of the sequence, then of the case, then of the in-sequence, in that
+    /// order, and says what of the response it reads (nothing until a step over the body comes).
+    #[test]
+    fn calls_resume_through_sequences_and_branches_in_order() {
+        let text = r#"<definitions xmlns="http://ws.apache.org/ns/synapse">
+  <endpoint name="E"><address uri="http://127.0.0.1:9/x"/></endpoint>
+  <sequence name="S">
+    <property name="t" expression="concat(get-property('t'), 's1,')"/>
+    <call><endpoint key="E"/></call>
+    <property name="t" expression="concat(get-property('t'), 's2,')"/>
+  </sequence>
+  <proxy name="P"><target><inSequence>
+    <switch source="get-property('k')">
+      <case regex="a">
+        <sequence key="S"/>
+        <property name="t" expression="concat(get-property('t'), 'case,')"/>
+        <call><endpoint key="E"/></call>
+        <property name="t" expression="concat(get-property('t'), 'case2,')"/>
+      </case>
+    </switch>
+    <property name="t" expression="concat(get-property('t'), 'end,')"/>
+    <filter xpath="//qty = 3"><then><property name="t" expression="concat(get-property('t'), 'three')"/></then></filter>
+  </inSequence></target></proxy>
+  <proxy name="Q"><target><inSequence>
+    <sequence key="S"/>
+    <filter xpath="//qty = 3"><then><drop/></then></filter>
+  </inSequence></target></proxy>
+</definitions>"#;
+        let (cfg, mut diags) = sluice_config::load_str("t.xml", text);
+        let plan = crate::compile(&cfg, &crate::CompileOptions::default(), &mut diags);
+        assert!(!diags.has_errors(), "{diags:?}");
+        let p = &plan.proxies["P"];
+        // A call inside a branch does not stop the count: when the case is not taken, the filter
+        // reads the request.
+        assert_eq!(p.in_seq.body_need, BodyNeed::Full);
+        // A sequence that calls at its top level stops it: the steps after it read the response.
+        assert_eq!(plan.proxies["Q"].in_seq.body_need, BodyNeed::None);
+        let mut msg = Message::request(
+            "P".into(),
+            http::Method::POST,
+            "/services/P".into(),
+            http::HeaderMap::new(),
+        );
+        msg.props.set("k", "a".into());
+        let t = |m: &Message| m.props.get("t").unwrap_or_default().to_owned();
+        let Ok(Flow::Call(Some(_), k1)) = run(&p.in_seq.steps, &mut msg) else {
+            panic!("the first call")
+        };
+        assert_eq!(t(&msg), "s1,");
+        assert_eq!(k1.body_need(), BodyNeed::None, "up to the second call");
+        let Ok(Flow::Call(Some(_), k2)) = resume(k1, &mut msg) else {
+            panic!("the second call")
+        };
+        assert_eq!(t(&msg), "s1,s2,case,");
+        assert_eq!(
+            k2.body_need(),
+            BodyNeed::Full,
+            "the filter reads the response"
+        );
+        msg.body = Body::Bytes(bytes::Bytes::from_static(b"<r><qty>3</qty></r>"));
+        assert!(matches!(resume(k2, &mut msg), Ok(Flow::Continue)));
+        assert_eq!(t(&msg), "s1,s2,case,case2,end,three");
+    }
+
     const REVERSE: &str = r#"<xsl:stylesheet version="1.0" xmlns:m0="http://services.samples/xsd" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
   <xsl:output indent="no" method="xml"/>
   <xsl:template match="@* | node()"><xsl:copy><xsl:apply-templates select="@* | node()"/></xsl:copy></xsl:template>
