@@ -3,7 +3,7 @@
 
 use crate::error::{Error, ErrorKind};
 use crate::message::{Body, Direction, Message};
-use crate::plan::{calls, need_of};
+use crate::plan::need_until_call;
 use crate::plan::{
     Cond, EndpointPlan, EnrichPlan, EnrichSourcePlan, EnrichTargetPlan, FaultPlan, LogPlan,
     PayloadArg, PayloadPlan, Segment, Step, Steps, ValidatePlan, Value, XsltPlan,
@@ -30,8 +30,9 @@ impl Continuation {
     pub fn body_need(&self) -> BodyNeed {
         let mut need = BodyNeed::None;
         for (steps, from) in &self.frames {
-            need = need.max(need_of(&steps[*from..]));
-            if calls(&steps[*from..]) {
+            let (n, called) = need_until_call(&steps[*from..]);
+            need = need.max(n);
+            if called {
                 break;
             }
         }

@@ -52,11 +52,7 @@ impl ProxyPlan {
                 col: 0,
             },
             started: true,
-            in_seq: Arc::new(SeqPlan {
-                name: None,
-                steps: Steps::default(),
-                body_need: BodyNeed::None,
-            }),
+            in_seq: SeqPlan::empty(),
             out_seq: None,
             fault_seq: None,
             target: None,
@@ -98,6 +94,15 @@ pub struct SeqPlan {
 }
 
 impl SeqPlan {
+    /// A sequence with no mediators (an absent in-sequence).
+    pub fn empty() -> Arc<SeqPlan> {
+        Arc::new(SeqPlan {
+            name: None,
+            steps: Steps::default(),
+            body_need: BodyNeed::None,
+        })
+    }
+
     /// Whether every expression in this sequence (and the sequences it calls) that reads the body is
     /// decided by `head`, the start of the message: then the transport need not read further.
     pub fn decided_by_head(&self, head: &[u8]) -> bool {
@@ -892,11 +897,7 @@ impl<'a> Compiler<'a> {
         let t = &p.target;
         let in_seq = match &t.in_sequence {
             Some(s) => self.sequence_ref(s, "inSequence"),
-            None => Some(Arc::new(SeqPlan {
-                name: None,
-                steps: Steps::default(),
-                body_need: BodyNeed::None,
-            })),
+            None => Some(SeqPlan::empty()),
         };
         let out_seq = t
             .out_sequence
@@ -953,11 +954,7 @@ impl<'a> Compiler<'a> {
             };
             let in_seq = match seq(self, &r.in_sequence, "inSequence") {
                 Some(s) => s,
-                None => Some(Arc::new(SeqPlan {
-                    name: None,
-                    steps: Steps::default(),
-                    body_need: BodyNeed::None,
-                })),
+                None => Some(SeqPlan::empty()),
             };
             let out_seq = seq(self, &r.out_sequence, "outSequence");
             let fault_seq = self.fault_sequence(&r.fault_sequence, &r.loc);
@@ -2141,10 +2138,6 @@ fn body_exprs_all(steps: &[Step], f: &mut dyn FnMut(&Expr) -> bool) -> bool {
     true
 }
 
-/// What the steps read of the message body, up to the first `call` among them (the steps after it
-/// read the response: a [`crate::Continuation`] counts them when it resumes). So does a sequence
-/// that calls at its top level; a call inside a branch does not stop the count (the steps after the
-/// branch may run on the request).
 /// The steps reach a `call` whatever the message: one at their top level, or in a sequence they
 /// run at their top level.
 pub(crate) fn calls(steps: &[Step]) -> bool {
@@ -2155,7 +2148,16 @@ pub(crate) fn calls(steps: &[Step]) -> bool {
     })
 }
 
+/// What the steps read of the message body, up to the first `call` among them (the steps after it
+/// read the response: a [`crate::Continuation`] counts them when it resumes). So does a sequence
+/// that calls at its top level; a call inside a branch does not stop the count (the steps after the
+/// branch may run on the request).
 pub(crate) fn need_of(steps: &[Step]) -> BodyNeed {
+    need_until_call(steps).0
+}
+
+/// [`need_of`], and whether the count stopped at a `call`.
+pub(crate) fn need_until_call(steps: &[Step]) -> (BodyNeed, bool) {
     let mut need = BodyNeed::None;
     for s in steps {
         let n = match s {
@@ -2196,8 +2198,7 @@ pub(crate) fn need_of(steps: &[Step]) -> BodyNeed {
             }
             Step::Call(seq) => {
                 if calls(&seq.steps) {
-                    need = need.max(seq.body_need);
-                    break;
+                    return (need.max(seq.body_need), true);
                 }
                 seq.body_need
             }
@@ -2220,7 +2221,7 @@ pub(crate) fn need_of(steps: &[Step]) -> BodyNeed {
             }
             Step::MakeFault(f) => f.reason.body_need(),
             // What follows a call reads the response.
-            Step::CallEndpoint(_) => break,
+            Step::CallEndpoint(_) => return (need, true),
             Step::Send(_)
             | Step::Respond
             | Step::Drop
@@ -2230,7 +2231,7 @@ pub(crate) fn need_of(steps: &[Step]) -> BodyNeed {
         };
         need = need.max(n);
     }
-    need
+    (need, false)
 }
 
 /// Splits a WSDL at its `location` attributes of `soap:address` / `soap12:address` elements.

@@ -296,8 +296,8 @@ impl Engine {
             return client_response(msg, stream, None);
         }
         let (ep, after) = match flow {
-            Flow::Send(Some(ep)) => (Ok(ep), None),
-            Flow::Call(ep, k) => (ep.ok_or(()), Some(k)),
+            Flow::Send(Some(ep)) => (Some(ep), None),
+            Flow::Call(ep, k) => (ep, Some(k)),
             Flow::Respond => return self.reply(msg, stream).await,
             Flow::Send(None) if msg.is_response() => return self.reply(msg, stream).await,
             Flow::Drop => {
@@ -309,9 +309,9 @@ impl Engine {
                 discard(stream).await;
                 return accepted();
             }
-            Flow::Continue | Flow::Send(None) => (Err(()), None),
+            Flow::Continue | Flow::Send(None) => (None, None),
         };
-        match ep.or_else(|()| self.implicit_endpoint(proxy, &msg)) {
+        match self.destination(proxy, &msg, ep) {
             Ok(ep) => self.call(proxy, msg, stream, ep, after, depth).await,
             Err(e) => {
                 discard(stream).await;
@@ -320,13 +320,17 @@ impl Engine {
         }
     }
 
-    /// Where a message goes when the sequence did not name an endpoint: the WS-Addressing To set by a
-    /// header mediator, else the proxy's target endpoint.
-    fn implicit_endpoint(
+    /// Where a message goes: the endpoint the send or call named, else the WS-Addressing To set by
+    /// a header mediator, else the proxy's target endpoint.
+    fn destination(
         &self,
         proxy: &ProxyPlan,
         msg: &Message,
+        named: Option<Arc<EndpointPlan>>,
     ) -> Result<Arc<EndpointPlan>, Error> {
+        if let Some(ep) = named {
+            return Ok(ep);
+        }
         // Its address is the message's own, resolved when it is sent (EndpointPlan::for_message).
         if msg.to.is_some() {
             return Ok(self.to_address.clone());
@@ -357,33 +361,26 @@ impl Engine {
         mut after: Option<Continuation>,
         depth: Depth,
     ) -> Response<RelayBody> {
-        if msg.calls >= self.opts.max_hops {
-            discard(stream).await;
-            return self.too_many_calls(&msg);
-        }
         if msg.props.is_true("OUT_ONLY") || msg.axis2.is_true("FORCE_SC_ACCEPTED") {
+            if msg.calls >= self.opts.max_hops {
+                discard(stream).await;
+                return self.too_many_calls(&msg);
+            }
             msg.calls += 1;
             // A one-way `call`: mediation goes on at once with the message itself, its body in
             // memory (what follows may answer or send it too).
             let go_on = after.take().filter(|_| msg.props.is_true("OUT_ONLY"));
-            let kept = match &go_on {
-                Some(_) => {
-                    if let Err(error) = self.read_whole(&mut msg, &mut stream).await {
-                        let failed = NotSent::unreadable(error);
-                        return self.send_failed(proxy, msg, failed, depth).await;
-                    }
-                    Some(msg.clone())
-                }
-                None => None,
-            };
             // Made ready here, so that what fails at once is answered: a group's body in memory
             // (its children are tried in the background as for any send) and at least one of them
             // ready, or an http endpoint's URI.
-            let single = if ep.group.is_some() {
+            if go_on.is_some() || ep.group.is_some() {
                 if let Err(error) = self.read_whole(&mut msg, &mut stream).await {
                     let failed = NotSent::unreadable(error);
                     return self.send_failed(proxy, msg, failed, depth).await;
                 }
+            }
+            let kept = go_on.as_ref().map(|_| msg.clone());
+            let single = if ep.group.is_some() {
                 if !ep.any_ready(Instant::now()) {
                     let failed = NotSent::plain(no_ready_child(&ep));
                     return self.send_failed(proxy, msg, failed, depth).await;
@@ -428,7 +425,7 @@ impl Engine {
             };
             let flow = match exec::resume(k, &mut msg) {
                 Ok(f) => f,
-                Err(e) => return self.mediation_failed(proxy, msg, e, None, depth).await,
+                Err(e) => return self.send_failed(proxy, msg, NotSent::plain(e), depth).await,
             };
             return Box::pin(self.request_decided(proxy, msg, None, flow, depth)).await;
         }
@@ -456,24 +453,30 @@ impl Engine {
             let mut rstream = Some(Inbound::Backend(body));
             let idle = IdleTimeout::new(limit, leaf.label.clone());
             // After a `call`, the rest of the sequences it was in; after a `send`, the out-sequence.
-            let need = match (&after, &proxy.out_seq) {
-                (Some(k), _) => k.body_need(),
-                (None, Some(out)) => out.body_need,
+            let rest = match (after.take(), &proxy.out_seq) {
+                (Some(k), _) => Ok(k),
+                (None, Some(out)) => Err(out),
                 (None, None) => return client_response(rmsg, rstream, Some(idle)),
             };
+            let need = rest
+                .as_ref()
+                .map_or_else(|out| out.body_need, Continuation::body_need);
             if need != BodyNeed::None {
                 match self.buffer(rstream.take(), "response").await {
                     Ok(b) => rmsg.body = read_body(b),
                     Err(e) => return self.default_fault(rmsg.soap, &e),
                 }
             }
-            let flow = match (after.take(), &proxy.out_seq) {
-                (Some(k), _) => exec::resume(k, &mut rmsg),
-                (None, Some(out)) => exec::run(&out.steps, &mut rmsg),
-                (None, None) => unreachable!("answered above"),
+            let flow = match rest {
+                Ok(k) => exec::resume(k, &mut rmsg),
+                Err(out) => exec::run(&out.steps, &mut rmsg),
             };
             let next = match flow {
-                Err(e) => return self.mediation_failed(proxy, rmsg, e, rstream, depth).await,
+                Err(e) => {
+                    return self
+                        .send_failed(proxy, rmsg, NotSent::with_stream(e, rstream), depth)
+                        .await
+                }
                 Ok(Flow::Continue | Flow::Send(None) | Flow::Respond) => {
                     return client_response(rmsg, rstream, Some(idle))
                 }
@@ -481,10 +484,7 @@ impl Engine {
                 Ok(Flow::Send(Some(next))) => next,
                 Ok(Flow::Call(next, k)) => {
                     after = Some(k);
-                    match next
-                        .ok_or(())
-                        .or_else(|()| self.implicit_endpoint(proxy, &rmsg))
-                    {
+                    match self.destination(proxy, &rmsg, next) {
                         Ok(ep) => ep,
                         Err(e) => {
                             discard(rstream).await;
@@ -544,6 +544,8 @@ impl Engine {
         }
         msg.direction = Direction::Request;
         let soap = msg.soap;
+        // The body it would send is there: in memory, or the stream nothing consumed.
+        let sendable = !matches!(msg.body, Body::Stream | Body::Head(_)) || stream.is_some();
         match exec::run(&fs.steps, &mut msg) {
             Ok(Flow::Respond | Flow::Send(None))
                 if !matches!(msg.body, Body::Stream | Body::Head(_)) =>
@@ -551,28 +553,19 @@ impl Engine {
                 discard(stream).await;
                 client_response(msg, None, None)
             }
-            Ok(f @ (Flow::Send(Some(_)) | Flow::Call(..)))
-                if !matches!(msg.body, Body::Stream | Body::Head(_)) || stream.is_some() =>
-            {
-                let (ep, after) = match f {
-                    Flow::Call(ep, k) => (ep, Some(k)),
-                    Flow::Send(ep) => (ep, None),
-                    _ => unreachable!("matched above"),
-                };
-                match ep
-                    .ok_or(())
-                    .or_else(|()| self.implicit_endpoint(proxy, &msg))
-                {
-                    // A failure of this call is not handled by the fault sequence again.
-                    Ok(ep) => {
-                        Box::pin(self.call(proxy, msg, stream, ep, after, Depth::InFault)).await
-                    }
-                    Err(e) => {
-                        discard(stream).await;
-                        self.default_fault(soap, &e)
-                    }
-                }
+            // A failure of this send or call is not handled by the fault sequence again.
+            Ok(Flow::Send(Some(ep))) if sendable => {
+                Box::pin(self.call(proxy, msg, stream, ep, None, Depth::InFault)).await
             }
+            Ok(Flow::Call(ep, k)) if sendable => match self.destination(proxy, &msg, ep) {
+                Ok(ep) => {
+                    Box::pin(self.call(proxy, msg, stream, ep, Some(k), Depth::InFault)).await
+                }
+                Err(e) => {
+                    discard(stream).await;
+                    self.default_fault(soap, &e)
+                }
+            },
             Ok(_) => {
                 discard(stream).await;
                 self.default_fault(soap, &err)
@@ -585,26 +578,9 @@ impl Engine {
         }
     }
 
-    /// A mediation error after a call: the fault sequence, unless the call was made by one (its
-    /// errors are not handled by it again, or a fault sequence that calls would loop).
-    async fn mediation_failed(
-        &self,
-        proxy: &Arc<ProxyPlan>,
-        msg: Message,
-        e: Error,
-        stream: Option<Inbound>,
-        depth: Depth,
-    ) -> Response<RelayBody> {
-        if depth == Depth::Normal {
-            return self.fault_flow(proxy, msg, e, stream).await;
-        }
-        tracing::warn!(proxy = %proxy.name, "{} (in a fault sequence)", e.reason());
-        discard(stream).await;
-        self.default_fault(msg.soap, &e)
-    }
-
-    /// The answer when a send got no response: the fault sequence (not for a failure inside one, nor
-    /// when the failure says to skip it), else Sluice's own fault.
+    /// The answer when a send got no response, or mediation failed after one: the fault sequence
+    /// (not for a failure inside one, which would loop, nor when the failure says to skip it), else
+    /// Sluice's own fault.
     async fn send_failed(
         &self,
         proxy: &Arc<ProxyPlan>,
@@ -1125,15 +1101,7 @@ fn client_response(
             h.insert(header::CONTENT_TYPE, ct.clone());
         }
         for name in &msg.set_headers {
-            // Credentials a mediator set for the back-end never go back to the client.
-            let request_only = [
-                header::AUTHORIZATION,
-                header::PROXY_AUTHORIZATION,
-                header::COOKIE,
-                header::HOST,
-                header::EXPECT,
-            ];
-            if request_only.contains(name) {
+            if REQUEST_ONLY.contains(name) {
                 continue;
             }
             if let Some(v) = msg.headers.get(name) {
@@ -1214,6 +1182,15 @@ fn text_response(status: StatusCode, s: String) -> Response<RelayBody> {
     );
     r
 }
+
+/// Headers a mediator may set for the back-end that never go back to the client (credentials).
+const REQUEST_ONLY: [header::HeaderName; 5] = [
+    header::AUTHORIZATION,
+    header::PROXY_AUTHORIZATION,
+    header::COOKIE,
+    header::HOST,
+    header::EXPECT,
+];
 
 /// A body read whole: none at all is `Empty` (a GET, a 202), which mediators treat as a message
 /// with no payload yet (payloadFactory makes one) rather than as malformed XML.
