@@ -1,11 +1,14 @@
 //! `sluice-bench micro`: the CPU cost of the per-message work the content scenarios add, outside any
 //! network: the streaming XPath evaluator on the CBR proxies' expressions and the streaming XSLT on
-//! the WSO2 stylesheets, over the payload of each size. Single-threaded timing loops; the figures are
-//! per call and per byte (on a shared machine, compare runs taken back to back).
+//! the WSO2 stylesheets, over the payload of each size, and two expressions outside the streaming
+//! subset that libxml2 evaluates (over the parsed payload, and over no message at all).
+//! Single-threaded timing loops; the figures are per call and per byte (on a shared machine, compare
+//! runs taken back to back).
 
 use crate::payload;
-use sluice_expr::StreamPath;
+use sluice_expr::{Env, Expr, ExprError, PropScope, StreamPath};
 use sluice_stx::StreamSheet;
+use std::borrow::Cow;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -67,6 +70,25 @@ fn prefix_orders(body: &str) -> String {
     b
 }
 
+/// A message for the libxml2 cases: its parsed payload and two properties.
+struct Parsed(sluice_xml::Document);
+
+impl Env for Parsed {
+    fn property(&self, _: PropScope, name: &str) -> Option<Cow<'_, str>> {
+        Some(Cow::Borrowed(if name == "user" {
+            "alice"
+        } else {
+            "secret"
+        }))
+    }
+    fn url_param(&self, _: &str) -> Option<Cow<'_, str>> {
+        None
+    }
+    fn document(&self) -> Result<&sluice_xml::Document, ExprError> {
+        Ok(&self.0)
+    }
+}
+
 /// Times every case over the payload of each size.
 pub fn run(
     capp: &Path,
@@ -122,6 +144,42 @@ pub fn run(
                 size: body.len(),
                 ns_per_call,
             });
+        }
+        // Outside the streaming subset: libxml2's XPath over the tree (parsed once, outside the
+        // loop), and an expression that reads no node (a credential header built from properties).
+        let libxml2 = [
+            (
+                "libxml2 XPath over the tree sum(//order[symbol='IBM']/volume)",
+                "sum(//order[symbol='IBM']/volume)",
+            ),
+            (
+                "libxml2 XPath without the message concat(base64Encode(...))",
+                "concat('Basic ', base64Encode(concat($ctx:user, ':', $ctx:pass)))",
+            ),
+        ];
+        if libxml2.iter().any(|(name, _)| wanted(name)) {
+            let env = Parsed(
+                sluice_xml::Document::parse(&plain)
+                    .map_err(|e| format!("the {size} B payload does not parse: {e}"))?,
+            );
+            for (name, text) in libxml2 {
+                if !wanted(name) {
+                    continue;
+                }
+                let e = Expr::compile(text, &ns).map_err(|e| format!("{text}: {e}"))?;
+                if e.streams() {
+                    return Err(format!("{text}: meant for libxml2, but it streams"));
+                }
+                e.eval_string(&env).map_err(|e| format!("{text}: {e}"))?;
+                let ns_per_call = time(budget, || {
+                    std::hint::black_box(e.eval_string(&env).is_ok());
+                });
+                out.push(Timing {
+                    name: name.to_owned(),
+                    size: plain.len(),
+                    ns_per_call,
+                });
+            }
         }
         let mut reversed = Vec::new();
         reverse
@@ -197,7 +255,7 @@ mod tests {
         )
         .unwrap();
         let names: Vec<&str> = t.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names.len(), 6, "{names:?}");
+        assert_eq!(names.len(), 8, "{names:?}");
         assert!(names.contains(&"CBR prefixed body //m:order[1]/m:symbol"));
         assert!(t.iter().all(|t| t.ns_per_call > 0.0));
     }

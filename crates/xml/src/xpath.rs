@@ -1,4 +1,11 @@
-//! XPath 1.0: compile once, evaluate with a per-call context.
+//! XPath 1.0: compile once, evaluate in a context each thread keeps.
+//!
+//! libxml2's `xmlXPathNewContext` registers every core function in a new hash table: about 2.5 µs,
+//! five times the evaluation of a short path over a small document. So each thread creates one
+//! context and every evaluation on that thread borrows it, setting the document, the context node,
+//! the expression's namespaces and the resolver's callbacks, and clearing them again afterwards, as
+//! libxslt does with its transformation's context. An evaluation started from inside another one's
+//! callbacks (the context is taken) gets a context of its own.
 
 use crate::document::{take_xml_string, Document, Node};
 use crate::error::{Capture, XmlError, XmlErrorKind};
@@ -8,13 +15,14 @@ use libxml::bindings::{
     xmlXPathCastNumberToString, xmlXPathCastToBoolean, xmlXPathCastToNumber, xmlXPathCompExpr,
     xmlXPathCompile, xmlXPathCompiledEval, xmlXPathContextPtr, xmlXPathErr,
     xmlXPathError_XPATH_EXPR_ERROR, xmlXPathFreeCompExpr, xmlXPathFreeContext, xmlXPathFreeObject,
-    xmlXPathNewContext, xmlXPathNewString, xmlXPathNodeSetSort, xmlXPathObjectPtr,
-    xmlXPathObjectType_XPATH_BOOLEAN, xmlXPathObjectType_XPATH_NODESET,
+    xmlXPathFunction, xmlXPathNewContext, xmlXPathNewString, xmlXPathNodeSetSort,
+    xmlXPathObjectPtr, xmlXPathObjectType_XPATH_BOOLEAN, xmlXPathObjectType_XPATH_NODESET,
     xmlXPathObjectType_XPATH_NUMBER, xmlXPathObjectType_XPATH_STRING,
     xmlXPathObjectType_XPATH_XSLT_TREE, xmlXPathParserContextPtr, xmlXPathPopString,
-    xmlXPathRegisterFunc, xmlXPathRegisterNs, xmlXPathRegisterVariableLookup,
+    xmlXPathRegisterFuncLookup, xmlXPathRegisterVariableLookup,
 };
 use std::any::Any;
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{c_void, CStr, CString};
 use std::fmt;
@@ -30,7 +38,7 @@ pub trait VariableResolver {
     fn resolve(&self, name: &str, ns_uri: Option<&str>) -> Option<String>;
 
     /// Names (without a namespace) of the extension functions [`VariableResolver::call`] answers,
-    /// made known to each evaluation (C strings, so that registering them allocates nothing).
+    /// looked up by libxml2 when an expression calls a function it does not know.
     fn functions(&self) -> &[&CStr] {
         &[]
     }
@@ -127,7 +135,13 @@ pub enum XPathValue<'a> {
 pub struct XPath {
     comp: NonNull<xmlXPathCompExpr>,
     expr: String,
-    namespaces: Vec<(CString, CString)>,
+    /// The prefix and URI strings the namespace records point into.
+    _strings: Vec<(CString, CString)>,
+    /// The bindings as libxml2 reads them in a context's `namespaces` array (`xmlXPathNsLookup`
+    /// looks there first): records that live as long as the expression...
+    _records: Vec<xmlNs>,
+    /// ...and the array of pointers to them.
+    namespaces: Vec<*mut xmlNs>,
 }
 
 // SAFETY: after xmlXPathCompile returns, evaluation (xmlXPathCompiledEval
@@ -138,7 +152,9 @@ pub struct XPath {
 // address, or, for the extension functions this crate registers, always
 // `call_function` (every name resolves to it; the name is read per call from
 // the context). It is freed only in Drop, which needs exclusive ownership.
-// All other state (namespace strings) is immutable Rust data.
+// The namespace records and the array of pointers to them are built in
+// `compile` and never written again: libxml2 only reads them (prefix and
+// href) through a context's `namespaces` field during an evaluation.
 unsafe impl Send for XPath {}
 // SAFETY: see `Send`: concurrent evaluations only read the compiled
 // expression; every mutable structure is created per call.
@@ -157,7 +173,52 @@ impl fmt::Debug for XPath {
     }
 }
 
+/// An XPath context of our own (the thread's, or a nested evaluation's).
 struct ContextGuard(xmlXPathContextPtr);
+
+impl ContextGuard {
+    fn new() -> Result<ContextGuard, XmlError> {
+        // SAFETY: creates a context bound to no document (each evaluation sets its own); NULL
+        // only when out of memory.
+        let ctxt = unsafe { xmlXPathNewContext(ptr::null_mut()) };
+        if ctxt.is_null() {
+            return Err(XmlError::new(
+                XmlErrorKind::OutOfMemory,
+                "xmlXPathNewContext failed",
+            ));
+        }
+        Ok(ContextGuard(ctxt))
+    }
+}
+
+thread_local! {
+    /// The context every evaluation on this thread borrows (created on first use).
+    static CONTEXT: RefCell<Option<ContextGuard>> = const { RefCell::new(None) };
+}
+
+/// A context lent to one evaluation: on drop, every pointer the evaluation set in it is cleared,
+/// so that nothing in a kept context points at a freed document, expression or resolver.
+struct Lent(xmlXPathContextPtr);
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        // SAFETY: a live context, used by no one else while lent.
+        unsafe {
+            let c = &mut *self.0;
+            c.doc = ptr::null_mut();
+            c.node = ptr::null_mut();
+            c.namespaces = ptr::null_mut();
+            c.nsNr = 0;
+            c.userData = ptr::null_mut();
+            c.varLookupFunc = None;
+            c.varLookupData = ptr::null_mut();
+            c.funcLookupFunc = None;
+            c.funcLookupData = ptr::null_mut();
+            c.function = ptr::null();
+            c.functionURI = ptr::null();
+        }
+    }
+}
 
 impl Drop for ContextGuard {
     fn drop(&mut self) {
@@ -226,6 +287,37 @@ unsafe extern "C" fn call_function(ctxt: xmlXPathParserContextPtr, nargs: c_int)
     }
 }
 
+/// Resolves a function libxml2 does not know: [`call_function`] for the names the evaluation's
+/// resolver offers (without a namespace), else none (libxml2 then reports an unknown function).
+unsafe extern "C" fn function_lookup(
+    data: *mut c_void,
+    name: *const xmlChar,
+    ns_uri: *const xmlChar,
+) -> xmlXPathFunction {
+    if !ns_uri.is_null() || name.is_null() {
+        return None;
+    }
+    // SAFETY: `data` is the VarState registered by `evaluate`, alive for the whole evaluation and
+    // only touched from this thread; libxml2 passes a NUL-terminated name.
+    let (state, name) = unsafe {
+        (
+            &mut *(data as *mut VarState<'_>),
+            CStr::from_ptr(name.cast()),
+        )
+    };
+    if state.panic.is_some() {
+        return None;
+    }
+    let resolver = state.resolver;
+    match catch_unwind(AssertUnwindSafe(|| resolver.functions().contains(&name))) {
+        Ok(known) => known.then_some(call_function as unsafe extern "C" fn(_, _)),
+        Err(payload) => {
+            state.panic = Some(payload);
+            None
+        }
+    }
+}
+
 unsafe extern "C" fn variable_lookup(
     data: *mut c_void,
     name: *const xmlChar,
@@ -267,7 +359,13 @@ impl XPath {
         crate::init();
         let c_expr = CString::new(expr)
             .map_err(|_| XmlError::new(XmlErrorKind::InvalidArgument, "expression contains NUL"))?;
-        let namespaces = namespaces
+        if let Some((p, _)) = namespaces.iter().find(|(p, _)| p.is_empty()) {
+            return Err(XmlError::new(
+                XmlErrorKind::InvalidArgument,
+                format!("cannot bind namespace prefix '{p}'"),
+            ));
+        }
+        let strings = namespaces
             .iter()
             .map(|(p, u)| Ok((CString::new(*p)?, CString::new(*u)?)))
             .collect::<Result<Vec<_>, std::ffi::NulError>>()
@@ -277,6 +375,20 @@ impl XPath {
                     "namespace binding contains NUL",
                 )
             })?;
+        // The CStrings' bytes are on the heap: moving the vector into the XPath below does not
+        // move them, so the records' pointers stay valid as long as the XPath.
+        let mut records: Vec<xmlNs> = strings
+            .iter()
+            .map(|(prefix, uri)| xmlNs {
+                next: ptr::null_mut(),
+                type_: xmlElementType_XML_NAMESPACE_DECL,
+                href: uri.as_ptr() as *const xmlChar,
+                prefix: prefix.as_ptr() as *const xmlChar,
+                _private: ptr::null_mut(),
+                context: ptr::null_mut(),
+            })
+            .collect();
+        let namespaces: Vec<*mut xmlNs> = records.iter_mut().map(|r| r as *mut xmlNs).collect();
         let capture = Capture::start();
         // SAFETY: compiles a NUL-terminated expression; returns NULL or a new
         // compiled expression that we own.
@@ -286,6 +398,8 @@ impl XPath {
             Some(comp) => Ok(XPath {
                 comp,
                 expr: expr.to_string(),
+                _strings: strings,
+                _records: records,
                 namespaces,
             }),
             None => {
@@ -322,59 +436,52 @@ impl XPath {
             error: None,
         };
         let node = context.as_ptr();
-        // SAFETY: `node` is a live node of a document borrowed for 'a; its
-        // `doc` header field is that document. The XPath context is created
-        // and freed here (ContextGuard), the namespace strings outlive it
-        // (xmlXPathRegisterNs copies them anyway), and `state` outlives the
-        // evaluation that may call `variable_lookup` and `call_function` with
-        // it; the function names are borrowed from the resolver, which outlives
-        // the context.
-        let result = unsafe {
-            let doc = (*node).doc;
-            let ctxt = xmlXPathNewContext(doc);
-            if ctxt.is_null() {
-                return Err(XmlError::new(
-                    XmlErrorKind::OutOfMemory,
-                    "xmlXPathNewContext failed",
-                ));
+        let state_ptr = &mut state as *mut VarState<'_> as *mut c_void;
+        let mut f = Some(f);
+        let mut run = |ctxt: xmlXPathContextPtr| {
+            // SAFETY: `ctxt` is a live context that no other evaluation is using (this thread's,
+            // borrowed through its RefCell, or one of this evaluation's own). `node` is a live
+            // node of a document borrowed for 'a; its `doc` header field is that document. The
+            // namespace array and records belong to `self` and outlive the evaluation (libxml2
+            // only reads them); `state` outlives the evaluation that may call
+            // `variable_lookup`, `function_lookup` and `call_function` with it. `Lent` clears
+            // every pointer set here when the evaluation ends, also by unwinding.
+            unsafe {
+                let lent = Lent(ctxt);
+                let c = &mut *ctxt;
+                c.doc = (*node).doc;
+                c.node = node;
+                c.namespaces = self.namespaces.as_ptr() as *mut *mut xmlNs;
+                c.nsNr = c_int::try_from(self.namespaces.len()).unwrap_or(c_int::MAX);
+                // What xmlXPathNewContext starts with, in case an evaluation left them changed.
+                c.contextSize = -1;
+                c.proximityPosition = -1;
+                c.depth = 0;
+                c.opCount = 0;
+                xmlXPathRegisterVariableLookup(ctxt, Some(variable_lookup), state_ptr);
+                xmlXPathRegisterFuncLookup(ctxt, Some(function_lookup), state_ptr);
+                c.userData = state_ptr;
+                let obj = xmlXPathCompiledEval(self.comp.as_ptr(), ctxt);
+                // The object is freed before the context is given back (guards drop in reverse
+                // order); `f` runs while both are alive.
+                let obj = (!obj.is_null()).then_some(ObjectGuard(obj));
+                let r = obj.and_then(|o| f.take().map(|f| f(o.0)));
+                drop(lent);
+                r
             }
-            let ctxt = ContextGuard(ctxt);
-            for (prefix, uri) in &self.namespaces {
-                if xmlXPathRegisterNs(
-                    ctxt.0,
-                    prefix.as_ptr() as *const xmlChar,
-                    uri.as_ptr() as *const xmlChar,
-                ) != 0
-                {
-                    return Err(XmlError::new(
-                        XmlErrorKind::InvalidArgument,
-                        format!(
-                            "cannot bind namespace prefix '{}'",
-                            prefix.to_string_lossy()
-                        ),
-                    ));
-                }
-            }
-            (*ctxt.0).node = node;
-            let state_ptr = &mut state as *mut VarState<'_> as *mut c_void;
-            xmlXPathRegisterVariableLookup(ctxt.0, Some(variable_lookup), state_ptr);
-            (*ctxt.0).userData = state_ptr;
-            for f in vars.functions() {
-                if xmlXPathRegisterFunc(ctxt.0, f.as_ptr() as *const xmlChar, Some(call_function))
-                    != 0
-                {
-                    return Err(XmlError::new(
-                        XmlErrorKind::OutOfMemory,
-                        "cannot register an XPath function",
-                    ));
-                }
-            }
-            let obj = xmlXPathCompiledEval(self.comp.as_ptr(), ctxt.0);
-            // The object is freed before the context (guards drop in reverse
-            // order); `f` runs while both are alive.
-            let obj = (!obj.is_null()).then_some(ObjectGuard(obj));
-            obj.map(|o| f(o.0))
         };
+        let result = CONTEXT
+            .try_with(|cell| match cell.try_borrow_mut() {
+                Ok(mut slot) => {
+                    if slot.is_none() {
+                        *slot = Some(ContextGuard::new()?);
+                    }
+                    Ok(slot.as_ref().and_then(|c| run(c.0)))
+                }
+                // Called from inside another evaluation's callbacks on this thread.
+                Err(_) => Ok(run(ContextGuard::new()?.0)),
+            })
+            .unwrap_or_else(|_| Ok(run(ContextGuard::new()?.0)))?;
         let diags = capture.finish();
         if let Some(payload) = state.panic.take() {
             resume_unwind(payload);

@@ -237,3 +237,71 @@ fn one_compiled_xpath_shared_by_four_threads() {
         h.join().unwrap();
     }
 }
+
+/// Resolves `$inner` by evaluating another expression over another document while the outer
+/// evaluation is still running on this thread (the thread's context is taken then).
+struct Nested {
+    doc: Document,
+    xp: XPath,
+}
+
+impl VariableResolver for Nested {
+    fn resolve(&self, name: &str, _: Option<&str>) -> Option<String> {
+        (name == "inner").then(|| self.xp.eval_string(&self.doc, NONE).unwrap())
+    }
+}
+
+#[test]
+fn an_evaluation_inside_another_gets_its_own_context() {
+    let nested = Nested {
+        doc: Document::parse(b"<q:r xmlns:q='urn:q'><q:v>inner</q:v></q:r>").unwrap(),
+        xp: XPath::compile("/p:r/p:v", &[("p", "urn:q")]).unwrap(),
+    };
+    let doc = Document::parse(b"<r xmlns='urn:o'><v>outer</v></r>").unwrap();
+    // The outer expression binds the same prefix to another URI: neither sees the other's.
+    let outer = XPath::compile(
+        "concat(/p:r/p:v, '+', $inner, '+', /p:r/p:v)",
+        &[("p", "urn:o")],
+    )
+    .unwrap();
+    assert_eq!(
+        outer.eval_string(&doc, &nested).unwrap(),
+        "outer+inner+outer"
+    );
+    // And the thread's context is whole afterwards, for both.
+    assert_eq!(
+        outer.eval_string(&doc, &nested).unwrap(),
+        "outer+inner+outer"
+    );
+    assert_eq!(nested.xp.eval_string(&nested.doc, NONE).unwrap(), "inner");
+}
+
+#[test]
+fn the_thread_context_is_clean_after_a_panic_and_an_error() {
+    struct Boom;
+    impl VariableResolver for Boom {
+        fn resolve(&self, _: &str, _: Option<&str>) -> Option<String> {
+            panic!("boom")
+        }
+    }
+    let doc = Document::parse(b"<a xmlns='urn:a'><b>1</b></a>").unwrap();
+    let bound = XPath::compile("string(/x:a/x:b)", &[("x", "urn:a")]).unwrap();
+    let boom = XPath::compile("concat(/x:a/x:b, $v)", &[("x", "urn:a")]).unwrap();
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        boom.eval_string(&doc, &Boom)
+    }));
+    assert!(panicked.is_err());
+    assert_eq!(bound.eval_string(&doc, NONE).unwrap(), "1");
+    // A failed evaluation (unknown variable) leaves nothing behind either.
+    assert!(boom.eval_string(&doc, NONE).is_err());
+    assert_eq!(bound.eval_string(&doc, NONE).unwrap(), "1");
+    // An expression without bindings does not see the last one's.
+    let unbound = XPath::compile("string(/x:a/x:b)", &[]).unwrap();
+    assert!(unbound.eval_string(&doc, NONE).is_err());
+}
+
+#[test]
+fn an_empty_prefix_is_refused_at_compile_time() {
+    let err = XPath::compile("/a", &[("", "urn:a")]).unwrap_err();
+    assert_eq!(err.kind(), XmlErrorKind::InvalidArgument);
+}
