@@ -9,15 +9,18 @@ use std::ffi::CStr;
 
 use crate::synapse::is_name_char;
 
-/// The functions' names, as an XPath calls them.
-pub(crate) const NAMES: &[&str] = &["base64Encode", "base64Decode", "url-encode"];
-/// [`NAMES`] as libxml2 registers them.
-pub(crate) const C_NAMES: &[&CStr] = &[c"base64Encode", c"base64Decode", c"url-encode"];
+/// The functions' names, as an XPath calls them (C strings, as libxml2 asks for them).
+pub(crate) const NAMES: &[&CStr] = &[c"base64Encode", c"base64Decode", c"url-encode"];
+
+/// Whether `name` is one of [`NAMES`].
+pub(crate) fn is_function(name: &str) -> bool {
+    NAMES.iter().any(|n| n.to_bytes() == name.as_bytes())
+}
 
 /// Whether `xpath` calls one of [`NAMES`] (a name followed by `(`; a literal that looks like a call
 /// only costs registering the functions for nothing).
 pub(crate) fn called_in(xpath: &str) -> bool {
-    NAMES.iter().any(|n| {
+    NAMES.iter().filter_map(|n| n.to_str().ok()).any(|n| {
         xpath.match_indices(n).any(|(at, _)| {
             let before = xpath[..at].chars().next_back();
             let after = xpath[at + n.len()..].trim_start();

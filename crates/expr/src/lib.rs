@@ -67,9 +67,25 @@ pub trait Env {
 #[derive(Debug)]
 pub enum Expr {
     Literal(String),
-    Property { scope: PropScope, name: String },
+    Property {
+        scope: PropScope,
+        name: String,
+    },
     UrlParam(String),
+    /// The time of each evaluation: `get-property('SYSTEM_TIME')` or
+    /// `get-property('SYSTEM_DATE'[, FORMAT])` alone (inside a larger XPath they are variables).
+    Clock(Clock),
     XPath(Box<XPathExpr>),
+}
+
+/// What an [`Expr::Clock`] reads: the milliseconds since 1970 or the formatted local time.
+#[derive(Debug)]
+pub struct Clock(synapse::Var);
+
+impl Clock {
+    fn now(&self) -> String {
+        self.0.time().unwrap_or_default()
+    }
 }
 
 /// An XPath over the message, compiled once.
@@ -110,7 +126,7 @@ struct Vars<'e> {
 impl sluice_xml::VariableResolver for Vars<'_> {
     fn functions(&self) -> &[&std::ffi::CStr] {
         if self.functions {
-            functions::C_NAMES
+            functions::NAMES
         } else {
             &[]
         }
@@ -130,8 +146,9 @@ impl sluice_xml::VariableResolver for Vars<'_> {
             synapse::Var::Property(scope, name) => self.env.property(*scope, name),
             synapse::Var::UrlParam(name) => self.env.url_param(name),
             synapse::Var::Const(value) => Some(Cow::Borrowed(value.as_str())),
-            synapse::Var::SystemDate(format) => Some(Cow::Owned(format.now())),
-            synapse::Var::SystemTime => Some(Cow::Owned(system_time())),
+            clock @ (synapse::Var::SystemDate(_) | synapse::Var::SystemTime) => {
+                clock.time().map(Cow::Owned)
+            }
         };
         Some(value.map(Cow::into_owned).unwrap_or_default())
     }
@@ -208,20 +225,34 @@ fn literal(s: &str) -> Option<(&str, &str)> {
     Some((&s[1..end], &s[end + 1..]))
 }
 
+/// get-property's scope names (Synapse's `XMLConfigConstants`), each with the scope Sluice reads
+/// for it (`None`: not supported yet).
+const SCOPES: &[(&str, Option<PropScope>)] = &[
+    ("default", Some(PropScope::Default)),
+    ("transport", Some(PropScope::Transport)),
+    ("axis2", Some(PropScope::Axis2)),
+    ("axis2-client", Some(PropScope::Axis2)),
+    ("operation", Some(PropScope::Operation)),
+    ("system", Some(PropScope::System)),
+    ("env", Some(PropScope::System)),
+    ("registry", None),
+    ("func", None),
+    ("file", None),
+];
+
+/// Whether `name` is one of get-property's scope names.
+fn is_scope(name: &str) -> bool {
+    SCOPES.iter().any(|(n, _)| *n == name)
+}
+
 fn scope_by_name(name: &str) -> Result<PropScope, ExprError> {
-    Ok(match name {
-        "default" => PropScope::Default,
-        "transport" => PropScope::Transport,
-        "axis2" | "axis2-client" => PropScope::Axis2,
-        "operation" => PropScope::Operation,
-        "system" | "env" => PropScope::System,
-        "registry" | "func" | "file" => {
-            return Err(unsupported(format!(
-                "get-property('{name}', ...) is not supported here yet"
-            )))
-        }
-        other => return Err(invalid(format!("unknown property scope '{other}'"))),
-    })
+    match SCOPES.iter().find(|(n, _)| *n == name) {
+        Some((_, Some(scope))) => Ok(*scope),
+        Some((_, None)) => Err(unsupported(format!(
+            "get-property('{name}', ...) is not supported here yet"
+        ))),
+        None => Err(invalid(format!("unknown property scope '{name}'"))),
+    }
 }
 
 /// Reads `get-property('registry', KEY)` at load: the text for a key, or why there is none.
@@ -353,8 +384,9 @@ impl Expr {
             synapse::Var::Property(scope, name) => Expr::Property { scope, name },
             synapse::Var::UrlParam(name) => Expr::UrlParam(name),
             synapse::Var::Const(value) => Expr::Literal(value),
-            // The time of each evaluation: an XPath of one variable.
-            synapse::Var::SystemDate(_) | synapse::Var::SystemTime => return Ok(None),
+            clock @ (synapse::Var::SystemDate(_) | synapse::Var::SystemTime) => {
+                Expr::Clock(Clock(clock))
+            }
         }))
     }
 
@@ -396,6 +428,7 @@ impl Expr {
                 env.property(*scope, name).unwrap_or(Cow::Borrowed(""))
             }
             Expr::UrlParam(name) => env.url_param(name).unwrap_or(Cow::Borrowed("")),
+            Expr::Clock(c) => Cow::Owned(c.now()),
             Expr::XPath(x) => {
                 if let (Some(s), Some(raw)) = (&x.stream, env.raw_xml()) {
                     if let Some(v) = s.eval_string(raw) {
@@ -837,6 +870,8 @@ mod tests {
         let e = env();
         let x = Expr::compile("get-property('SYSTEM_DATE', 'yyyy-MM-dd')", &[]).unwrap();
         assert_eq!(x.body_need(), BodyNeed::None);
+        // Alone, the clock is read directly; inside a larger XPath it is one of its variables.
+        assert!(matches!(x, Expr::Clock(_)), "{x:?}");
         let v = x.eval_string(&e).unwrap().into_owned();
         assert_eq!(v, chrono::Local::now().format("%Y-%m-%d").to_string());
         let x = Expr::compile(
@@ -844,6 +879,7 @@ mod tests {
             &[],
         )
         .unwrap();
+        assert!(matches!(x, Expr::XPath(_)), "{x:?}");
         let v = x.eval_string(&e).unwrap().into_owned();
         assert!(v.starts_with("at ") && v.len() == 5, "{v}");
         // SYSTEM_TIME in any scope, as in Synapse.
@@ -851,11 +887,9 @@ mod tests {
             "get-property('SYSTEM_TIME')",
             "get-property('transport', 'SYSTEM_TIME')",
         ] {
-            let v = Expr::compile(t, &[])
-                .unwrap()
-                .eval_string(&e)
-                .unwrap()
-                .into_owned();
+            let x = Expr::compile(t, &[]).unwrap();
+            assert!(matches!(x, Expr::Clock(_)), "{t}: {x:?}");
+            let v = x.eval_string(&e).unwrap().into_owned();
             assert!(
                 v.len() >= 13 && v.bytes().all(|b| b.is_ascii_digit()),
                 "{t}: {v}"

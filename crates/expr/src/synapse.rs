@@ -8,7 +8,9 @@
 //! element `order` (Synapse wraps such a payload in an envelope's Body).
 
 use crate::date::DateFormat;
-use crate::{invalid, literal, scope_by_name, unsupported, ExprError, PropScope, Registry};
+use crate::{
+    invalid, is_scope, literal, scope_by_name, unsupported, ExprError, PropScope, Registry,
+};
 
 /// What a rewritten variable stands for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,19 +25,16 @@ pub(crate) enum Var {
     SystemTime,
 }
 
-/// The scope names get-property knows (Synapse's `XMLConfigConstants`).
-const SCOPES: &[&str] = &[
-    "default",
-    "transport",
-    "axis2",
-    "axis2-client",
-    "operation",
-    "registry",
-    "func",
-    "system",
-    "env",
-    "file",
-];
+impl Var {
+    /// The time now, for the two variables that read the clock (`None` for the others).
+    pub(crate) fn time(&self) -> Option<String> {
+        match self {
+            Var::SystemDate(format) => Some(format.now()),
+            Var::SystemTime => Some(crate::system_time()),
+            _ => None,
+        }
+    }
+}
 
 /// The prefix of the variables the rewrite makes; their names are this and an index.
 pub(crate) const VAR_PREFIX: &str = "sluice.p";
@@ -144,7 +143,7 @@ pub(crate) fn rewrite(
                     && call
                     && (prefix == "fn"
                         || name == "get-property"
-                        || crate::functions::NAMES.contains(&name))
+                        || crate::functions::is_function(name))
                 {
                     rest = after;
                     changed = true;
@@ -234,15 +233,13 @@ pub(crate) fn get_property<'t>(
     let var = match parts.as_slice() {
         // Synapse answers these two before it looks at the scope.
         ["SYSTEM_TIME"] => Var::SystemTime,
-        [scope, "SYSTEM_TIME", ..] if SCOPES.contains(scope) => Var::SystemTime,
+        [scope, "SYSTEM_TIME", ..] if is_scope(scope) => Var::SystemTime,
         ["SYSTEM_DATE"] => date(None)?,
         [name] => Var::Property(PropScope::Default, (*name).to_owned()),
-        [scope, "SYSTEM_DATE"] if SCOPES.contains(scope) => date(None)?,
+        [scope, "SYSTEM_DATE"] if is_scope(scope) => date(None)?,
         ["registry", key] | ["registry", key, _] => read(key)?,
         ["SYSTEM_DATE", format] => date(Some(format))?,
-        [name, _] if !SCOPES.contains(name) => {
-            Var::Property(PropScope::Default, (*name).to_owned())
-        }
+        [name, _] if !is_scope(name) => Var::Property(PropScope::Default, (*name).to_owned()),
         [scope, name] => Var::Property(scope_by_name(scope)?, (*name).to_owned()),
         [_, "SYSTEM_DATE", format] => date(Some(format))?,
         [scope, name, _] => Var::Property(scope_by_name(scope)?, (*name).to_owned()),

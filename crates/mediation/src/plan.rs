@@ -895,26 +895,47 @@ impl<'a> Compiler<'a> {
             );
         }
         let t = &p.target;
-        let in_seq = match &t.in_sequence {
-            Some(s) => self.sequence_ref(s, "inSequence"),
-            None => Some(SeqPlan::empty()),
-        };
-        let out_seq = t
-            .out_sequence
-            .as_ref()
-            .map(|s| self.sequence_ref(s, "outSequence"));
-        let fault_seq = self.fault_sequence(&t.fault_sequence, &p.loc);
+        let service = self.service(
+            p.name.as_str().into(),
+            &p.loc,
+            [&t.in_sequence, &t.out_sequence, &t.fault_sequence],
+        );
+        // Compiled (and their problems reported) even when a sequence failed.
         let target = t.endpoint.as_ref().map(|e| self.endpoint_ref(e));
         let wsdl = p.publish_wsdl.as_ref().and_then(|w| self.wsdl(w));
         Some(ProxyPlan {
-            name: p.name.as_str().into(),
-            loc: p.loc.clone(),
             started: p.start_on_load,
+            target: target.flatten(),
+            wsdl,
+            ..service?
+        })
+    }
+
+    /// A service's plan from its in-, out- and fault sequences (a proxy's target, an API resource):
+    /// started, with no target, WSDL or API; `None` when the in-sequence does not compile.
+    fn service(
+        &mut self,
+        name: Arc<str>,
+        loc: &Location,
+        [in_seq, out_seq, fault_seq]: [&Option<cfg::SequenceRef>; 3],
+    ) -> Option<ProxyPlan> {
+        let in_seq = match in_seq {
+            Some(s) => self.sequence_ref(s, "inSequence"),
+            None => Some(SeqPlan::empty()),
+        };
+        let out_seq = out_seq
+            .as_ref()
+            .map(|s| self.sequence_ref(s, "outSequence"));
+        let fault_seq = self.fault_sequence(fault_seq, loc);
+        Some(ProxyPlan {
+            name,
+            loc: loc.clone(),
+            started: true,
             in_seq: in_seq?,
             out_seq: out_seq.flatten(),
             fault_seq: fault_seq.flatten(),
-            target: target.flatten(),
-            wsdl,
+            target: None,
+            wsdl: None,
             api_resource: false,
         })
     }
@@ -949,25 +970,13 @@ impl<'a> Compiler<'a> {
                     }
                 },
             };
-            let seq = |c: &mut Self, s: &Option<cfg::SequenceRef>, what: &str| {
-                s.as_ref().map(|s| c.sequence_ref(s, what))
-            };
-            let in_seq = match seq(self, &r.in_sequence, "inSequence") {
-                Some(s) => s,
-                None => Some(SeqPlan::empty()),
-            };
-            let out_seq = seq(self, &r.out_sequence, "outSequence");
-            let fault_seq = self.fault_sequence(&r.fault_sequence, &r.loc);
             let service = ProxyPlan {
-                name: name.clone(),
-                loc: r.loc.clone(),
-                started: true,
-                in_seq: in_seq?,
-                out_seq: out_seq.flatten(),
-                fault_seq: fault_seq.flatten(),
-                target: None,
-                wsdl: None,
                 api_resource: true,
+                ..self.service(
+                    name.clone(),
+                    &r.loc,
+                    [&r.in_sequence, &r.out_sequence, &r.fault_sequence],
+                )?
             };
             resources.push(ResourcePlan {
                 methods,
