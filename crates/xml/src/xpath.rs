@@ -11,9 +11,9 @@ use crate::document::{take_xml_string, Document, Node};
 use crate::error::{Capture, XmlError, XmlErrorKind};
 use crate::parse::cstr_lossy;
 use libxml::bindings::{
-    valuePush, xmlChar, xmlElementType_XML_NAMESPACE_DECL, xmlNodeGetContent, xmlNodePtr, xmlNs,
-    xmlXPathCastNumberToString, xmlXPathCastToBoolean, xmlXPathCastToNumber, xmlXPathCompExpr,
-    xmlXPathCompile, xmlXPathCompiledEval, xmlXPathContextPtr, xmlXPathErr,
+    valuePush, xmlChar, xmlElementType_XML_NAMESPACE_DECL, xmlHashLookup2, xmlNodeGetContent,
+    xmlNodePtr, xmlNs, xmlXPathCastNumberToString, xmlXPathCastToBoolean, xmlXPathCastToNumber,
+    xmlXPathCompExpr, xmlXPathCompile, xmlXPathCompiledEval, xmlXPathContextPtr, xmlXPathErr,
     xmlXPathError_XPATH_EXPR_ERROR, xmlXPathFreeCompExpr, xmlXPathFreeContext, xmlXPathFreeObject,
     xmlXPathFunction, xmlXPathNewContext, xmlXPathNewString, xmlXPathNodeSetSort,
     xmlXPathObjectPtr, xmlXPathObjectType_XPATH_BOOLEAN, xmlXPathObjectType_XPATH_NODESET,
@@ -149,15 +149,16 @@ pub struct XPath {
 // with one exception: libxml2 2.9 stores the function it resolved for a call
 // in that call's step (`op->cache`, `op->cacheURI`) on first evaluation.
 // Threads racing there write the same values: a core function's fixed
-// address, or, for the extension functions this crate registers, always
+// address, or, for the extension functions resolvers offer, always
 // `call_function` (every name resolves to it; the name is read per call from
-// the context). It is freed only in Drop, which needs exclusive ownership.
+// the context; `function_lookup` never offers it for a core function's name). It is freed only in Drop, which needs exclusive ownership.
 // The namespace records and the array of pointers to them are built in
 // `compile` and never written again: libxml2 only reads them (prefix and
 // href) through a context's `namespaces` field during an evaluation.
 unsafe impl Send for XPath {}
 // SAFETY: see `Send`: concurrent evaluations only read the compiled
-// expression; every mutable structure is created per call.
+// expression and its namespace records; every mutable structure is the
+// evaluating thread's (its kept XPath context, or one made for the call).
 unsafe impl Sync for XPath {}
 
 impl Drop for XPath {
@@ -238,6 +239,8 @@ impl Drop for ObjectGuard {
 
 struct VarState<'r> {
     resolver: &'r dyn VariableResolver,
+    /// The context evaluating (for its table of core functions).
+    ctxt: xmlXPathContextPtr,
     panic: Option<Box<dyn Any + Send + 'static>>,
     /// Why an extension function failed.
     error: Option<String>,
@@ -287,8 +290,10 @@ unsafe extern "C" fn call_function(ctxt: xmlXPathParserContextPtr, nargs: c_int)
     }
 }
 
-/// Resolves a function libxml2 does not know: [`call_function`] for the names the evaluation's
-/// resolver offers (without a namespace), else none (libxml2 then reports an unknown function).
+/// Resolves a function for libxml2, which asks this before its own table: [`call_function`] for
+/// the names the evaluation's resolver offers (without a namespace) that are not core functions
+/// (a resolver cannot shadow `concat`), else none (libxml2 then looks in its table, and reports an
+/// unknown function when it is not there).
 unsafe extern "C" fn function_lookup(
     data: *mut c_void,
     name: *const xmlChar,
@@ -299,15 +304,21 @@ unsafe extern "C" fn function_lookup(
     }
     // SAFETY: `data` is the VarState registered by `evaluate`, alive for the whole evaluation and
     // only touched from this thread; libxml2 passes a NUL-terminated name.
-    let (state, name) = unsafe {
+    let (state, cname) = unsafe {
         (
             &mut *(data as *mut VarState<'_>),
             CStr::from_ptr(name.cast()),
         )
     };
-    if state.panic.is_some() {
+    if state.panic.is_some() || state.ctxt.is_null() {
         return None;
     }
+    // SAFETY: `state.ctxt` is the live context of this evaluation; its function table holds the
+    // core functions xmlXPathNewContext registered (by name, without a namespace).
+    if unsafe { !xmlHashLookup2((*state.ctxt).funcHash, name, ptr::null()).is_null() } {
+        return None;
+    }
+    let name = cname;
     let resolver = state.resolver;
     match catch_unwind(AssertUnwindSafe(|| resolver.functions().contains(&name))) {
         Ok(known) => known.then_some(call_function as unsafe extern "C" fn(_, _)),
@@ -388,7 +399,16 @@ impl XPath {
                 context: ptr::null_mut(),
             })
             .collect();
-        let namespaces: Vec<*mut xmlNs> = records.iter_mut().map(|r| r as *mut xmlNs).collect();
+        // libxml2 takes the first record with the prefix; as with xmlXPathRegisterNs, the last
+        // binding given for a prefix is the one that counts.
+        let namespaces: Vec<*mut xmlNs> =
+            records.iter_mut().rev().map(|r| r as *mut xmlNs).collect();
+        if c_int::try_from(namespaces.len()).is_err() {
+            return Err(XmlError::new(
+                XmlErrorKind::InvalidArgument,
+                "too many namespace bindings",
+            ));
+        }
         let capture = Capture::start();
         // SAFETY: compiles a NUL-terminated expression; returns NULL or a new
         // compiled expression that we own.
@@ -432,6 +452,7 @@ impl XPath {
         let vars = Unsized(vars);
         let mut state = VarState {
             resolver: &vars,
+            ctxt: ptr::null_mut(),
             panic: None,
             error: None,
         };
@@ -452,7 +473,8 @@ impl XPath {
                 c.doc = (*node).doc;
                 c.node = node;
                 c.namespaces = self.namespaces.as_ptr() as *mut *mut xmlNs;
-                c.nsNr = c_int::try_from(self.namespaces.len()).unwrap_or(c_int::MAX);
+                // At most c_int::MAX records (checked in `compile`).
+                c.nsNr = c_int::try_from(self.namespaces.len()).unwrap_or(0);
                 // What xmlXPathNewContext starts with, in case an evaluation left them changed.
                 c.contextSize = -1;
                 c.proximityPosition = -1;
@@ -461,6 +483,7 @@ impl XPath {
                 xmlXPathRegisterVariableLookup(ctxt, Some(variable_lookup), state_ptr);
                 xmlXPathRegisterFuncLookup(ctxt, Some(function_lookup), state_ptr);
                 c.userData = state_ptr;
+                (*(state_ptr as *mut VarState<'_>)).ctxt = ctxt;
                 let obj = xmlXPathCompiledEval(self.comp.as_ptr(), ctxt);
                 // The object is freed before the context is given back (guards drop in reverse
                 // order); `f` runs while both are alive.

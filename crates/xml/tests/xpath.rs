@@ -305,3 +305,25 @@ fn an_empty_prefix_is_refused_at_compile_time() {
     let err = XPath::compile("/a", &[("", "urn:a")]).unwrap_err();
     assert_eq!(err.kind(), XmlErrorKind::InvalidArgument);
 }
+
+#[test]
+fn resolvers_cannot_shadow_core_functions_and_the_last_binding_counts() {
+    struct Shadow;
+    impl VariableResolver for Shadow {
+        fn resolve(&self, _: &str, _: Option<&str>) -> Option<String> {
+            None
+        }
+        fn functions(&self) -> &[&std::ffi::CStr] {
+            &[c"concat", c"shout"]
+        }
+        fn call(&self, name: &str, args: &[String]) -> Result<String, String> {
+            Ok(format!("{name}:{}", args.join(",").to_uppercase()))
+        }
+    }
+    let doc = Document::parse(b"<a xmlns='urn:two'><b>x</b></a>").unwrap();
+    let xp = XPath::compile("concat('a', shout('b'))", &[]).unwrap();
+    assert_eq!(xp.eval_string(&doc, &Shadow).unwrap(), "ashout:B");
+    // As xmlXPathRegisterNs did: a prefix bound twice means the last URI.
+    let xp = XPath::compile("string(/p:a/p:b)", &[("p", "urn:one"), ("p", "urn:two")]).unwrap();
+    assert_eq!(xp.eval_string(&doc, NONE).unwrap(), "x");
+}
