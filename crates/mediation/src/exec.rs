@@ -2,7 +2,7 @@
 //! and returns that decision to the transport, which does the I/O. Nothing here awaits.
 
 use crate::error::{Error, ErrorKind};
-use crate::message::{Body, Direction, Message};
+use crate::message::{ActionChange, Body, Direction, Message};
 use crate::plan::need_until_call;
 use crate::plan::{
     Cond, EndpointPlan, EnrichPlan, EnrichSourcePlan, EnrichTargetPlan, FaultPlan, LogPlan,
@@ -260,6 +260,18 @@ fn run_steps(
             }
             Step::SetTo(v) => msg.to = Some(eval_value(v, msg, doc)?),
             Step::RemoveTo => msg.to = None,
+            Step::SetAction(v) => {
+                let a = eval_value(v, msg, doc)?;
+                // It goes out in a header: refused here, where the reason can name it.
+                if http::HeaderValue::from_str(&a).is_err() {
+                    return Err(Error::new(
+                        ErrorKind::Mediation,
+                        format!("the Action '{a}' is not a valid HTTP header value"),
+                    ));
+                }
+                msg.action = Some(ActionChange::Set(a));
+            }
+            Step::RemoveAction => msg.action = Some(ActionChange::Removed),
             Step::Filter {
                 cond,
                 then,

@@ -102,6 +102,8 @@ pub struct Message {
     pub axis2: Props,
     /// WS-Addressing To.
     pub to: Option<String>,
+    /// What `<header name="Action">` did to the action (`None`: it is the one received).
+    pub action: Option<ActionChange>,
     pub body: Body,
     /// The SOAP version of the request, from its Content-Type.
     pub soap: FaultVersion,
@@ -134,6 +136,7 @@ impl Message {
             props: Props::default(),
             axis2: Props::default(),
             to: None,
+            action: None,
             body: Body::Stream,
             soap,
             is_fault: false,
@@ -166,6 +169,7 @@ impl Message {
             props,
             axis2,
             to: None,
+            action: None,
             body: Body::Stream,
             is_fault: false,
             set_headers: Vec::new(),
@@ -188,7 +192,15 @@ impl Message {
         self.direction == Direction::Response || self.props.is_true("RESPONSE")
     }
 
+    /// The message's action, as Synapse keeps it (one field for the SOAP action and the WS-Addressing
+    /// action): the one `<header name="Action">` set, none after it removed it, else the request's
+    /// SOAPAction header or SOAP 1.2 `action` Content-Type parameter.
     pub fn soap_action(&self) -> Option<&str> {
+        match &self.action {
+            Some(ActionChange::Set(a)) => return Some(a),
+            Some(ActionChange::Removed) => return None,
+            None => {}
+        }
         if let Some(a) = self.headers.get("soapaction").and_then(|v| v.to_str().ok()) {
             return Some(a.trim_matches('"'));
         }
@@ -202,6 +214,65 @@ impl Message {
             .map(str::trim)
             .find_map(|p| p.strip_prefix("action="))
             .map(|a| a.trim_matches('"'))
+    }
+
+    /// Writes an action `<header name="Action">` changed into an outgoing request's headers, as
+    /// Synapse's HTTP sender does once the Content-Type is final: SOAP 1.2 carries it as the
+    /// Content-Type's `action` parameter (left out after a remove); otherwise a set action that is
+    /// not empty replaces the SOAPAction header, quoted for SOAP 1.1 and bare for other content.
+    /// A removed action leaves a SOAPAction header as the client sent it (Synapse copies the
+    /// client's transport headers and only overrides them with an action it has).
+    pub fn apply_action(&self, headers: &mut HeaderMap) {
+        let Some(change) = &self.action else {
+            return;
+        };
+        let set = match change {
+            ActionChange::Set(a) if !a.is_empty() => Some(a.as_str()),
+            _ => None,
+        };
+        let version = soap_version(headers);
+        let value = match version {
+            FaultVersion::Soap12 => {
+                let ct = headers
+                    .get(http::header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or(crate::fault::SOAP12_CONTENT_TYPE);
+                let mut parts: Vec<String> = ct
+                    .split(';')
+                    .map(str::trim)
+                    .filter(|p| {
+                        !p.is_empty()
+                            && !p
+                                .split('=')
+                                .next()
+                                .is_some_and(|k| k.trim().eq_ignore_ascii_case("action"))
+                    })
+                    .map(str::to_owned)
+                    .collect();
+                if let Some(a) = set {
+                    parts.push(format!("action=\"{a}\""));
+                }
+                HeaderValue::from_str(&parts.join("; ")).map(|v| (http::header::CONTENT_TYPE, v))
+            }
+            FaultVersion::Soap11 | FaultVersion::Pox => {
+                let Some(a) = set else {
+                    return;
+                };
+                let quoted;
+                let a = if version == FaultVersion::Soap11 {
+                    quoted = format!("\"{a}\"");
+                    quoted.as_str()
+                } else {
+                    a
+                };
+                HeaderValue::from_str(a).map(|v| (HeaderName::from_static("soapaction"), v))
+            }
+        };
+        // The value was checked when the action was set; a Content-Type that was not valid text
+        // is left as it is.
+        if let Ok((name, v)) = value {
+            headers.insert(name, v);
+        }
     }
 
     /// Replaces the body with a message made here, with its content type.
@@ -228,6 +299,13 @@ impl Message {
         self.headers.insert(name, v);
         Ok(())
     }
+}
+
+/// What `<header name="Action">` did to a message's action.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ActionChange {
+    Set(String),
+    Removed,
 }
 
 /// SOAP version from the Content-Type: `application/soap+xml` is 1.2, `text/xml` 1.1, anything else POX.
@@ -339,6 +417,95 @@ pub(crate) fn percent_decoded(v: &str) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn with_action(ct: &str, soap_action: Option<&str>, change: Option<ActionChange>) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(http::header::CONTENT_TYPE, ct.parse().unwrap());
+        if let Some(a) = soap_action {
+            h.insert("soapaction", a.parse().unwrap());
+        }
+        let mut m = Message::request("P".into(), Method::POST, "/services/P".into(), h);
+        assert_eq!(
+            m.soap_action().map(str::to_owned),
+            soap_action
+                .map(|a| a.trim_matches('"').to_owned())
+                .or_else(|| ct
+                    .split("action=")
+                    .nth(1)
+                    .map(|a| a.trim_matches('"').to_owned()))
+        );
+        m.action = change;
+        let mut out = m.headers.clone();
+        m.apply_action(&mut out);
+        out
+    }
+
+    #[test]
+    fn a_changed_action_goes_out_as_synapse_sends_it() {
+        let set = |a: &str| Some(ActionChange::Set(a.to_owned()));
+        let get = |h: &HeaderMap, n: &str| h.get(n).map(|v| v.to_str().unwrap().to_owned());
+        // SOAP 1.1: a quoted SOAPAction replaces the client's.
+        let h = with_action("text/xml", Some("\"urn:orig\""), set("urn:buy"));
+        assert_eq!(get(&h, "soapaction").as_deref(), Some("\"urn:buy\""));
+        let h = with_action("text/xml; charset=UTF-8", None, set("urn:buy"));
+        assert_eq!(get(&h, "soapaction").as_deref(), Some("\"urn:buy\""));
+        // Plain XML: bare.
+        let h = with_action("application/xml", None, set("urn:buy"));
+        assert_eq!(get(&h, "soapaction").as_deref(), Some("urn:buy"));
+        // Removed, or set empty: the client's header stays as it came.
+        let h = with_action("text/xml", Some("urn:orig"), Some(ActionChange::Removed));
+        assert_eq!(get(&h, "soapaction").as_deref(), Some("urn:orig"));
+        let h = with_action("text/xml", Some("urn:orig"), set(""));
+        assert_eq!(get(&h, "soapaction").as_deref(), Some("urn:orig"));
+        // Unchanged: nothing written.
+        let h = with_action("text/xml", None, None);
+        assert_eq!(get(&h, "soapaction"), None);
+        // SOAP 1.2: the Content-Type's action parameter, replaced, added or dropped.
+        let ct = "application/soap+xml; charset=UTF-8; action=\"urn:orig\"";
+        let h = with_action(ct, None, set("urn:buy"));
+        assert_eq!(
+            get(&h, "content-type").as_deref(),
+            Some("application/soap+xml; charset=UTF-8; action=\"urn:buy\"")
+        );
+        assert_eq!(get(&h, "soapaction"), None);
+        let h = with_action("application/soap+xml", None, set("urn:buy"));
+        assert_eq!(
+            get(&h, "content-type").as_deref(),
+            Some("application/soap+xml; action=\"urn:buy\"")
+        );
+        let h = with_action(ct, None, Some(ActionChange::Removed));
+        assert_eq!(
+            get(&h, "content-type").as_deref(),
+            Some("application/soap+xml; charset=UTF-8")
+        );
+    }
+
+    #[test]
+    fn get_property_action_reads_the_changed_action() {
+        let mut h = HeaderMap::new();
+        h.insert(http::header::CONTENT_TYPE, "text/xml".parse().unwrap());
+        h.insert("soapaction", "\"urn:orig\"".parse().unwrap());
+        let mut m = Message::request("P".into(), Method::POST, "/services/P".into(), h);
+        assert_eq!(
+            m.property(PropScope::Default, "Action").as_deref(),
+            Some("urn:orig")
+        );
+        m.action = Some(ActionChange::Set("urn:buy".into()));
+        assert_eq!(
+            m.property(PropScope::Default, "Action").as_deref(),
+            Some("urn:buy")
+        );
+        m.action = Some(ActionChange::Removed);
+        assert_eq!(m.property(PropScope::Default, "Action"), None);
+        // The client's header is still there, in the transport scope.
+        assert_eq!(
+            m.property(PropScope::Transport, "SOAPAction").as_deref(),
+            Some("\"urn:orig\"")
+        );
+        // The response starts with the back-end's action, not the request's.
+        let r = m.into_response(StatusCode::OK, HeaderMap::new());
+        assert_eq!(r.action, None);
+    }
 
     #[test]
     fn url_params_match_ignoring_case_and_are_percent_decoded() {

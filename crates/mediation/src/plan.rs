@@ -479,6 +479,9 @@ pub enum Step {
     RemoveHeader(HeaderName),
     SetTo(Value),
     RemoveTo,
+    /// `<header name="Action">`: the WS-Addressing action, which is also the SOAP action.
+    SetAction(Value),
+    RemoveAction,
     Filter {
         cond: Cond,
         then: Steps,
@@ -1866,6 +1869,16 @@ impl<'a> Compiler<'a> {
                         cfg::Action::Set(v) => Step::SetTo(self.value(v, el)?),
                     });
                 }
+                if h.namespace.is_none() && h.name == "Action" {
+                    return Some(match &h.action {
+                        cfg::Action::Remove => Step::RemoveAction,
+                        cfg::Action::Set(v) => {
+                            let value = self.value(v, el)?;
+                            check_header_value(self, &value, &m.loc, el)?;
+                            Step::SetAction(value)
+                        }
+                    });
+                }
                 if let (Some(ns), Some((prefix, local))) = (&h.namespace, h.name.split_once(':')) {
                     return Some(match &h.action {
                         cfg::Action::Remove => Step::RemoveSoapHeader {
@@ -1883,7 +1896,7 @@ impl<'a> Compiler<'a> {
                 if h.namespace.is_none()
                     && matches!(
                         h.name.as_str(),
-                        "From" | "Action" | "ReplyTo" | "FaultTo" | "MessageID" | "RelatesTo"
+                        "From" | "ReplyTo" | "FaultTo" | "MessageID" | "RelatesTo"
                     )
                 {
                     self.report(
@@ -1891,7 +1904,7 @@ impl<'a> Compiler<'a> {
                         &m.loc,
                         el,
                         format!(
-                            "the WS-Addressing header '{}' is not supported yet (only To)",
+                            "the WS-Addressing header '{}' is not supported yet (only To and Action)",
                             h.name
                         ),
                     );
@@ -2096,7 +2109,8 @@ fn body_exprs_all(steps: &[Step], f: &mut dyn FnMut(&Expr) -> bool) -> bool {
             }
             Step::SetProperty { value: v, .. }
             | Step::SetHeader { value: v, .. }
-            | Step::SetTo(v) => value(v, f),
+            | Step::SetTo(v)
+            | Step::SetAction(v) => value(v, f),
             Step::Filter {
                 cond,
                 then,
@@ -2138,7 +2152,8 @@ fn body_exprs_all(steps: &[Step], f: &mut dyn FnMut(&Expr) -> bool) -> bool {
             | Step::Drop
             | Step::RemoveProperty { .. }
             | Step::RemoveHeader(_)
-            | Step::RemoveTo => true,
+            | Step::RemoveTo
+            | Step::RemoveAction => true,
         };
         if !ok {
             return false;
@@ -2183,7 +2198,8 @@ pub(crate) fn need_until_call(steps: &[Step]) -> (BodyNeed, bool) {
             }
             Step::SetProperty { value, .. }
             | Step::SetHeader { value, .. }
-            | Step::SetTo(value) => value.body_need(),
+            | Step::SetTo(value)
+            | Step::SetAction(value) => value.body_need(),
             Step::Filter {
                 cond,
                 then,
@@ -2236,7 +2252,8 @@ pub(crate) fn need_until_call(steps: &[Step]) -> (BodyNeed, bool) {
             | Step::Drop
             | Step::RemoveProperty { .. }
             | Step::RemoveHeader(_)
-            | Step::RemoveTo => BodyNeed::None,
+            | Step::RemoveTo
+            | Step::RemoveAction => BodyNeed::None,
         };
         need = need.max(n);
     }

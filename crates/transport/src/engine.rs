@@ -882,6 +882,7 @@ fn backend_request(
     strip_hop_by_hop(&mut headers);
     headers.insert(header::HOST, ep.host.clone());
     apply_content_type_props(&msg.axis2, &mut headers);
+    msg.apply_action(&mut headers);
     let mut activity = None;
     let body = if msg.axis2.is_true("NO_ENTITY_BODY") {
         headers.remove(header::CONTENT_LENGTH);
