@@ -16,9 +16,11 @@
 
 mod date;
 mod functions;
+mod jsonpath;
 mod stream;
 mod synapse;
 
+pub use jsonpath::JsonPath;
 use std::borrow::Cow;
 use std::fmt;
 pub use stream::StreamPath;
@@ -75,6 +77,8 @@ pub enum Expr {
     /// The time of each evaluation: `get-property('SYSTEM_TIME')` or
     /// `get-property('SYSTEM_DATE'[, FORMAT])` alone (inside a larger XPath they are variables).
     Clock(Clock),
+    /// `json-eval(PATH)`, or an `evaluator="json"` argument: a JsonPath over the JSON body.
+    Json(Box<JsonPath>),
     XPath(Box<XPathExpr>),
 }
 
@@ -320,6 +324,9 @@ impl Expr {
                 return Ok(Expr::Literal(lit.to_owned()));
             }
         }
+        if let Some(path) = json_eval_path(t) {
+            return Self::json(path);
+        }
         if let Some(args) = t
             .strip_prefix("get-property")
             .map(str::trim_start)
@@ -330,6 +337,29 @@ impl Expr {
             }
         }
         Self::xpath(t, ns, registry)
+    }
+
+    /// A JsonPath over the JSON body (`evaluator="json"`; a `json-eval(...)` around it is taken
+    /// off, as WSO2 does).
+    pub fn json(path: &str) -> Result<Expr, ExprError> {
+        let path = json_eval_path(path.trim()).unwrap_or(path);
+        JsonPath::compile(path)
+            .map(|p| Expr::Json(Box::new(p)))
+            .map_err(|e| match e {
+                jsonpath::JsonPathError::Invalid(m) => invalid(m),
+                jsonpath::JsonPathError::Unsupported(m) => unsupported(m),
+            })
+    }
+
+    /// The values a [`Expr::Json`] selects in the JSON body, and whether its path is definite
+    /// (one value at most). `Err` for the other kinds, and when the body is not JSON.
+    pub fn json_values(&self, env: &dyn Env) -> Result<(Vec<serde_json::Value>, bool), ExprError> {
+        let Expr::Json(p) = self else {
+            return Err(invalid("not a JsonPath"));
+        };
+        let body = json_body(env, p)?;
+        let values = p.select(&body).into_iter().cloned().collect();
+        Ok((values, p.is_definite()))
     }
 
     fn xpath(t: &str, ns: &[(String, String)], registry: Registry<'_>) -> Result<Expr, ExprError> {
@@ -415,6 +445,7 @@ impl Expr {
     pub fn body_need(&self) -> BodyNeed {
         match self {
             Expr::XPath(x) => x.need,
+            Expr::Json(_) => BodyNeed::Full,
             _ => BodyNeed::None,
         }
     }
@@ -429,6 +460,16 @@ impl Expr {
             }
             Expr::UrlParam(name) => env.url_param(name).unwrap_or(Cow::Borrowed("")),
             Expr::Clock(c) => Cow::Owned(c.now()),
+            Expr::Json(p) => {
+                // The whole body is its text as it came.
+                if p.as_str() == "$" {
+                    if let Some(raw) = env.raw_xml() {
+                        return Ok(Cow::Owned(String::from_utf8_lossy(raw).into_owned()));
+                    }
+                }
+                let (values, definite) = self.json_values(env)?;
+                Cow::Owned(json_string_value(&values, definite))
+            }
             Expr::XPath(x) => {
                 if let (Some(s), Some(raw)) = (&x.stream, env.raw_xml()) {
                     if let Some(v) = s.eval_string(raw) {
@@ -545,6 +586,48 @@ impl Expr {
             }
             other => Ok(!other.eval_string(env)?.is_empty()),
         }
+    }
+}
+
+/// The path inside `json-eval(...)`, when `t` is exactly that.
+fn json_eval_path(t: &str) -> Option<&str> {
+    t.strip_prefix("json-eval")?
+        .trim_start()
+        .strip_prefix('(')?
+        .strip_suffix(')')
+        .map(str::trim)
+}
+
+/// The JSON body, parsed (the body bytes while no tree replaced them).
+fn json_body(env: &dyn Env, p: &JsonPath) -> Result<serde_json::Value, ExprError> {
+    let raw = env.raw_xml().ok_or_else(|| {
+        invalid(format!(
+            "json-eval({}): the message has no JSON body here (reading an XML message as JSON is not supported yet)",
+            p.as_str()
+        ))
+    })?;
+    serde_json::from_slice(raw).map_err(|e| ExprError {
+        kind: ExprErrorKind::BadMessage,
+        message: format!(
+            "json-eval({}): the message body is not JSON: {e}",
+            p.as_str()
+        ),
+    })
+}
+
+/// WSO2's string value of a JsonPath result (`SynapseJsonPath.stringValueOf` over Jayway): a string
+/// as its text, without quotes; numbers, booleans and `null` as written in JSON; objects and
+/// arrays as compact JSON in their order; nothing found by a definite path is the empty string;
+/// an indefinite path (wildcard, deep scan, slice, union) always gives a JSON array of what it
+/// found.
+pub fn json_string_value(values: &[serde_json::Value], definite: bool) -> String {
+    if !definite {
+        return serde_json::Value::Array(values.to_vec()).to_string();
+    }
+    match values.first() {
+        None => String::new(),
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
     }
 }
 
@@ -1131,6 +1214,75 @@ mod tests {
                 let _ = e.eval_string(&env());
             }
             let _ = FullRegex::compile(&text);
+        }
+    }
+}
+
+#[cfg(test)]
+mod json_tests {
+    use super::*;
+
+    /// A message whose body is these bytes, untouched.
+    struct Body(&'static str);
+
+    impl Env for Body {
+        fn property(&self, _: PropScope, _: &str) -> Option<Cow<'_, str>> {
+            None
+        }
+        fn url_param(&self, _: &str) -> Option<Cow<'_, str>> {
+            None
+        }
+        fn raw_xml(&self) -> Option<&[u8]> {
+            Some(self.0.as_bytes())
+        }
+    }
+
+    const ORDER: &str = r#"{"order": {"symbol": "IBM", "qty": 10, "price": 10.5, "ok": true,
+        "note": null, "tags": ["a", "b"], "lines": [{"n": 1}, {"n": 2}], "by": {"z": 1, "a": 2}}}"#;
+
+    fn eval(text: &str, body: &'static str) -> Result<String, ExprError> {
+        let e = Expr::compile(text, &[])?;
+        assert!(matches!(e, Expr::Json(_)), "{text}: {e:?}");
+        assert_eq!(e.body_need(), BodyNeed::Full);
+        e.eval_string(&Body(body)).map(Cow::into_owned)
+    }
+
+    #[test]
+    fn json_eval_gives_wso2s_string_values() {
+        let v = |t: &str| eval(t, ORDER).unwrap();
+        assert_eq!(v("json-eval($.order.symbol)"), "IBM");
+        assert_eq!(v("json-eval( $.order.qty )"), "10");
+        assert_eq!(v("json-eval($.order.price)"), "10.5");
+        assert_eq!(v("json-eval($.order.ok)"), "true");
+        assert_eq!(v("json-eval($.order.note)"), "null");
+        // Objects and arrays: compact JSON, members in their order.
+        assert_eq!(v("json-eval($.order.by)"), r#"{"z":1,"a":2}"#);
+        assert_eq!(v("json-eval($.order.tags)"), r#"["a","b"]"#);
+        // Nothing found by a definite path: the empty string.
+        assert_eq!(v("json-eval($.order.missing)"), "");
+        // An indefinite path: always an array, empty when nothing is found.
+        assert_eq!(v("json-eval($.order.lines[*].n)"), "[1,2]");
+        assert_eq!(v("json-eval($..symbol)"), r#"["IBM"]"#);
+        assert_eq!(v("json-eval($..nothing)"), "[]");
+        // The whole body: as it came.
+        assert_eq!(v("json-eval($)"), ORDER);
+    }
+
+    #[test]
+    fn json_eval_refusals_and_bad_bodies() {
+        let e = Expr::compile("json-eval($.a[?(@.b)])", &[]).unwrap_err();
+        assert_eq!(e.kind, ExprErrorKind::Unsupported, "{e}");
+        let e = Expr::compile("json-eval(a.b)", &[]).unwrap_err();
+        assert_eq!(e.kind, ExprErrorKind::Invalid, "{e}");
+        let e = eval("json-eval($.a)", "<a/>").unwrap_err();
+        assert_eq!(e.kind, ExprErrorKind::BadMessage, "{e}");
+        assert!(e.message.contains("not JSON"), "{e}");
+        // evaluator="json" arguments: a plain path, or one still in json-eval().
+        for p in ["$.order.symbol", "json-eval($.order.symbol)"] {
+            let e = Expr::json(p).unwrap();
+            let (values, definite) = e.json_values(&Body(ORDER)).unwrap();
+            assert!(definite);
+            assert_eq!(values, vec![serde_json::json!("IBM")]);
         }
     }
 }
