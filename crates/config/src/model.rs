@@ -332,10 +332,22 @@ pub enum PayloadFormat {
 
 #[derive(Clone, Debug)]
 pub struct PayloadFactory {
+    /// `media-type="json"`: the format is a JSON text (else XML).
+    pub json: bool,
     pub format: PayloadFormat,
     pub format_loc: Location,
-    /// `$1`, `$2`, ... in order: `value="..."` or `expression="..."`.
-    pub args: Vec<ValueSrc>,
+    /// `$1`, `$2`, ... in order.
+    pub args: Vec<PayloadArgSrc>,
+}
+
+/// A payloadFactory argument: `value="..."` or `expression="..."`.
+#[derive(Clone, Debug)]
+pub struct PayloadArgSrc {
+    pub value: ValueSrc,
+    /// `evaluator="json"`: the expression is a JsonPath over the JSON body (else XPath).
+    pub json: bool,
+    /// `literal="true"`: the value goes in as a string, never as JSON or XML.
+    pub literal: bool,
 }
 
 #[derive(Clone, Debug)]

@@ -1516,15 +1516,20 @@ impl<'a, 'input> FileParser<'a, 'input> {
     }
 
     fn payload_factory(&mut self, n: Node) -> Option<PayloadFactory> {
-        let media = n.attribute("media-type").unwrap_or("xml");
-        if media != "xml" {
-            self.report(
-                Severity::Unsupported,
-                n,
-                format!("payloadFactory media-type=\"{media}\" is not supported yet (only xml)"),
-            );
-            return None;
-        }
+        let json = match n.attribute("media-type").unwrap_or("xml") {
+            "xml" => false,
+            "json" => true,
+            media => {
+                self.report(
+                    Severity::Unsupported,
+                    n,
+                    format!(
+                        "payloadFactory media-type=\"{media}\" is not supported yet (xml or json)"
+                    ),
+                );
+                return None;
+            }
+        };
         if let Some(t) = n.attribute("template-type") {
             if t != "default" {
                 self.report(
@@ -1543,6 +1548,14 @@ impl<'a, 'input> FileParser<'a, 'input> {
                     let loc = self.loc(c);
                     if let Some(k) = c.attribute("key") {
                         format = Some((PayloadFormat::Key(k.to_owned()), loc));
+                    } else if json {
+                        // A JSON format is the element's text.
+                        let text: String = c
+                            .children()
+                            .filter(|t| t.is_text())
+                            .filter_map(|t| t.text())
+                            .collect();
+                        format = Some((PayloadFormat::Inline(text.trim().to_owned()), loc));
                     } else if let Some(e) = elements(c).next() {
                         format = Some((PayloadFormat::Inline(self.serialize_element(e)), loc));
                     } else {
@@ -1564,20 +1577,36 @@ impl<'a, 'input> FileParser<'a, 'input> {
                             );
                             continue;
                         }
-                        if let Some(ev) = a.attribute("evaluator") {
-                            if ev != "xml" {
+                        let json = match a.attribute("evaluator").unwrap_or("xml") {
+                            "xml" => false,
+                            "json" => true,
+                            ev => {
                                 self.report(
-                                    Severity::Unsupported,
+                                    Severity::Error,
                                     a,
-                                    format!(
-                                        "argument evaluator '{ev}' is not supported yet (only xml)"
-                                    ),
+                                    format!("argument evaluator must be xml or json, not '{ev}'"),
                                 );
                                 return None;
                             }
-                        }
+                        };
+                        let literal = match a.attribute("literal").unwrap_or("false") {
+                            "true" => true,
+                            "false" => false,
+                            other => {
+                                self.report(
+                                    Severity::Error,
+                                    a,
+                                    format!("literal must be true or false, not '{other}'"),
+                                );
+                                return None;
+                            }
+                        };
                         match self.value_or_expr(a) {
-                            Some(v) => args.push(v),
+                            Some(value) => args.push(PayloadArgSrc {
+                                value,
+                                json,
+                                literal,
+                            }),
                             None => {
                                 self.report(
                                     Severity::Error,
@@ -1602,6 +1631,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
             return None;
         };
         Some(PayloadFactory {
+            json,
             format,
             format_loc,
             args,
@@ -2122,16 +2152,23 @@ mod tests {
         assert!(matches!(&m[3].kind, MediatorKind::Property(p) if p.ty == PropertyType::Om));
         let (_, d) = parse(&format!(
             r#"<sequence name="S" {NS}>
-  <payloadFactory media-type="json"><format>{{"a":1}}</format></payloadFactory>
+  <payloadFactory media-type="text"><format>a</format></payloadFactory>
   <enrich><source type="custom" xpath="//a" clone="false"/><target type="body"/></enrich>
   <enrich><source type="body"/><target type="envelope"/></enrich>
+  <payloadFactory media-type="json"><format>{{"a": "$1", "b": $2}}</format>
+    <args><arg evaluator="json" expression="$.x" literal="true"/><arg value="1"/></args></payloadFactory>
+  <payloadFactory><format><a/></format><args><arg evaluator="js" expression="x"/></args></payloadFactory>
 </sequence>"#
         ));
         let msgs: Vec<String> = d.items.iter().map(|x| x.to_string()).collect();
-        assert_eq!(msgs.len(), 3, "{msgs:#?}");
+        assert_eq!(msgs.len(), 4, "{msgs:#?}");
         assert!(msgs[0].starts_with("t.xml:2:3: unsupported:"), "{msgs:#?}");
         assert!(msgs[1].contains("clone=\"false\""), "{msgs:#?}");
         assert!(msgs[2].contains("envelope target"), "{msgs:#?}");
+        assert!(
+            msgs[3].contains("evaluator must be xml or json"),
+            "{msgs:#?}"
+        );
     }
 
     #[test]

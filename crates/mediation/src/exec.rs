@@ -477,10 +477,20 @@ pub fn om_value(s: &str) -> Result<String, String> {
 /// Synapse's preparation of a payloadFactory argument for an XML format: a value that is XML
 /// (ends with '>', parses) goes in as is; anything else is XML-escaped (`escapeXml10`).
 pub fn prepare_payload_arg(v: String) -> String {
-    let t = v.trim();
-    if t.len() >= 4 && t.starts_with('<') && t.ends_with('>') && Fragment::parse(t).is_ok() {
+    if is_xml_value(&v) {
         return v;
     }
+    escape_xml(&v)
+}
+
+/// Whether a value is XML to WSO2's payloadFactory (starts with `<`, ends with `>`, parses).
+fn is_xml_value(v: &str) -> bool {
+    let t = v.trim();
+    t.len() >= 4 && t.starts_with('<') && t.ends_with('>') && Fragment::parse(t).is_ok()
+}
+
+/// `v` XML-escaped (commons-lang `escapeXml10`: the five predefined entities).
+pub fn escape_xml(v: &str) -> String {
     let mut out = String::with_capacity(v.len() + 8);
     for c in v.chars() {
         match c {
@@ -495,19 +505,186 @@ pub fn prepare_payload_arg(v: String) -> String {
     out
 }
 
+/// `v` as a JSON string's content, as WSO2's payloadFactory escapes it: backslash, quote, and
+/// `\b \f \n \r \t` (no other control character).
+fn escape_json(v: &str) -> String {
+    let mut out = String::with_capacity(v.len() + 8);
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// A text value for a JSON format: as JSON when it starts with `{` or `[` (and is not
+/// `literal`), else escaped as a string's content (the format's quotes stay as written).
+fn json_text_arg(v: String, literal: bool) -> String {
+    let t = v.trim_start();
+    if !literal && (t.starts_with('{') || t.starts_with('[')) {
+        v
+    } else {
+        escape_json(&v)
+    }
+}
+
+/// A literal `value` argument for a JSON format, prepared at load as WSO2 does: XML-escaped first
+/// (WSO2 passes every static value through `escapeXml10`, for JSON formats too), then as any text.
+pub fn json_literal_arg(v: &str, literal: bool) -> String {
+    json_text_arg(escape_xml(v), literal)
+}
+
+/// An expression argument's value as it goes into the format: for JSON formats, a JsonPath's
+/// objects, arrays, numbers, booleans and null as JSON and its strings escaped; for XML formats,
+/// a JsonPath's objects and arrays as XML elements (WSO2's JSON to XML mapping), anything else
+/// escaped unless it is XML.
+fn payload_arg_value(
+    expr: &Expr,
+    literal: bool,
+    json_format: bool,
+    view: &View<'_>,
+) -> Result<String, Error> {
+    if let Expr::Json(_) = expr {
+        let (values, definite) = expr.json_values(view).map_err(expr_error)?;
+        let text = sluice_expr::json_string_value(&values, definite);
+        let one = if definite { values.first() } else { None };
+        return Ok(match (json_format, literal, one) {
+            (true, true, _) => escape_json(&text),
+            (true, false, Some(serde_json::Value::String(s))) => json_text_arg(s.clone(), false),
+            (true, false, _) => text,
+            (false, true, _) | (false, false, Some(serde_json::Value::String(_))) => {
+                escape_xml(&text)
+            }
+            (false, false, Some(v)) if !(v.is_object() || v.is_array()) => text,
+            (false, false, Some(v)) => json_to_xml(v),
+            (false, false, None) if definite => String::new(),
+            (false, false, None) => json_to_xml(&serde_json::Value::Array(values)),
+        });
+    }
+    let v = expr
+        .eval_xml_aware(view)
+        .map(Cow::into_owned)
+        .map_err(expr_error)?;
+    if !json_format {
+        return Ok(if literal {
+            escape_xml(&v)
+        } else {
+            prepare_payload_arg(v)
+        });
+    }
+    if !literal && is_xml_value(&v) {
+        return Err(Error::new(
+            ErrorKind::Mediation,
+            format!("payloadFactory: the argument '{}' is XML, and converting XML to JSON is not supported yet", v.trim()),
+        ));
+    }
+    Ok(json_text_arg(v, literal))
+}
+
+/// WSO2's mapping of a JSON value to XML (staxon, without processing instructions): an object's
+/// members become elements, an array under a name repeats that element, `null` is an empty
+/// element; the outer object or array is not wrapped (a top-level array's items are
+/// `jsonElement`s). A name starting with a digit gets `_JsonReader_PD_` before it, one starting
+/// with `$` has it replaced by `_JsonReader_PS_`.
+pub fn json_to_xml(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    fn name(k: &str) -> Cow<'_, str> {
+        if let Some(rest) = k.strip_prefix('$') {
+            Cow::Owned(format!("_JsonReader_PS_{rest}"))
+        } else if k.starts_with(|c: char| c.is_ascii_digit()) {
+            Cow::Owned(format!("_JsonReader_PD_{k}"))
+        } else {
+            Cow::Borrowed(k)
+        }
+    }
+    fn scalar(v: &Value, out: &mut String) {
+        match v {
+            Value::String(s) => out.push_str(&escape_xml(s)),
+            Value::Null => {}
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    fn element(n: &str, v: &Value, out: &mut String) {
+        match v {
+            Value::Null => {
+                out.push('<');
+                out.push_str(n);
+                out.push_str("/>");
+                return;
+            }
+            // An array right inside an array.
+            Value::Array(items) => {
+                out.push_str(&format!("<{n}><jsonArray>"));
+                for i in items {
+                    element("jsonElement", i, out);
+                }
+                out.push_str(&format!("</jsonArray></{n}>"));
+                return;
+            }
+            _ => {}
+        }
+        out.push('<');
+        out.push_str(n);
+        out.push('>');
+        match v {
+            Value::Object(m) => members(m, out),
+            other => scalar(other, out),
+        }
+        out.push_str("</");
+        out.push_str(n);
+        out.push('>');
+    }
+    fn members(m: &serde_json::Map<String, Value>, out: &mut String) {
+        for (k, v) in m {
+            let n = name(k);
+            match v {
+                Value::Array(items) => items.iter().for_each(|i| element(&n, i, out)),
+                other => element(&n, other, out),
+            }
+        }
+    }
+    let mut out = String::new();
+    match v {
+        Value::Object(m) => members(m, &mut out),
+        Value::Array(items) => items
+            .iter()
+            .for_each(|i| element("jsonElement", i, &mut out)),
+        other => scalar(other, &mut out),
+    }
+    out
+}
+
+/// Whether the message's Content-Type is JSON (`application/json`, `+json`).
+fn is_json_message(msg: &Message) -> bool {
+    msg.headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|ct| ct.split(';').next())
+        .is_some_and(|m| {
+            let m = m.trim().to_ascii_lowercase();
+            m == "application/json" || m.ends_with("+json")
+        })
+}
+
 fn payload_factory(p: &PayloadPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error> {
     let what = "payloadFactory";
     let mut values = Vec::with_capacity(p.args.len());
     for a in &p.args {
         values.push(match a {
             PayloadArg::Ready(s) => Cow::Borrowed(s.as_str()),
-            PayloadArg::Expr(e) => {
-                let v = e
-                    .eval_xml_aware(&View { msg, doc })
-                    .map(Cow::into_owned)
-                    .map_err(expr_error)?;
-                Cow::Owned(prepare_payload_arg(v))
-            }
+            PayloadArg::Expr { expr, literal } => Cow::Owned(payload_arg_value(
+                expr,
+                *literal,
+                p.json,
+                &View { msg, doc },
+            )?),
         });
     }
     let mut text = String::new();
@@ -515,6 +692,34 @@ fn payload_factory(p: &PayloadPlan, msg: &mut Message, doc: &mut DocCache) -> Re
         match s {
             Segment::Text(t) => text.push_str(t),
             Segment::Arg(i) => text.push_str(&values[*i]),
+        }
+    }
+    if p.json {
+        // As WSO2 does: the text trimmed, not checked, and the message is JSON from here.
+        const JSON: &str = "application/json";
+        msg.body = Body::Bytes(text.trim().to_owned().into());
+        msg.headers.insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static(JSON),
+        );
+        msg.headers.remove(http::header::CONTENT_LENGTH);
+        msg.axis2.set("messageType", JSON.to_owned());
+        msg.axis2.set("ContentType", JSON.to_owned());
+        *doc = DocCache::new();
+        return Ok(());
+    }
+    // A JSON message becomes plain XML (WSO2 sets application/xml for a message that was
+    // neither SOAP nor XML).
+    let was_json = is_json_message(msg);
+    if was_json {
+        msg.headers.insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static(crate::fault::POX_CONTENT_TYPE),
+        );
+        for k in ["messageType", "ContentType"] {
+            if msg.axis2.get(k).is_some() {
+                msg.axis2.set(k, "application/xml".to_owned());
+            }
         }
     }
     let invalid = |e: sluice_xml::XmlError| {
@@ -529,6 +734,11 @@ fn payload_factory(p: &PayloadPlan, msg: &mut Message, doc: &mut DocCache) -> Re
     }
     let frag = Fragment::parse(&text).map_err(invalid)?;
     let mut d = match &msg.body {
+        // A JSON body has no XML to put the payload in: it is a new message.
+        _ if was_json => {
+            msg.soap = sluice_config::FaultVersion::Pox;
+            new_message_doc(msg, &frag)?
+        }
         Body::Empty => new_message_doc(msg, &frag)?,
         _ => take_doc(msg, doc)?,
     };
@@ -1104,6 +1314,35 @@ mod tests {
         msg.body = Body::Bytes(bytes::Bytes::from_static(b"<a>&bad;</a>"));
         let e = xslt(&xslt_plan(true, false), &mut msg, &mut DocCache::new()).unwrap_err();
         assert_eq!(e.kind, ErrorKind::BadRequest, "{}", e.reason());
+    }
+
+    #[test]
+    fn json_values_map_to_xml_and_text_to_json_strings_as_wso2_does() {
+        use serde_json::json;
+        // Top-level object and array: no wrapper; names that cannot start an element renamed.
+        assert_eq!(
+            json_to_xml(&json!({"1st": "a<b", "$ref": 2, "k": [[1, 2], {"x": null}], "e": []})),
+            "<_JsonReader_PD_1st>a&lt;b</_JsonReader_PD_1st><_JsonReader_PS_ref>2</_JsonReader_PS_ref>\
+             <k><jsonArray><jsonElement>1</jsonElement><jsonElement>2</jsonElement></jsonArray></k>\
+             <k><x/></k>"
+        );
+        assert_eq!(
+            json_to_xml(&json!([55, "x"])),
+            "<jsonElement>55</jsonElement><jsonElement>x</jsonElement>"
+        );
+        assert_eq!(
+            escape_json("a\\b \"q\" \n\r\t\u{8}\u{c}\u{1}"),
+            "a\\\\b \\\"q\\\" \\n\\r\\t\\b\\f\u{1}"
+        );
+        // Static values: XML-escaped first (WSO2 does it for JSON formats too); JSON kept.
+        assert_eq!(
+            json_literal_arg("a&b \"c\"", false),
+            "a&amp;b &quot;c&quot;"
+        );
+        assert_eq!(json_literal_arg("{\"a\":1}", false), "{&quot;a&quot;:1}");
+        assert_eq!(json_literal_arg("[1,2]", false), "[1,2]");
+        assert_eq!(json_literal_arg("[1,2]", true), "[1,2]");
+        assert_eq!(json_text_arg("[\"x\"]".to_owned(), true), "[\\\"x\\\"]");
     }
 
     #[test]

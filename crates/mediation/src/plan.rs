@@ -10,7 +10,7 @@ use crate::{Error, ErrorKind};
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method, Uri};
 use sluice_config::{self as cfg, Diagnostics, FaultVersion, Location, Severity};
-use sluice_expr::{BodyNeed, Expr, ExprErrorKind, FullRegex};
+use sluice_expr::{BodyNeed, Expr, ExprError, ExprErrorKind, FullRegex};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -520,6 +520,8 @@ pub struct PayloadPlan {
     pub args: Vec<PayloadArg>,
     /// The format's root is a SOAP Envelope: the result replaces the whole message.
     pub envelope: bool,
+    /// `media-type="json"`: the result is JSON text.
+    pub json: bool,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -531,9 +533,10 @@ pub enum Segment {
 
 #[derive(Debug)]
 pub enum PayloadArg {
-    /// A literal, already escaped (or kept as is when it is XML), as Synapse prepares it.
+    /// A literal, already escaped (or kept as is when it is XML or JSON), as Synapse prepares it.
     Ready(String),
-    Expr(Expr),
+    /// `literal="true"`: the value goes in as a string, never as XML or JSON.
+    Expr { expr: Expr, literal: bool },
 }
 
 #[derive(Debug)]
@@ -1373,7 +1376,18 @@ impl<'a> Compiler<'a> {
 
     fn expr(&mut self, e: &cfg::ExprSrc, element: &str) -> Option<Expr> {
         let registry = |key: &str| self.registry_text(key);
-        match Expr::compile_with_registry(&e.text, &e.ns, &registry) {
+        let r = Expr::compile_with_registry(&e.text, &e.ns, &registry);
+        self.compiled(r, &e.loc, element)
+    }
+
+    /// A compiled expression, or its error reported (unsupported or an error).
+    fn compiled(
+        &mut self,
+        r: Result<Expr, ExprError>,
+        loc: &Location,
+        element: &str,
+    ) -> Option<Expr> {
+        match r {
             Ok(x) => Some(x),
             Err(err) => {
                 let sev = if err.kind == ExprErrorKind::Unsupported {
@@ -1381,7 +1395,7 @@ impl<'a> Compiler<'a> {
                 } else {
                     Severity::Error
                 };
-                self.report(sev, &e.loc, element, err.message);
+                self.report(sev, loc, element, err.message);
                 None
             }
         }
@@ -1624,6 +1638,9 @@ impl<'a> Compiler<'a> {
             cfg::PayloadFormat::Inline(t) => t.clone(),
             cfg::PayloadFormat::Key(k) => self.keyed_text(k, &p.format_loc, el)?.0,
         };
+        if p.json {
+            return self.json_payload(p, &format, el);
+        }
         let segments = payload_segments(&format, p.args.len());
         if let Some(n) = payload_max_arg(&format) {
             if n > p.args.len() {
@@ -1666,15 +1683,59 @@ impl<'a> Compiler<'a> {
         };
         let mut args = Vec::new();
         for a in &p.args {
-            args.push(match self.value(a, el)? {
+            args.push(match self.payload_arg(a, el)? {
+                Value::Literal(s) if a.literal => PayloadArg::Ready(crate::exec::escape_xml(&s)),
                 Value::Literal(s) => PayloadArg::Ready(crate::exec::prepare_payload_arg(s)),
-                Value::Expr(e) => PayloadArg::Expr(e),
+                Value::Expr(e) => PayloadArg::Expr {
+                    expr: e,
+                    literal: a.literal,
+                },
             });
         }
         Some(PayloadPlan {
             segments,
             args,
             envelope,
+            json: false,
+        })
+    }
+
+    /// A payloadFactory argument: a value, an expression, or (`evaluator="json"`) a JsonPath.
+    fn payload_arg(&mut self, a: &cfg::PayloadArgSrc, el: &str) -> Option<Value> {
+        match &a.value {
+            cfg::ValueSrc::Expr(e) if a.json => self
+                .compiled(Expr::json(&e.text), &e.loc, el)
+                .map(Value::Expr),
+            v => self.value(v, el),
+        }
+    }
+
+    /// `media-type="json"`: the format is kept as text (WSO2 does not check it is JSON, nor the
+    /// result), its `$n` cut out as for XML; values are prepared for JSON.
+    fn json_payload(
+        &mut self,
+        p: &cfg::PayloadFactory,
+        format: &str,
+        el: &str,
+    ) -> Option<PayloadPlan> {
+        let segments = payload_segments(format, p.args.len());
+        let mut args = Vec::new();
+        for a in &p.args {
+            args.push(match self.payload_arg(a, el)? {
+                Value::Literal(s) => {
+                    PayloadArg::Ready(crate::exec::json_literal_arg(&s, a.literal))
+                }
+                Value::Expr(e) => PayloadArg::Expr {
+                    expr: e,
+                    literal: a.literal,
+                },
+            });
+        }
+        Some(PayloadPlan {
+            segments,
+            args,
+            envelope: false,
+            json: true,
         })
     }
 

@@ -142,7 +142,7 @@ async fn unsupported_proxies_are_reported_and_the_rest_serve() {
         "{t}"
     );
     for later in [
-        "JsonToSOAPProxy",
+        "IterateAndAggregateProxy",
         "DatamapperProxy",
         "SecureProxy",
         "CloneAndAggregateWithTwoBackendProxy",
@@ -233,7 +233,36 @@ async fn call_proxies_and_the_direct_api_run_unchanged() {
         .unwrap();
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(r.text().contains("<payload"), "{}", r.text());
-    assert_eq!(be.seen.lock().unwrap().len(), 4);
+    // JsonToSOAPProxy: WSO2's JSON payload goes out as XML in a SOAP 1.2 envelope, as
+    // application/xml with the Action it sets, and the echo comes back.
+    let json = payload("1000B_JSONPayload.json");
+    let r = c
+        .post(
+            "/services/JsonToSOAPProxy",
+            &[("content-type", "application/json")],
+            json,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let seen = be.seen.lock().unwrap().last().cloned().unwrap();
+    let sent = String::from_utf8_lossy(seen.body.as_deref().unwrap()).into_owned();
+    assert!(
+        sent.contains("<payload><symbol>json</symbol><symbol>json</symbol>")
+            && sent.contains("</payload>\n                        </soapenv:Body>"),
+        "{sent}"
+    );
+    assert!(
+        sent.contains("http://www.w3.org/2003/05/soap-envelope"),
+        "{sent}"
+    );
+    assert_eq!(
+        seen.headers["content-type"],
+        "application/xml; charset=UTF-8"
+    );
+    assert_eq!(seen.headers["soapaction"], "dummy");
+    assert_eq!(r.body, seen.body.unwrap());
+    assert_eq!(be.seen.lock().unwrap().len(), 5);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
