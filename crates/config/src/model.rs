@@ -345,7 +345,7 @@ pub struct PayloadFactory {
 pub struct PayloadArgSrc {
     pub value: ValueSrc,
     /// `evaluator="json"`: the expression is a JsonPath over the JSON body (else XPath).
-    pub json: bool,
+    pub json_path: bool,
     /// `literal="true"`: the value goes in as a string, never as JSON or XML.
     pub literal: bool,
 }

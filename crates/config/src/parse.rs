@@ -1577,7 +1577,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
                             );
                             continue;
                         }
-                        let json = match a.attribute("evaluator").unwrap_or("xml") {
+                        let json_path = match a.attribute("evaluator").unwrap_or("xml") {
                             "xml" => false,
                             "json" => true,
                             ev => {
@@ -1604,7 +1604,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
                         match self.value_or_expr(a) {
                             Some(value) => args.push(PayloadArgSrc {
                                 value,
-                                json,
+                                json_path,
                                 literal,
                             }),
                             None => {

@@ -6,9 +6,11 @@
 //!
 //! As in Jayway, a path without a wildcard, deep scan, slice, union or filter is *definite*: it
 //! selects at most one value, and a value it does not find is "nothing". An indefinite path
-//! selects a list (possibly empty).
+//! selects a list (possibly empty). Several names as the last step (`$.a['b','c']`) select one
+//! object of those members (Jayway's merge), so that path is definite too.
 
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// One step of a path.
 #[derive(Clone, Debug, PartialEq)]
@@ -92,24 +94,43 @@ impl JsonPath {
 
     /// Whether the path selects at most one value (Jayway's "definite" path).
     pub fn is_definite(&self) -> bool {
-        self.steps.iter().all(|s| match s {
-            Step::Names(n) => n.len() == 1,
+        let last = self.steps.len().saturating_sub(1);
+        self.steps.iter().enumerate().all(|(k, s)| match s {
+            Step::Names(n) => n.len() == 1 || k == last,
             Step::Indexes(i) => i.len() == 1,
             Step::Slice(..) | Step::Wild | Step::Deep(_) => false,
         })
     }
 
-    /// The values the path selects in `root`, in document order.
-    pub fn select<'v>(&self, root: &'v Value) -> Vec<&'v Value> {
+    /// The values the path selects in `root`, in document order: borrowed from it, except the
+    /// objects a last step of several names makes.
+    pub fn select<'v>(&self, root: &'v Value) -> Vec<Cow<'v, Value>> {
+        let (merge, steps) = match self.steps.split_last() {
+            Some((Step::Names(names), init)) if names.len() > 1 => (Some(names), init),
+            _ => (None, &self.steps[..]),
+        };
         let mut current = vec![root];
-        for step in &self.steps {
+        for step in steps {
             let mut next = Vec::new();
             for v in current {
                 apply(step, v, &mut next);
             }
             current = next;
         }
-        current
+        match merge {
+            None => current.into_iter().map(Cow::Borrowed).collect(),
+            Some(names) => current
+                .into_iter()
+                .filter_map(|v| v.as_object())
+                .map(|m| {
+                    let merged = names
+                        .iter()
+                        .filter_map(|n| m.get(n).map(|v| (n.clone(), v.clone())))
+                        .collect();
+                    Cow::Owned(Value::Object(merged))
+                })
+                .collect(),
+        }
     }
 }
 
@@ -129,7 +150,10 @@ fn apply<'v>(step: &Step, v: &'v Value, out: &mut Vec<&'v Value>) {
         Step::Slice(from, to) => {
             if let Value::Array(a) = v {
                 let n = a.len() as i64;
-                let clamp = |i: i64| (if i < 0 { n + i } else { i }).clamp(0, n) as usize;
+                // As Jayway: a bound counts from the end only in `[-n:]` and `[:-n]`.
+                let from_end = from.is_none() || to.is_none();
+                let clamp =
+                    |i: i64| (if i < 0 && from_end { n + i } else { i }).clamp(0, n) as usize;
                 let (f, t) = (clamp(from.unwrap_or(0)), clamp(to.unwrap_or(n)));
                 if f < t {
                     out.extend(&a[f..t]);
@@ -168,6 +192,9 @@ fn member<'t>(r: &'t str, whole: &str) -> Result<(Step, &'t str), JsonPathError>
     let name = &r[..end];
     if name.is_empty() {
         return Err(format!("JsonPath '{whole}': a name is missing after '.'").into());
+    }
+    if name.contains([']', '\'', '"']) {
+        return Err(format!("JsonPath '{whole}': '{name}' is not a name").into());
     }
     if name.contains('(') {
         return Err(JsonPathError::Unsupported(format!(
@@ -273,7 +300,7 @@ mod tests {
             .unwrap_or_else(|e| panic!("{path}: {e}"))
             .select(v)
             .into_iter()
-            .cloned()
+            .map(|c| c.into_owned())
             .collect()
     }
 
@@ -303,10 +330,14 @@ mod tests {
             vec![json!("IBM"), json!("IBM"), json!("SUN")]
         );
         assert_eq!(sel("$..price", &v), vec![json!(1.5), json!(2)]);
+        // Several names last: one object of them (Jayway's merge); elsewhere, each.
         assert_eq!(
-            sel("$.order['symbol','qty']", &v),
-            vec![json!("IBM"), json!(3)]
+            sel("$.order['symbol','qty','none']", &v),
+            vec![json!({"symbol": "IBM", "qty": 3})]
         );
+        assert_eq!(sel("$['order','orders'].symbol", &v), vec![json!("IBM")]);
+        // Both bounds given: neither counts from the end (Jayway).
+        assert!(sel("$.order.tags[1:-1]", &v).is_empty());
         assert!(sel("$.nothing.here", &v).is_empty());
         assert!(sel("$.order.tags[7]", &v).is_empty());
         assert!(sel("$.order.symbol.deeper", &v).is_empty());
@@ -315,8 +346,9 @@ mod tests {
     #[test]
     fn definite_paths_and_refusals() {
         let d = |p: &str| JsonPath::compile(p).unwrap().is_definite();
-        assert!(d("$") && d("$.a.b") && d("$['a'][0]"));
+        assert!(d("$") && d("$.a.b") && d("$['a'][0]") && d("$.a['b','c']"));
         assert!(!d("$.a[*]") && !d("$..a") && !d("$.a[0,1]") && !d("$.a[1:]"));
+        assert!(!d("$['a','b'].c"));
         for bad in [
             "a.b",
             "$.a[?(@.b == 1)]",
@@ -325,6 +357,7 @@ mod tests {
             "$.",
             "$a",
             "$.a[x]",
+            "$.a]",
         ] {
             assert!(JsonPath::compile(bad).is_err(), "{bad}");
         }

@@ -64,7 +64,18 @@ pub trait Env {
     fn raw_xml(&self) -> Option<&[u8]> {
         None
     }
+    /// The message as JSON, parsed on first use: `None` when the body is empty (nothing to find);
+    /// an error when it is not JSON or not available.
+    fn json(&self) -> Result<Option<&serde_json::Value>, ExprError> {
+        Err(invalid(
+            "the message body is not available to this expression",
+        ))
+    }
 }
+
+/// The most text a JsonPath's value may make (a deep scan repeats nested values): 64 MiB, the body
+/// size limit.
+const MAX_JSON_TEXT: usize = 64 * 1024 * 1024;
 
 #[derive(Debug)]
 pub enum Expr {
@@ -353,12 +364,24 @@ impl Expr {
 
     /// The values a [`Expr::Json`] selects in the JSON body, and whether its path is definite
     /// (one value at most). `Err` for the other kinds, and when the body is not JSON.
-    pub fn json_values(&self, env: &dyn Env) -> Result<(Vec<serde_json::Value>, bool), ExprError> {
+    pub fn json_values<'e>(
+        &self,
+        env: &'e dyn Env,
+    ) -> Result<(Vec<Cow<'e, serde_json::Value>>, bool), ExprError> {
         let Expr::Json(p) = self else {
             return Err(invalid("not a JsonPath"));
         };
-        let body = json_body(env, p)?;
-        let values = p.select(&body).into_iter().cloned().collect();
+        let values = match env.json() {
+            Ok(Some(body)) => p.select(body),
+            // An empty body: nothing to find (WSO2: "Json Payload is empty").
+            Ok(None) => Vec::new(),
+            Err(e) => {
+                return Err(ExprError {
+                    message: format!("json-eval({}): {}", p.as_str(), e.message),
+                    ..e
+                })
+            }
+        };
         Ok((values, p.is_definite()))
     }
 
@@ -468,7 +491,10 @@ impl Expr {
                     }
                 }
                 let (values, definite) = self.json_values(env)?;
-                Cow::Owned(json_string_value(&values, definite))
+                Cow::Owned(json_string_value(&values, definite).map_err(|m| ExprError {
+                    kind: ExprErrorKind::BadMessage,
+                    message: format!("json-eval({}): {m}", p.as_str()),
+                })?)
             }
             Expr::XPath(x) => {
                 if let (Some(s), Some(raw)) = (&x.stream, env.raw_xml()) {
@@ -598,37 +624,36 @@ fn json_eval_path(t: &str) -> Option<&str> {
         .map(str::trim)
 }
 
-/// The JSON body, parsed (the body bytes while no tree replaced them).
-fn json_body(env: &dyn Env, p: &JsonPath) -> Result<serde_json::Value, ExprError> {
-    let raw = env.raw_xml().ok_or_else(|| {
-        invalid(format!(
-            "json-eval({}): the message has no JSON body here (reading an XML message as JSON is not supported yet)",
-            p.as_str()
-        ))
-    })?;
-    serde_json::from_slice(raw).map_err(|e| ExprError {
-        kind: ExprErrorKind::BadMessage,
-        message: format!(
-            "json-eval({}): the message body is not JSON: {e}",
-            p.as_str()
-        ),
-    })
-}
-
 /// WSO2's string value of a JsonPath result (`SynapseJsonPath.stringValueOf` over Jayway): a string
 /// as its text, without quotes; numbers, booleans and `null` as written in JSON; objects and
 /// arrays as compact JSON in their order; nothing found by a definite path is the empty string;
 /// an indefinite path (wildcard, deep scan, slice, union) always gives a JSON array of what it
 /// found.
-pub fn json_string_value(values: &[serde_json::Value], definite: bool) -> String {
+/// `Err` when the text would pass [`MAX_JSON_TEXT`].
+pub fn json_string_value(
+    values: &[Cow<'_, serde_json::Value>],
+    definite: bool,
+) -> Result<String, String> {
+    let too_large = || format!("the value is larger than {MAX_JSON_TEXT} bytes");
     if !definite {
-        return serde_json::Value::Array(values.to_vec()).to_string();
+        let mut out = String::from("[");
+        for (k, v) in values.iter().enumerate() {
+            if k > 0 {
+                out.push(',');
+            }
+            out.push_str(&v.to_string());
+            if out.len() > MAX_JSON_TEXT {
+                return Err(too_large());
+            }
+        }
+        out.push(']');
+        return Ok(out);
     }
-    match values.first() {
+    Ok(match values.first().map(|v| &**v) {
         None => String::new(),
         Some(serde_json::Value::String(s)) => s.clone(),
         Some(v) => v.to_string(),
-    }
+    })
 }
 
 /// A regex with Java `matches()` semantics: it must match the whole input, and `.` matches any
@@ -1222,8 +1247,12 @@ mod tests {
 mod json_tests {
     use super::*;
 
-    /// A message whose body is these bytes, untouched.
-    struct Body(&'static str);
+    /// A message whose body is these bytes, untouched (parsed as JSON on first use).
+    struct Body(&'static str, std::cell::OnceCell<Option<serde_json::Value>>);
+
+    fn body(text: &'static str) -> Body {
+        Body(text, std::cell::OnceCell::new())
+    }
 
     impl Env for Body {
         fn property(&self, _: PropScope, _: &str) -> Option<Cow<'_, str>> {
@@ -1235,16 +1264,26 @@ mod json_tests {
         fn raw_xml(&self) -> Option<&[u8]> {
             Some(self.0.as_bytes())
         }
+        fn json(&self) -> Result<Option<&serde_json::Value>, ExprError> {
+            if self.0.trim().is_empty() {
+                return Ok(None);
+            }
+            let v = serde_json::from_str(self.0).map_err(|e| ExprError {
+                kind: ExprErrorKind::BadMessage,
+                message: format!("the message body is not JSON: {e}"),
+            })?;
+            Ok(self.1.get_or_init(|| Some(v)).as_ref())
+        }
     }
 
     const ORDER: &str = r#"{"order": {"symbol": "IBM", "qty": 10, "price": 10.5, "ok": true,
         "note": null, "tags": ["a", "b"], "lines": [{"n": 1}, {"n": 2}], "by": {"z": 1, "a": 2}}}"#;
 
-    fn eval(text: &str, body: &'static str) -> Result<String, ExprError> {
+    fn eval(text: &str, text_body: &'static str) -> Result<String, ExprError> {
         let e = Expr::compile(text, &[])?;
         assert!(matches!(e, Expr::Json(_)), "{text}: {e:?}");
         assert_eq!(e.body_need(), BodyNeed::Full);
-        e.eval_string(&Body(body)).map(Cow::into_owned)
+        e.eval_string(&body(text_body)).map(Cow::into_owned)
     }
 
     #[test]
@@ -1266,6 +1305,14 @@ mod json_tests {
         assert_eq!(v("json-eval($..nothing)"), "[]");
         // The whole body: as it came.
         assert_eq!(v("json-eval($)"), ORDER);
+        // Several names last: one object.
+        assert_eq!(
+            v("json-eval($.order['qty','ok'])"),
+            r#"{"qty":10,"ok":true}"#
+        );
+        // An empty body: nothing found.
+        assert_eq!(eval("json-eval($.a)", " ").unwrap(), "");
+        assert_eq!(eval("json-eval($..a)", "").unwrap(), "[]");
     }
 
     #[test]
@@ -1280,9 +1327,13 @@ mod json_tests {
         // evaluator="json" arguments: a plain path, or one still in json-eval().
         for p in ["$.order.symbol", "json-eval($.order.symbol)"] {
             let e = Expr::json(p).unwrap();
-            let (values, definite) = e.json_values(&Body(ORDER)).unwrap();
+            let body = body(ORDER);
+            let (values, definite) = e.json_values(&body).unwrap();
             assert!(definite);
-            assert_eq!(values, vec![serde_json::json!("IBM")]);
+            assert_eq!(
+                values,
+                vec![Cow::<serde_json::Value>::Owned(serde_json::json!("IBM"))]
+            );
         }
     }
 }

@@ -74,10 +74,11 @@ pub fn typed(ty: PropertyType, s: &str) -> Result<String, String> {
 }
 
 /// The message as expressions see it: its properties, and the body parsed as XML on the first XPath
-/// that needs it (at most once per run; a mediator that replaces the body drops the parse).
+/// that needs it, or as JSON on the first JsonPath (at most once per run; a mediator that replaces
+/// the body drops the parse).
 struct View<'a> {
     msg: &'a Message,
-    doc: &'a OnceCell<Result<sluice_xml::Document, ExprError>>,
+    doc: &'a DocCache,
 }
 
 impl Env for View<'_> {
@@ -100,6 +101,38 @@ impl Env for View<'_> {
             Body::Bytes(b) | Body::Head(b) if self.doc.get().is_none() => Some(b),
             _ => None,
         }
+    }
+    fn json(&self) -> Result<Option<&serde_json::Value>, ExprError> {
+        self.doc
+            .json
+            .get_or_init(|| parse_json(self.msg, self.doc))
+            .as_ref()
+            .map(Option::as_ref)
+            .map_err(Clone::clone)
+    }
+}
+
+/// The body as JSON: `None` when it is empty. A body that XML mediators have made into a tree is
+/// not read as JSON (WSO2 converts it; Sluice does not yet).
+fn parse_json(msg: &Message, doc: &DocCache) -> Result<Option<serde_json::Value>, ExprError> {
+    if doc.get().is_some() {
+        return Err(ExprError {
+            kind: ExprErrorKind::Unsupported,
+            message: "reading an XML message as JSON is not supported yet".to_owned(),
+        });
+    }
+    match &msg.body {
+        Body::Bytes(b) if b.trim_ascii().is_empty() => Ok(None),
+        Body::Bytes(b) => serde_json::from_slice(b).map(Some).map_err(|e| ExprError {
+            kind: ExprErrorKind::BadMessage,
+            message: format!("the message body is not JSON: {e}"),
+        }),
+        Body::Empty => Ok(None),
+        Body::Head(_) | Body::Stream => Err(ExprError {
+            kind: ExprErrorKind::Invalid,
+            message: "internal: the body was not read whole for an expression that needs it"
+                .to_owned(),
+        }),
     }
 }
 
@@ -124,7 +157,42 @@ fn parse_body(msg: &Message) -> Result<sluice_xml::Document, ExprError> {
     }
 }
 
-type DocCache = OnceCell<Result<sluice_xml::Document, ExprError>>;
+/// The body parsed once per run, as an XML tree (which mediators change in place) and as JSON.
+/// Replaced whole whenever a mediator replaces the body.
+#[derive(Default)]
+struct DocCache {
+    xml: OnceCell<Result<sluice_xml::Document, ExprError>>,
+    json: OnceCell<Result<Option<serde_json::Value>, ExprError>>,
+}
+
+impl DocCache {
+    fn new() -> Self {
+        Self::default()
+    }
+    fn get(&self) -> Option<&Result<sluice_xml::Document, ExprError>> {
+        self.xml.get()
+    }
+    fn get_or_init(
+        &self,
+        f: impl FnOnce() -> Result<sluice_xml::Document, ExprError>,
+    ) -> &Result<sluice_xml::Document, ExprError> {
+        self.xml.get_or_init(f)
+    }
+    /// The tree, for a mediator that will change the body (the JSON parse goes with it).
+    fn take(&mut self) -> Option<Result<sluice_xml::Document, ExprError>> {
+        self.json.take();
+        self.xml.take()
+    }
+}
+
+impl From<Result<sluice_xml::Document, ExprError>> for DocCache {
+    fn from(r: Result<sluice_xml::Document, ExprError>) -> Self {
+        DocCache {
+            xml: OnceCell::from(r),
+            json: OnceCell::new(),
+        }
+    }
+}
 
 fn expr_error(e: ExprError) -> Error {
     let kind = if e.kind == ExprErrorKind::BadMessage {
@@ -360,6 +428,7 @@ fn xslt(x: &XsltPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error
     if let Some(out) = xslt_streaming(x, msg, doc) {
         msg.body = Body::Bytes(out.into());
         msg.headers.remove(http::header::CONTENT_LENGTH);
+        *doc = DocCache::new();
         return Ok(());
     }
     let what = format!("xslt {}", x.key);
@@ -490,7 +559,7 @@ fn is_xml_value(v: &str) -> bool {
 }
 
 /// `v` XML-escaped (commons-lang `escapeXml10`: the five predefined entities).
-pub fn escape_xml(v: &str) -> String {
+pub(crate) fn escape_xml(v: &str) -> String {
     let mut out = String::with_capacity(v.len() + 8);
     for c in v.chars() {
         match c {
@@ -537,7 +606,7 @@ fn json_text_arg(v: String, literal: bool) -> String {
 
 /// A literal `value` argument for a JSON format, prepared at load as WSO2 does: XML-escaped first
 /// (WSO2 passes every static value through `escapeXml10`, for JSON formats too), then as any text.
-pub fn json_literal_arg(v: &str, literal: bool) -> String {
+pub(crate) fn json_literal_arg(v: &str, literal: bool) -> String {
     json_text_arg(escape_xml(v), literal)
 }
 
@@ -553,20 +622,37 @@ fn payload_arg_value(
 ) -> Result<String, Error> {
     if let Expr::Json(_) = expr {
         let (values, definite) = expr.json_values(view).map_err(expr_error)?;
-        let text = sluice_expr::json_string_value(&values, definite);
-        let one = if definite { values.first() } else { None };
-        return Ok(match (json_format, literal, one) {
-            (true, true, _) => escape_json(&text),
-            (true, false, Some(serde_json::Value::String(s))) => json_text_arg(s.clone(), false),
-            (true, false, _) => text,
-            (false, true, _) | (false, false, Some(serde_json::Value::String(_))) => {
-                escape_xml(&text)
+        let text = || {
+            sluice_expr::json_string_value(&values, definite).map_err(|m| {
+                Error::new(
+                    ErrorKind::BadRequest,
+                    format!("payloadFactory argument: {m}"),
+                )
+            })
+        };
+        let one = if definite {
+            values.first().map(|v| &**v)
+        } else {
+            None
+        };
+        return match (json_format, literal, one) {
+            (true, true, _) => Ok(escape_json(&text()?)),
+            (true, false, Some(serde_json::Value::String(s))) => {
+                Ok(json_text_arg(s.clone(), false))
             }
-            (false, false, Some(v)) if !(v.is_object() || v.is_array()) => text,
-            (false, false, Some(v)) => json_to_xml(v),
-            (false, false, None) if definite => String::new(),
-            (false, false, None) => json_to_xml(&serde_json::Value::Array(values)),
-        });
+            (true, false, _) => text(),
+            (false, true, _) | (false, false, Some(serde_json::Value::String(_))) => {
+                Ok(escape_xml(&text()?))
+            }
+            (false, false, Some(v)) if !(v.is_object() || v.is_array()) => text(),
+            (false, false, Some(v)) => json_to_xml(v).map_err(json_xml_error),
+            (false, false, None) if definite => Ok(String::new()),
+            (false, false, None) => {
+                let all =
+                    serde_json::Value::Array(values.into_iter().map(Cow::into_owned).collect());
+                json_to_xml(&all).map_err(json_xml_error)
+            }
+        };
     }
     let v = expr
         .eval_xml_aware(view)
@@ -588,20 +674,34 @@ fn payload_arg_value(
     Ok(json_text_arg(v, literal))
 }
 
+fn json_xml_error(m: String) -> Error {
+    Error::new(
+        ErrorKind::BadRequest,
+        format!("payloadFactory argument: {m}"),
+    )
+}
+
 /// WSO2's mapping of a JSON value to XML (staxon, without processing instructions): an object's
 /// members become elements, an array under a name repeats that element, `null` is an empty
 /// element; the outer object or array is not wrapped (a top-level array's items are
 /// `jsonElement`s). A name starting with a digit gets `_JsonReader_PD_` before it, one starting
-/// with `$` has it replaced by `_JsonReader_PS_`.
-pub fn json_to_xml(v: &serde_json::Value) -> String {
+/// with `$` has it replaced by `_JsonReader_PS_`; a name that is still not an XML name is refused
+/// (the JSON comes from the client: it must not make markup), and so is XML past 64 MiB.
+pub fn json_to_xml(v: &serde_json::Value) -> Result<String, String> {
     use serde_json::Value;
-    fn name(k: &str) -> Cow<'_, str> {
-        if let Some(rest) = k.strip_prefix('$') {
+    const MAX: usize = 64 * 1024 * 1024;
+    fn name(k: &str) -> Result<Cow<'_, str>, String> {
+        let n = if let Some(rest) = k.strip_prefix('$') {
             Cow::Owned(format!("_JsonReader_PS_{rest}"))
         } else if k.starts_with(|c: char| c.is_ascii_digit()) {
             Cow::Owned(format!("_JsonReader_PD_{k}"))
         } else {
             Cow::Borrowed(k)
+        };
+        if sluice_xml::names::is_ncname(&n) {
+            Ok(n)
+        } else {
+            Err(format!("the JSON name '{k}' cannot be an XML element name"))
         }
     }
     fn scalar(v: &Value, out: &mut String) {
@@ -611,54 +711,66 @@ pub fn json_to_xml(v: &serde_json::Value) -> String {
             other => out.push_str(&other.to_string()),
         }
     }
-    fn element(n: &str, v: &Value, out: &mut String) {
+    fn element(n: &str, v: &Value, out: &mut String) -> Result<(), String> {
+        if out.len() > MAX {
+            return Err(format!(
+                "the XML made from the JSON is larger than {MAX} bytes"
+            ));
+        }
         match v {
             Value::Null => {
                 out.push('<');
                 out.push_str(n);
                 out.push_str("/>");
-                return;
             }
             // An array right inside an array.
             Value::Array(items) => {
                 out.push_str(&format!("<{n}><jsonArray>"));
                 for i in items {
-                    element("jsonElement", i, out);
+                    element("jsonElement", i, out)?;
                 }
                 out.push_str(&format!("</jsonArray></{n}>"));
-                return;
             }
-            _ => {}
+            _ => {
+                out.push('<');
+                out.push_str(n);
+                out.push('>');
+                match v {
+                    Value::Object(m) => members(m, out)?,
+                    other => scalar(other, out),
+                }
+                out.push_str("</");
+                out.push_str(n);
+                out.push('>');
+            }
         }
-        out.push('<');
-        out.push_str(n);
-        out.push('>');
-        match v {
-            Value::Object(m) => members(m, out),
-            other => scalar(other, out),
-        }
-        out.push_str("</");
-        out.push_str(n);
-        out.push('>');
+        Ok(())
     }
-    fn members(m: &serde_json::Map<String, Value>, out: &mut String) {
+    fn members(m: &serde_json::Map<String, Value>, out: &mut String) -> Result<(), String> {
         for (k, v) in m {
-            let n = name(k);
+            let n = name(k)?;
             match v {
-                Value::Array(items) => items.iter().for_each(|i| element(&n, i, out)),
-                other => element(&n, other, out),
+                Value::Array(items) => {
+                    for i in items {
+                        element(&n, i, out)?;
+                    }
+                }
+                other => element(&n, other, out)?,
             }
         }
+        Ok(())
     }
     let mut out = String::new();
     match v {
-        Value::Object(m) => members(m, &mut out),
-        Value::Array(items) => items
-            .iter()
-            .for_each(|i| element("jsonElement", i, &mut out)),
+        Value::Object(m) => members(m, &mut out)?,
+        Value::Array(items) => {
+            for i in items {
+                element("jsonElement", i, &mut out)?;
+            }
+        }
         other => scalar(other, &mut out),
     }
-    out
+    Ok(out)
 }
 
 /// Whether the message's Content-Type is JSON (`application/json`, `+json`).
@@ -708,20 +820,7 @@ fn payload_factory(p: &PayloadPlan, msg: &mut Message, doc: &mut DocCache) -> Re
         *doc = DocCache::new();
         return Ok(());
     }
-    // A JSON message becomes plain XML (WSO2 sets application/xml for a message that was
-    // neither SOAP nor XML).
     let was_json = is_json_message(msg);
-    if was_json {
-        msg.headers.insert(
-            http::header::CONTENT_TYPE,
-            http::HeaderValue::from_static(crate::fault::POX_CONTENT_TYPE),
-        );
-        for k in ["messageType", "ContentType"] {
-            if msg.axis2.get(k).is_some() {
-                msg.axis2.set(k, "application/xml".to_owned());
-            }
-        }
-    }
     let invalid = |e: sluice_xml::XmlError| {
         Error::new(
             ErrorKind::Mediation,
@@ -730,20 +829,38 @@ fn payload_factory(p: &PayloadPlan, msg: &mut Message, doc: &mut DocCache) -> Re
     };
     if p.envelope {
         let d = sluice_xml::Document::parse(text.trim().as_bytes()).map_err(invalid)?;
+        if was_json {
+            json_becomes_xml(msg);
+        }
         return put_doc(msg, doc, d, what);
     }
     let frag = Fragment::parse(&text).map_err(invalid)?;
+    if was_json {
+        json_becomes_xml(msg);
+    }
     let mut d = match &msg.body {
         // A JSON body has no XML to put the payload in: it is a new message.
-        _ if was_json => {
-            msg.soap = sluice_config::FaultVersion::Pox;
-            new_message_doc(msg, &frag)?
-        }
+        _ if was_json => new_message_doc(msg, &frag)?,
         Body::Empty => new_message_doc(msg, &frag)?,
         _ => take_doc(msg, doc)?,
     };
     d.replace_payload(&frag).map_err(|e| xml_error(what, e))?;
     put_doc(msg, doc, d, what)
+}
+
+/// A JSON message given an XML payload becomes plain XML (WSO2 sets `application/xml` for a
+/// message that was neither SOAP nor XML).
+fn json_becomes_xml(msg: &mut Message) {
+    msg.headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static(crate::fault::POX_CONTENT_TYPE),
+    );
+    for k in ["messageType", "ContentType"] {
+        if msg.axis2.get(k).is_some() {
+            msg.axis2.set(k, "application/xml".to_owned());
+        }
+    }
+    msg.soap = sluice_config::FaultVersion::Pox;
 }
 
 /// A document for a message that had no body: an empty SOAP envelope in the message's SOAP
@@ -1321,13 +1438,19 @@ mod tests {
         use serde_json::json;
         // Top-level object and array: no wrapper; names that cannot start an element renamed.
         assert_eq!(
-            json_to_xml(&json!({"1st": "a<b", "$ref": 2, "k": [[1, 2], {"x": null}], "e": []})),
+            json_to_xml(&json!({"1st": "a<b", "$ref": 2, "k": [[1, 2], {"x": null}], "e": []}))
+                .unwrap(),
             "<_JsonReader_PD_1st>a&lt;b</_JsonReader_PD_1st><_JsonReader_PS_ref>2</_JsonReader_PS_ref>\
              <k><jsonArray><jsonElement>1</jsonElement><jsonElement>2</jsonElement></jsonArray></k>\
              <k><x/></k>"
         );
+        // A name that is not an XML name is refused, never written as markup.
+        for bad in ["a/></item><role>admin</role><item><b", "a b", "", "x\"y"] {
+            let e = json_to_xml(&json!({ bad: null })).unwrap_err();
+            assert!(e.contains("cannot be an XML element name"), "{e}");
+        }
         assert_eq!(
-            json_to_xml(&json!([55, "x"])),
+            json_to_xml(&json!([55, "x"])).unwrap(),
             "<jsonElement>55</jsonElement><jsonElement>x</jsonElement>"
         );
         assert_eq!(

@@ -1638,9 +1638,6 @@ impl<'a> Compiler<'a> {
             cfg::PayloadFormat::Inline(t) => t.clone(),
             cfg::PayloadFormat::Key(k) => self.keyed_text(k, &p.format_loc, el)?.0,
         };
-        if p.json {
-            return self.json_payload(p, &format, el);
-        }
         let segments = payload_segments(&format, p.args.len());
         if let Some(n) = payload_max_arg(&format) {
             if n > p.args.len() {
@@ -1651,6 +1648,15 @@ impl<'a> Compiler<'a> {
                     format!("the format uses ${n} but only {} argument(s) are given; Synapse stops substituting at the first missing one", p.args.len()),
                 );
             }
+        }
+        if p.json {
+            // Kept as text: WSO2 checks neither the format nor the result is JSON.
+            return Some(PayloadPlan {
+                segments,
+                args: self.payload_args(p, el, crate::exec::json_literal_arg)?,
+                envelope: false,
+                json: true,
+            });
         }
         // The format must be well-formed XML whatever the arguments are.
         let probe: String = segments
@@ -1681,62 +1687,46 @@ impl<'a> Compiler<'a> {
                 return None;
             }
         };
-        let mut args = Vec::new();
-        for a in &p.args {
-            args.push(match self.payload_arg(a, el)? {
-                Value::Literal(s) if a.literal => PayloadArg::Ready(crate::exec::escape_xml(&s)),
-                Value::Literal(s) => PayloadArg::Ready(crate::exec::prepare_payload_arg(s)),
-                Value::Expr(e) => PayloadArg::Expr {
-                    expr: e,
-                    literal: a.literal,
-                },
-            });
-        }
+        let xml_literal = |s: &str, literal: bool| {
+            if literal {
+                crate::exec::escape_xml(s)
+            } else {
+                crate::exec::prepare_payload_arg(s.to_owned())
+            }
+        };
         Some(PayloadPlan {
             segments,
-            args,
+            args: self.payload_args(p, el, xml_literal)?,
             envelope,
             json: false,
         })
     }
 
-    /// A payloadFactory argument: a value, an expression, or (`evaluator="json"`) a JsonPath.
-    fn payload_arg(&mut self, a: &cfg::PayloadArgSrc, el: &str) -> Option<Value> {
-        match &a.value {
-            cfg::ValueSrc::Expr(e) if a.json => self
-                .compiled(Expr::json(&e.text), &e.loc, el)
-                .map(Value::Expr),
-            v => self.value(v, el),
-        }
-    }
-
-    /// `media-type="json"`: the format is kept as text (WSO2 does not check it is JSON, nor the
-    /// result), its `$n` cut out as for XML; values are prepared for JSON.
-    fn json_payload(
+    /// A payloadFactory's arguments: values prepared at load by `literal_value` (from the text and
+    /// `literal="true"`), expressions, and (`evaluator="json"`) JsonPaths.
+    fn payload_args(
         &mut self,
         p: &cfg::PayloadFactory,
-        format: &str,
         el: &str,
-    ) -> Option<PayloadPlan> {
-        let segments = payload_segments(format, p.args.len());
-        let mut args = Vec::new();
+        literal_value: impl Fn(&str, bool) -> String,
+    ) -> Option<Vec<PayloadArg>> {
+        let mut args = Vec::with_capacity(p.args.len());
         for a in &p.args {
-            args.push(match self.payload_arg(a, el)? {
-                Value::Literal(s) => {
-                    PayloadArg::Ready(crate::exec::json_literal_arg(&s, a.literal))
-                }
-                Value::Expr(e) => PayloadArg::Expr {
-                    expr: e,
+            let value = match &a.value {
+                cfg::ValueSrc::Expr(e) if a.json_path => self
+                    .compiled(Expr::json(&e.text), &e.loc, el)
+                    .map(Value::Expr),
+                v => self.value(v, el),
+            };
+            args.push(match value? {
+                Value::Literal(s) => PayloadArg::Ready(literal_value(&s, a.literal)),
+                Value::Expr(expr) => PayloadArg::Expr {
+                    expr,
                     literal: a.literal,
                 },
             });
         }
-        Some(PayloadPlan {
-            segments,
-            args,
-            envelope: false,
-            json: true,
-        })
+        Some(args)
     }
 
     fn enrich(&mut self, e: &cfg::Enrich, loc: &Location, el: &str) -> Option<EnrichPlan> {
