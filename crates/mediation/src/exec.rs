@@ -222,7 +222,17 @@ fn eval_expr(e: &Expr, msg: &Message, doc: &DocCache) -> Result<String, Error> {
 /// Runs steps in order until one of them decides the flow. libxml2 values made here never leave it.
 pub fn run(steps: &Steps, msg: &mut Message) -> Result<Flow, Error> {
     let mut doc = DocCache::new();
-    run_steps(steps, 0, msg, &mut doc)
+    let flow = run_steps(steps, 0, msg, &mut doc)?;
+    leaving(flow, msg)
+}
+
+/// The message as it leaves a run (to a back-end, to the client, or on to the engine's default):
+/// written as JSON when the flow made it JSON (`messageType`) and the body is XML.
+fn leaving(flow: Flow, msg: &mut Message) -> Result<Flow, Error> {
+    if !matches!(flow, Flow::Drop) {
+        crate::json::write_as_json(msg)?;
+    }
+    Ok(flow)
 }
 
 /// Goes on after a `call` with the message (its response), until a step decides the flow.
@@ -234,12 +244,12 @@ pub fn resume(k: Continuation, msg: &mut Message) -> Result<Flow, Error> {
             Flow::Continue => {}
             Flow::Call(ep, mut inner) => {
                 inner.frames.extend(frames);
-                return Ok(Flow::Call(ep, inner));
+                return leaving(Flow::Call(ep, inner), msg);
             }
-            f => return Ok(f),
+            f => return leaving(f, msg),
         }
     }
-    Ok(Flow::Continue)
+    leaving(Flow::Continue, msg)
 }
 
 /// `flow` from a nested list (a branch or a sequence) run by step `i` of `steps`: a `call` in it

@@ -6,6 +6,7 @@ pub mod error;
 pub mod exec;
 pub mod fault;
 pub mod health;
+pub mod json;
 pub mod message;
 pub mod plan;
 pub mod uritemplate;

@@ -2158,6 +2158,7 @@ fn body_exprs_all(steps: &[Step], f: &mut dyn FnMut(&Expr) -> bool) -> bool {
             Step::Log(l) => {
                 l.level != cfg::LogLevel::Full && l.properties.iter().all(|(_, v)| value(v, f))
             }
+            s @ Step::SetProperty { .. } if makes_json(s) => false,
             Step::SetProperty { value: v, .. }
             | Step::SetHeader { value: v, .. }
             | Step::SetTo(v)
@@ -2223,6 +2224,15 @@ pub(crate) fn calls(steps: &[Step]) -> bool {
     })
 }
 
+/// Whether the step sets `messageType` or `ContentType` (axis2 scope) to a JSON type: the message
+/// then leaves as JSON, and an XML body must be read to be converted ([`crate::json`]). A value
+/// computed at run time is not known here (such a body is converted only when something else
+/// read it).
+fn makes_json(s: &Step) -> bool {
+    matches!(s, Step::SetProperty { scope: cfg::Scope::Axis2, name, value: Value::Literal(v), .. }
+        if (name == "messageType" || name == "ContentType") && crate::json::is_json_type(v))
+}
+
 /// What the steps read of the message body, up to the first `call` among them (the steps after it
 /// read the response: a [`crate::Continuation`] counts them when it resumes). So does a sequence
 /// that calls at its top level; a call inside a branch does not stop the count (the steps after the
@@ -2247,6 +2257,8 @@ pub(crate) fn need_until_call(steps: &[Step]) -> (BodyNeed, bool) {
                 }
                 n
             }
+            // Leaving as JSON: an XML body is read to be converted.
+            s @ Step::SetProperty { .. } if makes_json(s) => BodyNeed::Full,
             Step::SetProperty { value, .. }
             | Step::SetHeader { value, .. }
             | Step::SetTo(value)
