@@ -788,11 +788,7 @@ fn is_json_message(msg: &Message) -> bool {
     msg.headers
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .and_then(|ct| ct.split(';').next())
-        .is_some_and(|m| {
-            let m = m.trim().to_ascii_lowercase();
-            m == "application/json" || m.ends_with("+json")
-        })
+        .is_some_and(crate::json::is_json_type)
 }
 
 fn payload_factory(p: &PayloadPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error> {

@@ -19,26 +19,32 @@ use sluice_xml::{Node, NodeKind};
 /// `messageType` property, else its Content-Type, is `application/json` or `+json`) and the body in
 /// memory is XML. A JSON body, or one that was not read, goes as it is.
 pub fn write_as_json(msg: &mut Message) -> Result<(), Error> {
-    let ct = msg
-        .axis2
-        .get("ContentType")
-        .or_else(|| msg.axis2.get("messageType"))
-        .map(str::to_owned)
-        .or_else(|| {
-            msg.headers
-                .get(http::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned)
-        });
-    let Some(ct) = ct.filter(|c| is_json_type(c)) else {
-        return Ok(());
-    };
+    // Cheapest first: a streamed body (every pass-through) is never converted.
     let Body::Bytes(b) = &msg.body else {
         return Ok(());
     };
     if b.trim_ascii_start().first() != Some(&b'<') {
         return Ok(());
     }
+    let ct = match msg
+        .axis2
+        .get("ContentType")
+        .or_else(|| msg.axis2.get("messageType"))
+    {
+        Some(c) => c,
+        None => match msg
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+        {
+            Some(c) => c,
+            None => return Ok(()),
+        },
+    };
+    if !is_json_type(ct) {
+        return Ok(());
+    }
+    let ct = ct.to_owned();
     let fail = |m: String| {
         Error::new(
             ErrorKind::Mediation,
@@ -72,13 +78,9 @@ pub fn write_as_json(msg: &mut Message) -> Result<(), Error> {
 
 /// Whether a Content-Type is JSON.
 pub fn is_json_type(ct: &str) -> bool {
-    let m = ct
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    m == "application/json" || m.ends_with("+json")
+    let m = ct.split(';').next().unwrap_or("").trim().as_bytes();
+    m.eq_ignore_ascii_case(b"application/json")
+        || (m.len() > 5 && m[m.len() - 5..].eq_ignore_ascii_case(b"+json"))
 }
 
 /// The JSON text for `e` (see the module's mapping).
