@@ -26,7 +26,7 @@ fuzz_target!(|data: &[u8]| {
         assert!(p.is_definite() || s.starts_with('['), "{path}: {s}");
     }
     for f in &found {
-        if let Ok(xml) = sluice_mediation::exec::json_to_xml(f) {
+        if let Ok(xml) = sluice_mediation::json::json_to_xml(f) {
             // What the mapping makes is markup only where the JSON had names.
             assert!(f.is_object() || f.is_array() || !xml.contains('<'), "{path}: {xml}");
         }

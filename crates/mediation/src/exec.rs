@@ -655,12 +655,12 @@ fn payload_arg_value(
                 Ok(escape_xml(&text()?))
             }
             (false, false, Some(v)) if !(v.is_object() || v.is_array()) => text(),
-            (false, false, Some(v)) => json_to_xml(v).map_err(json_xml_error),
+            (false, false, Some(v)) => crate::json::json_to_xml(v).map_err(json_xml_error),
             (false, false, None) if definite => Ok(String::new()),
             (false, false, None) => {
                 let all =
                     serde_json::Value::Array(values.into_iter().map(Cow::into_owned).collect());
-                json_to_xml(&all).map_err(json_xml_error)
+                crate::json::json_to_xml(&all).map_err(json_xml_error)
             }
         };
     }
@@ -689,98 +689,6 @@ fn json_xml_error(m: String) -> Error {
         ErrorKind::BadRequest,
         format!("payloadFactory argument: {m}"),
     )
-}
-
-/// WSO2's mapping of a JSON value to XML (staxon, without processing instructions): an object's
-/// members become elements, an array under a name repeats that element, `null` is an empty
-/// element; the outer object or array is not wrapped (a top-level array's items are
-/// `jsonElement`s). A name starting with a digit gets `_JsonReader_PD_` before it, one starting
-/// with `$` has it replaced by `_JsonReader_PS_`; a name that is still not an XML name is refused
-/// (the JSON comes from the client: it must not make markup), and so is XML past 64 MiB.
-pub fn json_to_xml(v: &serde_json::Value) -> Result<String, String> {
-    use serde_json::Value;
-    const MAX: usize = 64 * 1024 * 1024;
-    fn name(k: &str) -> Result<Cow<'_, str>, String> {
-        let n = if let Some(rest) = k.strip_prefix('$') {
-            Cow::Owned(format!("_JsonReader_PS_{rest}"))
-        } else if k.starts_with(|c: char| c.is_ascii_digit()) {
-            Cow::Owned(format!("_JsonReader_PD_{k}"))
-        } else {
-            Cow::Borrowed(k)
-        };
-        if sluice_xml::names::is_ncname(&n) {
-            Ok(n)
-        } else {
-            Err(format!("the JSON name '{k}' cannot be an XML element name"))
-        }
-    }
-    fn scalar(v: &Value, out: &mut String) {
-        match v {
-            Value::String(s) => out.push_str(&escape_xml(s)),
-            Value::Null => {}
-            other => out.push_str(&other.to_string()),
-        }
-    }
-    fn element(n: &str, v: &Value, out: &mut String) -> Result<(), String> {
-        if out.len() > MAX {
-            return Err(format!(
-                "the XML made from the JSON is larger than {MAX} bytes"
-            ));
-        }
-        match v {
-            Value::Null => {
-                out.push('<');
-                out.push_str(n);
-                out.push_str("/>");
-            }
-            // An array right inside an array.
-            Value::Array(items) => {
-                out.push_str(&format!("<{n}><jsonArray>"));
-                for i in items {
-                    element("jsonElement", i, out)?;
-                }
-                out.push_str(&format!("</jsonArray></{n}>"));
-            }
-            _ => {
-                out.push('<');
-                out.push_str(n);
-                out.push('>');
-                match v {
-                    Value::Object(m) => members(m, out)?,
-                    other => scalar(other, out),
-                }
-                out.push_str("</");
-                out.push_str(n);
-                out.push('>');
-            }
-        }
-        Ok(())
-    }
-    fn members(m: &serde_json::Map<String, Value>, out: &mut String) -> Result<(), String> {
-        for (k, v) in m {
-            let n = name(k)?;
-            match v {
-                Value::Array(items) => {
-                    for i in items {
-                        element(&n, i, out)?;
-                    }
-                }
-                other => element(&n, other, out)?,
-            }
-        }
-        Ok(())
-    }
-    let mut out = String::new();
-    match v {
-        Value::Object(m) => members(m, &mut out)?,
-        Value::Array(items) => {
-            for i in items {
-                element("jsonElement", i, &mut out)?;
-            }
-        }
-        other => scalar(other, &mut out),
-    }
-    Ok(out)
 }
 
 /// Whether the message's Content-Type is JSON (`application/json`, `+json`).
@@ -1444,7 +1352,7 @@ mod tests {
         use serde_json::json;
         // Top-level object and array: no wrapper; names that cannot start an element renamed.
         assert_eq!(
-            json_to_xml(&json!({"1st": "a<b", "$ref": 2, "k": [[1, 2], {"x": null}], "e": []}))
+            crate::json::json_to_xml(&json!({"1st": "a<b", "$ref": 2, "k": [[1, 2], {"x": null}], "e": []}))
                 .unwrap(),
             "<_JsonReader_PD_1st>a&lt;b</_JsonReader_PD_1st><_JsonReader_PS_ref>2</_JsonReader_PS_ref>\
              <k><jsonArray><jsonElement>1</jsonElement><jsonElement>2</jsonElement></jsonArray></k>\
@@ -1452,11 +1360,11 @@ mod tests {
         );
         // A name that is not an XML name is refused, never written as markup.
         for bad in ["a/></item><role>admin</role><item><b", "a b", "", "x\"y"] {
-            let e = json_to_xml(&json!({ bad: null })).unwrap_err();
+            let e = crate::json::json_to_xml(&json!({ bad: null })).unwrap_err();
             assert!(e.contains("cannot be an XML element name"), "{e}");
         }
         assert_eq!(
-            json_to_xml(&json!([55, "x"])).unwrap(),
+            crate::json::json_to_xml(&json!([55, "x"])).unwrap(),
             "<jsonElement>55</jsonElement><jsonElement>x</jsonElement>"
         );
         assert_eq!(

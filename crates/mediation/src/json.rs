@@ -1,4 +1,4 @@
-//! An XML message written out as JSON, as WSO2 MI's JSON formatter does (`JsonUtil.writeAsJson`
+//! JSON and XML, each written as the other as WSO2 MI does. An XML message written out as JSON, as WSO2 MI's JSON formatter does (`JsonUtil.writeAsJson`
 //! over its staxon writer, default settings): when a flow sets `messageType` (or `ContentType`) to
 //! JSON and the body it sends is XML, the first child of the SOAP Body (the root of a plain XML
 //! message) becomes the JSON text.
@@ -14,6 +14,7 @@
 use crate::error::{Error, ErrorKind};
 use crate::message::{Body, Message};
 use sluice_xml::{Node, NodeKind};
+use std::borrow::Cow;
 
 /// Converts the message's body to JSON when it is leaving as JSON (its `ContentType` or
 /// `messageType` property, else its Content-Type, is `application/json` or `+json`) and the body in
@@ -312,6 +313,98 @@ fn string(t: &str, out: &mut String) {
         }
     }
     out.push('"');
+}
+
+/// WSO2's mapping of a JSON value to XML (staxon, without processing instructions): an object's
+/// members become elements, an array under a name repeats that element, `null` is an empty
+/// element; the outer object or array is not wrapped (a top-level array's items are
+/// `jsonElement`s). A name starting with a digit gets `_JsonReader_PD_` before it, one starting
+/// with `$` has it replaced by `_JsonReader_PS_`; a name that is still not an XML name is refused
+/// (the JSON comes from the client: it must not make markup), and so is XML past 64 MiB.
+pub fn json_to_xml(v: &serde_json::Value) -> Result<String, String> {
+    use serde_json::Value;
+    const MAX: usize = 64 * 1024 * 1024;
+    fn name(k: &str) -> Result<Cow<'_, str>, String> {
+        let n = if let Some(rest) = k.strip_prefix('$') {
+            Cow::Owned(format!("_JsonReader_PS_{rest}"))
+        } else if k.starts_with(|c: char| c.is_ascii_digit()) {
+            Cow::Owned(format!("_JsonReader_PD_{k}"))
+        } else {
+            Cow::Borrowed(k)
+        };
+        if sluice_xml::names::is_ncname(&n) {
+            Ok(n)
+        } else {
+            Err(format!("the JSON name '{k}' cannot be an XML element name"))
+        }
+    }
+    fn scalar(v: &Value, out: &mut String) {
+        match v {
+            Value::String(s) => out.push_str(&crate::exec::escape_xml(s)),
+            Value::Null => {}
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    fn element(n: &str, v: &Value, out: &mut String) -> Result<(), String> {
+        if out.len() > MAX {
+            return Err(format!(
+                "the XML made from the JSON is larger than {MAX} bytes"
+            ));
+        }
+        match v {
+            Value::Null => {
+                out.push('<');
+                out.push_str(n);
+                out.push_str("/>");
+            }
+            // An array right inside an array.
+            Value::Array(items) => {
+                out.push_str(&format!("<{n}><jsonArray>"));
+                for i in items {
+                    element("jsonElement", i, out)?;
+                }
+                out.push_str(&format!("</jsonArray></{n}>"));
+            }
+            _ => {
+                out.push('<');
+                out.push_str(n);
+                out.push('>');
+                match v {
+                    Value::Object(m) => members(m, out)?,
+                    other => scalar(other, out),
+                }
+                out.push_str("</");
+                out.push_str(n);
+                out.push('>');
+            }
+        }
+        Ok(())
+    }
+    fn members(m: &serde_json::Map<String, Value>, out: &mut String) -> Result<(), String> {
+        for (k, v) in m {
+            let n = name(k)?;
+            match v {
+                Value::Array(items) => {
+                    for i in items {
+                        element(&n, i, out)?;
+                    }
+                }
+                other => element(&n, other, out)?,
+            }
+        }
+        Ok(())
+    }
+    let mut out = String::new();
+    match v {
+        Value::Object(m) => members(m, &mut out)?,
+        Value::Array(items) => {
+            for i in items {
+                element("jsonElement", i, &mut out)?;
+            }
+        }
+        other => scalar(other, &mut out),
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
