@@ -223,14 +223,20 @@ fn eval_expr(e: &Expr, msg: &Message, doc: &DocCache) -> Result<String, Error> {
 pub fn run(steps: &Steps, msg: &mut Message) -> Result<Flow, Error> {
     let mut doc = DocCache::new();
     let flow = run_steps(steps, 0, msg, &mut doc)?;
-    leaving(flow, msg)
+    leaving(flow, msg, &doc)
 }
 
 /// The message as it leaves a run (to a back-end, to the client, or on to the engine's default):
-/// written as JSON when the flow made it JSON (`messageType`) and the body is XML.
-fn leaving(flow: Flow, msg: &mut Message) -> Result<Flow, Error> {
+/// what goes out as JSON when the flow made it JSON (`messageType`) and the body is XML
+/// ([`Message::json_out`]).
+fn leaving(flow: Flow, msg: &mut Message, doc: &DocCache) -> Result<Flow, Error> {
+    msg.json_out = None;
     if !matches!(flow, Flow::Drop) {
-        crate::json::write_as_json(msg)?;
+        let tree = match doc.get() {
+            Some(Ok(d)) => Some(d),
+            _ => None,
+        };
+        msg.json_out = crate::json::json_out(msg, tree)?;
     }
     Ok(flow)
 }
@@ -244,12 +250,12 @@ pub fn resume(k: Continuation, msg: &mut Message) -> Result<Flow, Error> {
             Flow::Continue => {}
             Flow::Call(ep, mut inner) => {
                 inner.frames.extend(frames);
-                return leaving(Flow::Call(ep, inner), msg);
+                return leaving(Flow::Call(ep, inner), msg, &doc);
             }
-            f => return leaving(f, msg),
+            f => return leaving(f, msg, &doc),
         }
     }
-    leaving(Flow::Continue, msg)
+    leaving(Flow::Continue, msg, &doc)
 }
 
 /// `flow` from a nested list (a branch or a sequence) run by step `i` of `steps`: a `call` in it
@@ -1348,25 +1354,7 @@ mod tests {
     }
 
     #[test]
-    fn json_values_map_to_xml_and_text_to_json_strings_as_wso2_does() {
-        use serde_json::json;
-        // Top-level object and array: no wrapper; names that cannot start an element renamed.
-        assert_eq!(
-            crate::json::json_to_xml(&json!({"1st": "a<b", "$ref": 2, "k": [[1, 2], {"x": null}], "e": []}))
-                .unwrap(),
-            "<_JsonReader_PD_1st>a&lt;b</_JsonReader_PD_1st><_JsonReader_PS_ref>2</_JsonReader_PS_ref>\
-             <k><jsonArray><jsonElement>1</jsonElement><jsonElement>2</jsonElement></jsonArray></k>\
-             <k><x/></k>"
-        );
-        // A name that is not an XML name is refused, never written as markup.
-        for bad in ["a/></item><role>admin</role><item><b", "a b", "", "x\"y"] {
-            let e = crate::json::json_to_xml(&json!({ bad: null })).unwrap_err();
-            assert!(e.contains("cannot be an XML element name"), "{e}");
-        }
-        assert_eq!(
-            crate::json::json_to_xml(&json!([55, "x"])).unwrap(),
-            "<jsonElement>55</jsonElement><jsonElement>x</jsonElement>"
-        );
+    fn text_goes_into_json_formats_as_wso2_escapes_it() {
         assert_eq!(
             escape_json("a\\b \"q\" \n\r\t\u{8}\u{c}\u{1}"),
             "a\\\\b \\\"q\\\" \\n\\r\\t\\b\\f\u{1}"

@@ -1,36 +1,47 @@
-//! JSON and XML, each written as the other as WSO2 MI does. An XML message written out as JSON, as WSO2 MI's JSON formatter does (`JsonUtil.writeAsJson`
-//! over its staxon writer, default settings): when a flow sets `messageType` (or `ContentType`) to
-//! JSON and the body it sends is XML, the first child of the SOAP Body (the root of a plain XML
-//! message) becomes the JSON text.
+//! JSON and XML written as each other, as WSO2 MI does.
 //!
-//! The mapping: the element's name is the top-level key (`jsonObject` and `jsonArray` roots, which
-//! JSON-to-XML made, are unwrapped); child elements are members, consecutive siblings of one name
-//! (or one named by an `<?xml-multiple name?>` instruction) an array; attributes are `"@name"`
-//! strings and an element's text beside them `"$"`; text is a number (`-?(0|[1-9][0-9]*)(.d+)?
-//! ([eE][+-]?d+)?`, printed as Java's `BigDecimal` prints it), `true`, `false`, `null` or a string;
-//! an empty element is `null`; whitespace-only text is dropped, text mixed with elements is refused;
-//! prefixes and namespace declarations are dropped; comments are ignored.
+//! XML leaving as JSON (WSO2's JSON formatter, `JsonUtil.writeAsJson` over its staxon writer,
+//! default settings): when a run ends with `messageType` (else `ContentType`, else the Content-Type)
+//! JSON and the body in memory XML, the first child of the SOAP Body (the root of a plain XML
+//! message) is what goes out, as JSON. The mapping: the element's name is the top-level key
+//! (`jsonObject` and `jsonArray` roots, which JSON-to-XML made, are unwrapped, and so is an element
+//! holding only a `jsonArray` or `jsonObject`); child elements are members, consecutive siblings of
+//! one name (or one an `<?xml-multiple?>` instruction names or precedes) an array; attributes are
+//! `"@name"` strings and an element's text beside them `"$"`; text is a number
+//! (`-?(0|[1-9][0-9]*)(.d+)?([eE][+-]?d+)?`, printed as Java's `BigDecimal` prints it), `true`,
+//! `false`, `null` or a string; an empty element is `null`; whitespace-only text is dropped, text
+//! mixed with elements is refused; prefixes and namespace declarations are dropped; comments are
+//! ignored; the names JSON-to-XML renamed get their JSON names back.
+//!
+//! JSON going into XML ([`json_to_xml`]) is the other direction, for payloadFactory arguments.
 
 use crate::error::{Error, ErrorKind};
 use crate::message::{Body, Message};
 use sluice_xml::{Node, NodeKind};
 use std::borrow::Cow;
 
-/// Converts the message's body to JSON when it is leaving as JSON (its `ContentType` or
-/// `messageType` property, else its Content-Type, is `application/json` or `+json`) and the body in
-/// memory is XML. A JSON body, or one that was not read, goes as it is.
-pub fn write_as_json(msg: &mut Message) -> Result<(), Error> {
+/// What goes out instead of the body when the message leaves as JSON (`messageType`, else
+/// `ContentType`, else its Content-Type, is `application/json` or `+json`) while its body in memory
+/// is XML: the JSON text and its Content-Type (with the charset WSO2 adds). `None` for a JSON body
+/// or one that was not read, which go as they are. The message itself keeps its XML, for whatever
+/// runs next (a fault sequence, the rest after a one-way call). `tree` is the body already parsed,
+/// when the run has it.
+pub fn json_out(
+    msg: &Message,
+    tree: Option<&sluice_xml::Document>,
+) -> Result<Option<(bytes::Bytes, http::HeaderValue)>, Error> {
     // Cheapest first: a streamed body (every pass-through) is never converted.
     let Body::Bytes(b) = &msg.body else {
-        return Ok(());
+        return Ok(None);
     };
-    if b.trim_ascii_start().first() != Some(&b'<') {
-        return Ok(());
+    let start = b.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(b);
+    if start.trim_ascii_start().first() != Some(&b'<') {
+        return Ok(None);
     }
     let ct = match msg
         .axis2
-        .get("ContentType")
-        .or_else(|| msg.axis2.get("messageType"))
+        .get("messageType")
+        .or_else(|| msg.axis2.get("ContentType"))
     {
         Some(c) => c,
         None => match msg
@@ -39,42 +50,42 @@ pub fn write_as_json(msg: &mut Message) -> Result<(), Error> {
             .and_then(|v| v.to_str().ok())
         {
             Some(c) => c,
-            None => return Ok(()),
+            None => return Ok(None),
         },
     };
     if !is_json_type(ct) {
-        return Ok(());
+        return Ok(None);
     }
-    let ct = ct.to_owned();
     let fail = |m: String| {
         Error::new(
             ErrorKind::Mediation,
             format!("writing the message as JSON: {m}"),
         )
     };
-    let doc = sluice_xml::parse_untrusted(b, &sluice_xml::Limits::default())
-        .map_err(|e| fail(e.to_string()))?;
+    let parsed;
+    let doc = match tree {
+        Some(d) => d,
+        None => {
+            parsed = sluice_xml::parse_untrusted(b, &sluice_xml::Limits::default())
+                .map_err(|e| fail(e.to_string()))?;
+            &parsed
+        }
+    };
     let payload = match doc.soap_body() {
         Some(_) => doc.soap_body_first_child(),
         None => doc.root_element(),
     }
     .ok_or_else(|| fail("the message has no payload element".to_owned()))?;
     let text = xml_to_json(payload).map_err(fail)?;
-    msg.body = Body::Bytes(text.into());
-    msg.headers.remove(http::header::CONTENT_LENGTH);
     // WSO2 adds the charset it wrote in.
     let ct = if ct.to_ascii_lowercase().contains("charset") {
-        ct
+        ct.to_owned()
     } else {
         format!("{ct}; charset=UTF-8")
     };
-    if let Ok(v) = http::HeaderValue::from_str(&ct) {
-        msg.headers.insert(http::header::CONTENT_TYPE, v);
-    }
-    if msg.axis2.get("ContentType").is_some() || msg.axis2.get("messageType").is_some() {
-        msg.axis2.set("ContentType", ct);
-    }
-    Ok(())
+    let ct = http::HeaderValue::from_str(&ct)
+        .map_err(|_| fail(format!("'{ct}' is not a valid Content-Type")))?;
+    Ok(Some((text.into(), ct)))
 }
 
 /// Whether a Content-Type is JSON.
@@ -89,16 +100,7 @@ pub fn xml_to_json(e: Node<'_>) -> Result<String, String> {
     let mut out = String::new();
     match e.name() {
         "jsonObject" => value(e, &mut out)?,
-        "jsonArray" => {
-            out.push('[');
-            for (k, c) in e.child_elements().enumerate() {
-                if k > 0 {
-                    out.push(',');
-                }
-                value(c, &mut out)?;
-            }
-            out.push(']');
-        }
+        "jsonArray" => array_of(e, &mut out)?,
         name => {
             out.push('{');
             key(name, &mut out);
@@ -109,9 +111,15 @@ pub fn xml_to_json(e: Node<'_>) -> Result<String, String> {
     Ok(out)
 }
 
+/// A member's key: the element's name, with the JSON name JSON-to-XML renamed given back.
 fn key(name: &str, out: &mut String) {
     out.push('"');
-    out.push_str(name);
+    if let Some(rest) = name.strip_prefix("_JsonReader_PS_") {
+        out.push('$');
+        out.push_str(rest);
+    } else {
+        out.push_str(name.strip_prefix("_JsonReader_PD_").unwrap_or(name));
+    }
     out.push_str("\":");
 }
 
@@ -125,7 +133,7 @@ fn own_text(e: Node<'_>) -> Result<(Option<String>, bool), String> {
             NodeKind::Element => elements = true,
             NodeKind::Text | NodeKind::CData => {
                 let t = c.text_content();
-                if !t.trim().is_empty() {
+                if !t.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n')) {
                     text.get_or_insert_with(String::new).push_str(&t);
                 }
             }
@@ -145,12 +153,26 @@ fn own_text(e: Node<'_>) -> Result<(Option<String>, bool), String> {
 fn value(e: Node<'_>, out: &mut String) -> Result<(), String> {
     let (text, elements) = own_text(e)?;
     let mut attrs = e.attributes().peekable();
-    if attrs.peek().is_none() && !elements {
+    let multiple = e
+        .children()
+        .any(|c| c.kind() == NodeKind::ProcessingInstruction && c.name() == "xml-multiple");
+    if attrs.peek().is_none() && !elements && !multiple {
         match text {
             Some(t) => primitive(&t, out),
             None => out.push_str("null"),
         }
         return Ok(());
+    }
+    // An element holding only a wrapper JSON-to-XML made (an array inside an array) is its value.
+    if attrs.peek().is_none() {
+        let mut kids = e.child_elements();
+        if let (Some(only), None) = (kids.next(), kids.next()) {
+            match only.name() {
+                "jsonArray" => return array_of(only, out),
+                "jsonObject" => return value(only, out),
+                _ => {}
+            }
+        }
     }
     out.push('{');
     let mut first = true;
@@ -171,51 +193,86 @@ fn value(e: Node<'_>, out: &mut String) -> Result<(), String> {
         key("$", out);
         primitive(&t, out);
     }
-    // Consecutive children of one name are an array, and so is a name an
-    // `<?xml-multiple name?>` instruction before them gives.
-    let mut forced: Option<String> = None;
+    // Consecutive children of one name are an array. So is the name an `<?xml-multiple name?>`
+    // instruction gives (written at once, `[]` when no such element follows), or the next
+    // element after an `<?xml-multiple?>` without a name.
+    let mut unnamed_pi = false;
     let mut c = e.first_child();
     while let Some(n) = c {
-        match n.kind() {
+        let (name, array) = match n.kind() {
             NodeKind::ProcessingInstruction if n.name() == "xml-multiple" => {
-                forced = Some(n.text_content().trim().to_owned());
-                c = n.next_sibling();
-            }
-            NodeKind::Element => {
-                let name = n.name();
-                let mut group = vec![n];
-                let mut next = n.next_sibling();
-                while let Some(m) = next {
-                    match m.kind() {
-                        NodeKind::Element if m.name() == name => group.push(m),
-                        NodeKind::Element => break,
-                        // Whitespace and comments between siblings do not break an array.
-                        _ => {}
-                    }
-                    next = m.next_sibling();
+                let named = n.text_content().trim().to_owned();
+                if named.is_empty() {
+                    unnamed_pi = true;
+                    c = n.next_sibling();
+                    continue;
                 }
                 sep(out);
-                key(name, out);
-                let array = group.len() > 1 || forced.as_deref() == Some(name);
-                if array {
-                    out.push('[');
-                }
-                for (k, g) in group.iter().enumerate() {
-                    if k > 0 {
-                        out.push(',');
-                    }
-                    value(*g, out)?;
-                }
-                if array {
-                    out.push(']');
-                }
-                forced = None;
+                key(&named, out);
+                out.push('[');
+                let (next, _) = group(n.next_sibling(), &named, out)?;
+                out.push(']');
                 c = next;
+                continue;
             }
-            _ => c = n.next_sibling(),
+            NodeKind::Element => (n.name().to_owned(), std::mem::take(&mut unnamed_pi)),
+            _ => {
+                c = n.next_sibling();
+                continue;
+            }
+        };
+        sep(out);
+        key(&name, out);
+        let mark = out.len();
+        let (next, count) = group(Some(n), &name, out)?;
+        if count > 1 || array {
+            out.insert(mark, '[');
+            out.push(']');
         }
+        c = next;
     }
     out.push('}');
+    Ok(())
+}
+
+/// The values of the consecutive elements named `name` from `c` on (whitespace and comments
+/// between them do not break the run), comma-separated: where the run ends, and how many there
+/// were.
+fn group<'a>(
+    mut c: Option<Node<'a>>,
+    name: &str,
+    out: &mut String,
+) -> Result<(Option<Node<'a>>, usize), String> {
+    let mut count = 0;
+    while let Some(n) = c {
+        match n.kind() {
+            NodeKind::Element if n.name() == name => {
+                if count > 0 {
+                    out.push(',');
+                }
+                value(n, out)?;
+                count += 1;
+            }
+            NodeKind::Element => break,
+            // Another instruction starts its own array.
+            NodeKind::ProcessingInstruction if n.name() == "xml-multiple" => break,
+            _ => {}
+        }
+        c = n.next_sibling();
+    }
+    Ok((c, count))
+}
+
+/// A `jsonArray` element's children as a JSON array.
+fn array_of(a: Node<'_>, out: &mut String) -> Result<(), String> {
+    out.push('[');
+    for (k, c) in a.child_elements().enumerate() {
+        if k > 0 {
+            out.push(',');
+        }
+        value(c, out)?;
+    }
+    out.push(']');
     Ok(())
 }
 
@@ -244,7 +301,8 @@ fn big_decimal(t: &str) -> Option<String> {
             if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
                 return None;
             }
-            (&rest[..k], e.parse::<i64>().ok()?)
+            // Java's BigDecimal takes an int exponent.
+            (&rest[..k], i64::from(e.parse::<i32>().ok()?))
         }
         None => (rest, 0),
     };
@@ -448,6 +506,57 @@ mod tests {
     }
 
     #[test]
+    fn json_goes_into_xml_as_wso2_maps_it_and_comes_back() {
+        use serde_json::json;
+        // Top-level object and array: no wrapper; names that cannot start an element renamed.
+        let v = json!({"1st": "a<b", "$ref": 2, "k": [[1, 2], {"x": null}], "e": []});
+        let xml = json_to_xml(&v).unwrap();
+        assert_eq!(
+            xml,
+            "<_JsonReader_PD_1st>a&lt;b</_JsonReader_PD_1st><_JsonReader_PS_ref>2</_JsonReader_PS_ref>\
+             <k><jsonArray><jsonElement>1</jsonElement><jsonElement>2</jsonElement></jsonArray></k>\
+             <k><x/></k>"
+        );
+        // And back, as WSO2's writer gives it: names restored, the nested array unwrapped (the
+        // empty array has no element to come back from).
+        assert_eq!(
+            json(&format!("<jsonObject>{xml}</jsonObject>")),
+            r#"{"1st":"a<b","$ref":2,"k":[[1,2],{"x":null}]}"#
+        );
+        // A name that is not an XML name is refused, never written as markup.
+        for bad in ["a/></item><role>admin</role><item><b", "a b", "", "x\"y"] {
+            let e = json_to_xml(&json!({ bad: null })).unwrap_err();
+            assert!(e.contains("cannot be an XML element name"), "{e}");
+        }
+        assert_eq!(
+            json_to_xml(&json!([55, "x"])).unwrap(),
+            "<jsonElement>55</jsonElement><jsonElement>x</jsonElement>"
+        );
+    }
+
+    #[test]
+    fn xml_multiple_instructions_make_arrays() {
+        // Named: written at once, so an array with nothing in it is [].
+        assert_eq!(json("<r><?xml-multiple a?></r>"), r#"{"r":{"a":[]}}"#);
+        assert_eq!(
+            json("<r><?xml-multiple a?><a>1</a><b>2</b></r>"),
+            r#"{"r":{"a":[1],"b":2}}"#
+        );
+        // Without a name: the next element.
+        assert_eq!(
+            json("<r><?xml-multiple?><b>2</b><c/></r>"),
+            r#"{"r":{"b":[2],"c":null}}"#
+        );
+        // Comments and whitespace do not break a run of siblings; another name does.
+        assert_eq!(
+            json("<r><a>1</a> <!-- c --> <a>2</a><b/><a>3</a></r>"),
+            r#"{"r":{"a":[1,2],"b":null,"a":3}}"#
+        );
+        // A no-break space is text, not indentation.
+        assert_eq!(json("<r>\u{a0}</r>"), "{\"r\":\"\u{a0}\"}");
+    }
+
+    #[test]
     fn numbers_print_as_big_decimal_does() {
         for (t, want) in [
             ("10", Some("10")),
@@ -467,6 +576,8 @@ mod tests {
             ("1e", None),
             ("TRUE", None),
             (" 10", None),
+            ("12e9223372036854775807", None),
+            ("1e2147483647", Some("1E+2147483647")),
         ] {
             assert_eq!(big_decimal(t).as_deref(), want, "{t}");
         }

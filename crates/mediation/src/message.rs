@@ -104,6 +104,9 @@ pub struct Message {
     pub to: Option<String>,
     /// What `<header name="Action">` did to the action (`None`: it is the one received).
     pub action: Option<ActionChange>,
+    /// What goes out instead of the body, and its Content-Type, when the last run made the message
+    /// JSON while its body is XML ([`crate::json::json_out`]); the body keeps the XML.
+    pub json_out: Option<(Bytes, HeaderValue)>,
     pub body: Body,
     /// The SOAP version of the request, from its Content-Type.
     pub soap: FaultVersion,
@@ -137,6 +140,7 @@ impl Message {
             axis2: Props::default(),
             to: None,
             action: None,
+            json_out: None,
             body: Body::Stream,
             soap,
             is_fault: false,
@@ -170,6 +174,7 @@ impl Message {
             axis2,
             to: None,
             action: None,
+            json_out: None,
             body: Body::Stream,
             is_fault: false,
             set_headers: Vec::new(),

@@ -2224,13 +2224,24 @@ pub(crate) fn calls(steps: &[Step]) -> bool {
     })
 }
 
-/// Whether the step sets `messageType` or `ContentType` (axis2 scope) to a JSON type: the message
-/// then leaves as JSON, and an XML body must be read to be converted ([`crate::json`]). A value
-/// computed at run time is not known here (such a body is converted only when something else
-/// read it).
+/// Whether the step may make the message leave as JSON: it sets `messageType` or `ContentType`
+/// (axis2 scopes) to a JSON type, or to a value computed at run time. An XML body must then be read
+/// to be converted ([`crate::json`]).
 fn makes_json(s: &Step) -> bool {
-    matches!(s, Step::SetProperty { scope: cfg::Scope::Axis2, name, value: Value::Literal(v), .. }
-        if (name == "messageType" || name == "ContentType") && crate::json::is_json_type(v))
+    let Step::SetProperty {
+        scope: cfg::Scope::Axis2 | cfg::Scope::Axis2Client,
+        name,
+        value,
+        ..
+    } = s
+    else {
+        return false;
+    };
+    (name == "messageType" || name == "ContentType")
+        && match value {
+            Value::Literal(v) => crate::json::is_json_type(v),
+            Value::Expr(_) => true,
+        }
 }
 
 /// What the steps read of the message body, up to the first `call` among them (the steps after it

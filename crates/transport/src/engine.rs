@@ -882,6 +882,9 @@ fn backend_request(
     strip_hop_by_hop(&mut headers);
     headers.insert(header::HOST, ep.host.clone());
     apply_content_type_props(&msg.axis2, &mut headers);
+    if let Some((_, ct)) = &msg.json_out {
+        headers.insert(header::CONTENT_TYPE, ct.clone());
+    }
     msg.apply_action(&mut headers);
     let mut activity = None;
     let body = if msg.axis2.is_true("NO_ENTITY_BODY") {
@@ -897,9 +900,13 @@ fn backend_request(
                 }
                 None => RelayBody::Empty,
             },
-            // Bytes in memory: the client writes their length as the framing (any
-            // Content-Length in `headers` is skipped, `h1::write_request_head`).
-            Body::Bytes(b) => RelayBody::full(b.clone()),
+            // Bytes in memory (or the JSON they are written as): the client writes their length
+            // as the framing (any Content-Length in `headers` is skipped, `h1::write_request_head`).
+            Body::Bytes(b) => RelayBody::full(
+                msg.json_out
+                    .as_ref()
+                    .map_or_else(|| b.clone(), |(j, _)| j.clone()),
+            ),
             // The start already read, then the rest of the stream: the client's length stands.
             Body::Head(b) => match stream {
                 Some(s) => {
@@ -1118,19 +1125,25 @@ fn client_response(
         h
     };
     apply_content_type_props(&msg.axis2, &mut headers);
+    let json_out = msg.json_out;
+    if let Some((_, ct)) = &json_out {
+        headers.insert(header::CONTENT_TYPE, ct.clone());
+    }
     let body = if msg.axis2.is_true("NO_ENTITY_BODY") {
         headers.remove(header::CONTENT_LENGTH);
         RelayBody::Empty
     } else {
         match msg.body {
+            // Written as JSON (the XML it was made from stays with the message).
+            Body::Bytes(b) => {
+                let j = json_out.map_or(b, |(j, _)| j);
+                set_length(&mut headers, j.len());
+                RelayBody::full(j)
+            }
             Body::Stream => match stream {
                 Some(s) => RelayBody::stream_with(s, idle, None),
                 None => RelayBody::Empty,
             },
-            Body::Bytes(b) => {
-                set_length(&mut headers, b.len());
-                RelayBody::full(b)
-            }
             Body::Head(b) => match stream {
                 Some(s) => RelayBody::stream_after(b, s, idle, None),
                 None => {
