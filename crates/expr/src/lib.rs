@@ -484,10 +484,12 @@ impl Expr {
             Expr::UrlParam(name) => env.url_param(name).unwrap_or(Cow::Borrowed("")),
             Expr::Clock(c) => Cow::Owned(c.now()),
             Expr::Json(p) => {
-                // The whole body is its text as it came.
+                // The whole JSON body is its text as it came (an XML one is written as JSON).
                 if p.as_str() == "$" {
                     if let Some(raw) = env.raw_xml() {
-                        return Ok(Cow::Owned(String::from_utf8_lossy(raw).into_owned()));
+                        if raw.trim_ascii_start().first() != Some(&b'<') {
+                            return Ok(Cow::Owned(String::from_utf8_lossy(raw).into_owned()));
+                        }
                     }
                 }
                 let (values, definite) = self.json_values(env)?;

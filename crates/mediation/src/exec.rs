@@ -115,11 +115,34 @@ impl Env for View<'_> {
 /// The body as JSON: `None` when it is empty. A body that XML mediators have made into a tree is
 /// not read as JSON (WSO2 converts it; Sluice does not yet).
 fn parse_json(msg: &Message, doc: &DocCache) -> Result<Option<serde_json::Value>, ExprError> {
-    if doc.get().is_some() {
-        return Err(ExprError {
-            kind: ExprErrorKind::Unsupported,
-            message: "reading an XML message as JSON is not supported yet".to_owned(),
-        });
+    // An XML message (or one a mediator made a tree of) is read as WSO2 reads it: its payload
+    // element written as JSON.
+    let tree = match doc.get() {
+        Some(r) => Some(r),
+        None => match &msg.body {
+            Body::Bytes(b) if crate::json::looks_like_xml(b) => {
+                Some(doc.get_or_init(|| parse_body(msg)))
+            }
+            _ => None,
+        },
+    };
+    if let Some(tree) = tree {
+        let d = tree.as_ref().map_err(Clone::clone)?;
+        let payload = match d.soap_body() {
+            Some(_) => d.soap_body_first_child(),
+            None => d.root_element(),
+        };
+        let Some(p) = payload else {
+            return Ok(None);
+        };
+        let bad = |m: String| ExprError {
+            kind: ExprErrorKind::BadMessage,
+            message: format!("the XML message as JSON: {m}"),
+        };
+        let text = crate::json::xml_to_json(p).map_err(bad)?;
+        return serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| bad(e.to_string()));
     }
     match &msg.body {
         Body::Bytes(b) if b.trim_ascii().is_empty() => Ok(None),
@@ -142,6 +165,20 @@ fn parse_body(msg: &Message) -> Result<sluice_xml::Document, ExprError> {
         message: m,
     };
     match &msg.body {
+        // A JSON message is read as WSO2 reads one: its JSON-to-XML form in a SOAP Body, under a
+        // `jsonObject` (`jsonArray` for an array). Written back out as JSON it is the same message.
+        Body::Bytes(b) if is_json_message(msg) && !crate::json::looks_like_xml(b) => {
+            let v: serde_json::Value = serde_json::from_slice(b)
+                .map_err(|e| bad(format!("the message body is not JSON: {e}")))?;
+            let xml = crate::json::json_to_xml(&v).map_err(bad)?;
+            let root = if v.is_array() { "jsonArray" } else { "jsonObject" };
+            let envelope = format!(
+                "<soapenv:Envelope xmlns:soapenv=\"{}\"><soapenv:Body><{root}>{xml}</{root}></soapenv:Body></soapenv:Envelope>",
+                crate::fault::SOAP11_ENV
+            );
+            sluice_xml::parse_untrusted(envelope.as_bytes(), &sluice_xml::Limits::default())
+                .map_err(|e| bad(format!("the JSON message as XML: {e}")))
+        }
         Body::Bytes(b) => sluice_xml::parse_untrusted(b, &sluice_xml::Limits::default())
             .map_err(|e| bad(format!("the message is not acceptable XML: {e}"))),
         Body::Empty => Err(bad("the message has no body".to_owned())),
@@ -682,10 +719,20 @@ fn payload_arg_value(
         });
     }
     if !literal && is_xml_value(&v) {
-        return Err(Error::new(
-            ErrorKind::Mediation,
-            format!("payloadFactory: the argument '{}' is XML, and converting XML to JSON is not supported yet", v.trim()),
-        ));
+        // As WSO2 does: the XML under a `jsonObject`, written as JSON (`<name>x</name>` is
+        // `{"name":"x"}`).
+        let wrapped = format!("<jsonObject>{}</jsonObject>", v.trim());
+        let bad = |m: String| {
+            Error::new(
+                ErrorKind::Mediation,
+                format!("payloadFactory: the XML argument as JSON: {m}"),
+            )
+        };
+        let d = sluice_xml::Document::parse(wrapped.as_bytes()).map_err(|e| bad(e.to_string()))?;
+        let root = d
+            .root_element()
+            .ok_or_else(|| bad("no element".to_owned()))?;
+        return crate::json::xml_to_json(root).map_err(bad);
     }
     Ok(json_text_arg(v, literal))
 }

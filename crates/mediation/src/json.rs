@@ -34,8 +34,7 @@ pub fn json_out(
     let Body::Bytes(b) = &msg.body else {
         return Ok(None);
     };
-    let start = b.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(b);
-    if start.trim_ascii_start().first() != Some(&b'<') {
+    if !looks_like_xml(b) {
         return Ok(None);
     }
     let ct = match msg
@@ -86,6 +85,13 @@ pub fn json_out(
     let ct = http::HeaderValue::from_str(&ct)
         .map_err(|_| fail(format!("'{ct}' is not a valid Content-Type")))?;
     Ok(Some((text.into(), ct)))
+}
+
+/// Whether body bytes are XML rather than JSON: the first byte after a BOM and white space is `<`
+/// (JSON never starts so).
+pub fn looks_like_xml(b: &[u8]) -> bool {
+    let start = b.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(b);
+    start.trim_ascii_start().first() == Some(&b'<')
 }
 
 /// Whether a Content-Type is JSON.
