@@ -26,11 +26,12 @@ pub struct Continuation {
 }
 
 impl Continuation {
-    /// What the rest reads of the (response) body, up to its next `call`.
-    pub fn body_need(&self) -> BodyNeed {
+    /// What the rest reads of the (response) body, JSON or not ([`crate::plan::SeqPlan::need`]), up
+    /// to its next `call`.
+    pub fn body_need(&self, json: bool) -> BodyNeed {
         let mut need = BodyNeed::None;
         for (steps, from) in &self.frames {
-            let (n, called) = need_until_call(&steps[*from..]);
+            let (n, called) = need_until_call(&steps[*from..], json);
             need = need.max(n);
             if called {
                 break;
@@ -1316,13 +1317,13 @@ mod tests {
             panic!("the first call")
         };
         assert_eq!(t(&msg), "s1,");
-        assert_eq!(k1.body_need(), BodyNeed::None, "up to the second call");
+        assert_eq!(k1.body_need(false), BodyNeed::None, "up to the second call");
         let Ok(Flow::Call(Some(_), k2)) = resume(k1, &mut msg) else {
             panic!("the second call")
         };
         assert_eq!(t(&msg), "s1,s2,case,");
         assert_eq!(
-            k2.body_need(),
+            k2.body_need(false),
             BodyNeed::Full,
             "the filter reads the response"
         );
@@ -1398,6 +1399,38 @@ mod tests {
         msg.body = Body::Bytes(bytes::Bytes::from_static(b"<a>&bad;</a>"));
         let e = xslt(&xslt_plan(true, false), &mut msg, &mut DocCache::new()).unwrap_err();
         assert_eq!(e.kind, ErrorKind::BadRequest, "{}", e.reason());
+    }
+
+    /// A JSON `messageType` needs an XML body read (to convert it) and a JSON one not (it goes out
+    /// as it came): a JSON pass-through that sets it streams.
+    #[test]
+    fn a_json_message_type_reads_xml_bodies_only() {
+        let text = r#"<definitions xmlns="http://ws.apache.org/ns/synapse">
+  <proxy name="P"><target><inSequence>
+    <property name="messageType" value="application/json" scope="axis2"/>
+    <filter source="$trp:x" regex="y"><then><log level="full"/></then></filter>
+    <respond/>
+  </inSequence></target></proxy>
+  <proxy name="Q"><target><inSequence>
+    <property name="messageType" value="application/json" scope="axis2"/>
+    <respond/>
+  </inSequence><outSequence>
+    <property name="messageType" expression="$trp:want" scope="axis2"/>
+    <send/>
+  </outSequence></target></proxy>
+</definitions>"#;
+        let (cfg, mut diags) = sluice_config::load_str("t.xml", text);
+        let plan = crate::compile(&cfg, &crate::CompileOptions::default(), &mut diags);
+        assert!(!diags.has_errors(), "{diags:?}");
+        // A full log reads any body.
+        assert_eq!(plan.proxies["P"].request_body_need(false), BodyNeed::Full);
+        assert_eq!(plan.proxies["P"].request_body_need(true), BodyNeed::Full);
+        let q = &plan.proxies["Q"];
+        assert_eq!(q.request_body_need(false), BodyNeed::Full);
+        assert_eq!(q.request_body_need(true), BodyNeed::None);
+        // A messageType known only at run time may be JSON too.
+        assert_eq!(q.response_body_need(false), BodyNeed::Full);
+        assert_eq!(q.response_body_need(true), BodyNeed::None);
     }
 
     #[test]

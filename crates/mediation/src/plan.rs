@@ -64,13 +64,14 @@ impl ProxyPlan {
     /// Whether the request path must read the body before the in-sequence runs (something in the
     /// in-sequence reads it). Decided at load. A fault sequence that reads the body reads it when it
     /// runs, from the stream the failed call did not touch.
-    pub fn request_body_need(&self) -> BodyNeed {
-        self.in_seq.body_need
+    /// What the in-sequence reads of a request (JSON or not, see [`SeqPlan::need`]).
+    pub fn request_body_need(&self, json: bool) -> BodyNeed {
+        self.in_seq.need(json)
     }
-    pub fn response_body_need(&self) -> BodyNeed {
+    pub fn response_body_need(&self, json: bool) -> BodyNeed {
         self.out_seq
             .as_ref()
-            .map_or(BodyNeed::None, |s| s.body_need)
+            .map_or(BodyNeed::None, |s| s.need(json))
     }
 }
 
@@ -90,16 +91,39 @@ impl WsdlPlan {
 pub struct SeqPlan {
     pub name: Option<String>,
     pub steps: Steps,
+    /// What the steps read of an XML (or unknown) body.
     pub body_need: BodyNeed,
+    /// What they read of a JSON body: a JSON `messageType` needs an XML body read to convert it,
+    /// not a JSON one, which goes out as it is.
+    pub body_need_json: BodyNeed,
 }
 
 impl SeqPlan {
+    fn new(name: Option<String>, steps: Steps) -> SeqPlan {
+        SeqPlan {
+            name,
+            body_need: need_until_call(&steps, false).0,
+            body_need_json: need_until_call(&steps, true).0,
+            steps,
+        }
+    }
+
+    /// What the steps read of a message's body, JSON (by its Content-Type) or not.
+    pub fn need(&self, json: bool) -> BodyNeed {
+        if json {
+            self.body_need_json
+        } else {
+            self.body_need
+        }
+    }
+
     /// A sequence with no mediators (an absent in-sequence).
     pub fn empty() -> Arc<SeqPlan> {
         Arc::new(SeqPlan {
             name: None,
             steps: Steps::default(),
             body_need: BodyNeed::None,
+            body_need_json: BodyNeed::None,
         })
     }
 
@@ -1063,12 +1087,7 @@ impl<'a> Compiler<'a> {
             }
             cfg::SequenceRef::Inline(seq) => {
                 let steps = self.steps(&seq.mediators);
-                let body_need = need_of(&steps);
-                Some(Arc::new(SeqPlan {
-                    name: None,
-                    steps,
-                    body_need,
-                }))
+                Some(Arc::new(SeqPlan::new(None, steps)))
             }
         }
     }
@@ -1118,12 +1137,7 @@ impl<'a> Compiler<'a> {
         let r = if failed {
             Err(format!("sequence '{key}' is not deployed"))
         } else {
-            let body_need = need_of(&steps);
-            Ok(Arc::new(SeqPlan {
-                name: Some(key.to_owned()),
-                steps,
-                body_need,
-            }))
+            Ok(Arc::new(SeqPlan::new(Some(key.to_owned()), steps)))
         };
         self.seq_cache.insert(key.to_owned(), r.clone());
         self.dependency(r, "sequence", key, from)
@@ -2248,12 +2262,12 @@ fn makes_json(s: &Step) -> bool {
 /// read the response: a [`crate::Continuation`] counts them when it resumes). So does a sequence
 /// that calls at its top level; a call inside a branch does not stop the count (the steps after the
 /// branch may run on the request).
-pub(crate) fn need_of(steps: &[Step]) -> BodyNeed {
-    need_until_call(steps).0
+pub(crate) fn need_of(steps: &[Step], json: bool) -> BodyNeed {
+    need_until_call(steps, json).0
 }
 
 /// [`need_of`], and whether the count stopped at a `call`.
-pub(crate) fn need_until_call(steps: &[Step]) -> (BodyNeed, bool) {
+pub(crate) fn need_until_call(steps: &[Step], json: bool) -> (BodyNeed, bool) {
     let mut need = BodyNeed::None;
     for s in steps {
         let n = match s {
@@ -2268,8 +2282,8 @@ pub(crate) fn need_until_call(steps: &[Step]) -> (BodyNeed, bool) {
                 }
                 n
             }
-            // Leaving as JSON: an XML body is read to be converted.
-            s @ Step::SetProperty { .. } if makes_json(s) => BodyNeed::Full,
+            // Leaving as JSON: an XML body is read to be converted; a JSON one goes as it is.
+            s @ Step::SetProperty { .. } if makes_json(s) && !json => BodyNeed::Full,
             Step::SetProperty { value, .. }
             | Step::SetHeader { value, .. }
             | Step::SetTo(value)
@@ -2282,24 +2296,24 @@ pub(crate) fn need_until_call(steps: &[Step]) -> (BodyNeed, bool) {
                 let c = match cond {
                     Cond::Regex { source, .. } | Cond::XPath(source) => source.body_need(),
                 };
-                c.max(need_of(then)).max(need_of(otherwise))
+                c.max(need_of(then, json)).max(need_of(otherwise, json))
             }
             Step::Switch {
                 source,
                 cases,
                 default,
             } => {
-                let mut n = source.body_need().max(need_of(default));
+                let mut n = source.body_need().max(need_of(default, json));
                 for (_, s) in cases {
-                    n = n.max(need_of(s));
+                    n = n.max(need_of(s, json));
                 }
                 n
             }
             Step::Call(seq) => {
                 if calls(&seq.steps) {
-                    return (need.max(seq.body_need), true);
+                    return (need.max(seq.need(json)), true);
                 }
-                seq.body_need
+                seq.need(json)
             }
             Step::Xslt(_)
             | Step::PayloadFactory(_)
