@@ -64,6 +64,11 @@ pub trait Env {
     fn raw_xml(&self) -> Option<&[u8]> {
         None
     }
+    /// The body bytes when they are JSON (not XML), as they came, whether or not something read
+    /// the message as XML since.
+    fn raw_json(&self) -> Option<&[u8]> {
+        None
+    }
     /// The message as JSON, parsed on first use: `None` when the body is empty (nothing to find);
     /// an error when it is not JSON or not available.
     fn json(&self) -> Result<Option<&serde_json::Value>, ExprError> {
@@ -486,10 +491,8 @@ impl Expr {
             Expr::Json(p) => {
                 // The whole JSON body is its text as it came (an XML one is written as JSON).
                 if p.as_str() == "$" {
-                    if let Some(raw) = env.raw_xml() {
-                        if raw.trim_ascii_start().first() != Some(&b'<') {
-                            return Ok(Cow::Owned(String::from_utf8_lossy(raw).into_owned()));
-                        }
+                    if let Some(raw) = env.raw_json() {
+                        return Ok(Cow::Owned(String::from_utf8_lossy(raw).into_owned()));
                     }
                 }
                 let (values, definite) = self.json_values(env)?;
@@ -1265,6 +1268,9 @@ mod json_tests {
         }
         fn raw_xml(&self) -> Option<&[u8]> {
             Some(self.0.as_bytes())
+        }
+        fn raw_json(&self) -> Option<&[u8]> {
+            (!self.0.trim_start().starts_with('<')).then_some(self.0.as_bytes())
         }
         fn json(&self) -> Result<Option<&serde_json::Value>, ExprError> {
             if self.0.trim().is_empty() {

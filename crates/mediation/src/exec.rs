@@ -103,6 +103,12 @@ impl Env for View<'_> {
             _ => None,
         }
     }
+    fn raw_json(&self) -> Option<&[u8]> {
+        match &self.msg.body {
+            Body::Bytes(b) if !crate::json::looks_like_xml(b) => Some(b),
+            _ => None,
+        }
+    }
     fn json(&self) -> Result<Option<&serde_json::Value>, ExprError> {
         self.doc
             .json
@@ -118,14 +124,13 @@ impl Env for View<'_> {
 fn parse_json(msg: &Message, doc: &DocCache) -> Result<Option<serde_json::Value>, ExprError> {
     // An XML message (or one a mediator made a tree of) is read as WSO2 reads it: its payload
     // element written as JSON.
-    let tree = match doc.get() {
-        Some(r) => Some(r),
-        None => match &msg.body {
-            Body::Bytes(b) if crate::json::looks_like_xml(b) => {
-                Some(doc.get_or_init(|| parse_body(msg)))
-            }
-            _ => None,
-        },
+    // The bytes decide: a mediator that changes the tree writes it back as XML, so JSON bytes
+    // are the message as it came, whatever XPath read of it.
+    let tree = match &msg.body {
+        Body::Bytes(b) if crate::json::looks_like_xml(b) => {
+            Some(doc.get_or_init(|| parse_body(msg)))
+        }
+        _ => None,
     };
     if let Some(tree) = tree {
         let d = tree.as_ref().map_err(Clone::clone)?;
@@ -171,7 +176,7 @@ fn parse_body(msg: &Message) -> Result<sluice_xml::Document, ExprError> {
         Body::Bytes(b) if is_json_message(msg) && !crate::json::looks_like_xml(b) => {
             let v: serde_json::Value = serde_json::from_slice(b)
                 .map_err(|e| bad(format!("the message body is not JSON: {e}")))?;
-            let xml = crate::json::json_to_xml(&v).map_err(bad)?;
+            let xml = crate::json::json_to_xml_marked(&v).map_err(bad)?;
             let root = if v.is_array() { "jsonArray" } else { "jsonObject" };
             let envelope = format!(
                 "<soapenv:Envelope xmlns:soapenv=\"{}\"><soapenv:Body><{root}>{xml}</{root}></soapenv:Body></soapenv:Envelope>",

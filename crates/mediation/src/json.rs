@@ -379,13 +379,25 @@ fn string(t: &str, out: &mut String) {
     out.push('"');
 }
 
-/// WSO2's mapping of a JSON value to XML (staxon, without processing instructions): an object's
-/// members become elements, an array under a name repeats that element, `null` is an empty
-/// element; the outer object or array is not wrapped (a top-level array's items are
-/// `jsonElement`s). A name starting with a digit gets `_JsonReader_PD_` before it, one starting
-/// with `$` has it replaced by `_JsonReader_PS_`; a name that is still not an XML name is refused
-/// (the JSON comes from the client: it must not make markup), and so is XML past 64 MiB.
+/// WSO2's mapping of a JSON value to XML (staxon, without processing instructions), as
+/// payloadFactory arguments take it: an object's members become elements, an array under a name
+/// repeats that element, `null` is an empty element; the outer object or array is not wrapped (a
+/// top-level array's items are `jsonElement`s). A name starting with a digit gets
+/// `_JsonReader_PD_` before it, one starting with `$` has it replaced by `_JsonReader_PS_`; a name
+/// that is still not an XML name is refused (the JSON comes from the client: it must not make
+/// markup), and so is XML past 64 MiB.
 pub fn json_to_xml(v: &serde_json::Value) -> Result<String, String> {
+    to_xml(v, false)
+}
+
+/// [`json_to_xml`] with an `<?xml-multiple name?>` instruction before each array's elements (empty
+/// arrays too), as WSO2 builds a JSON message's XML form: written back as JSON ([`xml_to_json`]),
+/// a one-element or empty array stays an array.
+pub fn json_to_xml_marked(v: &serde_json::Value) -> Result<String, String> {
+    to_xml(v, true)
+}
+
+fn to_xml(v: &serde_json::Value, pis: bool) -> Result<String, String> {
     use serde_json::Value;
     const MAX: usize = 64 * 1024 * 1024;
     fn name(k: &str) -> Result<Cow<'_, str>, String> {
@@ -409,7 +421,7 @@ pub fn json_to_xml(v: &serde_json::Value) -> Result<String, String> {
             other => out.push_str(&other.to_string()),
         }
     }
-    fn element(n: &str, v: &Value, out: &mut String) -> Result<(), String> {
+    fn element(n: &str, v: &Value, pis: bool, out: &mut String) -> Result<(), String> {
         if out.len() > MAX {
             return Err(format!(
                 "the XML made from the JSON is larger than {MAX} bytes"
@@ -425,7 +437,7 @@ pub fn json_to_xml(v: &serde_json::Value) -> Result<String, String> {
             Value::Array(items) => {
                 out.push_str(&format!("<{n}><jsonArray>"));
                 for i in items {
-                    element("jsonElement", i, out)?;
+                    element("jsonElement", i, pis, out)?;
                 }
                 out.push_str(&format!("</jsonArray></{n}>"));
             }
@@ -434,7 +446,7 @@ pub fn json_to_xml(v: &serde_json::Value) -> Result<String, String> {
                 out.push_str(n);
                 out.push('>');
                 match v {
-                    Value::Object(m) => members(m, out)?,
+                    Value::Object(m) => members(m, pis, out)?,
                     other => scalar(other, out),
                 }
                 out.push_str("</");
@@ -444,26 +456,33 @@ pub fn json_to_xml(v: &serde_json::Value) -> Result<String, String> {
         }
         Ok(())
     }
-    fn members(m: &serde_json::Map<String, Value>, out: &mut String) -> Result<(), String> {
+    fn members(
+        m: &serde_json::Map<String, Value>,
+        pis: bool,
+        out: &mut String,
+    ) -> Result<(), String> {
         for (k, v) in m {
             let n = name(k)?;
             match v {
                 Value::Array(items) => {
+                    if pis {
+                        out.push_str(&format!("<?xml-multiple {n}?>"));
+                    }
                     for i in items {
-                        element(&n, i, out)?;
+                        element(&n, i, pis, out)?;
                     }
                 }
-                other => element(&n, other, out)?,
+                other => element(&n, other, pis, out)?,
             }
         }
         Ok(())
     }
     let mut out = String::new();
     match v {
-        Value::Object(m) => members(m, &mut out)?,
+        Value::Object(m) => members(m, pis, &mut out)?,
         Value::Array(items) => {
             for i in items {
-                element("jsonElement", i, &mut out)?;
+                element("jsonElement", i, pis, &mut out)?;
             }
         }
         other => scalar(other, &mut out),
@@ -528,6 +547,13 @@ mod tests {
         assert_eq!(
             json(&format!("<jsonObject>{xml}</jsonObject>")),
             r#"{"1st":"a<b","$ref":2,"k":[[1,2],{"x":null}]}"#
+        );
+        // Marked, as a JSON message's XML form: one-element and empty arrays stay arrays.
+        let v = json!({"one": [1], "none": [], "o": {"k": [{"x": "y"}]}});
+        let marked = json_to_xml_marked(&v).unwrap();
+        assert_eq!(
+            json(&format!("<jsonObject>{marked}</jsonObject>")),
+            r#"{"one":[1],"none":[],"o":{"k":[{"x":"y"}]}}"#
         );
         // A name that is not an XML name is refused, never written as markup.
         for bad in ["a/></item><role>admin</role><item><b", "a b", "", "x\"y"] {
