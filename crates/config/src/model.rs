@@ -307,6 +307,11 @@ pub enum MediatorKind {
     Property(Property),
     Header(Header),
     Filter(Filter),
+    /// `<in>` (`response` false) or `<out>`: its mediators run only on that path.
+    Direction {
+        response: bool,
+        body: Sequence,
+    },
     Switch(Switch),
     /// `<sequence key="..."/>`.
     SequenceRef {

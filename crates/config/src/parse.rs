@@ -51,8 +51,6 @@ const KNOWN_UNSUPPORTED_MEDIATORS: &[&str] = &[
     "rewrite",
     "conditionalRouter",
     "router",
-    "in",
-    "out",
     "enqueue",
     "bam",
     "publishEvent",
@@ -1141,6 +1139,10 @@ impl<'a, 'input> FileParser<'a, 'input> {
             "property" => MediatorKind::Property(self.property(n)?),
             "header" => MediatorKind::Header(self.header(n)?),
             "filter" => MediatorKind::Filter(self.filter(n)?),
+            "in" | "out" => MediatorKind::Direction {
+                response: element == "out",
+                body: self.sequence(n),
+            },
             "switch" => MediatorKind::Switch(self.switch(n)?),
             "sequence" => {
                 let key = self.required_attr(n, "key")?;

@@ -469,6 +469,7 @@ fn test(cond: &Cond, msg: &Message, doc: &DocCache) -> Result<bool, Error> {
     match cond {
         Cond::Regex { source, regex } => Ok(regex.matches(&eval_expr(source, msg, doc)?)),
         Cond::XPath(x) => x.eval_bool(&View { msg, doc }).map_err(expr_error),
+        Cond::Response(response) => Ok(msg.is_response() == *response),
     }
 }
 

@@ -617,8 +617,24 @@ pub struct XsltPlan {
 
 #[derive(Debug)]
 pub enum Cond {
-    Regex { source: Expr, regex: FullRegex },
+    Regex {
+        source: Expr,
+        regex: FullRegex,
+    },
     XPath(Expr),
+    /// `<out>` (true) or `<in>`: whether the message is a response (the response path, or
+    /// `RESPONSE=true`), as Synapse's `isResponse`.
+    Response(bool),
+}
+
+impl Cond {
+    /// The expression the condition evaluates, if any.
+    fn source(&self) -> Option<&Expr> {
+        match self {
+            Cond::Regex { source, .. } | Cond::XPath(source) => Some(source),
+            Cond::Response(_) => None,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -1488,6 +1504,11 @@ impl<'a> Compiler<'a> {
             }
             cfg::MediatorKind::Property(p) => self.property(p, m)?,
             cfg::MediatorKind::Header(h) => self.header(h, m)?,
+            cfg::MediatorKind::Direction { response, body } => Step::Filter {
+                cond: Cond::Response(*response),
+                then: self.steps(&body.mediators),
+                otherwise: Steps::default(),
+            },
             cfg::MediatorKind::Filter(f) => {
                 let cond = match &f.cond {
                     cfg::FilterCond::Regex {
@@ -2182,8 +2203,8 @@ fn body_exprs_all(steps: &[Step], f: &mut dyn FnMut(&Expr) -> bool) -> bool {
                 then,
                 otherwise,
             } => {
-                let (Cond::Regex { source, .. } | Cond::XPath(source)) = cond;
-                (source.body_need() == BodyNeed::None || f(source))
+                cond.source()
+                    .is_none_or(|source| source.body_need() == BodyNeed::None || f(source))
                     && body_exprs_all(then, f)
                     && body_exprs_all(otherwise, f)
             }
@@ -2293,9 +2314,7 @@ pub(crate) fn need_until_call(steps: &[Step], json: bool) -> (BodyNeed, bool) {
                 then,
                 otherwise,
             } => {
-                let c = match cond {
-                    Cond::Regex { source, .. } | Cond::XPath(source) => source.body_need(),
-                };
+                let c = cond.source().map_or(BodyNeed::None, Expr::body_need);
                 c.max(need_of(then, json)).max(need_of(otherwise, json))
             }
             Step::Switch {
