@@ -24,6 +24,9 @@ pub struct Plan {
     pub apis: Vec<Arc<ApiPlan>>,
     /// Proxies found but not deployed, with the reason (for the 404 page and the start-up report).
     pub not_deployed: Vec<(String, String)>,
+    /// Synapse's `main` sequence, when the configuration defines one: the service for a request no
+    /// proxy or API takes, its in- and out-sequence both (`<in>` and `<out>` tell them apart).
+    pub main: Option<Arc<ProxyPlan>>,
 }
 
 #[derive(Debug)]
@@ -845,6 +848,30 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
                     "API {} has errors or unsupported features (see above)",
                     a.name
                 ),
+            )),
+        }
+    }
+    if let Some(main) = config.sequences.iter().find(|s| s.name == "main") {
+        let (r, failed) = c.nested("sequence main".to_owned(), |c| {
+            let seq = c.named_sequence("main", None)?;
+            let fault_seq = c.fault_sequence(&None, &main.sequence.loc).flatten();
+            Some(ProxyPlan {
+                name: "main".into(),
+                loc: main.sequence.loc.clone(),
+                started: true,
+                in_seq: seq.clone(),
+                out_seq: Some(seq),
+                fault_seq,
+                target: None,
+                wsdl: None,
+                api_resource: false,
+            })
+        });
+        match r {
+            Some(m) if !failed => plan.main = Some(Arc::new(m)),
+            _ => plan.not_deployed.push((
+                "main".to_owned(),
+                "the main sequence has errors or unsupported features (see above)".to_owned(),
             )),
         }
     }

@@ -100,6 +100,9 @@ impl Engine {
                 .collect();
             services.push_str(&format!("; APIs: {}", apis.join(", ")));
         }
+        if plan.main.is_some() {
+            services.push_str("; the main sequence takes every other request");
+        }
         Arc::new(Engine {
             client: BackendClient::new(opts.connect_timeout),
             plan,
@@ -184,6 +187,17 @@ impl Engine {
         let route = match api::route(&self.plan.apis, &parts.method, pq) {
             Ok(r) => r,
             Err(miss) => {
+                // No proxy or API takes it: Synapse's main sequence does, when there is one.
+                if let (Miss::NoApi, Some(main)) = (&miss, &self.plan.main) {
+                    let main = main.clone();
+                    let msg = Message::request(
+                        main.name.clone(),
+                        parts.method,
+                        pq.to_owned(),
+                        parts.headers,
+                    );
+                    return self.request_flow(&main, msg, body).await;
+                }
                 // Read and dropped, unless the client waits for 100 Continue to send it.
                 if !parts.headers.contains_key(header::EXPECT) {
                     discard(Some(Inbound::Client(body))).await;
