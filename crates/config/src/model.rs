@@ -337,12 +337,22 @@ pub enum PayloadFormat {
 
 #[derive(Clone, Debug)]
 pub struct PayloadFactory {
-    /// `media-type="json"`: the format is a JSON text (else XML).
-    pub json: bool,
+    /// `media-type`: what the format is and the result becomes.
+    pub media: PayloadMedia,
     pub format: PayloadFormat,
     pub format_loc: Location,
     /// `$1`, `$2`, ... in order.
     pub args: Vec<PayloadArgSrc>,
+}
+
+/// A payloadFactory's `media-type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PayloadMedia {
+    Xml,
+    /// The format is JSON text; the result is the message, `application/json`.
+    Json,
+    /// The format is plain text; the result is the message, `text/plain`.
+    Text,
 }
 
 /// A payloadFactory argument: `value="..."` or `expression="..."`.

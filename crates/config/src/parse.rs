@@ -1518,20 +1518,20 @@ impl<'a, 'input> FileParser<'a, 'input> {
     }
 
     fn payload_factory(&mut self, n: Node) -> Option<PayloadFactory> {
-        let json = match n.attribute("media-type").unwrap_or("xml") {
-            "xml" => false,
-            "json" => true,
+        let media = match n.attribute("media-type").unwrap_or("xml") {
+            "xml" => PayloadMedia::Xml,
+            "json" => PayloadMedia::Json,
+            "text" => PayloadMedia::Text,
             media => {
                 self.report(
-                    Severity::Unsupported,
+                    Severity::Error,
                     n,
-                    format!(
-                        "payloadFactory media-type=\"{media}\" is not supported yet (xml or json)"
-                    ),
+                    format!("payloadFactory media-type must be xml, json or text, not '{media}'"),
                 );
                 return None;
             }
         };
+        let json = media != PayloadMedia::Xml;
         if let Some(t) = n.attribute("template-type") {
             if t != "default" {
                 self.report(
@@ -1551,7 +1551,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
                     if let Some(k) = c.attribute("key") {
                         format = Some((PayloadFormat::Key(k.to_owned()), loc));
                     } else if json {
-                        // A JSON format is the element's text.
+                        // A JSON or text format is the element's text.
                         let text: String = c
                             .children()
                             .filter(|t| t.is_text())
@@ -1633,7 +1633,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
             return None;
         };
         Some(PayloadFactory {
-            json,
+            media,
             format,
             format_loc,
             args,
@@ -2154,7 +2154,7 @@ mod tests {
         assert!(matches!(&m[3].kind, MediatorKind::Property(p) if p.ty == PropertyType::Om));
         let (_, d) = parse(&format!(
             r#"<sequence name="S" {NS}>
-  <payloadFactory media-type="text"><format>a</format></payloadFactory>
+  <payloadFactory media-type="csv"><format>a</format></payloadFactory>
   <enrich><source type="custom" xpath="//a" clone="false"/><target type="body"/></enrich>
   <enrich><source type="body"/><target type="envelope"/></enrich>
   <payloadFactory media-type="json"><format>{{"a": "$1", "b": $2}}</format>
@@ -2164,7 +2164,7 @@ mod tests {
         ));
         let msgs: Vec<String> = d.items.iter().map(|x| x.to_string()).collect();
         assert_eq!(msgs.len(), 4, "{msgs:#?}");
-        assert!(msgs[0].starts_with("t.xml:2:3: unsupported:"), "{msgs:#?}");
+        assert!(msgs[0].starts_with("t.xml:2:3: error:"), "{msgs:#?}");
         assert!(msgs[1].contains("clone=\"false\""), "{msgs:#?}");
         assert!(msgs[2].contains("envelope target"), "{msgs:#?}");
         assert!(

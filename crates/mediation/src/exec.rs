@@ -8,7 +8,7 @@ use crate::plan::{
     Cond, EndpointPlan, EnrichPlan, EnrichSourcePlan, EnrichTargetPlan, FaultPlan, LogPlan,
     PayloadArg, PayloadPlan, Segment, Step, Steps, ValidatePlan, Value, XsltPlan,
 };
-use sluice_config::EnrichAction;
+use sluice_config::{EnrichAction, PayloadMedia};
 use sluice_config::{LogCategory, LogLevel, PropertyType, Scope};
 use sluice_expr::{BodyNeed, Env, Expr, ExprError, ExprErrorKind, PropScope};
 use sluice_xml::{Document, Fragment, NodeKind, Placement};
@@ -677,9 +677,28 @@ pub(crate) fn json_literal_arg(v: &str, literal: bool) -> String {
 fn payload_arg_value(
     expr: &Expr,
     literal: bool,
-    json_format: bool,
+    media: PayloadMedia,
     view: &View<'_>,
 ) -> Result<String, Error> {
+    if media == PayloadMedia::Text {
+        // Text goes in as it is: a JsonPath's string value, an expression's.
+        return match expr {
+            Expr::Json(_) => {
+                let (values, definite) = expr.json_values(view).map_err(expr_error)?;
+                sluice_expr::json_string_value(&values, definite).map_err(|m| {
+                    Error::new(
+                        ErrorKind::BadRequest,
+                        format!("payloadFactory argument: {m}"),
+                    )
+                })
+            }
+            _ => expr
+                .eval_string(view)
+                .map(Cow::into_owned)
+                .map_err(expr_error),
+        };
+    }
+    let json_format = media == PayloadMedia::Json;
     if let Expr::Json(_) = expr {
         let (values, definite) = expr.json_values(view).map_err(expr_error)?;
         let text = || {
@@ -768,7 +787,7 @@ fn payload_factory(p: &PayloadPlan, msg: &mut Message, doc: &mut DocCache) -> Re
             PayloadArg::Expr { expr, literal } => Cow::Owned(payload_arg_value(
                 expr,
                 *literal,
-                p.json,
+                p.media,
                 &View { msg, doc },
             )?),
         });
@@ -780,17 +799,22 @@ fn payload_factory(p: &PayloadPlan, msg: &mut Message, doc: &mut DocCache) -> Re
             Segment::Arg(i) => text.push_str(&values[*i]),
         }
     }
-    if p.json {
-        // As WSO2 does: the text trimmed, not checked, and the message is JSON from here.
-        const JSON: &str = "application/json";
-        msg.body = Body::Bytes(text.trim().to_owned().into());
+    let made = match p.media {
+        // As WSO2 does: the JSON trimmed and not checked; the message is JSON from here.
+        PayloadMedia::Json => Some(("application/json", text.trim().to_owned())),
+        // Plain text, as it came out.
+        PayloadMedia::Text => Some(("text/plain", text.clone())),
+        PayloadMedia::Xml => None,
+    };
+    if let Some((media, body)) = made {
+        msg.body = Body::Bytes(body.into());
         msg.headers.insert(
             http::header::CONTENT_TYPE,
-            http::HeaderValue::from_static(JSON),
+            http::HeaderValue::from_static(media),
         );
         msg.headers.remove(http::header::CONTENT_LENGTH);
-        msg.axis2.set("messageType", JSON.to_owned());
-        msg.axis2.set("ContentType", JSON.to_owned());
+        msg.axis2.set("messageType", media.to_owned());
+        msg.axis2.set("ContentType", media.to_owned());
         *doc = DocCache::new();
         return Ok(());
     }

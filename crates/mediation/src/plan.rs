@@ -547,8 +547,8 @@ pub struct PayloadPlan {
     pub args: Vec<PayloadArg>,
     /// The format's root is a SOAP Envelope: the result replaces the whole message.
     pub envelope: bool,
-    /// `media-type="json"`: the result is JSON text.
-    pub json: bool,
+    /// What the format is and the result becomes (`media-type`).
+    pub media: cfg::PayloadMedia,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -1711,14 +1711,26 @@ impl<'a> Compiler<'a> {
                 );
             }
         }
-        if p.json {
+        match p.media {
             // Kept as text: WSO2 checks neither the format nor the result is JSON.
-            return Some(PayloadPlan {
-                segments,
-                args: self.payload_args(p, el, crate::exec::json_literal_arg)?,
-                envelope: false,
-                json: true,
-            });
+            cfg::PayloadMedia::Json => {
+                return Some(PayloadPlan {
+                    segments,
+                    args: self.payload_args(p, el, crate::exec::json_literal_arg)?,
+                    envelope: false,
+                    media: p.media,
+                })
+            }
+            // Static values XML-escaped as WSO2 does for every format; the rest goes in as it is.
+            cfg::PayloadMedia::Text => {
+                return Some(PayloadPlan {
+                    segments,
+                    args: self.payload_args(p, el, |s, _| crate::exec::escape_xml(s))?,
+                    envelope: false,
+                    media: p.media,
+                })
+            }
+            cfg::PayloadMedia::Xml => {}
         }
         // The format must be well-formed XML whatever the arguments are.
         let probe: String = segments
@@ -1760,7 +1772,7 @@ impl<'a> Compiler<'a> {
             segments,
             args: self.payload_args(p, el, xml_literal)?,
             envelope,
-            json: false,
+            media: p.media,
         })
     }
 
