@@ -320,7 +320,7 @@ pub enum MediatorKind {
     MakeFault(MakeFault),
     /// `<xslt>` (result replaces the source node) or `<fastXSLT>` (whole envelope in, bytes out).
     Xslt(Xslt),
-    /// `<payloadFactory media-type="xml">`.
+    /// `<payloadFactory>` (media-type xml, json or text).
     PayloadFactory(PayloadFactory),
     Enrich(Enrich),
     Validate(Validate),

@@ -119,13 +119,11 @@ impl Env for View<'_> {
     }
 }
 
-/// The body as JSON: `None` when it is empty. A body that XML mediators have made into a tree is
-/// not read as JSON (WSO2 converts it; Sluice does not yet).
+/// The body as JSON: `None` when it is empty. An XML message (or one a mediator made a tree of)
+/// is read as WSO2 reads it: its payload element written as JSON. The bytes decide: a mediator
+/// that changes the tree writes it back as XML, so JSON bytes are the message as it came, whatever
+/// XPath read of it.
 fn parse_json(msg: &Message, doc: &DocCache) -> Result<Option<serde_json::Value>, ExprError> {
-    // An XML message (or one a mediator made a tree of) is read as WSO2 reads it: its payload
-    // element written as JSON.
-    // The bytes decide: a mediator that changes the tree writes it back as XML, so JSON bytes
-    // are the message as it came, whatever XPath read of it.
     let tree = match &msg.body {
         Body::Bytes(b) if crate::json::looks_like_xml(b) => {
             Some(doc.get_or_init(|| parse_body(msg)))
@@ -134,11 +132,7 @@ fn parse_json(msg: &Message, doc: &DocCache) -> Result<Option<serde_json::Value>
     };
     if let Some(tree) = tree {
         let d = tree.as_ref().map_err(Clone::clone)?;
-        let payload = match d.soap_body() {
-            Some(_) => d.soap_body_first_child(),
-            None => d.root_element(),
-        };
-        let Some(p) = payload else {
+        let Some(p) = payload_node(d) else {
             return Ok(None);
         };
         let bad = |m: String| ExprError {
@@ -173,7 +167,7 @@ fn parse_body(msg: &Message) -> Result<sluice_xml::Document, ExprError> {
     match &msg.body {
         // A JSON message is read as WSO2 reads one: its JSON-to-XML form in a SOAP Body, under a
         // `jsonObject` (`jsonArray` for an array). Written back out as JSON it is the same message.
-        Body::Bytes(b) if is_json_message(msg) && !crate::json::looks_like_xml(b) => {
+        Body::Bytes(b) if crate::json::is_json_headers(&msg.headers) && !crate::json::looks_like_xml(b) => {
             let v: serde_json::Value = serde_json::from_slice(b)
                 .map_err(|e| bad(format!("the message body is not JSON: {e}")))?;
             let xml = crate::json::json_to_xml_marked(&v).map_err(bad)?;
@@ -680,35 +674,14 @@ fn payload_arg_value(
     media: PayloadMedia,
     view: &View<'_>,
 ) -> Result<String, Error> {
-    if media == PayloadMedia::Text {
-        // Text goes in as it is: a JsonPath's string value, an expression's.
-        return match expr {
-            Expr::Json(_) => {
-                let (values, definite) = expr.json_values(view).map_err(expr_error)?;
-                sluice_expr::json_string_value(&values, definite).map_err(|m| {
-                    Error::new(
-                        ErrorKind::BadRequest,
-                        format!("payloadFactory argument: {m}"),
-                    )
-                })
-            }
-            _ => expr
-                .eval_string(view)
-                .map(Cow::into_owned)
-                .map_err(expr_error),
-        };
-    }
     let json_format = media == PayloadMedia::Json;
     if let Expr::Json(_) = expr {
         let (values, definite) = expr.json_values(view).map_err(expr_error)?;
-        let text = || {
-            sluice_expr::json_string_value(&values, definite).map_err(|m| {
-                Error::new(
-                    ErrorKind::BadRequest,
-                    format!("payloadFactory argument: {m}"),
-                )
-            })
-        };
+        let text = || sluice_expr::json_string_value(&values, definite).map_err(json_xml_error);
+        // Text goes in as it is.
+        if media == PayloadMedia::Text {
+            return text();
+        }
         let one = if definite {
             values.first().map(|v| &**v)
         } else {
@@ -732,6 +705,12 @@ fn payload_arg_value(
                 crate::json::json_to_xml(&all).map_err(json_xml_error)
             }
         };
+    }
+    if media == PayloadMedia::Text {
+        return expr
+            .eval_string(view)
+            .map(Cow::into_owned)
+            .map_err(expr_error);
     }
     let v = expr
         .eval_xml_aware(view)
@@ -770,14 +749,6 @@ fn json_xml_error(m: String) -> Error {
     )
 }
 
-/// Whether the message's Content-Type is JSON (`application/json`, `+json`).
-fn is_json_message(msg: &Message) -> bool {
-    msg.headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(crate::json::is_json_type)
-}
-
 fn payload_factory(p: &PayloadPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error> {
     let what = "payloadFactory";
     let mut values = Vec::with_capacity(p.args.len());
@@ -803,7 +774,7 @@ fn payload_factory(p: &PayloadPlan, msg: &mut Message, doc: &mut DocCache) -> Re
         // As WSO2 does: the JSON trimmed and not checked; the message is JSON from here.
         PayloadMedia::Json => Some(("application/json", text.trim().to_owned())),
         // Plain text, as it came out.
-        PayloadMedia::Text => Some(("text/plain", text.clone())),
+        PayloadMedia::Text => Some(("text/plain", std::mem::take(&mut text))),
         PayloadMedia::Xml => None,
     };
     if let Some((media, body)) = made {
@@ -818,7 +789,7 @@ fn payload_factory(p: &PayloadPlan, msg: &mut Message, doc: &mut DocCache) -> Re
         *doc = DocCache::new();
         return Ok(());
     }
-    let was_json = is_json_message(msg);
+    let was_json = crate::json::is_json_headers(&msg.headers);
     let invalid = |e: sluice_xml::XmlError| {
         Error::new(
             ErrorKind::Mediation,
@@ -886,7 +857,7 @@ fn new_message_doc(msg: &mut Message, frag: &Fragment) -> Result<Document, Error
 }
 
 /// The payload element: the first element of the SOAP Body, or the root of a plain XML message.
-fn payload_node(d: &Document) -> Option<sluice_xml::Node<'_>> {
+pub(crate) fn payload_node(d: &Document) -> Option<sluice_xml::Node<'_>> {
     match d.soap_body() {
         Some(b) => b.first_child_element(),
         None => d.root_element(),
@@ -1452,15 +1423,21 @@ mod tests {
         let (cfg, mut diags) = sluice_config::load_str("t.xml", text);
         let plan = crate::compile(&cfg, &crate::CompileOptions::default(), &mut diags);
         assert!(!diags.has_errors(), "{diags:?}");
+        let (mut xml, mut json) = (http::HeaderMap::new(), http::HeaderMap::new());
+        xml.insert(http::header::CONTENT_TYPE, "text/xml".parse().unwrap());
+        json.insert(
+            http::header::CONTENT_TYPE,
+            "application/json".parse().unwrap(),
+        );
         // A full log reads any body.
-        assert_eq!(plan.proxies["P"].request_body_need(false), BodyNeed::Full);
-        assert_eq!(plan.proxies["P"].request_body_need(true), BodyNeed::Full);
+        assert_eq!(plan.proxies["P"].request_body_need(&xml), BodyNeed::Full);
+        assert_eq!(plan.proxies["P"].request_body_need(&json), BodyNeed::Full);
         let q = &plan.proxies["Q"];
-        assert_eq!(q.request_body_need(false), BodyNeed::Full);
-        assert_eq!(q.request_body_need(true), BodyNeed::None);
+        assert_eq!(q.request_body_need(&xml), BodyNeed::Full);
+        assert_eq!(q.request_body_need(&json), BodyNeed::None);
         // A messageType known only at run time may be JSON too.
-        assert_eq!(q.response_body_need(false), BodyNeed::Full);
-        assert_eq!(q.response_body_need(true), BodyNeed::None);
+        assert_eq!(q.response_body_need(&xml), BodyNeed::Full);
+        assert_eq!(q.response_body_need(&json), BodyNeed::None);
     }
 
     #[test]

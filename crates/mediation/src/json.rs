@@ -26,7 +26,7 @@ use std::borrow::Cow;
 /// or one that was not read, which go as they are. The message itself keeps its XML, for whatever
 /// runs next (a fault sequence, the rest after a one-way call). `tree` is the body already parsed,
 /// when the run has it.
-pub fn json_out(
+pub(crate) fn json_out(
     msg: &Message,
     tree: Option<&sluice_xml::Document>,
 ) -> Result<Option<(bytes::Bytes, http::HeaderValue)>, Error> {
@@ -89,9 +89,17 @@ pub fn json_out(
 
 /// Whether body bytes are XML rather than JSON: the first byte after a BOM and white space is `<`
 /// (JSON never starts so).
-pub fn looks_like_xml(b: &[u8]) -> bool {
+pub(crate) fn looks_like_xml(b: &[u8]) -> bool {
     let start = b.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(b);
     start.trim_ascii_start().first() == Some(&b'<')
+}
+
+/// Whether a message's Content-Type says JSON.
+pub fn is_json_headers(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(is_json_type)
 }
 
 /// Whether a Content-Type is JSON.
@@ -393,7 +401,7 @@ pub fn json_to_xml(v: &serde_json::Value) -> Result<String, String> {
 /// [`json_to_xml`] with an `<?xml-multiple name?>` instruction before each array's elements (empty
 /// arrays too), as WSO2 builds a JSON message's XML form: written back as JSON ([`xml_to_json`]),
 /// a one-element or empty array stays an array.
-pub fn json_to_xml_marked(v: &serde_json::Value) -> Result<String, String> {
+pub(crate) fn json_to_xml_marked(v: &serde_json::Value) -> Result<String, String> {
     to_xml(v, true)
 }
 

@@ -64,17 +64,17 @@ impl ProxyPlan {
         }
     }
 
-    /// Whether the request path must read the body before the in-sequence runs (something in the
-    /// in-sequence reads it). Decided at load. A fault sequence that reads the body reads it when it
-    /// runs, from the stream the failed call did not touch.
-    /// What the in-sequence reads of a request (JSON or not, see [`SeqPlan::need`]).
-    pub fn request_body_need(&self, json: bool) -> BodyNeed {
-        self.in_seq.need(json)
+    /// What the request path must read of the body before the in-sequence runs (what something in
+    /// the in-sequence reads), for a request with these headers ([`SeqPlan::need_for`]). Decided at
+    /// load. A fault sequence that reads the body reads it when it runs, from the stream the failed
+    /// call did not touch.
+    pub fn request_body_need(&self, headers: &http::HeaderMap) -> BodyNeed {
+        self.in_seq.need_for(headers)
     }
-    pub fn response_body_need(&self, json: bool) -> BodyNeed {
+    pub fn response_body_need(&self, headers: &http::HeaderMap) -> BodyNeed {
         self.out_seq
             .as_ref()
-            .map_or(BodyNeed::None, |s| s.need(json))
+            .map_or(BodyNeed::None, |s| s.need_for(headers))
     }
 }
 
@@ -105,8 +105,8 @@ impl SeqPlan {
     fn new(name: Option<String>, steps: Steps) -> SeqPlan {
         SeqPlan {
             name,
-            body_need: need_until_call(&steps, false).0,
-            body_need_json: need_until_call(&steps, true).0,
+            body_need: need_of(&steps, false),
+            body_need_json: need_of(&steps, true),
             steps,
         }
     }
@@ -120,14 +120,19 @@ impl SeqPlan {
         }
     }
 
+    /// [`SeqPlan::need`] for a message with these headers: they are looked at only when the two
+    /// needs differ (a sequence that may set a JSON `messageType`).
+    pub fn need_for(&self, headers: &http::HeaderMap) -> BodyNeed {
+        if self.body_need == self.body_need_json {
+            self.body_need
+        } else {
+            self.need(crate::json::is_json_headers(headers))
+        }
+    }
+
     /// A sequence with no mediators (an absent in-sequence).
     pub fn empty() -> Arc<SeqPlan> {
-        Arc::new(SeqPlan {
-            name: None,
-            steps: Steps::default(),
-            body_need: BodyNeed::None,
-            body_need_json: BodyNeed::None,
-        })
+        Arc::new(SeqPlan::new(None, Steps::default()))
     }
 
     /// Whether every expression in this sequence (and the sequences it calls) that reads the body is
@@ -540,7 +545,7 @@ pub enum Step {
     },
 }
 
-/// `payloadFactory media-type="xml"`: the format cut at its `$n` placeholders at load.
+/// `payloadFactory` (media-type xml, json or text): the format cut at its `$n` placeholders at load.
 #[derive(Debug)]
 pub struct PayloadPlan {
     pub segments: Vec<Segment>,

@@ -269,7 +269,7 @@ impl Engine {
         body: hyper::body::Incoming,
     ) -> Response<RelayBody> {
         let mut stream = Some(Inbound::Client(body));
-        match proxy.request_body_need(is_json(&msg.headers)) {
+        match proxy.request_body_need(&msg.headers) {
             BodyNeed::None => {}
             BodyNeed::Headers => match self.read_head(&proxy.in_seq, stream.take()).await {
                 Ok((head, None)) => msg.body = Body::Bytes(head),
@@ -472,10 +472,10 @@ impl Engine {
                 (None, Some(out)) => Err(out),
                 (None, None) => return client_response(rmsg, rstream, Some(idle)),
             };
-            let json = is_json(&rmsg.headers);
-            let need = rest
-                .as_ref()
-                .map_or_else(|out| out.need(json), |k| k.body_need(json));
+            let need = rest.as_ref().map_or_else(
+                |out| out.need_for(&rmsg.headers),
+                |k| k.body_need(sluice_mediation::json::is_json_headers(&rmsg.headers)),
+            );
             if need != BodyNeed::None {
                 match self.buffer(rstream.take(), "response").await {
                     Ok(b) => rmsg.body = read_body(b),
@@ -552,7 +552,7 @@ impl Engine {
         // A fault sequence that reads the body reads it now, from the stream nothing consumed (the
         // body a mediator needed before is already in the message).
         let mut stream = stream;
-        if fs.need(is_json(&msg.headers)) != BodyNeed::None {
+        if fs.need_for(&msg.headers) != BodyNeed::None {
             if let Err(e) = self.read_whole(&mut msg, &mut stream).await {
                 return self.default_fault(msg.soap, &e);
             }
@@ -1090,15 +1090,6 @@ async fn send_timed(
             }
         }
     }
-}
-
-/// Whether a message's Content-Type says JSON (what its flow reads of the body depends on it:
-/// [`sluice_mediation::plan::SeqPlan::need`]).
-fn is_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(sluice_mediation::json::is_json_type)
 }
 
 /// `ContentType` (else `messageType`) in the axis2 scope sets the outgoing Content-Type.

@@ -5,7 +5,7 @@
 //!   limits).
 //! * [`Stylesheet`]: XSLT 1.0 through libxslt, with file and network access
 //!   forbidden; compiled stylesheets are `Send + Sync`.
-//! * [`XPath`]: XPath 1.0 compiled once, evaluated with per-call contexts;
+//! * [`XPath`]: XPath 1.0 compiled once, evaluated in a context each thread keeps;
 //!   compiled expressions are `Send + Sync`.
 //! * [`Document`] / [`Node`]: tree access, serialisation, SOAP helpers, C14N.
 //!

@@ -304,21 +304,22 @@ unsafe extern "C" fn function_lookup(
     }
     // SAFETY: `data` is the VarState registered by `evaluate`, alive for the whole evaluation and
     // only touched from this thread; libxml2 passes a NUL-terminated name.
-    let (state, cname) = unsafe {
+    let (state, name) = unsafe {
         (
             &mut *(data as *mut VarState<'_>),
             CStr::from_ptr(name.cast()),
         )
     };
-    if state.panic.is_some() || state.ctxt.is_null() {
+    if state.panic.is_some() {
         return None;
     }
     // SAFETY: `state.ctxt` is the live context of this evaluation; its function table holds the
     // core functions xmlXPathNewContext registered (by name, without a namespace).
-    if unsafe { !xmlHashLookup2((*state.ctxt).funcHash, name, ptr::null()).is_null() } {
+    if unsafe {
+        !xmlHashLookup2((*state.ctxt).funcHash, name.as_ptr().cast(), ptr::null()).is_null()
+    } {
         return None;
     }
-    let name = cname;
     let resolver = state.resolver;
     match catch_unwind(AssertUnwindSafe(|| resolver.functions().contains(&name))) {
         Ok(known) => known.then_some(call_function as unsafe extern "C" fn(_, _)),
