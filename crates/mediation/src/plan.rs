@@ -857,20 +857,17 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
         }
     }
     if let Some(main) = config.sequences.iter().find(|s| s.name == "main") {
+        // As a service whose in- and out-sequence are both `main`.
+        let main_ref = Some(cfg::SequenceRef::Key {
+            key: "main".to_owned(),
+            loc: main.sequence.loc.clone(),
+        });
         let (r, failed) = c.nested("sequence main".to_owned(), |c| {
-            let seq = c.named_sequence("main", None)?;
-            let fault_seq = c.fault_sequence(&None, &main.sequence.loc).flatten();
-            Some(ProxyPlan {
-                name: "main".into(),
-                loc: main.sequence.loc.clone(),
-                started: true,
-                in_seq: seq.clone(),
-                out_seq: Some(seq),
-                fault_seq,
-                target: None,
-                wsdl: None,
-                api_resource: false,
-            })
+            c.service(
+                "main".into(),
+                &main.sequence.loc,
+                [&main_ref, &main_ref, &None],
+            )
         });
         match r {
             Some(m) if !failed => plan.main = Some(Arc::new(m)),
@@ -1716,26 +1713,20 @@ impl<'a> Compiler<'a> {
                 );
             }
         }
-        match p.media {
-            // Kept as text: WSO2 checks neither the format nor the result is JSON.
-            cfg::PayloadMedia::Json => {
-                return Some(PayloadPlan {
-                    segments,
-                    args: self.payload_args(p, el, crate::exec::json_literal_arg)?,
-                    envelope: false,
-                    media: p.media,
-                })
-            }
-            // Static values XML-escaped as WSO2 does for every format; the rest goes in as it is.
-            cfg::PayloadMedia::Text => {
-                return Some(PayloadPlan {
-                    segments,
-                    args: self.payload_args(p, el, |s, _| crate::exec::escape_xml(s))?,
-                    envelope: false,
-                    media: p.media,
-                })
-            }
-            cfg::PayloadMedia::Xml => {}
+        // JSON and text formats are kept as text (WSO2 checks neither the format nor the result);
+        // static values are XML-escaped as WSO2 does for every format.
+        let literal: Option<fn(&str, bool) -> String> = match p.media {
+            cfg::PayloadMedia::Json => Some(crate::exec::json_literal_arg),
+            cfg::PayloadMedia::Text => Some(|s, _| crate::exec::escape_xml(s)),
+            cfg::PayloadMedia::Xml => None,
+        };
+        if let Some(literal) = literal {
+            return Some(PayloadPlan {
+                segments,
+                args: self.payload_args(p, el, literal)?,
+                envelope: false,
+                media: p.media,
+            });
         }
         // The format must be well-formed XML whatever the arguments are.
         let probe: String = segments
