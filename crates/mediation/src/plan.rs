@@ -712,11 +712,16 @@ pub(crate) fn joined(address: &str, postfix: &str) -> String {
     }
 }
 
-/// `host:port` to connect to (port 80 when the URI has none).
+/// `host:port` to connect to (port 80, or 443 for https, when the URI has none).
 fn connect_authority(uri: &Uri) -> Arc<str> {
+    let default = if uri.scheme_str() == Some("https") {
+        443
+    } else {
+        80
+    };
     match uri.authority() {
         Some(a) if a.port().is_some() => a.as_str().into(),
-        Some(a) => format!("{}:80", a.host()).into(),
+        Some(a) => format!("{}:{default}", a.host()).into(),
         None => "".into(),
     }
 }
@@ -726,21 +731,17 @@ fn is_template_variable(name: &str) -> bool {
     name.starts_with("uri.var.") || name.starts_with("query.param.")
 }
 
-/// An endpoint URI Sluice can send to (http, with a host, no user info), and its Host header; else
-/// the severity and what is wrong.
+/// An endpoint URI Sluice can send to (http or https, with a host, no user info), and its Host
+/// header; else the severity and what is wrong.
 fn http_uri(text: &str) -> Result<(Uri, HeaderValue), (Severity, String)> {
     let bad = |why: String| (Severity::Error, format!("endpoint uri '{text}' {why}"));
     let uri: Uri = text
         .parse()
         .map_err(|e| bad(format!("is not valid: {e}")))?;
     match uri.scheme_str() {
-        Some("http") => {}
-        Some("https") => {
-            let msg = "https endpoints are not supported yet (no TLS)";
-            return Err((Severity::Unsupported, msg.into()));
-        }
+        Some("http" | "https") => {}
         Some(other) => {
-            let msg = format!("'{other}:' endpoints are not supported; only http");
+            let msg = format!("'{other}:' endpoints are not supported; only http and https");
             return Err((Severity::Unsupported, msg));
         }
         None => return Err(bad("has no scheme".into())),
@@ -2518,9 +2519,18 @@ mod tests {
     #[test]
     fn endpoint_uris_need_http_a_host_and_no_user_info() {
         assert!(http_uri("http://h:81/x?y").is_ok());
+        let (https, host) = http_uri("https://h/x").unwrap();
+        assert_eq!(&*connect_authority(&https), "h:443");
+        assert_eq!(host, "h");
+        let (http, _) = http_uri("http://h/x").unwrap();
+        assert_eq!(&*connect_authority(&http), "h:80");
+        assert_eq!(
+            &*connect_authority(&http_uri("https://h:8243/x").unwrap().0),
+            "h:8243"
+        );
         for (bad, sev) in [
             ("http://u:p@h/x", Severity::Unsupported),
-            ("https://h/x", Severity::Unsupported),
+            ("https://u@h/x", Severity::Unsupported),
             ("ftp://h/x", Severity::Unsupported),
             ("/x", Severity::Error),
             ("http:///x", Severity::Error),

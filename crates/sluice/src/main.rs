@@ -57,6 +57,15 @@ enum Cmd {
         /// Seconds in-flight requests get to finish after SIGINT/SIGTERM.
         #[arg(long, default_value_t = 30)]
         grace: u64,
+        /// Trust https back-ends whose certificates these CAs issued (PEM files, repeatable), besides
+        /// the system's trusted roots: what WSO2 MI's client trust store holds.
+        #[arg(
+            long = "trust-ca",
+            value_name = "PEM",
+            env = "SLUICE_TRUST_CA",
+            value_delimiter = ','
+        )]
+        trust_ca: Vec<PathBuf>,
     },
     /// Load and check the artifacts under PATH without serving; print every problem; exit 1 if any.
     Validate {
@@ -81,11 +90,23 @@ fn main() -> ExitCode {
             path,
             endpoints,
             grace,
+            trust_ca,
         }) => {
+            let backend_tls = match sluice_transport::tls::client_config(&trust_ca) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("sluice: {e}");
+                    return ExitCode::from(2);
+                }
+            };
             let Some((plan, _)) = load(Source::Path(path), &endpoints) else {
                 return ExitCode::from(2);
             };
-            serve(plan, cli.listen, Duration::from_secs(grace), None)
+            let engine = EngineOptions {
+                backend_tls,
+                ..EngineOptions::default()
+            };
+            serve(plan, cli.listen, Duration::from_secs(grace), engine, None)
         }
         None => serve_default(cli.listen),
     }
@@ -254,6 +275,7 @@ fn serve(
     plan: Plan,
     listen: Listen,
     grace: Duration,
+    engine_opts: EngineOptions,
     banner: Option<&dyn Fn(SocketAddr)>,
 ) -> ExitCode {
     raise_fd_limit();
@@ -299,10 +321,11 @@ fn serve(
                 return ExitCode::from(2);
             }
         };
-        let (plan, mut stop, opts, ready) = (
+        let (plan, mut stop, opts, engine_opts, ready) = (
             plan.clone(),
             stop_rx.clone(),
             opts.clone(),
+            engine_opts.clone(),
             ready_tx.clone(),
         );
         let w = std::thread::Builder::new()
@@ -314,7 +337,7 @@ fn serve(
                     .expect("tokio runtime");
                 rt.block_on(async move {
                     let l = tokio::net::TcpListener::from_std(l)?;
-                    let engine = Engine::new(plan, EngineOptions::default());
+                    let engine = Engine::new(plan, engine_opts);
                     let _ = ready.send(());
                     let stopped = async move {
                         let _ = stop.wait_for(|s| *s).await;
@@ -389,7 +412,13 @@ fn serve_default(listen: Listen) -> ExitCode {
              Try:\n  curl -s http://localhost:{port}/services/EchoProxy -H 'Content-Type: text/xml' -H 'SOAPAction: urn:echo' \\\n    -d '<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\"><soapenv:Body><hello>world</hello></soapenv:Body></soapenv:Envelope>'\n  curl -s http://localhost:{port}/services/HeaderRoutingProxy -H 'Content-Type: text/xml' -H 'routing: gold' -d '<a/>'\n  curl -s http://localhost:{port}/services/HeaderRoutingProxy -H 'Content-Type: text/xml' -d '<a/>'\n  curl -s http://localhost:{port}/orders/42\n  curl -s http://localhost:{port}/orders -H 'Content-Type: application/xml' -d '<order><id>7</id></order>'\n"
         );
     };
-    let code = serve(plan, listen, Duration::from_secs(5), Some(&banner));
+    let code = serve(
+        plan,
+        listen,
+        Duration::from_secs(5),
+        EngineOptions::default(),
+        Some(&banner),
+    );
     echo.stop();
     code
 }

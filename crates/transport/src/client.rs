@@ -10,10 +10,12 @@
 
 use crate::body::RelayBody;
 use crate::h1::{self, Decoded, ProtocolError, RequestFraming, ResponseFraming};
+use crate::tls::{self, Io};
 use bytes::{Buf, Bytes, BytesMut};
 use http::header::{self, HeaderMap};
 use http::{Method, Request, Response};
 use http_body::{Body, Frame, SizeHint};
+use rustls::ClientConfig;
 use sluice_mediation::error::BoxError;
 use sluice_mediation::{EndpointPlan, Error, ErrorKind};
 use std::collections::{HashMap, VecDeque};
@@ -58,8 +60,11 @@ pub struct BackendClient {
 
 struct Inner {
     connect_timeout: Duration,
-    /// "host:port" -> idle connections, the most recently used last.
-    pool: Mutex<HashMap<Arc<str>, Vec<Conn>>>,
+    /// Whom https back-ends are trusted by.
+    tls: Arc<ClientConfig>,
+    /// "host:port" -> idle connections, the most recently used last: plain ones first, TLS ones
+    /// second (a host may serve both on one port).
+    pool: Mutex<[HashMap<Arc<str>, Vec<Conn>>; 2]>,
     /// Sweeps of the pool so far ([`BackendClient::sweep`]): idle connections are stamped with it when
     /// checked in, which costs no clock read per request.
     sweeps: AtomicU64,
@@ -69,7 +74,8 @@ impl Inner {
     /// Puts an idle connection back in the pool (dropped when the host already has the most allowed).
     fn check_in(&self, key: &Arc<str>, mut conn: Conn) {
         conn.idle_since = self.sweeps.load(Ordering::Relaxed);
-        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        let mut pools = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        let pool = &mut pools[usize::from(conn.is_tls())];
         match pool.get_mut(&**key) {
             Some(conns) if conns.len() < MAX_IDLE_PER_HOST => conns.push(conn),
             Some(_) => {}
@@ -81,7 +87,7 @@ impl Inner {
 }
 
 struct Conn {
-    io: TcpStream,
+    io: Io,
     /// Bytes read and not yet used. Empty whenever the connection is idle in the pool.
     rbuf: BytesMut,
     read_size: usize,
@@ -90,7 +96,7 @@ struct Conn {
 }
 
 impl Conn {
-    fn new(io: TcpStream) -> Self {
+    fn new(io: Io) -> Self {
         Conn {
             io,
             rbuf: BytesMut::new(),
@@ -102,16 +108,31 @@ impl Conn {
     /// Whether an idle connection can take a request: the back-end has sent nothing since the last
     /// response (no end of stream, no stray bytes). Costs no system call unless the socket became
     /// readable, which for an idle connection means it is closing.
-    fn is_usable(&self) -> bool {
+    /// A TLS connection may have become readable with a record that is not data (a TLS 1.3 session
+    /// ticket): it is read through the TLS layer, and usable when no data and no end came of it.
+    fn is_usable(&mut self) -> bool {
         let mut cx = Context::from_waker(Waker::noop());
-        match self.io.poll_read_ready(&mut cx) {
+        match self.io.tcp().poll_read_ready(&mut cx) {
             Poll::Pending => true,
             Poll::Ready(Err(_)) => false,
-            Poll::Ready(Ok(())) => {
-                let mut probe = [0u8; 1];
-                matches!(self.io.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
-            }
+            Poll::Ready(Ok(())) => match &mut self.io {
+                Io::Tcp(s) => {
+                    let mut probe = [0u8; 1];
+                    matches!(s.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+                }
+                Io::Tls(s) => {
+                    let mut probe = [0u8; 1];
+                    let mut buf = tokio::io::ReadBuf::new(&mut probe);
+                    let polled =
+                        tokio::io::AsyncRead::poll_read(Pin::new(s.as_mut()), &mut cx, &mut buf);
+                    matches!(polled, Poll::Pending)
+                }
+            },
         }
+    }
+
+    fn is_tls(&self) -> bool {
+        matches!(self.io, Io::Tls(_))
     }
 
     fn poll_read(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
@@ -133,11 +154,12 @@ impl Conn {
 }
 
 impl BackendClient {
-    pub fn new(connect_timeout: Duration) -> Self {
+    pub fn new(connect_timeout: Duration, tls: Arc<ClientConfig>) -> Self {
         BackendClient {
             inner: Arc::new(Inner {
                 connect_timeout,
-                pool: Mutex::new(HashMap::new()),
+                tls,
+                pool: Mutex::new([HashMap::new(), HashMap::new()]),
                 sweeps: AtomicU64::new(0),
             }),
         }
@@ -148,25 +170,27 @@ impl BackendClient {
     /// fixed interval by the serving loop.
     pub fn sweep(&self, max_idle: u64) {
         let now = self.inner.sweeps.fetch_add(1, Ordering::Relaxed) + 1;
-        let mut pool = self.inner.pool.lock().unwrap_or_else(|p| p.into_inner());
-        pool.retain(|_, conns| {
-            conns.retain(|c| now - c.idle_since <= max_idle && c.is_usable());
-            !conns.is_empty()
-        });
+        let mut pools = self.inner.pool.lock().unwrap_or_else(|p| p.into_inner());
+        for pool in pools.iter_mut() {
+            pool.retain(|_, conns| {
+                conns.retain_mut(|c| now - c.idle_since <= max_idle && c.is_usable());
+                !conns.is_empty()
+            });
+        }
     }
 
     /// Idle connections in the pool, over every host.
     #[cfg(test)]
     fn idle_connections(&self) -> usize {
-        let pool = self.inner.pool.lock().unwrap_or_else(|p| p.into_inner());
-        pool.values().map(Vec::len).sum()
+        let pools = self.inner.pool.lock().unwrap_or_else(|p| p.into_inner());
+        pools.iter().flat_map(|p| p.values()).map(Vec::len).sum()
     }
 
     /// The most recently used idle connection that is still open. Closed ones are dropped on the way.
-    fn checkout(&self, key: &str) -> Option<Conn> {
-        let mut pool = self.inner.pool.lock().unwrap_or_else(|p| p.into_inner());
-        let conns = pool.get_mut(key)?;
-        while let Some(c) = conns.pop() {
+    fn checkout(&self, key: &str, tls: bool) -> Option<Conn> {
+        let mut pools = self.inner.pool.lock().unwrap_or_else(|p| p.into_inner());
+        let conns = pools[usize::from(tls)].get_mut(key)?;
+        while let Some(mut c) = conns.pop() {
             if c.is_usable() {
                 return Some(c);
             }
@@ -174,27 +198,37 @@ impl BackendClient {
         None
     }
 
+    /// A new connection, through the TLS handshake for an https endpoint; both within the connect
+    /// timeout.
     async fn connect(&self, ep: &EndpointPlan) -> Result<Conn, Error> {
         let key = &*ep.authority;
-        let stream =
-            match tokio::time::timeout(self.inner.connect_timeout, TcpStream::connect(key)).await {
-                Ok(Ok(s)) => s,
-                Ok(Err(e)) => {
-                    return Err(Error::new(ErrorKind::ConnectFailed, ep.describe()).with_source(e))
-                }
-                Err(_) => {
-                    return Err(Error::new(
-                        ErrorKind::ConnectTimeout,
-                        format!(
-                            "{} (no connection within {} ms)",
-                            ep.describe(),
-                            self.inner.connect_timeout.as_millis()
-                        ),
-                    ))
-                }
-            };
-        let _ = stream.set_nodelay(true);
-        Ok(Conn::new(stream))
+        let open = async {
+            let tcp = TcpStream::connect(key).await?;
+            let _ = tcp.set_nodelay(true);
+            if !is_https(ep) {
+                return Ok(Io::Tcp(tcp));
+            }
+            let name =
+                tls::server_name(ep.uri.host().unwrap_or_default()).map_err(io::Error::other)?;
+            tls::connect(self.inner.tls.clone(), name, tcp).await
+        };
+        let io = match tokio::time::timeout(self.inner.connect_timeout, open).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                return Err(Error::new(ErrorKind::ConnectFailed, ep.describe()).with_source(e))
+            }
+            Err(_) => {
+                return Err(Error::new(
+                    ErrorKind::ConnectTimeout,
+                    format!(
+                        "{} (no connection within {} ms)",
+                        ep.describe(),
+                        self.inner.connect_timeout.as_millis()
+                    ),
+                ))
+            }
+        };
+        Ok(Conn::new(io))
     }
 
     /// Sends a request and returns the response once its head is in; the body is read as it is polled.
@@ -231,7 +265,7 @@ impl BackendClient {
         let (mut pooled_tries, mut fresh_tries) = (0, 0);
         loop {
             let pooled = if pooled_tries < POOLED_TRIES {
-                self.checkout(&ep.authority)
+                self.checkout(&ep.authority, is_https(ep))
             } else {
                 None
             };
@@ -288,6 +322,10 @@ impl BackendClient {
         *r.headers_mut() = head.headers;
         r
     }
+}
+
+fn is_https(ep: &EndpointPlan) -> bool {
+    ep.uri.scheme() == Some(&http::uri::Scheme::HTTPS)
 }
 
 /// How the request body goes on the wire: its `Content-Length` when the message has one (the client's,
@@ -524,19 +562,20 @@ impl Writer {
 
     /// Writes what is framed, pulling more of the body as the socket takes it. Ready(Ok) once the whole
     /// request is written.
-    fn poll_write(
-        &mut self,
-        io: &mut TcpStream,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<(), Failure>> {
+    fn poll_write(&mut self, io: &mut Io, cx: &mut Context<'_>) -> Poll<Result<(), Failure>> {
         loop {
             if let Err(f) = self.pull(cx) {
                 return Poll::Ready(Err(f));
             }
             self.seal();
             if self.out.is_empty() {
-                // Nothing to write: done, or waiting for the body (its waker is registered).
-                return if self.body_done {
+                // Nothing to write: done, or waiting for the body (its waker is registered); in
+                // both cases once TLS has written out what it holds (a no-op for TCP).
+                let flushed = match Pin::new(&mut *io).poll_flush(cx) {
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(Failure::Io(e))),
+                    p => p.is_ready(),
+                };
+                return if self.body_done && flushed {
                     Poll::Ready(Ok(()))
                 } else {
                     Poll::Pending
@@ -766,11 +805,11 @@ mod tests {
     async fn the_sweep_closes_idle_and_closed_connections() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let client = BackendClient::new(Duration::from_secs(1));
+        let client = BackendClient::new(Duration::from_secs(1), tls::default_client_config());
         let key: Arc<str> = addr.to_string().into();
         let open = TcpStream::connect(addr).await.unwrap();
         let (_kept, _) = listener.accept().await.unwrap();
-        client.inner.check_in(&key, Conn::new(open));
+        client.inner.check_in(&key, Conn::new(Io::Tcp(open)));
         // Idle through at most two sweeps: kept for two, closed at the third.
         client.sweep(2);
         client.sweep(2);
@@ -780,7 +819,7 @@ mod tests {
         // The back-end closes a pooled connection: the next sweep to see it closes ours.
         let open = TcpStream::connect(addr).await.unwrap();
         let (peer, _) = listener.accept().await.unwrap();
-        client.inner.check_in(&key, Conn::new(open));
+        client.inner.check_in(&key, Conn::new(Io::Tcp(open)));
         client.sweep(100);
         assert_eq!(client.idle_connections(), 1);
         drop(peer);

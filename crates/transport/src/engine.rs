@@ -44,6 +44,8 @@ pub struct EngineOptions {
     pub max_hops: usize,
     /// Idle back-end connections are closed after about this long unused.
     pub backend_idle_timeout: Duration,
+    /// Whom https back-ends are trusted by ([`crate::tls::client_config`]).
+    pub backend_tls: Arc<rustls::ClientConfig>,
 }
 
 /// How often the serving loop calls [`Engine::sweep_backends`].
@@ -57,6 +59,7 @@ impl Default for EngineOptions {
             connect_timeout: Duration::from_secs(10),
             max_hops: 8,
             backend_idle_timeout: Duration::from_secs(60),
+            backend_tls: crate::tls::default_client_config(),
         }
     }
 }
@@ -104,7 +107,7 @@ impl Engine {
             services.push_str("; the main sequence takes every other request");
         }
         Arc::new(Engine {
-            client: BackendClient::new(opts.connect_timeout),
+            client: BackendClient::new(opts.connect_timeout, opts.backend_tls.clone()),
             plan,
             opts,
             services,

@@ -6,6 +6,7 @@ pub mod engine;
 pub mod h1;
 pub mod headers;
 pub mod server;
+pub mod tls;
 
 pub use engine::{Engine, EngineOptions};
 pub use server::{serve, ServerOptions};
