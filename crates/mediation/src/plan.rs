@@ -42,6 +42,10 @@ pub struct ProxyPlan {
     /// A REST API's resource: an in-sequence that ends without sending anything is answered 202, as
     /// Synapse acknowledges it.
     pub api_resource: bool,
+    /// The listeners that serve it: a proxy's `transports` (`http`, `https`); both for everything
+    /// else.
+    pub on_http: bool,
+    pub on_https: bool,
 }
 
 impl ProxyPlan {
@@ -61,6 +65,8 @@ impl ProxyPlan {
             target: None,
             wsdl: None,
             api_resource: true,
+            on_http: true,
+            on_https: true,
         }
     }
 
@@ -952,22 +958,17 @@ impl<'a> Compiler<'a> {
                 "WS-Security (enableSec / policy) is not supported yet",
             );
         }
-        if !p.transports.iter().any(|t| t == "http") {
+        let on_http = p.transports.iter().any(|t| t == "http");
+        let on_https = p.transports.iter().any(|t| t == "https");
+        if !on_http && !on_https {
             self.report(
                 Severity::Unsupported,
                 &p.loc,
                 "proxy",
                 format!(
-                    "transports '{}': only http is served yet",
+                    "transports '{}': only http and https are served",
                     p.transports.join(" ")
                 ),
-            );
-        } else if p.transports.iter().any(|t| t == "https") {
-            self.report(
-                Severity::Note,
-                &p.loc,
-                "proxy",
-                "https is not served yet (no TLS); the proxy is served on http",
             );
         }
         let t = &p.target;
@@ -983,6 +984,8 @@ impl<'a> Compiler<'a> {
             started: p.start_on_load,
             target: target.flatten(),
             wsdl,
+            on_http,
+            on_https,
             ..service?
         })
     }
@@ -1013,6 +1016,8 @@ impl<'a> Compiler<'a> {
             target: None,
             wsdl: None,
             api_resource: false,
+            on_http: true,
+            on_https: true,
         })
     }
 

@@ -3,7 +3,7 @@
 use clap::{Parser, Subcommand};
 use sluice_config::{Diagnostics, Severity};
 use sluice_mediation::{CompileOptions, Plan};
-use sluice_transport::{Engine, EngineOptions, ServerOptions};
+use sluice_transport::{Engine, EngineOptions, ServerOptions, TlsListener};
 use std::collections::HashMap;
 use std::io::Write;
 use std::net::SocketAddr;
@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio_rustls::TlsAcceptor;
 
 /// mimalloc: per-thread free lists suit one runtime per core; measured faster than glibc malloc here
 /// (docs/benchmarks).
@@ -43,6 +44,28 @@ struct Listen {
     /// Worker threads, each with its own event loop (default: one per CPU this process may use).
     #[arg(long, env = "SLUICE_WORKERS", global = true, value_parser = clap::value_parser!(u16).range(1..))]
     workers: Option<u16>,
+    /// Also serve https on this port (0 picks a free one), with --tls-cert and --tls-key: proxies
+    /// whose transports list https, every REST API and the service listing.
+    #[arg(long, env = "SLUICE_HTTPS_PORT", global = true, requires_all = ["tls_cert", "tls_key"])]
+    https_port: Option<u16>,
+    /// The https listener's certificate chain (PEM, the server's certificate first).
+    #[arg(
+        long,
+        env = "SLUICE_TLS_CERT",
+        global = true,
+        value_name = "PEM",
+        requires = "https_port"
+    )]
+    tls_cert: Option<PathBuf>,
+    /// The https listener's private key (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(
+        long,
+        env = "SLUICE_TLS_KEY",
+        global = true,
+        value_name = "PEM",
+        requires = "https_port"
+    )]
+    tls_key: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -267,6 +290,26 @@ fn bind(host: &str, port: u16) -> std::io::Result<std::net::TcpListener> {
     sluice_echo::bind(addr)
 }
 
+fn threads_of(listen: &Listen) -> usize {
+    listen.workers.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        usize::from,
+    )
+}
+
+/// The https listening socket and TLS acceptor, when `--https-port` is set.
+fn https_listener(listen: &Listen) -> Result<Option<(std::net::TcpListener, TlsAcceptor)>, String> {
+    let (Some(port), Some(cert), Some(key)) =
+        (listen.https_port, &listen.tls_cert, &listen.tls_key)
+    else {
+        return Ok(None);
+    };
+    let config = sluice_transport::tls::server_config(cert, key)?;
+    let l = bind(&listen.host, port)
+        .map_err(|e| format!("cannot listen on {}:{port} (https): {e}", listen.host))?;
+    Ok(Some((l, TlsAcceptor::from(config))))
+}
+
 /// Serves on one single-threaded runtime per core, all accepting on the same socket; the accepted
 /// connections are spread evenly over them (`sluice_balance`). Each thread has its own back-end
 /// connection pool, so a request never changes thread and nothing is shared but the
@@ -295,15 +338,35 @@ fn serve(
         }
     };
     let addr = listener.local_addr().expect("bound address");
+    let https = match https_listener(&listen) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("sluice: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut https_seats = match &https {
+        Some(_) => sluice_balance::seats(threads_of(&listen)),
+        None => Vec::new(),
+    };
+    let only_https: Vec<&str> = plan
+        .proxies
+        .values()
+        .filter(|p| !p.on_http)
+        .map(|p| &*p.name)
+        .collect();
+    if https.is_none() && !only_https.is_empty() {
+        tracing::warn!(
+            "served on https only, and no --https-port is set: {}",
+            only_https.join(", ")
+        );
+    }
     tracing::info!(
         "deployed {} proxy service(s): {}",
         names.len(),
         names.join(", ")
     );
-    let threads = listen.workers.map_or_else(
-        || std::thread::available_parallelism().map_or(1, |n| n.get()),
-        usize::from,
-    );
+    let threads = threads_of(&listen);
     let plan = Arc::new(plan);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let opts = ServerOptions {
@@ -328,6 +391,16 @@ fn serve(
             engine_opts.clone(),
             ready_tx.clone(),
         );
+        let tls = match (&https, https_seats.pop()) {
+            (Some((l, acceptor)), Some(seat)) => match l.try_clone() {
+                Ok(l) => Some((l, acceptor.clone(), seat)),
+                Err(e) => {
+                    eprintln!("sluice: {e}");
+                    return ExitCode::from(2);
+                }
+            },
+            _ => None,
+        };
         let w = std::thread::Builder::new()
             .name(format!("sluice-{i}"))
             .spawn(move || {
@@ -337,12 +410,20 @@ fn serve(
                     .expect("tokio runtime");
                 rt.block_on(async move {
                     let l = tokio::net::TcpListener::from_std(l)?;
+                    let tls = match tls {
+                        Some((l, acceptor, seat)) => Some(TlsListener {
+                            listener: tokio::net::TcpListener::from_std(l)?,
+                            acceptor,
+                            seat,
+                        }),
+                        None => None,
+                    };
                     let engine = Engine::new(plan, engine_opts);
                     let _ = ready.send(());
                     let stopped = async move {
                         let _ = stop.wait_for(|s| *s).await;
                     };
-                    sluice_transport::serve(l, engine, stopped, opts, seat).await
+                    sluice_transport::serve(l, engine, stopped, opts, seat, tls).await
                 })
             });
         match w {
@@ -364,6 +445,11 @@ fn serve(
     {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "sluice listening on http://{addr}");
+        if let Some((l, _)) = &https {
+            if let Ok(a) = l.local_addr() {
+                let _ = writeln!(out, "sluice listening on https://{a}");
+            }
+        }
         let _ = out.flush();
     }
     if let Some(b) = banner {

@@ -6,6 +6,7 @@ use crate::body::{Activity, IdleTimeout, Inbound, RelayBody};
 use crate::client::{BackendBody, BackendClient, Unsent};
 use crate::h1;
 use crate::headers::strip_hop_by_hop;
+use crate::server::Transport;
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
@@ -119,9 +120,11 @@ impl Engine {
         &self.plan
     }
 
+    /// A request that came in on `transport`'s listener.
     pub async fn handle(
         self: Arc<Self>,
         req: Request<hyper::body::Incoming>,
+        transport: Transport,
     ) -> Response<RelayBody> {
         let (parts, body) = req.into_parts();
         let path = parts.uri.path();
@@ -142,6 +145,24 @@ impl Engine {
                 None => return self.api(parts, body).await,
             },
         };
+        let served = match transport {
+            Transport::Http => proxy.on_http,
+            Transport::Https => proxy.on_https,
+        };
+        if !served {
+            let (here, there) = match transport {
+                Transport::Http => ("http", "https"),
+                Transport::Https => ("https", "http"),
+            };
+            let e = Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "proxy {} is not served on {here}: its transports list only {there}",
+                    proxy.name
+                ),
+            );
+            return error_response(fault_version(&parts.headers), &e, StatusCode::NOT_FOUND);
+        }
         if !proxy.started {
             let e = Error::new(
                 ErrorKind::NotFound,

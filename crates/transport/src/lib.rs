@@ -9,4 +9,4 @@ pub mod server;
 pub mod tls;
 
 pub use engine::{Engine, EngineOptions};
-pub use server::{serve, ServerOptions};
+pub use server::{serve, ServerOptions, TlsListener, Transport};

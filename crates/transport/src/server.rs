@@ -11,6 +11,22 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
+
+/// The https listener beside the plain one: its socket, the TLS acceptor, and this worker's seat in
+/// the balance of https connections.
+pub struct TlsListener {
+    pub listener: TcpListener,
+    pub acceptor: TlsAcceptor,
+    pub seat: Seat,
+}
+
+/// Which listener a request came in on (a proxy's `transports` decide which serve it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    Http,
+    Https,
+}
 
 #[derive(Clone, Debug)]
 pub struct ServerOptions {
@@ -35,16 +51,32 @@ fn out_of_descriptors(e: &std::io::Error) -> bool {
     matches!(e.raw_os_error(), Some(23) | Some(24)) // ENFILE, EMFILE
 }
 
+/// The next https connection (never, without an https listener). Cancel-safe, as [`Seat::accept`].
+async fn accept_tls(
+    tls: &mut Option<TlsListener>,
+) -> std::io::Result<(TcpStream, Counted, TlsAcceptor)> {
+    match tls {
+        Some(t) => t
+            .seat
+            .accept(&t.listener)
+            .await
+            .map(|(s, c)| (s, c, t.acceptor.clone())),
+        None => std::future::pending().await,
+    }
+}
+
 /// Serves until `shutdown` resolves, then stops accepting and waits up to `opts.grace` for open
 /// connections to finish their requests. `seat` is this worker's place among the workers accepting on
 /// the same socket ([`Seat::alone`] for one): a connection it accepts goes to the worker with the
-/// fewest open ones, and it serves those the others hand it.
+/// fewest open ones, and it serves those the others hand it. `tls`, when given, is served alike, each
+/// connection after its TLS handshake (which must end within the header read timeout).
 pub async fn serve(
     listener: TcpListener,
     engine: Arc<Engine>,
     shutdown: impl Future<Output = ()>,
     opts: ServerOptions,
     mut seat: Seat,
+    mut tls: Option<TlsListener>,
 ) -> std::io::Result<()> {
     let graceful = GracefulShutdown::new();
     let mut builder = http1::Builder::new();
@@ -62,7 +94,7 @@ pub async fn serve(
         let engine = engine.clone();
         let svc = service_fn(move |req| {
             let engine = engine.clone();
-            async move { Ok::<_, Infallible>(engine.handle(req).await) }
+            async move { Ok::<_, Infallible>(engine.handle(req, Transport::Http).await) }
         });
         let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc));
         tokio::spawn(async move {
@@ -72,31 +104,70 @@ pub async fn serve(
             drop(count);
         });
     };
-    loop {
-        tokio::select! {
-            _ = sweep.tick() => engine.sweep_backends(),
-            r = seat.accept(&listener) => match r {
-                Ok((stream, count)) => {
-                    let _ = stream.set_nodelay(true);
-                    start(stream, count);
-                }
-                Err(e) if out_of_descriptors(&e) => {
-                    if last_warning.is_none_or(|t| t.elapsed() > Duration::from_secs(5)) {
-                        tracing::warn!("out of file descriptors ({e}); pausing accepts until connections close");
-                        last_warning = Some(Instant::now());
+    // An https connection: the handshake in its own task, then served as the others.
+    let start_tls = |stream: TcpStream, count: Counted, acceptor: TlsAcceptor| {
+        let engine = engine.clone();
+        let svc = service_fn(move |req| {
+            let engine = engine.clone();
+            async move { Ok::<_, Infallible>(engine.handle(req, Transport::Https).await) }
+        });
+        let (watcher, builder) = (graceful.watcher(), builder.clone());
+        let handshake_timeout = opts.header_read_timeout;
+        tokio::spawn(async move {
+            match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
+                Ok(Ok(tls)) => {
+                    let conn = watcher.watch(builder.serve_connection(TokioIo::new(tls), svc));
+                    if let Err(e) = conn.await {
+                        tracing::debug!("https connection ended: {e}");
                     }
-                    // Back off instead of spinning: the next accept is retried shortly.
-                    tokio::time::sleep(Duration::from_millis(50)).await;
                 }
-                Err(e) => tracing::debug!("accept failed: {e}"),
-            },
+                Ok(Err(e)) => tracing::debug!("TLS handshake failed: {e}"),
+                Err(_) => tracing::debug!("TLS handshake not done within {handshake_timeout:?}"),
+            }
+            drop(count);
+        });
+    };
+    loop {
+        let accepted = tokio::select! {
+            _ = sweep.tick() => {
+                engine.sweep_backends();
+                continue;
+            }
+            r = seat.accept(&listener) => r.map(|(s, c)| (s, c, None)),
+            r = accept_tls(&mut tls) => r.map(|(s, c, a)| (s, c, Some(a))),
             _ = &mut shutdown => break,
+        };
+        match accepted {
+            Ok((stream, count, acceptor)) => {
+                let _ = stream.set_nodelay(true);
+                match acceptor {
+                    None => start(stream, count),
+                    Some(a) => start_tls(stream, count, a),
+                }
+            }
+            Err(e) if out_of_descriptors(&e) => {
+                if last_warning.is_none_or(|t| t.elapsed() > Duration::from_secs(5)) {
+                    tracing::warn!(
+                        "out of file descriptors ({e}); pausing accepts until connections close"
+                    );
+                    last_warning = Some(Instant::now());
+                }
+                // Back off instead of spinning: the next accept is retried shortly.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => tracing::debug!("accept failed: {e}"),
         }
     }
     drop(listener);
     // Connections another worker handed over just before: served like the rest.
     for (stream, count) in seat.close() {
         start(stream, count);
+    }
+    if let Some(mut t) = tls {
+        drop(t.listener);
+        for (stream, count) in t.seat.close() {
+            start_tls(stream, count, t.acceptor.clone());
+        }
     }
     tracing::info!(
         "shutting down: no new connections; waiting up to {:?} for in-flight requests",

@@ -1,13 +1,14 @@
-//! TLS to https back-ends (rustls, ring provider): the client configuration Sluice trusts back-ends
-//! with, and the byte stream a pooled connection is, plain or encrypted.
+//! TLS (rustls, ring provider): the client configuration Sluice trusts https back-ends with, the byte
+//! stream a pooled back-end connection is (plain or encrypted), and the server configuration of the
+//! https listener.
 //!
 //! Trust is the system's roots (Debian's ca-certificates, as rustls-native-certs finds them) plus any
 //! PEM CA files given with `--trust-ca`, the way WSO2 MI trusts what its client trust store holds.
 //! Host names are verified (as MI's default verifier does); there is no switch to turn that off.
 
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
-use rustls::{ClientConfig, RootCertStore};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use std::io;
 use std::path::Path;
 use std::pin::Pin;
@@ -84,6 +85,39 @@ pub fn default_client_config() -> Arc<ClientConfig> {
             config_with(system_roots()).unwrap_or_else(|e| panic!("{e}"))
         })
         .clone()
+}
+
+/// The https listener's configuration: the certificate chain in `cert` (PEM, the server's own
+/// certificate first) and its private key in `key` (PEM: PKCS#8, PKCS#1 or SEC1), HTTP/1.1 only.
+/// Errors name the file and what is wrong with it, including a key that does not match the
+/// certificate.
+pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, String> {
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .map_err(|e| format!("--tls-cert {}: {e}", cert.display()))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("--tls-cert {}: {e}", cert.display()))?;
+    if chain.is_empty() {
+        return Err(format!(
+            "--tls-cert {}: no PEM certificate in it",
+            cert.display()
+        ));
+    }
+    let private = PrivateKeyDer::from_pem_file(key)
+        .map_err(|e| format!("--tls-key {}: {e}", key.display()))?;
+    let mut cfg = ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))?
+        .with_no_client_auth()
+        .with_single_cert(chain, private)
+        .map_err(|e| {
+            format!(
+                "--tls-cert {} with --tls-key {}: {e}",
+                cert.display(),
+                key.display()
+            )
+        })?;
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(cfg))
 }
 
 /// The name a back-end's certificate must hold: the URI's host (an IP address without brackets).
