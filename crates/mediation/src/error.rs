@@ -5,7 +5,8 @@ use std::fmt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
-    /// The back-end refused the connection, or its address did not resolve.
+    /// The back-end refused the connection, its address did not resolve, or (https) the TLS
+    /// handshake failed: a certificate not trusted or not for the host, no common protocol.
     ConnectFailed,
     /// No connection to the back-end within the endpoint timeout.
     ConnectTimeout,

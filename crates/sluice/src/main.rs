@@ -3,7 +3,7 @@
 use clap::{Parser, Subcommand};
 use sluice_config::{Diagnostics, Severity};
 use sluice_mediation::{CompileOptions, Plan};
-use sluice_transport::{Engine, EngineOptions, ServerOptions, TlsListener};
+use sluice_transport::{tls, Engine, EngineOptions, ServerOptions, TlsListener};
 use std::collections::HashMap;
 use std::io::Write;
 use std::net::SocketAddr;
@@ -66,6 +66,16 @@ struct Listen {
         requires = "https_port"
     )]
     tls_key: Option<PathBuf>,
+    /// Mutual TLS on the https listener: every client must show a certificate one of these CAs
+    /// issued (PEM files, repeatable).
+    #[arg(
+        long = "tls-client-ca",
+        env = "SLUICE_TLS_CLIENT_CA",
+        global = true,
+        value_name = "PEM",
+        requires = "https_port"
+    )]
+    tls_client_ca: Vec<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -82,13 +92,25 @@ enum Cmd {
         grace: u64,
         /// Trust https back-ends whose certificates these CAs issued (PEM files, repeatable), besides
         /// the system's trusted roots: what WSO2 MI's client trust store holds.
-        #[arg(
-            long = "trust-ca",
-            value_name = "PEM",
-            env = "SLUICE_TRUST_CA",
-            value_delimiter = ','
-        )]
+        #[arg(long = "trust-ca", value_name = "PEM", env = "SLUICE_TRUST_CA")]
         trust_ca: Vec<PathBuf>,
+        /// The certificate chain Sluice shows https back-ends that ask for one (mutual TLS; PEM,
+        /// its own certificate first), with --backend-key.
+        #[arg(
+            long,
+            value_name = "PEM",
+            env = "SLUICE_BACKEND_CERT",
+            requires = "backend_key"
+        )]
+        backend_cert: Option<PathBuf>,
+        /// The private key of --backend-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+        #[arg(
+            long,
+            value_name = "PEM",
+            env = "SLUICE_BACKEND_KEY",
+            requires = "backend_cert"
+        )]
+        backend_key: Option<PathBuf>,
     },
     /// Load and check the artifacts under PATH without serving; print every problem; exit 1 if any.
     Validate {
@@ -114,8 +136,22 @@ fn main() -> ExitCode {
             endpoints,
             grace,
             trust_ca,
+            backend_cert,
+            backend_key,
         }) => {
-            let backend_tls = match sluice_transport::tls::client_config(&trust_ca) {
+            let identity = match (&backend_cert, &backend_key) {
+                (Some(c), Some(k)) => {
+                    match tls::Identity::load("--backend-cert", c, "--backend-key", k) {
+                        Ok(id) => Some(id),
+                        Err(e) => {
+                            eprintln!("sluice: {e}");
+                            return ExitCode::from(2);
+                        }
+                    }
+                }
+                _ => None,
+            };
+            let backend_tls = match tls::client_config(&trust_ca, identity) {
                 Ok(c) => c,
                 Err(e) => {
                     eprintln!("sluice: {e}");
@@ -304,7 +340,8 @@ fn https_listener(listen: &Listen) -> Result<Option<(std::net::TcpListener, TlsA
     else {
         return Ok(None);
     };
-    let config = sluice_transport::tls::server_config(cert, key)?;
+    let identity = tls::Identity::load("--tls-cert", cert, "--tls-key", key)?;
+    let config = tls::server_config(identity, &listen.tls_client_ca)?;
     let l = bind(&listen.host, port)
         .map_err(|e| format!("cannot listen on {}:{port} (https): {e}", listen.host))?;
     Ok(Some((l, TlsAcceptor::from(config))))

@@ -106,28 +106,29 @@ impl Conn {
     }
 
     /// Whether an idle connection can take a request: the back-end has sent nothing since the last
-    /// response (no end of stream, no stray bytes). Costs no system call unless the socket became
-    /// readable, which for an idle connection means it is closing.
-    /// A TLS connection may have become readable with a record that is not data (a TLS 1.3 session
-    /// ticket): it is read through the TLS layer, and usable when no data and no end came of it.
+    /// response (no end of stream, no stray bytes). A plain connection costs no system call unless
+    /// the socket became readable, which for an idle connection means it is closing. A TLS one is
+    /// read through the TLS layer (no system call either while the socket is not readable): usable
+    /// when neither data (held by rustls or new) nor an end comes of it; a record that is not data
+    /// (a TLS 1.3 session ticket) is taken in on the way.
     fn is_usable(&mut self) -> bool {
         let mut cx = Context::from_waker(Waker::noop());
-        match self.io.tcp().poll_read_ready(&mut cx) {
-            Poll::Pending => true,
-            Poll::Ready(Err(_)) => false,
-            Poll::Ready(Ok(())) => match &mut self.io {
-                Io::Tcp(s) => {
+        match &mut self.io {
+            Io::Tcp(s) => match s.poll_read_ready(&mut cx) {
+                Poll::Pending => true,
+                Poll::Ready(Err(_)) => false,
+                Poll::Ready(Ok(())) => {
                     let mut probe = [0u8; 1];
                     matches!(s.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
                 }
-                Io::Tls(s) => {
-                    let mut probe = [0u8; 1];
-                    let mut buf = tokio::io::ReadBuf::new(&mut probe);
-                    let polled =
-                        tokio::io::AsyncRead::poll_read(Pin::new(s.as_mut()), &mut cx, &mut buf);
-                    matches!(polled, Poll::Pending)
-                }
             },
+            Io::Tls(s) => {
+                let mut probe = [0u8; 1];
+                let mut buf = tokio::io::ReadBuf::new(&mut probe);
+                let polled =
+                    tokio::io::AsyncRead::poll_read(Pin::new(s.as_mut()), &mut cx, &mut buf);
+                matches!(polled, Poll::Pending)
+            }
         }
     }
 
@@ -412,6 +413,9 @@ struct Writer {
     sent_len: usize,
     /// Whether anything was taken from `body` (a frame or its end).
     pulled: bool,
+    /// The whole request is written and flushed: [`Writer::poll_write`] said so. (TLS takes bytes
+    /// before it has written them out: an empty queue is not enough.)
+    finished: bool,
 }
 
 impl Writer {
@@ -430,6 +434,7 @@ impl Writer {
             sent: Some(Vec::new()),
             sent_len: 0,
             pulled: false,
+            finished: false,
         };
         w.push(head.freeze());
         if let RelayBody::Full(b) = &mut body {
@@ -480,7 +485,7 @@ impl Writer {
     }
 
     fn is_done(&self) -> bool {
-        self.body_done && self.out.is_empty() && self.buf.is_empty()
+        self.finished
     }
 
     /// Prepares to send everything again from the start. False when too much was sent to replay.
@@ -490,6 +495,7 @@ impl Writer {
         };
         self.buf.clear();
         self.out.clear();
+        self.finished = false;
         for b in &sent {
             self.queue(b.clone());
         }
@@ -576,6 +582,7 @@ impl Writer {
                     p => p.is_ready(),
                 };
                 return if self.body_done && flushed {
+                    self.finished = true;
                     Poll::Ready(Ok(()))
                 } else {
                     Poll::Pending
@@ -656,6 +663,14 @@ async fn exchange(
                     return Poll::Ready(Err(Failure::Closed {
                         any_bytes: false,
                         reset: true,
+                    }))
+                }
+                // TLS closed without close_notify before any response byte: closed, as `Ok(0)`
+                // is for plain TCP (rustls reports it as an unexpected end).
+                Err(e) if conn.rbuf.is_empty() && e.kind() == io::ErrorKind::UnexpectedEof => {
+                    return Poll::Ready(Err(Failure::Closed {
+                        any_bytes: false,
+                        reset: false,
                     }))
                 }
                 Err(e) => return Poll::Ready(Err(Failure::Io(e))),
@@ -837,5 +852,94 @@ mod tests {
             left, 0,
             "a connection the back-end closed stayed in the pool"
         );
+    }
+}
+
+#[cfg(test)]
+mod tls_tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+
+    /// A TLS connection pair on loopback: Sluice's side as a pooled connection, the server's side
+    /// (TLS 1.3, which sends session tickets after the handshake) to act on.
+    async fn pair() -> (Conn, tokio_rustls::server::TlsStream<TcpStream>) {
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let server = rustls::ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![cert.cert.der().clone()],
+                rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key_pair.serialize_der().into()),
+            )
+            .unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(cert.cert.der().clone()).unwrap();
+        let client = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accept = tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            tokio_rustls::TlsAcceptor::from(Arc::new(server))
+                .accept(tcp)
+                .await
+                .unwrap()
+        });
+        let tcp = TcpStream::connect(addr).await.unwrap();
+        let name = tls::server_name("localhost").unwrap();
+        let io = tls::connect(Arc::new(client), name, tcp).await.unwrap();
+        (Conn::new(io), accept.await.unwrap())
+    }
+
+    /// Waits until the socket under `c` has something to read (no sleep: readiness).
+    async fn readable(c: &Conn) {
+        c.io.tcp().readable().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_idle_tls_connection_with_session_tickets_is_usable() {
+        let (mut c, _server) = pair().await;
+        // The server's session tickets arrive after the handshake: records, but no data.
+        readable(&c).await;
+        assert!(c.is_usable());
+        assert!(c.is_usable());
+    }
+
+    /// Whether `c` turns unusable once what the server sent has arrived (session tickets may come
+    /// first; each wait is for more to read, bounded).
+    async fn turns_unusable(c: &mut Conn) -> bool {
+        for _ in 0..20 {
+            let more = tokio::time::timeout(Duration::from_secs(5), readable(c)).await;
+            if more.is_err() {
+                return false;
+            }
+            if !c.is_usable() {
+                return true;
+            }
+        }
+        false
+    }
+
+    #[tokio::test]
+    async fn close_notify_a_bare_close_and_stray_bytes_make_it_unusable() {
+        let (mut c, mut server) = pair().await;
+        server.shutdown().await.unwrap();
+        assert!(turns_unusable(&mut c).await, "close_notify");
+
+        let (mut c, server) = pair().await;
+        // The TCP connection closed under TLS, without close_notify.
+        let (tcp, _) = server.into_inner();
+        drop(tcp);
+        assert!(turns_unusable(&mut c).await, "closed without close_notify");
+
+        let (mut c, mut server) = pair().await;
+        server.write_all(b"x").await.unwrap();
+        server.flush().await.unwrap();
+        assert!(turns_unusable(&mut c).await, "a stray byte");
     }
 }

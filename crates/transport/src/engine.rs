@@ -183,7 +183,7 @@ impl Engine {
                 .query()
                 .is_some_and(|q| q.eq_ignore_ascii_case("wsdl") || q.starts_with("wsdl"))
         {
-            return self.wsdl(proxy, &parts.headers);
+            return self.wsdl(proxy, &parts.headers, transport);
         }
         let pq = parts
             .uri
@@ -809,7 +809,13 @@ impl Engine {
         )
     }
 
-    fn wsdl(&self, proxy: &ProxyPlan, headers: &HeaderMap) -> Response<RelayBody> {
+    /// The proxy's WSDL with its address on the listener (http or https) and Host it was asked on.
+    fn wsdl(
+        &self,
+        proxy: &ProxyPlan,
+        headers: &HeaderMap,
+        transport: Transport,
+    ) -> Response<RelayBody> {
         let Some(w) = &proxy.wsdl else {
             return text_response(
                 StatusCode::NOT_FOUND,
@@ -820,7 +826,11 @@ impl Engine {
             .get(header::HOST)
             .and_then(|h| h.to_str().ok())
             .unwrap_or("localhost:8290");
-        let url = format!("http://{host}/services/{}", proxy.name);
+        let scheme = match transport {
+            Transport::Http => "http",
+            Transport::Https => "https",
+        };
+        let url = format!("{scheme}://{host}/services/{}", proxy.name);
         let mut r = Response::new(RelayBody::full(Bytes::from(w.render(&url))));
         r.headers_mut().insert(
             header::CONTENT_TYPE,

@@ -8,6 +8,7 @@
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use std::io;
 use std::path::Path;
@@ -24,14 +25,57 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-/// A client configuration trusting `roots` (and nothing else).
-fn config_with(roots: RootCertStore) -> Result<Arc<ClientConfig>, String> {
-    let cfg = ClientConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS: {e}"))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(Arc::new(cfg))
+/// The certificates in a PEM file given with `flag`: at least one, else an error naming the file.
+fn pem_certs(flag: &str, f: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(f)
+        .map_err(|e| format!("{flag} {}: {e}", f.display()))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("{flag} {}: {e}", f.display()))?;
+    if certs.is_empty() {
+        return Err(format!("{flag} {}: no PEM certificate in it", f.display()));
+    }
+    Ok(certs)
+}
+
+/// The CA certificates of `files` (given with `flag`) added to `roots`.
+fn add_cas(
+    roots: &mut RootCertStore,
+    flag: &str,
+    files: &[impl AsRef<Path>],
+) -> Result<(), String> {
+    for f in files {
+        let f = f.as_ref();
+        for c in pem_certs(flag, f)? {
+            roots
+                .add(c)
+                .map_err(|e| format!("{flag} {}: {e}", f.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// A certificate chain (the holder's certificate first) and its private key, from PEM files (the
+/// key PKCS#8, PKCS#1 or SEC1), given with `cert_flag` and `key_flag`.
+pub struct Identity {
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+    /// How the two files were named, for errors.
+    named: String,
+}
+
+impl Identity {
+    pub fn load(cert_flag: &str, cert: &Path, key_flag: &str, key: &Path) -> Result<Self, String> {
+        Ok(Identity {
+            chain: pem_certs(cert_flag, cert)?,
+            key: PrivateKeyDer::from_pem_file(key)
+                .map_err(|e| format!("{key_flag} {}: {e}", key.display()))?,
+            named: format!(
+                "{cert_flag} {} with {key_flag} {}",
+                cert.display(),
+                key.display()
+            ),
+        })
+    }
 }
 
 /// The system's trusted roots. Certificates the system store holds but rustls cannot parse are
@@ -43,37 +87,39 @@ fn system_roots() -> RootCertStore {
         tracing::debug!("system trust store: {e}");
     }
     let (added, ignored) = roots.add_parsable_certificates(found.certs);
+    if added == 0 {
+        tracing::warn!(
+            "no trusted root certificates found on this system (install ca-certificates): https back-ends are trusted only through --trust-ca"
+        );
+    }
     tracing::debug!("system trust store: {added} roots, {ignored} not usable");
     roots
 }
 
 /// The back-end client configuration: the system's roots and the CA certificates in `ca_files`
-/// (PEM, one or more each). An unreadable file, or one without a usable certificate, is an error
-/// naming it.
-pub fn client_config(ca_files: &[impl AsRef<Path>]) -> Result<Arc<ClientConfig>, String> {
-    if ca_files.is_empty() {
+/// (`--trust-ca`, PEM, one or more each), and the certificate Sluice shows a back-end that asks
+/// for one (`--backend-cert`, `--backend-key`; none: Sluice shows none). An unreadable file, or one
+/// without a usable certificate or key, is an error naming it.
+pub fn client_config(
+    ca_files: &[impl AsRef<Path>],
+    identity: Option<Identity>,
+) -> Result<Arc<ClientConfig>, String> {
+    if ca_files.is_empty() && identity.is_none() {
         return Ok(default_client_config());
     }
     let mut roots = system_roots();
-    for f in ca_files {
-        let f = f.as_ref();
-        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(f)
-            .map_err(|e| format!("--trust-ca {}: {e}", f.display()))?
-            .collect::<Result<_, _>>()
-            .map_err(|e| format!("--trust-ca {}: {e}", f.display()))?;
-        if certs.is_empty() {
-            return Err(format!(
-                "--trust-ca {}: no PEM certificate in it",
-                f.display()
-            ));
-        }
-        for c in certs {
-            roots
-                .add(c)
-                .map_err(|e| format!("--trust-ca {}: {e}", f.display()))?;
-        }
-    }
-    config_with(roots)
+    add_cas(&mut roots, "--trust-ca", ca_files)?;
+    let builder = ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))?
+        .with_root_certificates(roots);
+    let cfg = match identity {
+        None => builder.with_no_client_auth(),
+        Some(id) => builder
+            .with_client_auth_cert(id.chain, id.key)
+            .map_err(|e| format!("{}: {e}", id.named))?,
+    };
+    Ok(Arc::new(cfg))
 }
 
 /// The configuration with the system's roots alone, made once per process.
@@ -81,41 +127,41 @@ pub fn default_client_config() -> Arc<ClientConfig> {
     static DEFAULT: OnceLock<Arc<ClientConfig>> = OnceLock::new();
     DEFAULT
         .get_or_init(|| {
-            // The ring provider with safe defaults cannot fail to build.
-            config_with(system_roots()).unwrap_or_else(|e| panic!("{e}"))
+            // The ring provider with safe defaults and no client certificate cannot fail to build.
+            let cfg = ClientConfig::builder_with_provider(provider())
+                .with_safe_default_protocol_versions()
+                .unwrap_or_else(|e| panic!("TLS: {e}"))
+                .with_root_certificates(system_roots())
+                .with_no_client_auth();
+            Arc::new(cfg)
         })
         .clone()
 }
 
-/// The https listener's configuration: the certificate chain in `cert` (PEM, the server's own
-/// certificate first) and its private key in `key` (PEM: PKCS#8, PKCS#1 or SEC1), HTTP/1.1 only.
-/// Errors name the file and what is wrong with it, including a key that does not match the
-/// certificate.
-pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, String> {
-    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-        .map_err(|e| format!("--tls-cert {}: {e}", cert.display()))?
-        .collect::<Result<_, _>>()
-        .map_err(|e| format!("--tls-cert {}: {e}", cert.display()))?;
-    if chain.is_empty() {
-        return Err(format!(
-            "--tls-cert {}: no PEM certificate in it",
-            cert.display()
-        ));
-    }
-    let private = PrivateKeyDer::from_pem_file(key)
-        .map_err(|e| format!("--tls-key {}: {e}", key.display()))?;
-    let mut cfg = ServerConfig::builder_with_provider(provider())
+/// The https listener's configuration: its certificate and key (`--tls-cert`, `--tls-key`), HTTP/1.1
+/// only. With `client_cas` (`--tls-client-ca`), every client must show a certificate one of them
+/// issued (mutual TLS); else none is asked for. Errors name the file and what is wrong with it,
+/// including a key that does not match the certificate.
+pub fn server_config(
+    identity: Identity,
+    client_cas: &[impl AsRef<Path>],
+) -> Result<Arc<ServerConfig>, String> {
+    let builder = ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS: {e}"))?
-        .with_no_client_auth()
-        .with_single_cert(chain, private)
-        .map_err(|e| {
-            format!(
-                "--tls-cert {} with --tls-key {}: {e}",
-                cert.display(),
-                key.display()
-            )
-        })?;
+        .map_err(|e| format!("TLS: {e}"))?;
+    let builder = if client_cas.is_empty() {
+        builder.with_no_client_auth()
+    } else {
+        let mut roots = RootCertStore::empty();
+        add_cas(&mut roots, "--tls-client-ca", client_cas)?;
+        let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
+            .build()
+            .map_err(|e| format!("--tls-client-ca: {e}"))?;
+        builder.with_client_cert_verifier(verifier)
+    };
+    let mut cfg = builder
+        .with_single_cert(identity.chain, identity.key)
+        .map_err(|e| format!("{}: {e}", identity.named))?;
     cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(cfg))
 }
@@ -229,15 +275,15 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let empty = dir.join("empty.pem");
         std::fs::write(&empty, "no certificate here\n").unwrap();
-        let e = client_config(&[&empty]).err().unwrap();
+        let e = client_config(&[&empty], None).err().unwrap();
         assert!(e.contains("no PEM certificate"), "{e}");
         let missing = dir.join("missing.pem");
-        let e = client_config(&[&missing]).err().unwrap();
+        let e = client_config(&[&missing], None).err().unwrap();
         assert!(e.contains("missing.pem"), "{e}");
         let ca = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
         let good = dir.join("ca.pem");
         std::fs::write(&good, ca.cert.pem()).unwrap();
-        assert!(client_config(&[&good]).is_ok());
+        assert!(client_config(&[&good], None).is_ok());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
