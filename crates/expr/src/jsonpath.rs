@@ -1,8 +1,8 @@
 //! JsonPath over a JSON message, the subset of Jayway JsonPath (what WSO2 MI's `json-eval()` and
 //! `evaluator="json"` arguments use) that integration flows write: `$`, `.name`, `['name']`,
 //! `["name"]`, `.*`, `[*]`, `[n]` (negative from the end), `[n,m]`, `['a','b']`, `[from:to]`, and
-//! the deep scans `..name`, `..*`, `..[n]`. Compiled once at load; a filter (`[?(...)]`) or a
-//! function call is refused there with the reason.
+//! the deep scans `..name`, `..*`, `..[n]`, and filters `[?(...)]` (see [`Filter`]). Compiled once
+//! at load; a function call is refused there with the reason.
 //!
 //! As in Jayway, a path without a wildcard, deep scan, slice, union or filter is *definite*: it
 //! selects at most one value, and a value it does not find is "nothing". An indefinite path
@@ -25,6 +25,8 @@ enum Step {
     Wild,
     /// `..` followed by the step it applies at every depth.
     Deep(Box<Step>),
+    /// `[?(...)]`: the elements of an array (or an object itself) the filter accepts.
+    Filter(Box<Filter>),
 }
 
 /// Why a path does not compile: it is not a JsonPath, or it uses what Sluice does not support yet.
@@ -98,7 +100,7 @@ impl JsonPath {
         self.steps.iter().enumerate().all(|(k, s)| match s {
             Step::Names(n) => n.len() == 1 || k == last,
             Step::Indexes(i) => i.len() == 1,
-            Step::Slice(..) | Step::Wild | Step::Deep(_) => false,
+            Step::Slice(..) | Step::Wild | Step::Deep(_) | Step::Filter(_) => false,
         })
     }
 
@@ -109,14 +111,7 @@ impl JsonPath {
             Some((Step::Names(names), init)) if names.len() > 1 => (Some(names), init),
             _ => (None, &self.steps[..]),
         };
-        let mut current = vec![root];
-        for step in steps {
-            let mut next = Vec::new();
-            for v in current {
-                apply(step, v, &mut next);
-            }
-            current = next;
-        }
+        let current = select_steps(steps, root, root);
         match merge {
             None => current.into_iter().map(Cow::Borrowed).collect(),
             Some(names) => current
@@ -134,8 +129,21 @@ impl JsonPath {
     }
 }
 
+/// `steps` applied from `start` in turn (`root` is what `$` in a filter means).
+fn select_steps<'v>(steps: &[Step], start: &'v Value, root: &'v Value) -> Vec<&'v Value> {
+    let mut current = vec![start];
+    for step in steps {
+        let mut next = Vec::new();
+        for v in current {
+            apply(step, v, root, &mut next);
+        }
+        current = next;
+    }
+    current
+}
+
 /// `step` applied to `v`, its results pushed onto `out`.
-fn apply<'v>(step: &Step, v: &'v Value, out: &mut Vec<&'v Value>) {
+fn apply<'v>(step: &Step, v: &'v Value, root: &'v Value, out: &mut Vec<&'v Value>) {
     match step {
         Step::Names(names) => {
             if let Value::Object(m) = v {
@@ -167,13 +175,19 @@ fn apply<'v>(step: &Step, v: &'v Value, out: &mut Vec<&'v Value>) {
         },
         Step::Deep(inner) => {
             // The step at this level, then at every level below, in document order.
-            apply(inner, v, out);
+            apply(inner, v, root, out);
             match v {
-                Value::Object(m) => m.values().for_each(|c| apply(step, c, out)),
-                Value::Array(a) => a.iter().for_each(|c| apply(step, c, out)),
+                Value::Object(m) => m.values().for_each(|c| apply(step, c, root, out)),
+                Value::Array(a) => a.iter().for_each(|c| apply(step, c, root, out)),
                 _ => {}
             }
         }
+        // As Jayway: an array's elements the filter accepts; an object, itself if it accepts it.
+        Step::Filter(f) => match v {
+            Value::Array(a) => out.extend(a.iter().filter(|e| f.accepts(e, root))),
+            Value::Object(_) if f.accepts(v, root) => out.push(v),
+            _ => {}
+        },
     }
 }
 
@@ -207,13 +221,17 @@ fn member<'t>(r: &'t str, whole: &str) -> Result<(Step, &'t str), JsonPathError>
 /// A `[...]` step: the step and the rest of the path.
 fn bracket<'t>(r: &'t str, whole: &str) -> Result<(Step, &'t str), JsonPathError> {
     let inner_start = &r[1..];
-    // The closing bracket, outside quotes.
+    // The closing bracket, outside quotes and outside the brackets and parentheses of a filter.
     let mut quote = None;
     let mut close = None;
+    let mut depth = 0usize;
     for (k, c) in inner_start.char_indices() {
         match (quote, c) {
             (None, '\'' | '"') => quote = Some(c),
             (Some(q), _) if c == q => quote = None,
+            (None, '[' | '(') => depth += 1,
+            (None, ')') => depth = depth.saturating_sub(1),
+            (None, ']') if depth > 0 => depth -= 1,
             (None, ']') => {
                 close = Some(k);
                 break;
@@ -227,9 +245,18 @@ fn bracket<'t>(r: &'t str, whole: &str) -> Result<(Step, &'t str), JsonPathError
     if inner == "*" {
         return Ok((Step::Wild, after));
     }
-    if inner.starts_with('?') || inner.starts_with('(') {
+    if let Some(f) = inner.strip_prefix('?') {
+        let body = f
+            .trim()
+            .strip_prefix('(')
+            .and_then(|f| f.strip_suffix(')'))
+            .ok_or_else(|| format!("JsonPath '{whole}': a filter is written [?(...)]"))?;
+        let filter = Filter::parse(body).map_err(|e| e.within(whole))?;
+        return Ok((Step::Filter(Box::new(filter)), after));
+    }
+    if inner.starts_with('(') {
         return Err(JsonPathError::Unsupported(format!(
-            "JsonPath '{whole}': filters and script expressions ([{inner}]) are not supported yet"
+            "JsonPath '{whole}': script expressions ([{inner}]) are not supported"
         )));
     }
     if inner.starts_with('\'') || inner.starts_with('"') {
@@ -288,6 +315,381 @@ fn split_outside_quotes(s: &str) -> Vec<&str> {
     }
     parts.push(&s[start..]);
     parts
+}
+
+/// A filter (`[?(...)]`), as Jayway evaluates them: comparisons of `@` paths (the element
+/// tested), `$` paths and literals (numbers, `'strings'`, `true`, `false`, `null`, JSON arrays),
+/// with `==`, `!=`, `<`, `<=`, `>`, `>=`, `=~ /regex/` (a whole-string match; flag `i`), `in`,
+/// `nin`, `subsetof`, `anyof`, `noneof`, `size` and `empty`; a path alone tests that it exists;
+/// `&&` binds tighter than `||`; parentheses group. A path that finds nothing is "undefined": every
+/// comparison with it is false but `!=`.
+#[derive(Clone, Debug)]
+pub struct Filter(Node);
+
+impl PartialEq for Filter {
+    fn eq(&self, other: &Self) -> bool {
+        format!("{:?}", self.0) == format!("{:?}", other.0)
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Node {
+    Or(Box<Node>, Box<Node>),
+    And(Box<Node>, Box<Node>),
+    Exists(Operand),
+    Rel(Operand, Op, Operand),
+    Match(Operand, regex::Regex),
+}
+
+#[derive(Clone, Debug)]
+enum Operand {
+    /// `@...` (relative) or `$...` (from the root); definite or not.
+    Path {
+        relative: bool,
+        path: JsonPath,
+    },
+    Lit(Value),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Op {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    In,
+    Nin,
+    SubsetOf,
+    AnyOf,
+    NoneOf,
+    Size,
+    Empty,
+}
+
+/// A filter's syntax error (the path is added by [`FilterError::within`]).
+struct FilterError(String);
+
+impl FilterError {
+    fn within(self, whole: &str) -> JsonPathError {
+        JsonPathError::Invalid(format!("JsonPath '{whole}': filter: {}", self.0))
+    }
+}
+
+/// How deep brackets and parentheses may nest in a filter (the parser and the paths inside a
+/// filter recurse).
+const FILTER_DEPTH: usize = 32;
+
+impl Filter {
+    fn parse(text: &str) -> Result<Filter, FilterError> {
+        let (mut depth, mut deepest) = (0usize, 0usize);
+        for c in text.bytes() {
+            match c {
+                b'(' | b'[' => {
+                    depth += 1;
+                    deepest = deepest.max(depth);
+                }
+                b')' | b']' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        if deepest > FILTER_DEPTH {
+            return Err(FilterError(format!(
+                "brackets and parentheses nest deeper than {FILTER_DEPTH}"
+            )));
+        }
+        let mut p = FilterParser { s: text, at: 0 };
+        let node = p.or()?;
+        p.ws();
+        if p.at != p.s.len() {
+            return Err(FilterError(format!("unexpected '{}'", &p.s[p.at..])));
+        }
+        Ok(Filter(node))
+    }
+
+    /// Whether the filter accepts `v` (`@`), `root` being `$`.
+    fn accepts(&self, v: &Value, root: &Value) -> bool {
+        eval(&self.0, v, root)
+    }
+}
+
+fn eval(n: &Node, v: &Value, root: &Value) -> bool {
+    match n {
+        Node::Or(a, b) => eval(a, v, root) || eval(b, v, root),
+        Node::And(a, b) => eval(a, v, root) && eval(b, v, root),
+        Node::Exists(o) => operand(o, v, root).is_some(),
+        Node::Match(o, re) => {
+            matches!(operand(o, v, root).as_deref(), Some(Value::String(s)) if re.is_match(s))
+        }
+        Node::Rel(l, op, r) => {
+            let (l, r) = (operand(l, v, root), operand(r, v, root));
+            let (Some(l), Some(r)) = (l, r) else {
+                return *op == Op::Ne;
+            };
+            relate(&l, *op, &r)
+        }
+    }
+}
+
+/// An operand's value: a definite path's value (None when it finds nothing), an indefinite path's
+/// matches as an array, a literal.
+fn operand<'v>(o: &'v Operand, v: &'v Value, root: &'v Value) -> Option<Cow<'v, Value>> {
+    match o {
+        Operand::Lit(l) => Some(Cow::Borrowed(l)),
+        Operand::Path { relative, path } => {
+            let start = if *relative { v } else { root };
+            let found = select_steps(&path.steps, start, root);
+            if path.is_definite() {
+                found.into_iter().next().map(Cow::Borrowed)
+            } else {
+                Some(Cow::Owned(Value::Array(
+                    found.into_iter().cloned().collect(),
+                )))
+            }
+        }
+    }
+}
+
+/// Two values equal as Jayway compares them: numbers by value, everything else as JSON.
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b))
+        }
+        _ => a == b,
+    }
+}
+
+fn relate(l: &Value, op: Op, r: &Value) -> bool {
+    use std::cmp::Ordering;
+    let order = || match (l, r) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64()?.partial_cmp(&y.as_f64()?),
+        (Value::String(x), Value::String(y)) => Some(x.cmp(y)),
+        _ => None,
+    };
+    let within = |x: &Value, set: &Value| match set {
+        Value::Array(a) => a.iter().any(|e| same(x, e)),
+        _ => false,
+    };
+    let len = |x: &Value| match x {
+        Value::Array(a) => Some(a.len()),
+        Value::String(s) => Some(s.chars().count()),
+        _ => None,
+    };
+    match op {
+        Op::Eq => same(l, r),
+        Op::Ne => !same(l, r),
+        Op::Lt => order() == Some(Ordering::Less),
+        Op::Le => matches!(order(), Some(Ordering::Less | Ordering::Equal)),
+        Op::Gt => order() == Some(Ordering::Greater),
+        Op::Ge => matches!(order(), Some(Ordering::Greater | Ordering::Equal)),
+        Op::In => within(l, r),
+        Op::Nin => matches!(r, Value::Array(_)) && !within(l, r),
+        Op::SubsetOf => matches!(l, Value::Array(a) if a.iter().all(|e| within(e, r))),
+        Op::AnyOf => matches!(l, Value::Array(a) if a.iter().any(|e| within(e, r))),
+        Op::NoneOf => matches!(l, Value::Array(a) if !a.iter().any(|e| within(e, r))),
+        Op::Size => match (len(l), r.as_f64()) {
+            (Some(n), Some(want)) => n as f64 == want,
+            _ => false,
+        },
+        Op::Empty => match (len(l), r) {
+            (Some(n), Value::Bool(want)) => (n == 0) == *want,
+            _ => false,
+        },
+    }
+}
+
+struct FilterParser<'s> {
+    s: &'s str,
+    at: usize,
+}
+
+impl<'s> FilterParser<'s> {
+    fn rest(&self) -> &'s str {
+        &self.s[self.at..]
+    }
+
+    fn ws(&mut self) {
+        let r = self.rest();
+        self.at += r.len() - r.trim_start().len();
+    }
+
+    fn eat(&mut self, t: &str) -> bool {
+        self.ws();
+        if self.rest().starts_with(t) {
+            self.at += t.len();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn or(&mut self) -> Result<Node, FilterError> {
+        let mut n = self.and()?;
+        while self.eat("||") {
+            n = Node::Or(Box::new(n), Box::new(self.and()?));
+        }
+        Ok(n)
+    }
+
+    fn and(&mut self) -> Result<Node, FilterError> {
+        let mut n = self.unit()?;
+        while self.eat("&&") {
+            n = Node::And(Box::new(n), Box::new(self.unit()?));
+        }
+        Ok(n)
+    }
+
+    fn unit(&mut self) -> Result<Node, FilterError> {
+        if self.eat("(") {
+            let n = self.or()?;
+            if !self.eat(")") {
+                return Err(FilterError("'(' without ')'".into()));
+            }
+            return Ok(n);
+        }
+        let left = self.operand()?;
+        self.ws();
+        const OPS: [(&str, Op); 13] = [
+            ("==", Op::Eq),
+            ("!=", Op::Ne),
+            ("<=", Op::Le),
+            (">=", Op::Ge),
+            ("<", Op::Lt),
+            (">", Op::Gt),
+            ("nin ", Op::Nin),
+            ("in ", Op::In),
+            ("subsetof ", Op::SubsetOf),
+            ("anyof ", Op::AnyOf),
+            ("noneof ", Op::NoneOf),
+            ("size ", Op::Size),
+            ("empty ", Op::Empty),
+        ];
+        if self.eat("=~") {
+            return Ok(Node::Match(left, self.regex()?));
+        }
+        for (t, op) in OPS {
+            if self.eat(t) {
+                let right = self.operand()?;
+                return Ok(Node::Rel(left, op, right));
+            }
+        }
+        match left {
+            Operand::Path { .. } => Ok(Node::Exists(left)),
+            Operand::Lit(_) => Err(FilterError(format!(
+                "a literal needs a comparison at '{}'",
+                self.rest()
+            ))),
+        }
+    }
+
+    /// `/pattern/` with an optional `i`: matched against the whole string, as Java's `matches`.
+    fn regex(&mut self) -> Result<regex::Regex, FilterError> {
+        self.ws();
+        let r = self.rest();
+        let body = r
+            .strip_prefix('/')
+            .ok_or_else(|| FilterError("=~ takes a /regex/".into()))?;
+        let end = body
+            .char_indices()
+            .scan(false, |escaped, (k, c)| {
+                let hit = !*escaped && c == '/';
+                *escaped = !*escaped && c == '\\';
+                Some((k, hit))
+            })
+            .find(|&(_, hit)| hit)
+            .map(|(k, _)| k)
+            .ok_or_else(|| FilterError("a /regex/ without its closing '/'".into()))?;
+        let pattern = &body[..end];
+        let mut used = 1 + end + 1;
+        let insensitive = body[end + 1..].starts_with('i');
+        if insensitive {
+            used += 1;
+        }
+        let re = regex::RegexBuilder::new(&format!("^(?:{})$", crate::java_dots(pattern)))
+            .case_insensitive(insensitive)
+            .size_limit(1 << 20)
+            .build()
+            .map_err(|e| FilterError(format!("/{pattern}/: {e}")))?;
+        self.at += used;
+        Ok(re)
+    }
+
+    fn operand(&mut self) -> Result<Operand, FilterError> {
+        self.ws();
+        let r = self.rest();
+        let first = r
+            .chars()
+            .next()
+            .ok_or_else(|| FilterError("an operand is missing".into()))?;
+        if first == '@' || first == '$' {
+            // The path runs to white space or an operator, outside its brackets and quotes.
+            let (mut depth, mut quote, mut end) = (0usize, None, r.len());
+            for (k, c) in r.char_indices().skip(1) {
+                match (quote, c) {
+                    (None, '\'' | '"') => quote = Some(c),
+                    (Some(q), _) if c == q => quote = None,
+                    (Some(_), _) => {}
+                    (None, '[') => depth += 1,
+                    (None, ']') => depth = depth.saturating_sub(1),
+                    (None, c) if depth == 0 && (c.is_whitespace() || "=!<>&|)~".contains(c)) => {
+                        end = k;
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            let text = format!("${}", &r[1..end]);
+            let path = JsonPath::compile(&text).map_err(|e| FilterError(e.to_string()))?;
+            self.at += end;
+            return Ok(Operand::Path {
+                relative: first == '@',
+                path,
+            });
+        }
+        if first == '\'' {
+            let body = &r[1..];
+            let end = body
+                .find('\'')
+                .ok_or_else(|| FilterError("a string without its closing quote".into()))?;
+            self.at += end + 2;
+            return Ok(Operand::Lit(Value::String(body[..end].to_owned())));
+        }
+        if first == '[' {
+            // A list of literals, whose strings may be quoted either way (Jayway is lenient).
+            self.at += 1;
+            let mut items = Vec::new();
+            if !self.eat("]") {
+                loop {
+                    match self.operand()? {
+                        Operand::Lit(v) => items.push(v),
+                        Operand::Path { .. } => {
+                            return Err(FilterError("a path inside a list".into()))
+                        }
+                    }
+                    if self.eat("]") {
+                        break;
+                    }
+                    if !self.eat(",") {
+                        return Err(FilterError("a list without its closing ']'".into()));
+                    }
+                }
+            }
+            return Ok(Operand::Lit(Value::Array(items)));
+        }
+        // JSON: a number, a "string", true, false, null or an object. The longest
+        // prefix that parses as one JSON value.
+        let mut de = serde_json::Deserializer::from_str(r).into_iter::<Value>();
+        match de.next() {
+            Some(Ok(v)) => {
+                self.at += de.byte_offset();
+                Ok(Operand::Lit(v))
+            }
+            _ => Err(FilterError(format!("not an operand: '{r}'"))),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -349,9 +751,17 @@ mod tests {
         assert!(d("$") && d("$.a.b") && d("$['a'][0]") && d("$.a['b','c']"));
         assert!(!d("$.a[*]") && !d("$..a") && !d("$.a[0,1]") && !d("$.a[1:]"));
         assert!(!d("$['a','b'].c"));
+        assert!(!d("$.a[?(@.b)]"));
         for bad in [
             "a.b",
-            "$.a[?(@.b == 1)]",
+            "$.a[?(@.b == )]",
+            "$.a[?@.b]",
+            "$.a[?(@.b =~ /x)]",
+            "$.a[?(@.b == 1 &&)]",
+            "$.a[?('x')]",
+            "$.a[?((@.b == 1)]",
+            "$.a[(@.length-1)]",
+            &format!("$.a[?({}@.b{})]", "(".repeat(40), ")".repeat(40)),
             "$.a.length()",
             "$.a[",
             "$.",
@@ -361,5 +771,90 @@ mod tests {
         ] {
             assert!(JsonPath::compile(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn filters_select_as_jayway_does() {
+        let v = json!({
+            "limit": 2,
+            "order": {"symbol": "IBM", "qty": 3, "tags": ["a", "b", "c"]},
+            "orders": [
+                {"symbol": "IBM", "price": 1.5, "tags": ["a", "x"]},
+                {"symbol": "SUN", "price": 2, "tags": []},
+                {"symbol": "MSFT", "price": 2.5, "note": null}
+            ]
+        });
+        let symbols = |p: &str| -> Vec<Value> {
+            sel(p, &v)
+                .into_iter()
+                .map(|o| o["symbol"].clone())
+                .collect()
+        };
+        assert_eq!(
+            symbols("$.orders[?(@.price > 1.6)]"),
+            [json!("SUN"), json!("MSFT")]
+        );
+        assert_eq!(symbols("$.orders[?(@.price == 2.0)]"), [json!("SUN")]);
+        assert_eq!(
+            sel("$.orders[?(@.symbol == 'IBM')].price", &v),
+            [json!(1.5)]
+        );
+        assert_eq!(
+            sel("$.orders[?(@.symbol == \"SUN\")].price", &v),
+            [json!(2)]
+        );
+        assert_eq!(symbols("$.orders[?(@.symbol != 'IBM')]").len(), 2);
+        // A path that finds nothing: only != holds.
+        assert_eq!(symbols("$.orders[?(@.missing != 'x')]").len(), 3);
+        assert!(sel("$.orders[?(@.missing == null)]", &v).is_empty());
+        assert_eq!(symbols("$.orders[?(@.note == null)]"), [json!("MSFT")]);
+        // A path alone: it exists (null counts).
+        assert_eq!(symbols("$.orders[?(@.note)]"), [json!("MSFT")]);
+        assert!(sel("$.orders[?(@.nope)]", &v).is_empty());
+        // Mixed types never compare.
+        assert!(sel("$.orders[?(@.price == '2')]", &v).is_empty());
+        assert!(sel("$.orders[?(@.symbol < 3)]", &v).is_empty());
+        assert_eq!(symbols("$.orders[?(@.symbol < 'J')]"), [json!("IBM")]);
+        // Regexes match whole strings; `i` ignores case.
+        assert_eq!(symbols("$.orders[?(@.symbol =~ /i.m/i)]"), [json!("IBM")]);
+        assert!(sel("$.orders[?(@.symbol =~ /B/)]", &v).is_empty());
+        assert_eq!(
+            symbols("$.orders[?(@.symbol =~ /.*S.*/)]"),
+            [json!("SUN"), json!("MSFT")]
+        );
+        // Sets, sizes.
+        assert_eq!(
+            symbols("$.orders[?(@.symbol in ['SUN','X'])]"),
+            [json!("SUN")]
+        );
+        assert_eq!(symbols("$.orders[?(@.symbol nin ['SUN','X'])]").len(), 2);
+        assert_eq!(
+            symbols("$.orders[?(@.tags subsetof ['a','x','y'])]"),
+            [json!("IBM"), json!("SUN")]
+        );
+        assert_eq!(symbols("$.orders[?(@.tags anyof ['x'])]"), [json!("IBM")]);
+        assert_eq!(symbols("$.orders[?(@.tags noneof ['x'])]"), [json!("SUN")]);
+        assert_eq!(symbols("$.orders[?(@.tags size 2)]"), [json!("IBM")]);
+        assert_eq!(symbols("$.orders[?(@.symbol size 4)]"), [json!("MSFT")]);
+        assert_eq!(symbols("$.orders[?(@.tags empty true)]"), [json!("SUN")]);
+        // && binds tighter than ||; parentheses group.
+        assert_eq!(
+            symbols("$.orders[?(@.price >= 2 && @.symbol == 'SUN' || @.symbol == 'IBM')]"),
+            [json!("IBM"), json!("SUN")]
+        );
+        assert_eq!(
+            symbols("$.orders[?((@.price >= 2 || @.symbol == 'IBM') && @.price < 2)]"),
+            [json!("IBM")]
+        );
+        // `$` is the document; brackets inside a filter; `@` alone is the element.
+        assert_eq!(symbols("$.orders[?(@.price < $.limit)]"), [json!("IBM")]);
+        assert_eq!(symbols("$.orders[?(@.tags[0] == 'a')]"), [json!("IBM")]);
+        assert_eq!(symbols("$.orders[?(@['symbol'] == 'SUN')]"), [json!("SUN")]);
+        assert_eq!(sel("$.order.tags[?(@ == 'b')]", &v), [json!("b")]);
+        // On an object, the object itself when it passes; deep scans filter at every level.
+        assert_eq!(sel("$.order[?(@.qty == 3)].symbol", &v), [json!("IBM")]);
+        assert!(sel("$.order[?(@.qty == 4)]", &v).is_empty());
+        assert_eq!(sel("$..orders[?(@.price == 2)].symbol", &v), [json!("SUN")]);
+        assert_eq!(sel("$..[?(@.symbol == 'IBM')].qty", &v), [json!(3)]);
     }
 }
