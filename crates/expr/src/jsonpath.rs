@@ -225,8 +225,14 @@ fn bracket<'t>(r: &'t str, whole: &str) -> Result<(Step, &'t str), JsonPathError
     let mut quote = None;
     let mut close = None;
     let mut depth = 0usize;
+    let mut escaped = false;
     for (k, c) in inner_start.char_indices() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
         match (quote, c) {
+            (Some(_), '\\') => escaped = true,
             (None, '\'' | '"') => quote = Some(c),
             (Some(q), _) if c == q => quote = None,
             (None, '[' | '(') => depth += 1,
@@ -317,12 +323,15 @@ fn split_outside_quotes(s: &str) -> Vec<&str> {
     parts
 }
 
-/// A filter (`[?(...)]`), as Jayway evaluates them: comparisons of `@` paths (the element
-/// tested), `$` paths and literals (numbers, `'strings'`, `true`, `false`, `null`, JSON arrays),
-/// with `==`, `!=`, `<`, `<=`, `>`, `>=`, `=~ /regex/` (a whole-string match; flag `i`), `in`,
-/// `nin`, `subsetof`, `anyof`, `noneof`, `size` and `empty`; a path alone tests that it exists;
-/// `&&` binds tighter than `||`; parentheses group. A path that finds nothing is "undefined": every
-/// comparison with it is false but `!=`.
+/// A filter (`[?(...)]`), as Jayway 2.4 (what WSO2 MI ships) evaluates them: comparisons of `@`
+/// paths (the element tested), `$` paths and literals (numbers, `'strings'`, `"strings"`, `true`,
+/// `false`, `null`, lists, JSON objects), with `==`, `!=`, `===`, `!==`, `<`, `<=`, `>`, `>=`,
+/// `=~ /regex/` (a whole-string match; flag `i`), `in`, `nin`, `subsetof`, `contains`, `all`,
+/// `size`, `empty` and `exists` (operator names in any case; also `anyof` and `noneof` from later
+/// Jayway versions); a path alone tests that it exists, `!` before one that it does not, `!(...)`
+/// negates; `&&` binds tighter than `||`; parentheses group. A path that finds nothing is
+/// "undefined": every comparison with it is false but `!=`, `!==` and `nin`. As in Jayway, a number
+/// equals a string that parses to the same number, and a string a number whose text it is.
 #[derive(Clone, Debug)]
 pub struct Filter(Node);
 
@@ -336,6 +345,7 @@ impl PartialEq for Filter {
 enum Node {
     Or(Box<Node>, Box<Node>),
     And(Box<Node>, Box<Node>),
+    Not(Box<Node>),
     Exists(Operand),
     Rel(Operand, Op, Operand),
     Match(Operand, regex::Regex),
@@ -355,6 +365,13 @@ enum Operand {
 enum Op {
     Eq,
     Ne,
+    /// `===`, `!==`: equal values of the same type.
+    StrictEq,
+    StrictNe,
+    Contains,
+    All,
+    /// `exists true|false`.
+    ExistsIs,
     Lt,
     Le,
     Gt,
@@ -418,14 +435,22 @@ fn eval(n: &Node, v: &Value, root: &Value) -> bool {
     match n {
         Node::Or(a, b) => eval(a, v, root) || eval(b, v, root),
         Node::And(a, b) => eval(a, v, root) && eval(b, v, root),
+        Node::Not(a) => !eval(a, v, root),
         Node::Exists(o) => operand(o, v, root).is_some(),
-        Node::Match(o, re) => {
-            matches!(operand(o, v, root).as_deref(), Some(Value::String(s)) if re.is_match(s))
+        // Jayway matches a number or a boolean by its text, anything else as "".
+        Node::Match(o, re) => match operand(o, v, root).as_deref() {
+            Some(Value::String(s)) => re.is_match(s),
+            Some(n @ (Value::Number(_) | Value::Bool(_))) => re.is_match(&n.to_string()),
+            _ => re.is_match(""),
+        },
+        Node::Rel(l, Op::ExistsIs, r) => {
+            let found = operand(l, v, root).is_some();
+            matches!(operand(r, v, root).as_deref(), Some(Value::Bool(want)) if *want == found)
         }
         Node::Rel(l, op, r) => {
             let (l, r) = (operand(l, v, root), operand(r, v, root));
             let (Some(l), Some(r)) = (l, r) else {
-                return *op == Op::Ne;
+                return matches!(op, Op::Ne | Op::StrictNe | Op::Nin);
             };
             relate(&l, *op, &r)
         }
@@ -451,15 +476,25 @@ fn operand<'v>(o: &'v Operand, v: &'v Value, root: &'v Value) -> Option<Cow<'v, 
     }
 }
 
-/// Two values equal as Jayway compares them: numbers by value, everything else as JSON.
+/// Two values equal as Jayway compares them: numbers by value; a number and a string that parses
+/// to it; a string and a number whose text it is; everything else as JSON.
 fn same(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Number(x), Value::String(y)) => {
+            y.trim().parse::<f64>().ok() == x.as_f64() && x.as_f64().is_some()
+        }
+        (Value::String(x), Value::Number(y)) => *x == y.to_string(),
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b))
         }
         _ => a == b,
     }
+}
+
+/// `===`: equal, and of the same JSON type.
+fn strictly_same(a: &Value, b: &Value) -> bool {
+    std::mem::discriminant(a) == std::mem::discriminant(b) && same(a, b)
 }
 
 fn relate(l: &Value, op: Op, r: &Value) -> bool {
@@ -475,12 +510,26 @@ fn relate(l: &Value, op: Op, r: &Value) -> bool {
     };
     let len = |x: &Value| match x {
         Value::Array(a) => Some(a.len()),
-        Value::String(s) => Some(s.chars().count()),
+        Value::Object(m) => Some(m.len()),
+        // Java counts UTF-16 units.
+        Value::String(s) => Some(s.encode_utf16().count()),
         _ => None,
     };
     match op {
         Op::Eq => same(l, r),
         Op::Ne => !same(l, r),
+        Op::StrictEq => strictly_same(l, r),
+        Op::StrictNe => !strictly_same(l, r),
+        Op::Contains => match (l, r) {
+            (Value::Array(_), _) => within(r, l),
+            (Value::String(x), Value::String(y)) => x.contains(y.as_str()),
+            _ => false,
+        },
+        Op::All => match (l, r) {
+            (Value::Array(_), Value::Array(want)) => want.iter().all(|w| within(w, l)),
+            _ => false,
+        },
+        Op::ExistsIs => false,
         Op::Lt => order() == Some(Ordering::Less),
         Op::Le => matches!(order(), Some(Ordering::Less | Ordering::Equal)),
         Op::Gt => order() == Some(Ordering::Greater),
@@ -490,8 +539,9 @@ fn relate(l: &Value, op: Op, r: &Value) -> bool {
         Op::SubsetOf => matches!(l, Value::Array(a) if a.iter().all(|e| within(e, r))),
         Op::AnyOf => matches!(l, Value::Array(a) if a.iter().any(|e| within(e, r))),
         Op::NoneOf => matches!(l, Value::Array(a) if !a.iter().any(|e| within(e, r))),
-        Op::Size => match (len(l), r.as_f64()) {
-            (Some(n), Some(want)) => n as f64 == want,
+        // As Jayway: the size argument taken as a whole number.
+        Op::Size => match (l, len(l), r.as_f64()) {
+            (Value::Array(_) | Value::String(_), Some(n), Some(want)) => n as f64 == want.trunc(),
             _ => false,
         },
         Op::Empty => match (len(l), r) {
@@ -543,6 +593,17 @@ impl<'s> FilterParser<'s> {
     }
 
     fn unit(&mut self) -> Result<Node, FilterError> {
+        if self.eat("!") {
+            self.ws();
+            if self.rest().starts_with('(') {
+                return Ok(Node::Not(Box::new(self.unit()?)));
+            }
+            // `!@.x`: the path does not exist. Before a comparison Jayway drops the `!`.
+            return match self.unit()? {
+                Node::Exists(o) => Ok(Node::Not(Box::new(Node::Exists(o)))),
+                other => Ok(other),
+            };
+        }
         if self.eat("(") {
             let n = self.or()?;
             if !self.eat(")") {
@@ -550,30 +611,65 @@ impl<'s> FilterParser<'s> {
             }
             return Ok(n);
         }
+        self.ws();
+        // The pattern may come first: `/regex/ =~ @.x`.
+        if self.rest().starts_with('/') {
+            let re = self.regex()?;
+            if !self.eat("=~") {
+                return Err(FilterError("a /regex/ goes with =~".into()));
+            }
+            return Ok(Node::Match(self.operand()?, re));
+        }
         let left = self.operand()?;
         self.ws();
-        const OPS: [(&str, Op); 13] = [
+        const SYMBOLS: [(&str, Op); 8] = [
+            ("===", Op::StrictEq),
+            ("!==", Op::StrictNe),
             ("==", Op::Eq),
             ("!=", Op::Ne),
             ("<=", Op::Le),
             (">=", Op::Ge),
             ("<", Op::Lt),
             (">", Op::Gt),
-            ("nin ", Op::Nin),
-            ("in ", Op::In),
-            ("subsetof ", Op::SubsetOf),
-            ("anyof ", Op::AnyOf),
-            ("noneof ", Op::NoneOf),
-            ("size ", Op::Size),
-            ("empty ", Op::Empty),
+        ];
+        const WORDS: [(&str, Op); 10] = [
+            ("nin", Op::Nin),
+            ("in", Op::In),
+            ("subsetof", Op::SubsetOf),
+            ("anyof", Op::AnyOf),
+            ("noneof", Op::NoneOf),
+            ("contains", Op::Contains),
+            ("all", Op::All),
+            ("size", Op::Size),
+            ("empty", Op::Empty),
+            ("exists", Op::ExistsIs),
         ];
         if self.eat("=~") {
-            return Ok(Node::Match(left, self.regex()?));
+            if self.rest().trim_start().starts_with('/') {
+                return Ok(Node::Match(left, self.regex()?));
+            }
+            return Err(FilterError("=~ takes a /regex/".into()));
         }
-        for (t, op) in OPS {
+        for (t, op) in SYMBOLS {
             if self.eat(t) {
                 let right = self.operand()?;
                 return Ok(Node::Rel(left, op, right));
+            }
+        }
+        // Operator words, in any case, followed by white space.
+        let r = self.rest();
+        let word_len = r
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(r.len());
+        let word = &r[..word_len];
+        if !word.is_empty() && r[word_len..].starts_with(' ') {
+            match WORDS.iter().find(|(w, _)| w.eq_ignore_ascii_case(word)) {
+                Some((_, op)) => {
+                    self.at += word_len;
+                    let right = self.operand()?;
+                    return Ok(Node::Rel(left, *op, right));
+                }
+                None => return Err(FilterError(format!("unknown operator '{word}'"))),
             }
         }
         match left {
@@ -649,13 +745,57 @@ impl<'s> FilterParser<'s> {
                 path,
             });
         }
-        if first == '\'' {
+        if first == '\'' || first == '"' {
+            // To the closing quote that no backslash escapes; `\'` and `\"` stand for the quote.
             let body = &r[1..];
+            let mut escaped = false;
             let end = body
-                .find('\'')
+                .char_indices()
+                .find(|&(_, c)| {
+                    let close = !escaped && c == first;
+                    escaped = !escaped && c == '\\';
+                    close
+                })
+                .map(|(k, _)| k)
                 .ok_or_else(|| FilterError("a string without its closing quote".into()))?;
             self.at += end + 2;
-            return Ok(Operand::Lit(Value::String(body[..end].to_owned())));
+            let text = &body[..end];
+            let value = if first == '"' {
+                serde_json::from_str::<String>(&format!("\"{text}\""))
+                    .unwrap_or_else(|_| text.to_owned())
+            } else {
+                text.replace("\\'", "'")
+            };
+            return Ok(Operand::Lit(Value::String(value)));
+        }
+        if first == '-' || first == '.' || first.is_ascii_digit() {
+            // As Jayway: digits, '-' and '.' (so `.5` and `007` are numbers, `1e3` is not).
+            let end = r
+                .find(|c: char| !(c.is_ascii_digit() || c == '-' || c == '.'))
+                .unwrap_or(r.len());
+            let text = &r[..end];
+            let n = match text.parse::<i64>() {
+                Ok(i) => serde_json::Number::from(i),
+                Err(_) => text
+                    .parse::<f64>()
+                    .ok()
+                    .and_then(serde_json::Number::from_f64)
+                    .ok_or_else(|| FilterError(format!("not a number: '{text}'")))?,
+            };
+            self.at += end;
+            return Ok(Operand::Lit(Value::Number(n)));
+        }
+        for (word, value) in [
+            ("true", Value::Bool(true)),
+            ("false", Value::Bool(false)),
+            ("null", Value::Null),
+        ] {
+            if r.starts_with(word)
+                && !r[word.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+            {
+                self.at += word.len();
+                return Ok(Operand::Lit(value));
+            }
         }
         if first == '[' {
             // A list of literals, whose strings may be quoted either way (Jayway is lenient).
@@ -679,8 +819,7 @@ impl<'s> FilterParser<'s> {
             }
             return Ok(Operand::Lit(Value::Array(items)));
         }
-        // JSON: a number, a "string", true, false, null or an object. The longest
-        // prefix that parses as one JSON value.
+        // A JSON object: the longest prefix that parses as one.
         let mut de = serde_json::Deserializer::from_str(r).into_iter::<Value>();
         match de.next() {
             Some(Ok(v)) => {
@@ -759,6 +898,9 @@ mod tests {
             "$.a[?(@.b =~ /x)]",
             "$.a[?(@.b == 1 &&)]",
             "$.a[?('x')]",
+            "$.a[?(@.b fancy 1)]",
+            "$.a[?(@.b == 1e3)]",
+            "$.a[?(/x/)]",
             "$.a[?((@.b == 1)]",
             "$.a[(@.length-1)]",
             &format!("$.a[?({}@.b{})]", "(".repeat(40), ")".repeat(40)),
@@ -811,12 +953,26 @@ mod tests {
         // A path alone: it exists (null counts).
         assert_eq!(symbols("$.orders[?(@.note)]"), [json!("MSFT")]);
         assert!(sel("$.orders[?(@.nope)]", &v).is_empty());
-        // Mixed types never compare.
-        assert!(sel("$.orders[?(@.price == '2')]", &v).is_empty());
+        // A number equals a string that parses to it, and a string the number's text (Jayway);
+        // order is only between numbers or between strings.
+        assert_eq!(symbols("$.orders[?(@.price == '2')]"), [json!("SUN")]);
+        assert_eq!(symbols("$.orders[?(@.price == '2.00')]"), [json!("SUN")]);
+        assert_eq!(symbols("$.orders[?(@.price in ['2'])]"), [json!("SUN")]);
+        assert_eq!(symbols("$.orders[?('1.5' == @.price)]"), [json!("IBM")]);
+        assert!(sel("$.orders[?(@.price === '2')]", &v).is_empty());
+        assert_eq!(symbols("$.orders[?(@.price === 2)]"), [json!("SUN")]);
+        assert_eq!(symbols("$.orders[?(@.price !== 2)]").len(), 2);
         assert!(sel("$.orders[?(@.symbol < 3)]", &v).is_empty());
         assert_eq!(symbols("$.orders[?(@.symbol < 'J')]"), [json!("IBM")]);
-        // Regexes match whole strings; `i` ignores case.
+        // Regexes match whole strings; `i` ignores case; numbers by their text, a missing value
+        // as ""; the pattern may come first.
         assert_eq!(symbols("$.orders[?(@.symbol =~ /i.m/i)]"), [json!("IBM")]);
+        assert_eq!(
+            symbols("$.orders[?(@.price =~ /\\d\\.\\d/)]"),
+            [json!("IBM"), json!("MSFT")]
+        );
+        assert_eq!(symbols("$.orders[?(@.missing =~ /.*/)]").len(), 3);
+        assert_eq!(symbols("$.orders[?(/S.*/ =~ @.symbol)]"), [json!("SUN")]);
         assert!(sel("$.orders[?(@.symbol =~ /B/)]", &v).is_empty());
         assert_eq!(
             symbols("$.orders[?(@.symbol =~ /.*S.*/)]"),
@@ -837,6 +993,43 @@ mod tests {
         assert_eq!(symbols("$.orders[?(@.tags size 2)]"), [json!("IBM")]);
         assert_eq!(symbols("$.orders[?(@.symbol size 4)]"), [json!("MSFT")]);
         assert_eq!(symbols("$.orders[?(@.tags empty true)]"), [json!("SUN")]);
+        assert_eq!(symbols("$.orders[?(@.tags contains 'x')]"), [json!("IBM")]);
+        assert_eq!(
+            symbols("$.orders[?(@.symbol contains 'SF')]"),
+            [json!("MSFT")]
+        );
+        assert_eq!(
+            symbols("$.orders[?(@.tags all ['x', 'a'])]"),
+            [json!("IBM")]
+        );
+        assert_eq!(symbols("$.orders[?(@.note exists true)]"), [json!("MSFT")]);
+        assert_eq!(symbols("$.orders[?(@.note EXISTS false)]").len(), 2);
+        assert_eq!(sel("$[?(@.order empty false)].limit", &v), [json!(2)]);
+        // A missing value: nin holds, as !=.
+        assert_eq!(symbols("$.orders[?(@.missing nin ['x'])]").len(), 3);
+        // Negation; numbers and keywords right before `)`, `&&`, `||`; no spaces.
+        assert_eq!(symbols("$.orders[?(!@.note)]").len(), 2);
+        assert_eq!(symbols("$.orders[?(!(@.price > 1.6))]"), [json!("IBM")]);
+        assert_eq!(
+            symbols("$.orders[?(@.price == 1.5 || (@.price == 2))]"),
+            [json!("IBM"), json!("SUN")]
+        );
+        assert_eq!(
+            symbols("$.orders[?((@.price > 2) && @.note == null)]"),
+            [json!("MSFT")]
+        );
+        assert_eq!(
+            symbols("$.orders[?(@.price<2&&@.symbol=='IBM')]"),
+            [json!("IBM")]
+        );
+        assert_eq!(
+            symbols("$.orders[?(@.price > .5 && @.price < 002)]"),
+            [json!("IBM")]
+        );
+        assert_eq!(
+            symbols("$.orders[?(@.symbol == 'IB\\'M' || @.symbol == \"SU\\u004E\")]"),
+            [json!("SUN")]
+        );
         // && binds tighter than ||; parentheses group.
         assert_eq!(
             symbols("$.orders[?(@.price >= 2 && @.symbol == 'SUN' || @.symbol == 'IBM')]"),
