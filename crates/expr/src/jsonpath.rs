@@ -1,8 +1,9 @@
 //! JsonPath over a JSON message, the subset of Jayway JsonPath (what WSO2 MI's `json-eval()` and
 //! `evaluator="json"` arguments use) that integration flows write: `$`, `.name`, `['name']`,
 //! `["name"]`, `.*`, `[*]`, `[n]` (negative from the end), `[n,m]`, `['a','b']`, `[from:to]`, and
-//! the deep scans `..name`, `..*`, `..[n]`, and filters `[?(...)]` (see [`Filter`]). Compiled once
-//! at load; a function call is refused there with the reason.
+//! the deep scans `..name`, `..*`, `..[n]`, filters `[?(...)]` (see [`Filter`]), and a function
+//! last (`.length()`, `.size()`, `.min()`, `.max()`, `.avg()`, `.stddev()`, `.sum()`, `.keys()`).
+//! Compiled once at load; functions with parameters are refused there with the reason.
 //!
 //! As in Jayway, a path without a wildcard, deep scan, slice, union or filter is *definite*: it
 //! selects at most one value, and a value it does not find is "nothing". An indefinite path
@@ -55,6 +56,84 @@ impl From<String> for JsonPathError {
 pub struct JsonPath {
     text: String,
     steps: Vec<Step>,
+    /// A function applied to what the steps select (its one result is the path's value).
+    func: Option<Func>,
+}
+
+/// Jayway's functions without parameters, as a path's last step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Func {
+    /// `length()`, `size()`: the members of an array or an object.
+    Length,
+    Min,
+    Max,
+    Avg,
+    Stddev,
+    Sum,
+    /// `keys()`: an object's member names.
+    Keys,
+}
+
+impl Func {
+    fn named(name: &str) -> Option<Func> {
+        Some(match name {
+            "length" | "size" => Func::Length,
+            "min" => Func::Min,
+            "max" => Func::Max,
+            "avg" => Func::Avg,
+            "stddev" => Func::Stddev,
+            "sum" => Func::Sum,
+            "keys" => Func::Keys,
+            _ => return None,
+        })
+    }
+
+    /// The function of `model` (what the steps selected: the value of a definite path, else the
+    /// list of matches), or nothing where Jayway gives null. The numeric ones read the numbers of
+    /// an array (others are skipped) and give doubles, as Jayway does.
+    fn apply(self, model: &Value) -> Option<Value> {
+        let numbers = || -> Option<Vec<f64>> {
+            Some(model.as_array()?.iter().filter_map(Value::as_f64).collect())
+        };
+        let double = |x: f64| serde_json::Number::from_f64(x).map(Value::Number);
+        match self {
+            Func::Length => match model {
+                Value::Array(a) => Some(Value::from(a.len())),
+                Value::Object(m) => Some(Value::from(m.len())),
+                _ => None,
+            },
+            Func::Keys => Some(Value::Array(
+                model
+                    .as_object()?
+                    .keys()
+                    .cloned()
+                    .map(Value::String)
+                    .collect(),
+            )),
+            Func::Sum => double(numbers()?.iter().sum()),
+            Func::Avg => {
+                let n = numbers()?;
+                double(if n.is_empty() {
+                    0.0
+                } else {
+                    n.iter().sum::<f64>() / n.len() as f64
+                })
+            }
+            Func::Stddev => {
+                let n = numbers()?;
+                if n.is_empty() {
+                    return double(0.0);
+                }
+                let count = n.len() as f64;
+                let mean = n.iter().sum::<f64>() / count;
+                let square = n.iter().map(|x| x * x).sum::<f64>() / count;
+                double((square - mean * mean).max(0.0).sqrt())
+            }
+            // An empty list has no minimum or maximum: nothing.
+            Func::Min => double(numbers()?.into_iter().reduce(f64::min)?),
+            Func::Max => double(numbers()?.into_iter().reduce(f64::max)?),
+        }
+    }
 }
 
 impl JsonPath {
@@ -65,7 +144,26 @@ impl JsonPath {
             .strip_prefix('$')
             .ok_or_else(|| format!("JsonPath '{t}' does not start with '$'"))?;
         let mut steps = Vec::new();
+        let mut func = None;
         while !rest.is_empty() {
+            if let Some((name, after)) = rest
+                .strip_prefix('.')
+                .and_then(|r| r.split_once('('))
+                .filter(|(name, _)| name.bytes().all(|b| b.is_ascii_alphanumeric()))
+            {
+                let Some(f) = Func::named(name) else {
+                    return Err(JsonPathError::Unsupported(format!(
+                        "JsonPath '{t}': the function {name}() is not supported"
+                    )));
+                };
+                if after.trim() != ")" {
+                    return Err(JsonPathError::Unsupported(format!(
+                        "JsonPath '{t}': only functions without parameters, last in the path, are supported ({name}({after})"
+                    )));
+                }
+                func = Some(f);
+                break;
+            }
             let (step, after) = if let Some(r) = rest.strip_prefix("..") {
                 let (inner, after) = if r.starts_with('[') {
                     bracket(r, t)?
@@ -86,6 +184,7 @@ impl JsonPath {
         Ok(JsonPath {
             text: t.to_owned(),
             steps,
+            func,
         })
     }
 
@@ -94,8 +193,13 @@ impl JsonPath {
         &self.text
     }
 
-    /// Whether the path selects at most one value (Jayway's "definite" path).
+    /// Whether the path selects at most one value (Jayway's "definite" path; a function's one
+    /// result too).
     pub fn is_definite(&self) -> bool {
+        self.func.is_some() || self.steps_definite()
+    }
+
+    fn steps_definite(&self) -> bool {
         let last = self.steps.len().saturating_sub(1);
         self.steps.iter().enumerate().all(|(k, s)| match s {
             Step::Names(n) => n.len() == 1 || k == last,
@@ -107,11 +211,30 @@ impl JsonPath {
     /// The values the path selects in `root`, in document order: borrowed from it, except the
     /// objects a last step of several names makes.
     pub fn select<'v>(&self, root: &'v Value) -> Vec<Cow<'v, Value>> {
+        self.select_from(root, root)
+    }
+
+    /// [`JsonPath::select`] from `start` (a filter's `@`), `root` being `$`.
+    fn select_from<'v>(&self, start: &'v Value, root: &'v Value) -> Vec<Cow<'v, Value>> {
+        let found = self.select_steps_from(start, root);
+        let Some(f) = self.func else { return found };
+        let model = if self.steps_definite() {
+            match found.into_iter().next() {
+                Some(v) => v.into_owned(),
+                None => return Vec::new(),
+            }
+        } else {
+            Value::Array(found.into_iter().map(Cow::into_owned).collect())
+        };
+        f.apply(&model).map(Cow::Owned).into_iter().collect()
+    }
+
+    fn select_steps_from<'v>(&self, start: &'v Value, root: &'v Value) -> Vec<Cow<'v, Value>> {
         let (merge, steps) = match self.steps.split_last() {
             Some((Step::Names(names), init)) if names.len() > 1 => (Some(names), init),
             _ => (None, &self.steps[..]),
         };
-        let current = select_steps(steps, root, root);
+        let current = select_steps(steps, start, root);
         match merge {
             None => current.into_iter().map(Cow::Borrowed).collect(),
             Some(names) => current
@@ -212,7 +335,7 @@ fn member<'t>(r: &'t str, whole: &str) -> Result<(Step, &'t str), JsonPathError>
     }
     if name.contains('(') {
         return Err(JsonPathError::Unsupported(format!(
-            "JsonPath '{whole}': functions ({name}) are not supported yet"
+            "JsonPath '{whole}': a function ({name}) is supported only as the last step, after a dot"
         )));
     }
     Ok((Step::Names(vec![name.to_owned()]), &r[end..]))
@@ -464,12 +587,12 @@ fn operand<'v>(o: &'v Operand, v: &'v Value, root: &'v Value) -> Option<Cow<'v, 
         Operand::Lit(l) => Some(Cow::Borrowed(l)),
         Operand::Path { relative, path } => {
             let start = if *relative { v } else { root };
-            let found = select_steps(&path.steps, start, root);
+            let found = path.select_from(start, root);
             if path.is_definite() {
-                found.into_iter().next().map(Cow::Borrowed)
+                found.into_iter().next()
             } else {
                 Some(Cow::Owned(Value::Array(
-                    found.into_iter().cloned().collect(),
+                    found.into_iter().map(Cow::into_owned).collect(),
                 )))
             }
         }
@@ -728,8 +851,9 @@ impl<'s> FilterParser<'s> {
                     (None, '\'' | '"') => quote = Some(c),
                     (Some(q), _) if c == q => quote = None,
                     (Some(_), _) => {}
-                    (None, '[') => depth += 1,
+                    (None, '[' | '(') => depth += 1,
                     (None, ']') => depth = depth.saturating_sub(1),
+                    (None, ')') if depth > 0 => depth -= 1,
                     (None, c) if depth == 0 && (c.is_whitespace() || "=!<>&|)~".contains(c)) => {
                         end = k;
                         break;
@@ -903,8 +1027,10 @@ mod tests {
             "$.a[?(/x/)]",
             "$.a[?((@.b == 1)]",
             "$.a[(@.length-1)]",
+            "$.a.concat('x')",
+            "$.a.length().b",
+            "$.a.nope()",
             &format!("$.a[?({}@.b{})]", "(".repeat(40), ")".repeat(40)),
-            "$.a.length()",
             "$.a[",
             "$.",
             "$a",
@@ -1049,5 +1175,40 @@ mod tests {
         assert!(sel("$.order[?(@.qty == 4)]", &v).is_empty());
         assert_eq!(sel("$..orders[?(@.price == 2)].symbol", &v), [json!("SUN")]);
         assert_eq!(sel("$..[?(@.symbol == 'IBM')].qty", &v), [json!(3)]);
+    }
+
+    #[test]
+    fn functions_last_in_a_path() {
+        let v = json!({
+            "prices": [1, 2.5, "x", 4],
+            "empty": [],
+            "order": {"symbol": "IBM", "qty": 3},
+            "orders": [{"p": 1, "tags": ["a"]}, {"p": 3, "tags": ["a", "b"]}]
+        });
+        let one = |p: &str| -> Value {
+            let c = JsonPath::compile(p).unwrap_or_else(|e| panic!("{p}: {e}"));
+            assert!(c.is_definite(), "{p}");
+            let mut found = c.select(&v);
+            assert_eq!(found.len(), 1, "{p}");
+            found.remove(0).into_owned()
+        };
+        assert_eq!(one("$.prices.length()"), json!(4));
+        assert_eq!(one("$.order.size()"), json!(2));
+        assert_eq!(one("$.prices.sum()"), json!(7.5));
+        assert_eq!(one("$.prices.min()"), json!(1.0));
+        assert_eq!(one("$.prices.max()"), json!(4.0));
+        assert_eq!(one("$.prices.avg()"), json!(2.5));
+        assert_eq!(one("$.empty.avg()"), json!(0.0));
+        assert_eq!(one("$.orders[*].p.sum()"), json!(4.0));
+        assert_eq!(one("$..p.max()"), json!(3.0));
+        assert_eq!(one("$.order.keys()"), json!(["symbol", "qty"]));
+        let sd = one("$.orders[*].p.stddev()").as_f64().unwrap();
+        assert!((sd - 1.0).abs() < 1e-12, "{sd}");
+        // Nothing where Jayway gives null.
+        assert!(sel("$.order.symbol.length()", &v).is_empty());
+        assert!(sel("$.empty.min()", &v).is_empty());
+        assert!(sel("$.nothing.length()", &v).is_empty());
+        // In a filter.
+        assert_eq!(sel("$.orders[?(@.tags.length() > 1)].p", &v), [json!(3)]);
     }
 }
