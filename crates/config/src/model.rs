@@ -302,6 +302,9 @@ pub enum MediatorKind {
         endpoint: Option<EndpointRef>,
     },
     Respond,
+    /// `<loopback>`: the message turns into a response and goes through the out-sequence, the rest of
+    /// the in-sequence skipped.
+    Loopback,
     Drop,
     Log(Log),
     Property(Property),

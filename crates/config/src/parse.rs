@@ -1134,6 +1134,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
                 MediatorKind::Call { endpoint }
             }
             "respond" => MediatorKind::Respond,
+            "loopback" => MediatorKind::Loopback,
             "drop" => MediatorKind::Drop,
             "log" => MediatorKind::Log(self.log(n)?),
             "property" => MediatorKind::Property(self.property(n)?),

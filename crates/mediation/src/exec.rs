@@ -50,6 +50,8 @@ pub enum Flow {
     Send(Option<Arc<EndpointPlan>>),
     /// `respond`: the current message goes back to the client.
     Respond,
+    /// `loopback`: the current message, as a response, goes through the out-sequence.
+    Loopback,
     /// `drop`: mediation of this message stops.
     Drop,
     /// `call`: to this endpoint (None: the message's `To`, else the proxy's target), then the
@@ -324,6 +326,7 @@ fn run_steps(
             }
             Step::Send(ep) => return Ok(Flow::Send(ep.clone())),
             Step::Respond => return Ok(Flow::Respond),
+            Step::Loopback => return Ok(Flow::Loopback),
             Step::Drop => return Ok(Flow::Drop),
             Step::Log(l) => log(l, msg, doc),
             Step::SetProperty {

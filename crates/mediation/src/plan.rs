@@ -498,6 +498,8 @@ pub enum Step {
     /// goes on with the response after this step.
     CallEndpoint(Option<Arc<EndpointPlan>>),
     Respond,
+    /// `<loopback>`: on to the out-sequence as a response.
+    Loopback,
     Drop,
     Log(LogPlan),
     SetProperty {
@@ -1492,7 +1494,10 @@ impl<'a> Compiler<'a> {
         let mut out = Vec::with_capacity(ms.len());
         for (i, m) in ms.iter().enumerate() {
             if let Some(s) = self.step(m) {
-                let terminal = matches!(s, Step::Send(_) | Step::Respond | Step::Drop);
+                let terminal = matches!(
+                    s,
+                    Step::Send(_) | Step::Respond | Step::Loopback | Step::Drop
+                );
                 out.push(s);
                 if terminal && i + 1 < ms.len() {
                     let next = &ms[i + 1];
@@ -1524,6 +1529,7 @@ impl<'a> Compiler<'a> {
                 None => None,
             }),
             cfg::MediatorKind::Respond => Step::Respond,
+            cfg::MediatorKind::Loopback => Step::Loopback,
             cfg::MediatorKind::Drop => Step::Drop,
             cfg::MediatorKind::Log(l) => {
                 let mut properties = Vec::new();
@@ -2277,6 +2283,7 @@ fn body_exprs_all(steps: &[Step], f: &mut dyn FnMut(&Expr) -> bool) -> bool {
             Step::CallEndpoint(_) => return true,
             Step::Send(_)
             | Step::Respond
+            | Step::Loopback
             | Step::Drop
             | Step::RemoveProperty { .. }
             | Step::RemoveHeader(_)
@@ -2397,6 +2404,7 @@ pub(crate) fn need_until_call(steps: &[Step], json: bool) -> (BodyNeed, bool) {
             Step::CallEndpoint(_) => return (need, true),
             Step::Send(_)
             | Step::Respond
+            | Step::Loopback
             | Step::Drop
             | Step::RemoveProperty { .. }
             | Step::RemoveHeader(_)

@@ -44,6 +44,9 @@ struct Expect {
     body_contains: Vec<String>,
     #[serde(default)]
     echoed: bool,
+    /// Headers the response must not have.
+    #[serde(default)]
+    absent: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -109,6 +112,11 @@ async fn run_suite(dir: &std::path::Path) -> Vec<String> {
         for (k, v) in &case.expect.headers {
             if r.header(k) != v {
                 why.push(format!("header {k}: {:?} (want {v:?})", r.header(k)));
+            }
+        }
+        for k in &case.expect.absent {
+            if r.headers.contains_key(k.as_str()) {
+                why.push(format!("header {k}: {:?} (want none)", r.header(k)));
             }
         }
         if let Some(b) = &case.expect.body {

@@ -327,7 +327,10 @@ impl Engine {
         depth: Depth,
     ) -> Response<RelayBody> {
         if msg.direction == Direction::Response
-            && matches!(flow, Flow::Continue | Flow::Respond | Flow::Send(None))
+            && matches!(
+                flow,
+                Flow::Continue | Flow::Respond | Flow::Loopback | Flow::Send(None)
+            )
         {
             // After a one-way call on the response path: the response is the answer, as when
             // the out-sequence or the rest after a call ends.
@@ -337,6 +340,8 @@ impl Engine {
             Flow::Send(Some(ep)) => (Some(ep), None),
             Flow::Call(ep, k) => (ep, Some(k)),
             Flow::Respond => return self.reply(msg, stream).await,
+            Flow::Loopback if msg.is_response() => return self.reply(msg, stream).await,
+            Flow::Loopback => return self.loopback(proxy, msg, stream, depth).await,
             Flow::Send(None) if msg.is_response() => return self.reply(msg, stream).await,
             Flow::Drop => {
                 discard(stream).await;
@@ -516,7 +521,7 @@ impl Engine {
                         .send_failed(proxy, rmsg, NotSent::with_stream(e, rstream), depth)
                         .await
                 }
-                Ok(Flow::Continue | Flow::Send(None) | Flow::Respond) => {
+                Ok(Flow::Continue | Flow::Send(None) | Flow::Respond | Flow::Loopback) => {
                     return client_response(rmsg, rstream, Some(idle))
                 }
                 Ok(Flow::Drop) => return accepted(),
@@ -541,6 +546,39 @@ impl Engine {
             msg = rmsg;
             stream = rstream;
             ep = next;
+        }
+    }
+
+    /// `loopback` on the request path: the message becomes a response (Synapse's `RESPONSE`) and
+    /// goes through the out-sequence, which reads its body if it needs to (a stream nothing read is
+    /// read then); what that sequence decides is carried out as on any response path, and a flow
+    /// that ends there answers the client with the message, as `respond` does. Without an
+    /// out-sequence the message is the answer.
+    async fn loopback(
+        &self,
+        proxy: &Arc<ProxyPlan>,
+        mut msg: Message,
+        mut stream: Option<Inbound>,
+        depth: Depth,
+    ) -> Response<RelayBody> {
+        msg.props.set("RESPONSE", "true".to_owned());
+        let Some(out) = proxy.out_seq.clone() else {
+            return self.reply(msg, stream).await;
+        };
+        if out.need_for(&msg.headers) != BodyNeed::None {
+            if let Err(e) = self.read_whole(&mut msg, &mut stream).await {
+                return self.default_fault(msg.soap, &e);
+            }
+        }
+        let flow = match exec::run(&out.steps, &mut msg) {
+            Ok(f) => f,
+            Err(e) => return self.fault_flow(proxy, msg, e, stream).await,
+        };
+        match flow {
+            Flow::Continue | Flow::Send(None) | Flow::Respond | Flow::Loopback => {
+                self.reply(msg, stream).await
+            }
+            other => Box::pin(self.request_decided(proxy, msg, stream, other, depth)).await,
         }
     }
 
@@ -586,7 +624,7 @@ impl Engine {
         // The body it would send is there: in memory, or the stream nothing consumed.
         let sendable = !matches!(msg.body, Body::Stream | Body::Head(_)) || stream.is_some();
         match exec::run(&fs.steps, &mut msg) {
-            Ok(Flow::Respond | Flow::Send(None))
+            Ok(Flow::Respond | Flow::Loopback | Flow::Send(None))
                 if !matches!(msg.body, Body::Stream | Body::Head(_)) =>
             {
                 discard(stream).await;
