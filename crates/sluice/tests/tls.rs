@@ -165,6 +165,14 @@ fn rand_suffix() -> u128 {
         .as_nanos()
 }
 
+/// The test body to the Both proxy, on a new connection to `s`.
+async fn post_both(s: &Sluice) -> Reply {
+    let mut c = Conn::open(s.addr).await;
+    c.post("/services/Both", SOAP_HEADERS, BODY.into())
+        .await
+        .unwrap()
+}
+
 /// Sluice on the `tls` config with its Backend endpoint at `endpoint`, and more arguments.
 fn start(endpoint: &str, more: &[&str]) -> Sluice {
     let config = test_config("tls");
@@ -213,11 +221,7 @@ async fn an_untrusted_or_misnamed_certificate_gives_502_naming_the_problem() {
     let (addr, _) = tls_echo(&pki, false).await;
     // The system's roots alone do not hold the test CA.
     let s = start(&format!("https://localhost:{}/service", addr.port()), &[]);
-    let mut c = Conn::open(s.addr).await;
-    let r = c
-        .post("/services/Both", SOAP_HEADERS, BODY.into())
-        .await
-        .unwrap();
+    let r = post_both(&s).await;
     assert_eq!(r.status, 502, "{}", r.text());
     let t = r.text();
     assert!(
@@ -231,11 +235,7 @@ async fn an_untrusted_or_misnamed_certificate_gives_502_naming_the_problem() {
         &format!("https://127.0.0.1:{}/service", addr.port()),
         &["--trust-ca", ca.to_str().unwrap()],
     );
-    let mut c = Conn::open(s.addr).await;
-    let r = c
-        .post("/services/Both", SOAP_HEADERS, BODY.into())
-        .await
-        .unwrap();
+    let r = post_both(&s).await;
     assert_eq!(r.status, 502, "{}", r.text());
     let t = r.text();
     assert!(t.contains("not valid for name"), "{t}");
@@ -497,11 +497,7 @@ async fn a_backend_that_asks_for_a_client_certificate_gets_sluices() {
     let endpoint = format!("https://localhost:{}/service", addr.port());
     // Without --backend-cert Sluice shows none, and the back-end ends the handshake.
     let s = start(&endpoint, &["--trust-ca", ca.to_str().unwrap()]);
-    let mut c = Conn::open(s.addr).await;
-    let r = c
-        .post("/services/Both", SOAP_HEADERS, BODY.into())
-        .await
-        .unwrap();
+    let r = post_both(&s).await;
     assert_eq!(r.status, 502, "{}", r.text());
     assert!(r.text().contains("endpoint Backend"), "{}", r.text());
     drop(s);
@@ -519,10 +515,6 @@ async fn a_backend_that_asks_for_a_client_certificate_gets_sluices() {
             key.to_str().unwrap(),
         ],
     );
-    let mut c = Conn::open(s.addr).await;
-    let r = c
-        .post("/services/Both", SOAP_HEADERS, BODY.into())
-        .await
-        .unwrap();
+    let r = post_both(&s).await;
     assert_eq!((r.status, r.text().as_str()), (200, BODY));
 }
