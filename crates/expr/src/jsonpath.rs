@@ -344,18 +344,26 @@ fn member<'t>(r: &'t str, whole: &str) -> Result<(Step, &'t str), JsonPathError>
 /// A `[...]` step: the step and the rest of the path.
 fn bracket<'t>(r: &'t str, whole: &str) -> Result<(Step, &'t str), JsonPathError> {
     let inner_start = &r[1..];
-    // The closing bracket, outside quotes and outside the brackets and parentheses of a filter.
+    // The closing bracket, outside quotes, outside a filter's `/regex/` (after `=~`, or before it
+    // where an operand starts) and outside the brackets and parentheses of a filter.
     let mut quote = None;
     let mut close = None;
     let mut depth = 0usize;
     let mut escaped = false;
+    // The last two characters other than white space, outside quotes.
+    let mut prev = [' ', ' '];
     for (k, c) in inner_start.char_indices() {
         if escaped {
             escaped = false;
             continue;
         }
+        let regex_start = c == '/' && depth > 0 && (prev == ['=', '~'] || "(&|!".contains(prev[1]));
+        if quote.is_none() && !c.is_whitespace() {
+            prev = [prev[1], c];
+        }
         match (quote, c) {
             (Some(_), '\\') => escaped = true,
+            (None, '/') if regex_start => quote = Some('/'),
             (None, '\'' | '"') => quote = Some(c),
             (Some(q), _) if c == q => quote = None,
             (None, '[' | '(') => depth += 1,
@@ -1099,6 +1107,15 @@ mod tests {
         );
         assert_eq!(symbols("$.orders[?(@.missing =~ /.*/)]").len(), 3);
         assert_eq!(symbols("$.orders[?(/S.*/ =~ @.symbol)]"), [json!("SUN")]);
+        // A regex holding brackets, parentheses and quotes.
+        assert_eq!(
+            symbols("$.orders[?(@.symbol =~ /[A-I]]*B(M)'?/)]"),
+            [json!("IBM")]
+        );
+        assert_eq!(
+            symbols("$.orders[?(@.symbol =~ /.*[)].*/ || @.price == 2)]"),
+            [json!("SUN")]
+        );
         assert!(sel("$.orders[?(@.symbol =~ /B/)]", &v).is_empty());
         assert_eq!(
             symbols("$.orders[?(@.symbol =~ /.*S.*/)]"),
