@@ -2,7 +2,9 @@
 //! `evaluator="json"` arguments use) that integration flows write: `$`, `.name`, `['name']`,
 //! `["name"]`, `.*`, `[*]`, `[n]` (negative from the end), `[n,m]`, `['a','b']`, `[from:to]`, and
 //! the deep scans `..name`, `..*`, `..[n]`, filters `[?(...)]` (see [`Filter`]), and a function
-//! last (`.length()`, `.size()`, `.min()`, `.max()`, `.avg()`, `.stddev()`, `.sum()`, `.keys()`).
+//! last (`.length()`, `.size()`, `.min()`, `.max()`, `.avg()`, `.stddev()`, `.sum()`, and from later
+//! Jayway versions `.keys()`), applied as Jayway 2.4 does: to the value of a definite path, to each
+//! match of an indefinite one.
 //! Compiled once at load; functions with parameters are refused there with the reason.
 //!
 //! As in Jayway, a path without a wildcard, deep scan, slice, union or filter is *definite*: it
@@ -88,12 +90,13 @@ impl Func {
         })
     }
 
-    /// The function of `model` (what the steps selected: the value of a definite path, else the
-    /// list of matches), or nothing where Jayway gives null. The numeric ones read the numbers of
-    /// an array (others are skipped) and give doubles, as Jayway does.
+    /// The function of `model` (a value the steps selected), or nothing where Jayway gives null or
+    /// fails (WSO2 then gives ""). The numeric ones read the numbers of an array (others are
+    /// skipped) and give doubles, as Jayway does; an array without numbers, or no array, fails.
     fn apply(self, model: &Value) -> Option<Value> {
         let numbers = || -> Option<Vec<f64>> {
-            Some(model.as_array()?.iter().filter_map(Value::as_f64).collect())
+            let n: Vec<f64> = model.as_array()?.iter().filter_map(Value::as_f64).collect();
+            (!n.is_empty()).then_some(n)
         };
         let double = |x: f64| serde_json::Number::from_f64(x).map(Value::Number);
         match self {
@@ -113,23 +116,15 @@ impl Func {
             Func::Sum => double(numbers()?.iter().sum()),
             Func::Avg => {
                 let n = numbers()?;
-                double(if n.is_empty() {
-                    0.0
-                } else {
-                    n.iter().sum::<f64>() / n.len() as f64
-                })
+                double(n.iter().sum::<f64>() / n.len() as f64)
             }
             Func::Stddev => {
                 let n = numbers()?;
-                if n.is_empty() {
-                    return double(0.0);
-                }
                 let count = n.len() as f64;
                 let mean = n.iter().sum::<f64>() / count;
                 let square = n.iter().map(|x| x * x).sum::<f64>() / count;
                 double((square - mean * mean).max(0.0).sqrt())
             }
-            // An empty list has no minimum or maximum: nothing.
             Func::Min => double(numbers()?.into_iter().reduce(f64::min)?),
             Func::Max => double(numbers()?.into_iter().reduce(f64::max)?),
         }
@@ -193,10 +188,10 @@ impl JsonPath {
         &self.text
     }
 
-    /// Whether the path selects at most one value (Jayway's "definite" path; a function's one
-    /// result too).
+    /// Whether the path selects at most one value (Jayway's "definite" path; a function keeps it
+    /// as it is).
     pub fn is_definite(&self) -> bool {
-        self.func.is_some() || self.steps_definite()
+        self.steps_definite()
     }
 
     fn steps_definite(&self) -> bool {
@@ -211,22 +206,28 @@ impl JsonPath {
     /// The values the path selects in `root`, in document order: borrowed from it, except the
     /// objects a last step of several names makes.
     pub fn select<'v>(&self, root: &'v Value) -> Vec<Cow<'v, Value>> {
-        self.select_from(root, root)
+        self.select_from(root, root).unwrap_or_default()
     }
 
-    /// [`JsonPath::select`] from `start` (a filter's `@`), `root` being `$`.
-    fn select_from<'v>(&self, start: &'v Value, root: &'v Value) -> Vec<Cow<'v, Value>> {
+    /// What the path selects in `root`, and whether it is one value at most (for its string value):
+    /// the path's own answer, or nothing as one value when its function failed (Jayway throws,
+    /// and WSO2 gives "" even for an indefinite path).
+    pub fn evaluate<'v>(&self, root: &'v Value) -> (Vec<Cow<'v, Value>>, bool) {
+        match self.select_from(root, root) {
+            Some(found) => (found, self.is_definite()),
+            None => (Vec::new(), true),
+        }
+    }
+
+    /// [`JsonPath::select`] from `start` (a filter's `@`), `root` being `$`; `None` when the
+    /// function failed.
+    fn select_from<'v>(&self, start: &'v Value, root: &'v Value) -> Option<Vec<Cow<'v, Value>>> {
         let found = self.select_steps_from(start, root);
-        let Some(f) = self.func else { return found };
-        let model = if self.steps_definite() {
-            match found.into_iter().next() {
-                Some(v) => v.into_owned(),
-                None => return Vec::new(),
-            }
-        } else {
-            Value::Array(found.into_iter().map(Cow::into_owned).collect())
+        let Some(f) = self.func else {
+            return Some(found);
         };
-        f.apply(&model).map(Cow::Owned).into_iter().collect()
+        // As Jayway 2.4: the function of each value selected; one that fails fails the whole.
+        found.iter().map(|v| f.apply(v).map(Cow::Owned)).collect()
     }
 
     fn select_steps_from<'v>(&self, start: &'v Value, root: &'v Value) -> Vec<Cow<'v, Value>> {
@@ -595,7 +596,7 @@ fn operand<'v>(o: &'v Operand, v: &'v Value, root: &'v Value) -> Option<Cow<'v, 
         Operand::Lit(l) => Some(Cow::Borrowed(l)),
         Operand::Path { relative, path } => {
             let start = if *relative { v } else { root };
-            let found = path.select_from(start, root);
+            let found = path.select_from(start, root)?;
             if path.is_definite() {
                 found.into_iter().next()
             } else {
@@ -1199,6 +1200,7 @@ mod tests {
         let v = json!({
             "prices": [1, 2.5, "x", 4],
             "empty": [],
+            "scores": [1, 3],
             "order": {"symbol": "IBM", "qty": 3},
             "orders": [{"p": 1, "tags": ["a"]}, {"p": 3, "tags": ["a", "b"]}]
         });
@@ -1215,15 +1217,22 @@ mod tests {
         assert_eq!(one("$.prices.min()"), json!(1.0));
         assert_eq!(one("$.prices.max()"), json!(4.0));
         assert_eq!(one("$.prices.avg()"), json!(2.5));
-        assert_eq!(one("$.empty.avg()"), json!(0.0));
-        assert_eq!(one("$.orders[*].p.sum()"), json!(4.0));
-        assert_eq!(one("$..p.max()"), json!(3.0));
         assert_eq!(one("$.order.keys()"), json!(["symbol", "qty"]));
-        let sd = one("$.orders[*].p.stddev()").as_f64().unwrap();
+        let sd = one("$.scores.stddev()").as_f64().unwrap();
         assert!((sd - 1.0).abs() < 1e-12, "{sd}");
-        // Nothing where Jayway gives null.
+        // After an indefinite path, the function of each match (the path stays indefinite); one
+        // that fails (a number has no sum) fails the whole, as in Jayway 2.4.
+        let c = JsonPath::compile("$.orders[*].tags.length()").unwrap();
+        assert!(!c.is_definite());
+        assert_eq!(sel("$.orders[*].tags.length()", &v), [json!(1), json!(2)]);
+        assert!(sel("$.orders[*].p.sum()", &v).is_empty());
+        assert!(sel("$..p.max()", &v).is_empty());
+        // Nothing where Jayway gives null or fails: no numbers, no array.
         assert!(sel("$.order.symbol.length()", &v).is_empty());
         assert!(sel("$.empty.min()", &v).is_empty());
+        assert!(sel("$.empty.avg()", &v).is_empty());
+        assert!(sel("$.empty.sum()", &v).is_empty());
+        assert!(sel("$.order.sum()", &v).is_empty());
         assert!(sel("$.nothing.length()", &v).is_empty());
         // In a filter.
         assert_eq!(sel("$.orders[?(@.tags.length() > 1)].p", &v), [json!(3)]);

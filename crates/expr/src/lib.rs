@@ -376,10 +376,10 @@ impl Expr {
         let Expr::Json(p) = self else {
             return Err(invalid("not a JsonPath"));
         };
-        let values = match env.json() {
-            Ok(Some(body)) => p.select(body),
+        let (values, definite) = match env.json() {
+            Ok(Some(body)) => p.evaluate(body),
             // An empty body: nothing to find (WSO2: "Json Payload is empty").
-            Ok(None) => Vec::new(),
+            Ok(None) => (Vec::new(), p.is_definite()),
             Err(e) => {
                 return Err(ExprError {
                     message: format!("json-eval({}): {}", p.as_str(), e.message),
@@ -387,7 +387,7 @@ impl Expr {
                 })
             }
         };
-        Ok((values, p.is_definite()))
+        Ok((values, definite))
     }
 
     fn xpath(t: &str, ns: &[(String, String)], registry: Registry<'_>) -> Result<Expr, ExprError> {

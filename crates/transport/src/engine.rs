@@ -347,6 +347,8 @@ impl Engine {
                 discard(stream).await;
                 return accepted();
             }
+            // A message marked as a response (RESPONSE, loopback) whose flow ends: the answer.
+            Flow::Continue if msg.is_response() => return self.reply(msg, stream).await,
             // Synapse acknowledges a resource that sends nothing.
             Flow::Continue if proxy.api_resource && msg.to.is_none() => {
                 discard(stream).await;
@@ -491,6 +493,9 @@ impl Engine {
                 Err(failed) => return self.send_failed(proxy, msg, failed, depth).await,
             };
             let limit = leaf.timeout.unwrap_or(self.opts.default_timeout);
+            // A call made on the request path: its response is not the answer yet (Synapse keeps
+            // it a request), so a `loopback` in what follows takes it through the out-sequence.
+            let call_on_request_path = after.is_some() && !msg.is_response();
             let (parts, body) = resp.into_parts();
             let mut rmsg = msg.into_response(parts.status, parts.headers);
             let mut rstream = Some(Inbound::Backend(body));
@@ -520,6 +525,9 @@ impl Engine {
                     return self
                         .send_failed(proxy, rmsg, NotSent::with_stream(e, rstream), depth)
                         .await
+                }
+                Ok(Flow::Loopback) if call_on_request_path && proxy.out_seq.is_some() => {
+                    return Box::pin(self.loopback(proxy, rmsg, rstream, depth)).await
                 }
                 Ok(Flow::Continue | Flow::Send(None) | Flow::Respond | Flow::Loopback) => {
                     return client_response(rmsg, rstream, Some(idle))
@@ -562,6 +570,7 @@ impl Engine {
         depth: Depth,
     ) -> Response<RelayBody> {
         msg.props.set("RESPONSE", "true".to_owned());
+        msg.to = None;
         let Some(out) = proxy.out_seq.clone() else {
             return self.reply(msg, stream).await;
         };
@@ -572,7 +581,11 @@ impl Engine {
         }
         let flow = match exec::run(&out.steps, &mut msg) {
             Ok(f) => f,
-            Err(e) => return self.fault_flow(proxy, msg, e, stream).await,
+            Err(e) => {
+                return self
+                    .send_failed(proxy, msg, NotSent::with_stream(e, stream), depth)
+                    .await
+            }
         };
         match flow {
             Flow::Continue | Flow::Send(None) | Flow::Respond | Flow::Loopback => {
@@ -624,6 +637,10 @@ impl Engine {
         // The body it would send is there: in memory, or the stream nothing consumed.
         let sendable = !matches!(msg.body, Body::Stream | Body::Head(_)) || stream.is_some();
         match exec::run(&fs.steps, &mut msg) {
+            // On the request path, loopback goes through the out-sequence (Synapse).
+            Ok(Flow::Loopback) if !msg.is_response() && proxy.out_seq.is_some() => {
+                Box::pin(self.loopback(proxy, msg, stream, Depth::InFault)).await
+            }
             Ok(Flow::Respond | Flow::Loopback | Flow::Send(None))
                 if !matches!(msg.body, Body::Stream | Body::Head(_)) =>
             {
