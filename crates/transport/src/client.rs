@@ -273,7 +273,9 @@ impl BackendClient {
             let reused = pooled.is_some();
             let mut conn = match pooled {
                 Some(c) => c,
-                None => self.connect(ep).await?,
+                // Boxed: the TLS handshake's state is large, and new connections are rare next
+                // to pooled ones; unboxed it would enlarge every request's future.
+                None => Box::pin(self.connect(ep)).await?,
             };
             match exchange(&mut conn, writer, method).await {
                 Ok(head) => return Ok((head, conn)),

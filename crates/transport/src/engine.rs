@@ -341,7 +341,8 @@ impl Engine {
             Flow::Call(ep, k) => (ep, Some(k)),
             Flow::Respond => return self.reply(msg, stream).await,
             Flow::Loopback if msg.is_response() => return self.reply(msg, stream).await,
-            Flow::Loopback => return self.loopback(proxy, msg, stream, depth).await,
+            // Boxed: its state stays out of every request's future.
+            Flow::Loopback => return Box::pin(self.loopback(proxy, msg, stream, depth)).await,
             Flow::Send(None) if msg.is_response() => return self.reply(msg, stream).await,
             Flow::Drop => {
                 discard(stream).await;
