@@ -326,6 +326,7 @@ fn load_car(root: &Arc<str>, tree: &Tree, cfg: &mut Config, diags: &mut Diagnost
             "synapse/sequence" => Expect::Sequence,
             "synapse/local-entry" => Expect::LocalEntry,
             "synapse/api" => Expect::Api,
+            "synapse/template" => Expect::Template,
             "registry/resource" => {
                 for f in &files {
                     load_registry_info(root, tree, dir, f, cfg, diags);

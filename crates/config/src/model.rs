@@ -20,6 +20,27 @@ pub struct Config {
     pub local_entries: Vec<LocalEntry>,
     /// Registry resources (`conf:` / `gov:`) from Carbon Applications.
     pub resources: Vec<Resource>,
+    /// Sequence templates (`<template>` with a `<sequence>`).
+    pub templates: Vec<Template>,
+}
+
+/// `<template name>`: a sequence with parameters, run by `<call-template>`.
+#[derive(Clone, Debug)]
+pub struct Template {
+    pub name: String,
+    pub loc: Location,
+    pub params: Vec<TemplateParam>,
+    pub sequence: Sequence,
+    /// Something in it was already reported as an error or unsupported: it must not be deployed.
+    pub rejected: bool,
+}
+
+/// `<parameter name [defaultValue] [isMandatory]>`.
+#[derive(Clone, Debug)]
+pub struct TemplateParam {
+    pub name: String,
+    pub default: Option<String>,
+    pub mandatory: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -302,6 +323,12 @@ pub enum MediatorKind {
         endpoint: Option<EndpointRef>,
     },
     Respond,
+    /// `<call-template target>`: the template's sequence, with `<with-param name value>` (a value
+    /// in braces is an expression).
+    CallTemplate {
+        target: String,
+        params: Vec<(String, ValueSrc)>,
+    },
     /// `<loopback>`: the message turns into a response and goes through the out-sequence, the rest of
     /// the in-sequence skipped.
     Loopback,

@@ -15,6 +15,7 @@ pub enum Expect {
     Sequence,
     LocalEntry,
     Api,
+    Template,
 }
 
 /// Mediators Synapse and WSO2 MI define that Sluice does not run yet: reported as unsupported, not unknown.
@@ -44,7 +45,6 @@ const KNOWN_UNSUPPORTED_MEDIATORS: &[&str] = &[
     "datamapper",
     "jsontransform",
     "propertyGroup",
-    "call-template",
     "entitlementService",
     "oauthService",
     "builder",
@@ -63,7 +63,6 @@ const KNOWN_UNSUPPORTED_MEDIATORS: &[&str] = &[
 
 /// Top-level artifacts Synapse defines that Sluice does not serve yet.
 const KNOWN_UNSUPPORTED_ARTIFACTS: &[&str] = &[
-    "template",
     "inboundEndpoint",
     "task",
     "messageStore",
@@ -271,6 +270,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
                 | (Expect::Sequence, "sequence")
                 | (Expect::LocalEntry, "localEntry")
                 | (Expect::Api, "api")
+                | (Expect::Template, "template")
         );
         if !ok {
             self.report(
@@ -339,6 +339,19 @@ impl<'a, 'input> FileParser<'a, 'input> {
             "localEntry" => {
                 if let Some(le) = self.local_entry(root) {
                     cfg.local_entries.push(le);
+                }
+            }
+            "template" => {
+                self.failed = false;
+                let Some(name) = self.required_attr(root, "name") else {
+                    return;
+                };
+                self.artifact = Some(format!("template {name}"));
+                if let Some(t) = self.template(root, name) {
+                    cfg.templates.push(Template {
+                        rejected: self.failed,
+                        ..t
+                    });
                 }
             }
             other if KNOWN_UNSUPPORTED_ARTIFACTS.contains(&other) => {
@@ -1068,6 +1081,65 @@ impl<'a, 'input> FileParser<'a, 'input> {
         format!("{}{}{}", &src[..name_end], decls, &src[name_end..])
     }
 
+    /// A `<template>`'s parameters and its `<sequence>`; an endpoint template is not supported.
+    fn template(&mut self, n: Node, name: String) -> Option<Template> {
+        let mut params = Vec::new();
+        let mut sequence = None;
+        for c in elements(n) {
+            match c.tag_name().name() {
+                "parameter" => {
+                    let Some(p) = self.required_attr(c, "name") else {
+                        continue;
+                    };
+                    let mandatory = match c.attribute("isMandatory") {
+                        None | Some("false") => false,
+                        Some("true") => true,
+                        Some(v) => {
+                            self.report(
+                                Severity::Error,
+                                c,
+                                format!("isMandatory must be true or false, not '{v}'"),
+                            );
+                            false
+                        }
+                    };
+                    params.push(TemplateParam {
+                        name: p,
+                        default: c.attribute("defaultValue").map(str::to_owned),
+                        mandatory,
+                    });
+                }
+                "sequence" if sequence.is_none() => sequence = Some(self.sequence(c)),
+                "endpoint" => {
+                    self.report(
+                        Severity::Unsupported,
+                        c,
+                        "endpoint templates are not supported yet; not deployed",
+                    );
+                    return None;
+                }
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!(
+                        "<{other}> in <template>: a template holds <parameter>s and one <sequence>"
+                    ),
+                ),
+            }
+        }
+        let Some(sequence) = sequence else {
+            self.report(Severity::Error, n, "a template needs a <sequence>");
+            return None;
+        };
+        Some(Template {
+            name,
+            loc: self.loc(n),
+            params,
+            sequence,
+            rejected: false,
+        })
+    }
+
     pub(crate) fn sequence(&mut self, n: Node) -> Sequence {
         let on_error = n.attribute("onError").map(str::to_owned);
         let mut mediators = Vec::new();
@@ -1134,6 +1206,40 @@ impl<'a, 'input> FileParser<'a, 'input> {
                 MediatorKind::Call { endpoint }
             }
             "respond" => MediatorKind::Respond,
+            "call-template" => {
+                let target = self.required_attr(n, "target")?;
+                let mut params = Vec::new();
+                for c in elements(n) {
+                    if c.tag_name().name() != "with-param" {
+                        self.report(
+                            Severity::Error,
+                            c,
+                            format!(
+                                "<{}> in <call-template>: only <with-param>",
+                                c.tag_name().name()
+                            ),
+                        );
+                        continue;
+                    }
+                    let Some(name) = self.required_attr(c, "name") else {
+                        continue;
+                    };
+                    let Some(value) = self.required_attr(c, "value") else {
+                        continue;
+                    };
+                    // `{...}`: an expression (XPath, or json-eval), as Synapse reads it.
+                    let v = match value
+                        .trim()
+                        .strip_prefix('{')
+                        .and_then(|v| v.strip_suffix('}'))
+                    {
+                        Some(e) => ValueSrc::Expr(self.expr(c, "value", e.trim())),
+                        None => ValueSrc::Literal(value),
+                    };
+                    params.push((name, v));
+                }
+                MediatorKind::CallTemplate { target, params }
+            }
             "loopback" => MediatorKind::Loopback,
             "drop" => MediatorKind::Drop,
             "log" => MediatorKind::Log(self.log(n)?),

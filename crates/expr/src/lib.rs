@@ -38,6 +38,8 @@ pub enum PropScope {
     Operation,
     /// Process environment / system properties.
     System,
+    /// The parameters of the template being run (`$func:`, `get-property('func', ...)`).
+    Func,
 }
 
 /// What an expression needs from the message body.
@@ -256,7 +258,7 @@ const SCOPES: &[(&str, Option<PropScope>)] = &[
     ("system", Some(PropScope::System)),
     ("env", Some(PropScope::System)),
     ("registry", None),
-    ("func", None),
+    ("func", Some(PropScope::Func)),
     ("file", None),
 ];
 
@@ -318,6 +320,7 @@ impl Expr {
             ("$trp:", PropScope::Transport),
             ("$ctx:", PropScope::Default),
             ("$axis2:", PropScope::Axis2),
+            ("$func:", PropScope::Func),
         ] {
             if let Some(name) = t.strip_prefix(prefix) {
                 if is_name(name) {
@@ -864,9 +867,17 @@ mod tests {
             c("get-property('nope','b')").unwrap(),
             Expr::Property { scope: PropScope::Default, ref name } if name == "nope"
         ));
+        assert!(matches!(
+            c("get-property('func','b')").unwrap(),
+            Expr::Property { scope: PropScope::Func, ref name } if name == "b"
+        ));
+        assert!(matches!(
+            c("$func:b").unwrap(),
+            Expr::Property { scope: PropScope::Func, ref name } if name == "b"
+        ));
         assert_eq!(
-            c("get-property('func','b')").unwrap_err().kind,
-            ExprErrorKind::Unsupported
+            c("get-property('registry','b','c')").unwrap_err().kind,
+            ExprErrorKind::Invalid
         );
         assert_eq!(
             c("get-property('SYSTEM_DATE', 'yyyy-MM-ddTHH')")

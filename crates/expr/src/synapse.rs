@@ -90,7 +90,7 @@ pub(crate) fn rewrite(
             let name = ncname(after);
             let tail = &after[name.len()..];
             let (var, used) = match (name, tail.strip_prefix(':')) {
-                ("ctx" | "trp" | "axis2" | "url", Some(t)) => {
+                ("ctx" | "trp" | "axis2" | "func" | "url", Some(t)) => {
                     let local = ncname(t);
                     if local.is_empty() {
                         return Err(invalid(format!("'{text}': ${name}: needs a property name")));
@@ -99,6 +99,7 @@ pub(crate) fn rewrite(
                         "ctx" => Var::Property(PropScope::Default, local.to_owned()),
                         "trp" => Var::Property(PropScope::Transport, local.to_owned()),
                         "axis2" => Var::Property(PropScope::Axis2, local.to_owned()),
+                        "func" => Var::Property(PropScope::Func, local.to_owned()),
                         _ => Var::UrlParam(local.to_owned()),
                     };
                     let used = 1 + name.len() + 1 + local.len();
@@ -119,7 +120,7 @@ pub(crate) fn rewrite(
                 }
                 _ => {
                     return Err(unsupported(format!(
-                        "'{text}': ${name} is not one of Synapse's variables ($body, $header, $ctx:, $trp:, $axis2:, $url:)"
+                        "'{text}': ${name} is not one of Synapse's variables ($body, $header, $ctx:, $trp:, $axis2:, $func:, $url:)"
                     )))
                 }
             };

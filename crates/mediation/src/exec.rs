@@ -430,6 +430,34 @@ fn run_steps(
                     return Ok(f);
                 }
             }
+            Step::Template(t) => {
+                // The arguments are evaluated where the template is called, then its sequence
+                // runs with them as `$func:`; the template is left when its steps end, also after
+                // a `call` in it (the continuation leaves it there).
+                let mut frame = Vec::with_capacity(t.params.len());
+                for (name, v) in &t.params {
+                    frame.push((name.clone(), eval_value(v, msg, doc)?));
+                }
+                msg.func.push(frame);
+                let flow = run_steps(&t.template.steps, 0, msg, doc);
+                match flow {
+                    Ok(Flow::Call(ep, mut k)) => {
+                        k.frames.push((Steps::from(vec![Step::LeaveTemplate]), 0));
+                        k.frames.push((steps.clone(), i + 1));
+                        return Ok(Flow::Call(ep, k));
+                    }
+                    Ok(Flow::Continue) => {
+                        msg.func.pop();
+                    }
+                    other => {
+                        msg.func.pop();
+                        return other;
+                    }
+                }
+            }
+            Step::LeaveTemplate => {
+                msg.func.pop();
+            }
             Step::Xslt(x) => xslt(x, msg, doc)?,
             Step::PayloadFactory(p) => payload_factory(p, msg, doc)?,
             Step::Enrich(e) => enrich(e, msg, doc)?,

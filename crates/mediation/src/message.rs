@@ -118,6 +118,8 @@ pub struct Message {
     /// Back-end calls made for this request so far (sends, calls, one-way ones), request and
     /// response side: the transport bounds them.
     pub calls: usize,
+    /// The parameters of the templates being run, innermost last (`$func:`).
+    pub func: Vec<Vec<(String, String)>>,
     message_id: Option<String>,
 }
 
@@ -146,6 +148,7 @@ impl Message {
             is_fault: false,
             set_headers: Vec::new(),
             calls: 0,
+            func: Vec::new(),
             message_id: None,
         }
     }
@@ -357,6 +360,12 @@ impl Env for Message {
                     _ => None,
                 }
             }
+            PropScope::Func => self
+                .func
+                .last()?
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| Cow::Borrowed(v.as_str())),
             PropScope::Transport => self
                 .headers
                 .get(name)

@@ -500,6 +500,10 @@ pub enum Step {
     Respond,
     /// `<loopback>`: on to the out-sequence as a response.
     Loopback,
+    /// `<call-template>`: the template's steps with its parameters' values (`$func:`).
+    Template(Arc<TemplateCall>),
+    /// Leaves the template run last (after a `call` inside it, the continuation's end of it).
+    LeaveTemplate,
     Drop,
     Log(LogPlan),
     SetProperty {
@@ -551,6 +555,14 @@ pub enum Step {
         ns: String,
         local: String,
     },
+}
+
+/// A `<call-template>`: the template's compiled sequence, and each parameter's value (an
+/// argument, else the default; a parameter with neither is not set).
+#[derive(Debug)]
+pub struct TemplateCall {
+    pub template: Arc<SeqPlan>,
+    pub params: Vec<(String, Value)>,
 }
 
 /// `payloadFactory` (media-type xml, json or text): the format cut at its `$n` placeholders at load.
@@ -785,6 +797,11 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
             .map(|l| (l.key.as_str(), l))
             .collect(),
         seq_cache: HashMap::new(),
+        templates: config
+            .templates
+            .iter()
+            .map(|t| (t.name.as_str(), t))
+            .collect(),
         xslt_cache: HashMap::new(),
         schema_cache: HashMap::new(),
         resources: config
@@ -898,6 +915,7 @@ struct Compiler<'a> {
     endpoints: HashMap<&'a str, &'a cfg::Endpoint>,
     local_entries: HashMap<&'a str, &'a cfg::LocalEntry>,
     seq_cache: HashMap<String, Result<Arc<SeqPlan>, Failure>>,
+    templates: HashMap<&'a str, &'a cfg::Template>,
     /// Stylesheets by key, compiled once and shared by every mediator that names them.
     xslt_cache: HashMap<String, Option<Arc<Sheet>>>,
     /// XML Schemas by key, compiled once.
@@ -1194,6 +1212,85 @@ impl<'a> Compiler<'a> {
         };
         self.seq_cache.insert(key.to_owned(), r.clone());
         self.dependency(r, "sequence", key, from)
+    }
+
+    /// A `<call-template>`: the template compiled once (cached with the sequences, under
+    /// `template:NAME`), each argument checked against its parameters: an unknown one or a
+    /// missing mandatory one is an error.
+    fn call_template(
+        &mut self,
+        target: &str,
+        args: &[(String, cfg::ValueSrc)],
+        loc: &Location,
+        el: &str,
+    ) -> Option<Arc<TemplateCall>> {
+        let Some(t) = self.templates.get(target).copied() else {
+            self.report(
+                Severity::Error,
+                loc,
+                el,
+                format!("no template named '{target}'"),
+            );
+            return None;
+        };
+        let mut ok = true;
+        for (name, _) in args {
+            if !t.params.iter().any(|p| &p.name == name) {
+                self.report(
+                    Severity::Error,
+                    loc,
+                    el,
+                    format!("template '{target}' has no parameter '{name}'"),
+                );
+                ok = false;
+            }
+        }
+        let mut params = Vec::new();
+        for p in &t.params {
+            match args.iter().find(|(n, _)| *n == p.name) {
+                Some((_, v)) => params.push((p.name.clone(), self.value(v, el)?)),
+                None => match &p.default {
+                    Some(d) => params.push((p.name.clone(), Value::Literal(d.clone()))),
+                    None if p.mandatory => {
+                        self.report(
+                            Severity::Error,
+                            loc,
+                            el,
+                            format!("template '{target}' needs its parameter '{}'", p.name),
+                        );
+                        ok = false;
+                    }
+                    None => {}
+                },
+            }
+        }
+        let key = format!("template:{target}");
+        let template = if let Some(r) = self.seq_cache.get(&key) {
+            self.dependency(r.clone(), "template", target, Some(loc))?
+        } else {
+            if !self.in_progress.insert(key.clone()) {
+                self.report(
+                    Severity::Error,
+                    loc,
+                    el,
+                    format!("template '{target}' calls itself (cycle)"),
+                );
+                return None;
+            }
+            let (steps, failed) = self.nested(format!("template {target}"), |c| {
+                c.failed |= t.rejected;
+                c.steps(&t.sequence.mediators)
+            });
+            self.in_progress.remove(&key);
+            let r = if failed {
+                Err(format!("template '{target}' is not deployed"))
+            } else {
+                Ok(Arc::new(SeqPlan::new(Some(key.clone()), steps)))
+            };
+            self.seq_cache.insert(key, r.clone());
+            self.dependency(r, "template", target, Some(loc))?
+        };
+        ok.then(|| Arc::new(TemplateCall { template, params }))
     }
 
     fn dependency<T>(
@@ -1601,6 +1698,9 @@ impl<'a> Compiler<'a> {
             }
             cfg::MediatorKind::SequenceRef { key } => {
                 Step::Call(self.named_sequence(key, Some(&m.loc))?)
+            }
+            cfg::MediatorKind::CallTemplate { target, params } => {
+                Step::Template(self.call_template(target, params, &m.loc, el)?)
             }
             cfg::MediatorKind::MakeFault(f) => Step::MakeFault(self.makefault(f, el)?),
             cfg::MediatorKind::Xslt(x) => {
@@ -2265,6 +2365,10 @@ fn body_exprs_all(steps: &[Step], f: &mut dyn FnMut(&Expr) -> bool) -> bool {
                     && cases.iter().all(|(_, s)| body_exprs_all(s, f))
             }
             Step::Call(seq) => body_exprs_all(&seq.steps, f),
+            Step::Template(t) => {
+                t.params.iter().all(|(_, v)| value(v, f)) && body_exprs_all(&t.template.steps, f)
+            }
+            Step::LeaveTemplate => true,
             Step::Xslt(_)
             | Step::PayloadFactory(_)
             | Step::Validate(_)
@@ -2303,6 +2407,7 @@ pub(crate) fn calls(steps: &[Step]) -> bool {
     steps.iter().any(|s| match s {
         Step::CallEndpoint(_) => true,
         Step::Call(seq) => calls(&seq.steps),
+        Step::Template(t) => calls(&t.template.steps),
         _ => false,
     })
 }
@@ -2382,6 +2487,17 @@ pub(crate) fn need_until_call(steps: &[Step], json: bool) -> (BodyNeed, bool) {
                 }
                 seq.need(json)
             }
+            Step::Template(t) => {
+                let args = t
+                    .params
+                    .iter()
+                    .fold(BodyNeed::None, |n, (_, v)| n.max(v.body_need()));
+                if calls(&t.template.steps) {
+                    return (need.max(args).max(t.template.need(json)), true);
+                }
+                args.max(t.template.need(json))
+            }
+            Step::LeaveTemplate => BodyNeed::None,
             Step::Xslt(_)
             | Step::PayloadFactory(_)
             | Step::Validate(_)

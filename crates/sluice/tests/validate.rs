@@ -71,3 +71,22 @@ fn run_refuses_a_configuration_with_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("nothing was started"));
 }
+
+#[test]
+fn validate_reports_template_mistakes() {
+    let dir = test_config("template-errors");
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["validate", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {err}");
+    for want in [
+        "synapse.xml:15:17: error: <call-template>: template 'T' has no parameter 'c'",
+        "synapse.xml:15:17: error: <call-template>: template 'T' needs its parameter 'a'",
+        "synapse.xml:16:17: error: <call-template>: no template named 'Missing'",
+        "synapse.xml:10:9: unsupported: <endpoint>: endpoint templates are not supported yet",
+    ] {
+        assert!(err.contains(want), "{want}\n{err}");
+    }
+}
