@@ -24,6 +24,34 @@ pub struct Config {
     pub templates: Vec<Template>,
 }
 
+/// `<clone [continueParent]>`: each `<target>` gets a copy of the message, run through its sequence
+/// or sent to its endpoint.
+#[derive(Clone, Debug)]
+pub struct CloneMediator {
+    pub id: Option<String>,
+    pub targets: Vec<CloneTarget>,
+}
+
+#[derive(Clone, Debug)]
+pub struct CloneTarget {
+    pub loc: Location,
+    pub sequence: Option<SequenceRef>,
+    pub endpoint: Option<EndpointRef>,
+}
+
+/// `<aggregate>`: `completeCondition` (`messageCount min max`, `timeout`) and `onComplete`
+/// (`expression`, `enclosingElementProperty`, its mediators).
+#[derive(Clone, Debug)]
+pub struct Aggregate {
+    pub id: Option<String>,
+    pub max: Option<i64>,
+    pub min: Option<i64>,
+    pub timeout_secs: Option<f64>,
+    pub expression: ExprSrc,
+    pub enclosing: Option<String>,
+    pub on_complete: Sequence,
+}
+
 /// `<template name>`: a sequence with parameters, run by `<call-template>`.
 #[derive(Clone, Debug)]
 pub struct Template {
@@ -323,6 +351,10 @@ pub enum MediatorKind {
         endpoint: Option<EndpointRef>,
     },
     Respond,
+    /// `<clone>`: a copy of the message for each target.
+    Clone(CloneMediator),
+    /// `<aggregate>`: gathers the responses of the copies a clone made.
+    Aggregate(Aggregate),
     /// `<call-template target>`: the template's sequence, with `<with-param name value>` (a value
     /// in braces is an expression).
     CallTemplate {

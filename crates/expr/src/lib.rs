@@ -556,6 +556,42 @@ impl Expr {
         }
     }
 
+    /// The selected nodes as XML (elements serialised, declaring the namespaces they use; other
+    /// nodes as their text), for what `aggregate` gathers; property forms and non-node results as
+    /// [`Expr::eval_string`].
+    pub fn eval_nodes_xml<'e>(&'e self, env: &'e dyn Env) -> Result<Cow<'e, str>, ExprError> {
+        let Expr::XPath(x) = self else {
+            return self.eval_string(env);
+        };
+        if x.no_nodes {
+            return self.eval_string(env);
+        }
+        let doc = env.document()?;
+        let nodes = match x.xpath.eval(doc, &x.vars(env)) {
+            Ok(sluice_xml::XPathValue::NodeSet(nodes)) => nodes,
+            Ok(_) => return self.eval_string(env),
+            Err(e) => return Err(invalid(format!("XPath '{}': {e}", x.text))),
+        };
+        let mut out = String::new();
+        for n in nodes {
+            if n.kind() == sluice_xml::NodeKind::Element {
+                let xml = sluice_xml::Fragment::from_nodes(&[n])
+                    .and_then(|f| f.to_xml_string())
+                    .map_err(|e| invalid(format!("XPath '{}': {e}", x.text)))?;
+                out.push_str(&xml);
+            } else {
+                let text = n.text_content();
+                out.push_str(
+                    &text
+                        .replace('&', "&amp;")
+                        .replace('<', "&lt;")
+                        .replace('>', "&gt;"),
+                );
+            }
+        }
+        Ok(Cow::Owned(out))
+    }
+
     /// Synapse's `stringValueOf` as used where XML may be the value (OM properties, payloadFactory
     /// arguments): a text node gives its text, an attribute its value, an element its own text
     /// children, or, when those are blank, the element itself serialised as XML (declaring the

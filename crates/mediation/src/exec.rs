@@ -52,6 +52,10 @@ pub enum Flow {
     Respond,
     /// `loopback`: the current message, as a response, goes through the out-sequence.
     Loopback,
+    /// `clone`: a copy of the message goes to each target; the original's mediation ends.
+    Clone(Arc<crate::plan::ClonePlan>),
+    /// An `aggregate` kept this copy: its mediation ends here (no answer of its own).
+    Absorbed,
     /// `drop`: mediation of this message stops.
     Drop,
     /// `call`: to this endpoint (None: the message's `To`, else the proxy's target), then the
@@ -297,6 +301,77 @@ pub fn resume(k: Continuation, msg: &mut Message) -> Result<Flow, Error> {
     leaving(Flow::Continue, msg, &doc)
 }
 
+/// The message an aggregate completes with: `parts` inside the element the `enclosing` property
+/// holds (else directly in the Body), as the SOAP Body's content in the message's SOAP version.
+fn aggregated(
+    a: &crate::plan::AggregatePlan,
+    parts: &[String],
+    msg: &mut Message,
+) -> Result<(), Error> {
+    let inner: String = parts.concat();
+    let payload = match a.enclosing.as_deref().and_then(|p| msg.props.get(p)) {
+        None => inner,
+        Some(wrapper) => {
+            let w = wrapper.trim();
+            let bad = || {
+                Error::new(
+                    ErrorKind::Mediation,
+                    format!("aggregate: the enclosing element property is not an element: {w}"),
+                )
+            };
+            if !w.starts_with('<') {
+                return Err(bad());
+            }
+            if let Some(open) = w.strip_suffix("/>") {
+                let name_end = open[1..]
+                    .find(|c: char| c.is_whitespace())
+                    .map_or(open.len(), |k| k + 1);
+                format!("{}>{inner}</{}>", open.trim_end(), &open[1..name_end])
+            } else {
+                let close = w.rfind("</").ok_or_else(bad)?;
+                format!("{}{inner}{}", &w[..close], &w[close..])
+            }
+        }
+    };
+    let env = match msg.soap {
+        sluice_config::FaultVersion::Soap12 => crate::fault::SOAP12_ENV,
+        _ => crate::fault::SOAP11_ENV,
+    };
+    msg.body = Body::Bytes(
+        format!(
+            "<soapenv:Envelope xmlns:soapenv=\"{env}\"><soapenv:Body>{payload}</soapenv:Body></soapenv:Envelope>"
+        )
+        .into(),
+    );
+    msg.headers.remove(http::header::CONTENT_LENGTH);
+    msg.json_out = None;
+    Ok(())
+}
+
+/// Completes a gather whose copies have all ended before its count was reached: the aggregate
+/// runs its `onComplete` on the last message that reached it, with what was gathered. `None` when
+/// no copy reached an aggregate.
+pub fn complete_gather(g: &crate::message::Gather) -> Option<(Message, Result<Flow, Error>)> {
+    let (plan, mut msg, parts) = {
+        let mut st = g.state.lock().unwrap_or_else(|p| p.into_inner());
+        if st.done {
+            return None;
+        }
+        st.done = true;
+        let plan = st.plan.take()?;
+        let msg = *st.last.take()?;
+        (plan, msg, std::mem::take(&mut st.parts))
+    };
+    msg.gather = None;
+    if let Err(e) = aggregated(&plan, &parts, &mut msg) {
+        return Some((msg, Err(e)));
+    }
+    let mut doc = DocCache::new();
+    let flow = run_steps(&plan.on_complete, 0, &mut msg, &mut doc)
+        .and_then(|f| leaving(f, &mut msg, &doc));
+    Some((msg, flow))
+}
+
 /// `flow` from a nested list (a branch or a sequence) run by step `i` of `steps`: a `call` in it
 /// goes on after that step once the nested list's rest is done.
 fn nested(flow: Flow, steps: &Steps, i: usize) -> Option<Flow> {
@@ -457,6 +532,39 @@ fn run_steps(
             }
             Step::LeaveTemplate => {
                 msg.func.pop();
+            }
+            Step::Clone(c) => return Ok(Flow::Clone(c.clone())),
+            Step::Aggregate(a) => {
+                let part = a
+                    .expression
+                    .eval_nodes_xml(&View { msg, doc })
+                    .map(Cow::into_owned)
+                    .map_err(expr_error)?;
+                let parts = match msg.gather.clone() {
+                    // Not a clone's copy: it alone completes the aggregate.
+                    None => vec![part],
+                    Some(g) => {
+                        let mut st = g.state.lock().unwrap_or_else(|p| p.into_inner());
+                        if st.done {
+                            return Ok(Flow::Absorbed);
+                        }
+                        st.parts.push(part);
+                        let want = a.max.unwrap_or(g.copies).min(g.copies);
+                        if st.parts.len() < want {
+                            st.plan = Some(a.clone());
+                            st.last = Some(Box::new(msg.clone()));
+                            return Ok(Flow::Absorbed);
+                        }
+                        st.done = true;
+                        st.last = None;
+                        std::mem::take(&mut st.parts)
+                    }
+                };
+                aggregated(a, &parts, msg)?;
+                *doc = DocCache::new();
+                if let Some(f) = nested(run_steps(&a.on_complete, 0, msg, doc)?, steps, i) {
+                    return Ok(f);
+                }
             }
             Step::Xslt(x) => xslt(x, msg, doc)?,
             Step::PayloadFactory(p) => payload_factory(p, msg, doc)?,

@@ -85,6 +85,34 @@ impl Props {
 
 static MESSAGE_IDS: AtomicU64 = AtomicU64::new(1);
 
+/// What an `aggregate` has gathered of the copies one `clone` made.
+pub struct Gather {
+    /// How many copies the clone made.
+    pub copies: usize,
+    pub state: std::sync::Mutex<Gathered>,
+}
+
+#[derive(Default)]
+pub struct Gathered {
+    /// What the aggregate's expression selected in each response so far, in arrival order.
+    pub parts: Vec<String>,
+    /// The aggregate has completed: later copies are dropped.
+    pub done: bool,
+    /// The aggregate the copies reached, and the last message that reached it: what the engine
+    /// completes with when every copy has ended before the count was reached.
+    pub plan: Option<std::sync::Arc<crate::plan::AggregatePlan>>,
+    pub last: Option<Box<Message>>,
+}
+
+impl Gather {
+    pub fn new(copies: usize) -> Self {
+        Gather {
+            copies,
+            state: std::sync::Mutex::new(Gathered::default()),
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct Message {
     pub direction: Direction,
@@ -120,6 +148,8 @@ pub struct Message {
     pub calls: usize,
     /// The parameters of the templates being run, innermost last (`$func:`).
     pub func: Vec<Vec<(String, String)>>,
+    /// The copies of one request a `clone` made share this: where `aggregate` gathers them.
+    pub gather: Option<std::sync::Arc<Gather>>,
     message_id: Option<String>,
 }
 
@@ -149,6 +179,7 @@ impl Message {
             set_headers: Vec::new(),
             calls: 0,
             func: Vec::new(),
+            gather: None,
             message_id: None,
         }
     }

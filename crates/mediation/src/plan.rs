@@ -502,6 +502,10 @@ pub enum Step {
     Loopback,
     /// `<call-template>`: the template's steps with its parameters' values (`$func:`).
     Template(Arc<TemplateCall>),
+    /// `<clone>`: a copy of the message for each target; mediation of the original ends.
+    Clone(Arc<ClonePlan>),
+    /// `<aggregate>`: gathers the copies' responses; the last one to arrive goes on, merged.
+    Aggregate(Arc<AggregatePlan>),
     /// Leaves the template run last (after a `call` inside it, the continuation's end of it).
     LeaveTemplate,
     Drop,
@@ -555,6 +559,29 @@ pub enum Step {
         ns: String,
         local: String,
     },
+}
+
+/// `<clone>`'s targets, each a sequence, an endpoint, or a sequence then its endpoint.
+#[derive(Debug)]
+pub struct ClonePlan {
+    pub targets: Vec<CloneTargetPlan>,
+}
+
+#[derive(Debug)]
+pub struct CloneTargetPlan {
+    pub sequence: Option<Arc<SeqPlan>>,
+    pub endpoint: Option<Arc<EndpointPlan>>,
+}
+
+/// `<aggregate>`: how many responses complete it (`max`; none or -1: as many as the clone made),
+/// what of each is gathered (`expression`, as XML), the element they are gathered in (the XML of
+/// the property `enclosing`, else the Body itself), and what runs on the merged message.
+#[derive(Debug)]
+pub struct AggregatePlan {
+    pub max: Option<usize>,
+    pub expression: Expr,
+    pub enclosing: Option<String>,
+    pub on_complete: Steps,
 }
 
 /// A `<call-template>`: the template's compiled sequence, and each parameter's value (an
@@ -1593,7 +1620,7 @@ impl<'a> Compiler<'a> {
             if let Some(s) = self.step(m) {
                 let terminal = matches!(
                     s,
-                    Step::Send(_) | Step::Respond | Step::Loopback | Step::Drop
+                    Step::Send(_) | Step::Respond | Step::Loopback | Step::Drop | Step::Clone(_)
                 );
                 out.push(s);
                 if terminal && i + 1 < ms.len() {
@@ -1698,6 +1725,42 @@ impl<'a> Compiler<'a> {
             }
             cfg::MediatorKind::SequenceRef { key } => {
                 Step::Call(self.named_sequence(key, Some(&m.loc))?)
+            }
+            cfg::MediatorKind::Clone(c) => {
+                let mut targets = Vec::new();
+                for t in &c.targets {
+                    let sequence = match &t.sequence {
+                        Some(s) => Some(self.sequence_ref(s, "clone target")?),
+                        None => None,
+                    };
+                    let endpoint = match &t.endpoint {
+                        Some(e) => Some(self.endpoint_ref(e)?),
+                        None => None,
+                    };
+                    targets.push(CloneTargetPlan { sequence, endpoint });
+                }
+                Step::Clone(Arc::new(ClonePlan { targets }))
+            }
+            cfg::MediatorKind::Aggregate(a) => {
+                if a.timeout_secs.is_some() || a.min.is_some_and(|m| m > 0) {
+                    self.report(
+                        Severity::Note,
+                        &m.loc,
+                        el,
+                        "completeCondition timeout and min are not applied: the aggregate completes at max, or when every copy has ended (each within its endpoint's timeout)",
+                    );
+                }
+                let expression = self.expr(&a.expression, el);
+                let on_complete = self.steps(&a.on_complete.mediators);
+                Step::Aggregate(Arc::new(AggregatePlan {
+                    max: a
+                        .max
+                        .and_then(|m| usize::try_from(m).ok())
+                        .filter(|&m| m > 0),
+                    expression: expression?,
+                    enclosing: a.enclosing.clone(),
+                    on_complete,
+                }))
             }
             cfg::MediatorKind::CallTemplate { target, params } => {
                 Step::Template(self.call_template(target, params, &m.loc, el)?)
@@ -2368,7 +2431,8 @@ fn body_exprs_all(steps: &[Step], f: &mut dyn FnMut(&Expr) -> bool) -> bool {
             Step::Template(t) => {
                 t.params.iter().all(|(_, v)| value(v, f)) && body_exprs_all(&t.template.steps, f)
             }
-            Step::LeaveTemplate => true,
+            Step::LeaveTemplate | Step::Clone(_) => true,
+            Step::Aggregate(_) => false,
             Step::Xslt(_)
             | Step::PayloadFactory(_)
             | Step::Validate(_)
@@ -2498,6 +2562,8 @@ pub(crate) fn need_until_call(steps: &[Step], json: bool) -> (BodyNeed, bool) {
                 args.max(t.template.need(json))
             }
             Step::LeaveTemplate => BodyNeed::None,
+            // The copies are made of the whole message; the aggregate reads each response.
+            Step::Clone(_) | Step::Aggregate(_) => BodyNeed::Full,
             Step::Xslt(_)
             | Step::PayloadFactory(_)
             | Step::Validate(_)

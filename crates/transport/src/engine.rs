@@ -20,6 +20,8 @@ use sluice_mediation::{
     exec, Body, Continuation, Direction, EndpointPlan, Error, ErrorKind, Flow, Message, Plan,
     ProxyPlan,
 };
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -348,6 +350,11 @@ impl Engine {
                 discard(stream).await;
                 return accepted();
             }
+            Flow::Absorbed => {
+                discard(stream).await;
+                return absorbed();
+            }
+            Flow::Clone(c) => return Box::pin(self.clone_flow(proxy, msg, stream, c, depth)).await,
             // A message marked as a response (RESPONSE, loopback) whose flow ends: the answer.
             Flow::Continue if msg.is_response() => return self.reply(msg, stream).await,
             // Synapse acknowledges a resource that sends nothing.
@@ -534,6 +541,10 @@ impl Engine {
                     return client_response(rmsg, rstream, Some(idle))
                 }
                 Ok(Flow::Drop) => return accepted(),
+                Ok(Flow::Absorbed) => return absorbed(),
+                Ok(Flow::Clone(c)) => {
+                    return Box::pin(self.clone_flow(proxy, rmsg, rstream, c, depth)).await
+                }
                 Ok(Flow::Send(Some(next))) => next,
                 Ok(Flow::Call(next, k)) => {
                     after = Some(k);
@@ -593,6 +604,59 @@ impl Engine {
                 self.reply(msg, stream).await
             }
             other => Box::pin(self.request_decided(proxy, msg, stream, other, depth)).await,
+        }
+    }
+
+    /// `clone`: the whole message is read, and each target gets a copy (sharing one `Gather` for
+    /// an `aggregate` to collect them), run through its sequence and on to its endpoint, all at
+    /// once within this request. The answer is the first copy's own answer that an aggregate did
+    /// not absorb: the one that completed the aggregate, or a copy's fault. When every copy was
+    /// absorbed before the aggregate's count was reached (a copy failed elsewhere), the aggregate
+    /// completes with what it has.
+    async fn clone_flow(
+        &self,
+        proxy: &Arc<ProxyPlan>,
+        mut msg: Message,
+        mut stream: Option<Inbound>,
+        plan: Arc<sluice_mediation::plan::ClonePlan>,
+        depth: Depth,
+    ) -> Response<RelayBody> {
+        if let Err(e) = self.read_whole(&mut msg, &mut stream).await {
+            return self.default_fault(msg.soap, &e);
+        }
+        let gather = Arc::new(sluice_mediation::message::Gather::new(plan.targets.len()));
+        msg.gather = Some(gather.clone());
+        let mut copies = Vec::with_capacity(plan.targets.len());
+        for t in &plan.targets {
+            let mut copy = msg.clone();
+            copies.push(Box::pin(async move {
+                let flow = match &t.sequence {
+                    Some(seq) => match exec::run(&seq.steps, &mut copy) {
+                        Ok(f) => f,
+                        Err(e) => return self.fault_flow(proxy, copy, e, None).await,
+                    },
+                    None => Flow::Continue,
+                };
+                // A target's endpoint takes the copy when its sequence (if any) ends without
+                // deciding; a sequence that sends decides for itself.
+                let flow = match (flow, &t.endpoint) {
+                    (Flow::Continue, Some(ep)) => Flow::Send(Some(ep.clone())),
+                    (f, _) => f,
+                };
+                self.request_decided(proxy, copy, None, flow, depth).await
+            }));
+        }
+        let answers = join_all(copies).await;
+        if let Some(r) = answers
+            .into_iter()
+            .find(|r| r.extensions().get::<Absorbed>().is_none())
+        {
+            return r;
+        }
+        match exec::complete_gather(&gather) {
+            None => accepted(),
+            Some((m, Err(e))) => self.default_fault(m.soap, &e),
+            Some((m, Ok(_))) => client_response(m, None, None),
         }
     }
 
@@ -1319,6 +1383,39 @@ fn read_body(b: Bytes) -> Body {
     } else {
         Body::Bytes(b)
     }
+}
+
+/// Marks the answer of a copy an `aggregate` absorbed: not an answer for the client.
+#[derive(Clone, Copy)]
+struct Absorbed;
+
+fn absorbed() -> Response<RelayBody> {
+    let mut r = accepted();
+    r.extensions_mut().insert(Absorbed);
+    r
+}
+
+/// Every future's output, in order, once all have ended (polled together).
+async fn join_all<F: Future>(mut futures: Vec<Pin<Box<F>>>) -> Vec<F::Output> {
+    let mut out: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (f, slot) in futures.iter_mut().zip(out.iter_mut()) {
+            if slot.is_none() {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => *slot = Some(v),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().flatten().collect()
 }
 
 fn accepted() -> Response<RelayBody> {
