@@ -1237,18 +1237,10 @@ impl<'a, 'input> FileParser<'a, 'input> {
                     let Some(p) = self.required_attr(c, "name") else {
                         continue;
                     };
-                    let mandatory = match c.attribute("isMandatory") {
-                        None | Some("false") => false,
-                        Some("true") => true,
-                        Some(v) => {
-                            self.report(
-                                Severity::Error,
-                                c,
-                                format!("isMandatory must be true or false, not '{v}'"),
-                            );
-                            false
-                        }
-                    };
+                    // As Java's Boolean.parseBoolean: "true" in any case, anything else false.
+                    let mandatory = c
+                        .attribute("isMandatory")
+                        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
                     params.push(TemplateParam {
                         name: p,
                         default: c.attribute("defaultValue").map(str::to_owned),
@@ -1256,6 +1248,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
                     });
                 }
                 "sequence" if sequence.is_none() => sequence = Some(self.sequence(c)),
+                "description" => {}
                 "endpoint" => {
                     self.report(
                         Severity::Unsupported,
@@ -1375,12 +1368,17 @@ impl<'a, 'input> FileParser<'a, 'input> {
                     let Some(value) = self.required_attr(c, "value") else {
                         continue;
                     };
-                    // `{...}`: an expression (XPath, or json-eval), as Synapse reads it.
-                    let v = match value
-                        .trim()
-                        .strip_prefix('{')
-                        .and_then(|v| v.strip_suffix('}'))
-                    {
+                    // `{...}`: an expression (XPath, or json-eval), as Synapse reads it; `{{...}}`
+                    // is one passed on unevaluated, which Sluice does not do yet.
+                    if value.starts_with("{{") && value.ends_with("}}") {
+                        self.report(
+                            Severity::Unsupported,
+                            c,
+                            "a with-param value in double braces (an expression the template evaluates) is not supported yet",
+                        );
+                        return None;
+                    }
+                    let v = match value.strip_prefix('{').and_then(|v| v.strip_suffix('}')) {
                         Some(e) => ValueSrc::Expr(self.expr(c, "value", e.trim())),
                         None => ValueSrc::Literal(value),
                     };

@@ -509,6 +509,15 @@ fn run_steps(
                 // The arguments are evaluated where the template is called, then its sequence
                 // runs with them as `$func:`; the template is left when its steps end, also after
                 // a `call` in it (the continuation leaves it there).
+                if let Some(p) = &t.missing {
+                    return Err(Error::new(
+                        ErrorKind::Mediation,
+                        format!(
+                            "template {}: the mandatory parameter '{p}' was not given",
+                            t.name
+                        ),
+                    ));
+                }
                 let mut frame = Vec::with_capacity(t.params.len());
                 for (name, v) in &t.params {
                     frame.push((name.clone(), eval_value(v, msg, doc)?));
@@ -524,10 +533,9 @@ fn run_steps(
                     Ok(Flow::Continue) => {
                         msg.func.pop();
                     }
-                    other => {
-                        msg.func.pop();
-                        return other;
-                    }
+                    // As in MI, a template left otherwise (a send, an error) keeps its
+                    // parameters for what runs next.
+                    other => return other,
                 }
             }
             Step::LeaveTemplate => {

@@ -585,11 +585,14 @@ pub struct AggregatePlan {
 }
 
 /// A `<call-template>`: the template's compiled sequence, and each parameter's value (an
-/// argument, else the default; a parameter with neither is not set).
+/// argument, else the default; a parameter with neither is not set). `missing`: a mandatory
+/// parameter the call does not pass, an error when the call runs (as in WSO2 MI).
 #[derive(Debug)]
 pub struct TemplateCall {
+    pub name: String,
     pub template: Arc<SeqPlan>,
     pub params: Vec<(String, Value)>,
+    pub missing: Option<String>,
 }
 
 /// `payloadFactory` (media-type xml, json or text): the format cut at its `$n` placeholders at load.
@@ -1260,36 +1263,49 @@ impl<'a> Compiler<'a> {
             );
             return None;
         };
-        let mut ok = true;
+        // As WSO2 MI: an argument the template does not declare is ignored; a mandatory parameter
+        // the call does not pass fails the call when it runs (a warning here).
         for (name, _) in args {
             if !t.params.iter().any(|p| &p.name == name) {
                 self.report(
-                    Severity::Error,
+                    Severity::Warning,
                     loc,
                     el,
-                    format!("template '{target}' has no parameter '{name}'"),
+                    format!("template '{target}' has no parameter '{name}'; ignored"),
                 );
-                ok = false;
             }
         }
         let mut params = Vec::new();
+        let mut missing = None;
         for p in &t.params {
             match args.iter().find(|(n, _)| *n == p.name) {
                 Some((_, v)) => params.push((p.name.clone(), self.value(v, el)?)),
-                None => match &p.default {
-                    Some(d) => params.push((p.name.clone(), Value::Literal(d.clone()))),
-                    None if p.mandatory => {
-                        self.report(
-                            Severity::Error,
-                            loc,
-                            el,
-                            format!("template '{target}' needs its parameter '{}'", p.name),
-                        );
-                        ok = false;
+                None if p.mandatory => {
+                    self.report(
+                        Severity::Warning,
+                        loc,
+                        el,
+                        format!(
+                            "template '{target}' needs its parameter '{}': the call fails when it runs",
+                            p.name
+                        ),
+                    );
+                    missing.get_or_insert_with(|| p.name.clone());
+                }
+                None => {
+                    if let Some(d) = &p.default {
+                        params.push((p.name.clone(), Value::Literal(d.clone())));
                     }
-                    None => {}
-                },
+                }
             }
+        }
+        if t.sequence.on_error.is_some() {
+            self.report(
+                Severity::Note,
+                &t.sequence.loc,
+                el,
+                "onError is not used yet: errors go to the proxy's fault sequence",
+            );
         }
         let key = format!("template:{target}");
         let template = if let Some(r) = self.seq_cache.get(&key) {
@@ -1317,7 +1333,12 @@ impl<'a> Compiler<'a> {
             self.seq_cache.insert(key, r.clone());
             self.dependency(r, "template", target, Some(loc))?
         };
-        ok.then(|| Arc::new(TemplateCall { template, params }))
+        Some(Arc::new(TemplateCall {
+            name: target.to_owned(),
+            template,
+            params,
+            missing,
+        }))
     }
 
     fn dependency<T>(
