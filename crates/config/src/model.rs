@@ -39,6 +39,15 @@ pub struct CloneTarget {
     pub endpoint: Option<EndpointRef>,
 }
 
+/// `<iterate expression>` with one `<target>`: each selected element becomes the payload of a new
+/// message (`preservePayload` false).
+#[derive(Clone, Debug)]
+pub struct IterateMediator {
+    pub id: Option<String>,
+    pub expression: ExprSrc,
+    pub target: CloneTarget,
+}
+
 /// `<aggregate>`: `completeCondition` (`messageCount min max`, `timeout`) and `onComplete`
 /// (`expression`, `enclosingElementProperty`, its mediators).
 #[derive(Clone, Debug)]
@@ -355,6 +364,8 @@ pub enum MediatorKind {
     Clone(CloneMediator),
     /// `<aggregate>`: gathers the responses of the copies a clone made.
     Aggregate(Aggregate),
+    /// `<iterate expression>`: a message for each node the expression selects, through the target.
+    Iterate(IterateMediator),
     /// `<call-template target>`: the template's sequence, with `<with-param name value>` (a value
     /// in braces is an expression).
     CallTemplate {

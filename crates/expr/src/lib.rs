@@ -560,36 +560,44 @@ impl Expr {
     /// nodes as their text), for what `aggregate` gathers; property forms and non-node results as
     /// [`Expr::eval_string`].
     pub fn eval_nodes_xml<'e>(&'e self, env: &'e dyn Env) -> Result<Cow<'e, str>, ExprError> {
+        match self.eval_nodes_xml_each(env)? {
+            Some(parts) => Ok(Cow::Owned(parts.concat())),
+            None => self.eval_string(env),
+        }
+    }
+
+    /// Each selected node as XML (as [`Expr::eval_nodes_xml`]), in document order; `None` when the
+    /// expression selects no nodes (a property form, or a number, string or boolean XPath).
+    pub fn eval_nodes_xml_each(&self, env: &dyn Env) -> Result<Option<Vec<String>>, ExprError> {
         let Expr::XPath(x) = self else {
-            return self.eval_string(env);
+            return Ok(None);
         };
         if x.no_nodes {
-            return self.eval_string(env);
+            return Ok(None);
         }
         let doc = env.document()?;
         let nodes = match x.xpath.eval(doc, &x.vars(env)) {
             Ok(sluice_xml::XPathValue::NodeSet(nodes)) => nodes,
-            Ok(_) => return self.eval_string(env),
+            Ok(_) => return Ok(None),
             Err(e) => return Err(invalid(format!("XPath '{}': {e}", x.text))),
         };
-        let mut out = String::new();
+        let mut out = Vec::with_capacity(nodes.len());
         for n in nodes {
             if n.kind() == sluice_xml::NodeKind::Element {
                 let xml = sluice_xml::Fragment::from_nodes(&[n])
                     .and_then(|f| f.to_xml_string())
                     .map_err(|e| invalid(format!("XPath '{}': {e}", x.text)))?;
-                out.push_str(&xml);
+                out.push(xml);
             } else {
                 let text = n.text_content();
-                out.push_str(
-                    &text
-                        .replace('&', "&amp;")
+                out.push(
+                    text.replace('&', "&amp;")
                         .replace('<', "&lt;")
                         .replace('>', "&gt;"),
                 );
             }
         }
-        Ok(Cow::Owned(out))
+        Ok(Some(out))
     }
 
     /// Synapse's `stringValueOf` as used where XML may be the value (OM properties, payloadFactory

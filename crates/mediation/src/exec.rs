@@ -56,6 +56,8 @@ pub enum Flow {
     Clone(Arc<crate::plan::ClonePlan>),
     /// An `aggregate` kept this copy: its mediation ends here (no answer of its own).
     Absorbed,
+    /// `iterate`: a new message for each of these bodies (whole envelopes), through the target.
+    Iterate(Arc<crate::plan::IteratePlan>, Vec<bytes::Bytes>),
     /// `drop`: mediation of this message stops.
     Drop,
     /// `call`: to this endpoint (None: the message's `To`, else the proxy's target), then the
@@ -333,19 +335,22 @@ fn aggregated(
             }
         }
     };
-    let env = match msg.soap {
-        sluice_config::FaultVersion::Soap12 => crate::fault::SOAP12_ENV,
-        _ => crate::fault::SOAP11_ENV,
-    };
-    msg.body = Body::Bytes(
-        format!(
-            "<soapenv:Envelope xmlns:soapenv=\"{env}\"><soapenv:Body>{payload}</soapenv:Body></soapenv:Envelope>"
-        )
-        .into(),
-    );
+    msg.body = Body::Bytes(envelope_with(&payload, msg.soap));
     msg.headers.remove(http::header::CONTENT_LENGTH);
     msg.json_out = None;
     Ok(())
+}
+
+/// A SOAP envelope (1.2 for a SOAP 1.2 message, else 1.1) whose Body holds `payload`.
+fn envelope_with(payload: &str, soap: sluice_config::FaultVersion) -> bytes::Bytes {
+    let env = match soap {
+        sluice_config::FaultVersion::Soap12 => crate::fault::SOAP12_ENV,
+        _ => crate::fault::SOAP11_ENV,
+    };
+    format!(
+        "<soapenv:Envelope xmlns:soapenv=\"{env}\"><soapenv:Body>{payload}</soapenv:Body></soapenv:Envelope>"
+    )
+    .into()
 }
 
 /// Completes a gather whose copies have all ended before its count was reached: the aggregate
@@ -542,6 +547,20 @@ fn run_steps(
                 msg.func.pop();
             }
             Step::Clone(c) => return Ok(Flow::Clone(c.clone())),
+            Step::Iterate(it) => {
+                let parts = it
+                    .expression
+                    .eval_nodes_xml_each(&View { msg, doc })
+                    .map_err(expr_error)?
+                    .ok_or_else(|| {
+                        Error::new(
+                            ErrorKind::Mediation,
+                            "iterate: the expression selects no nodes",
+                        )
+                    })?;
+                let bodies = parts.iter().map(|p| envelope_with(p, msg.soap)).collect();
+                return Ok(Flow::Iterate(it.clone(), bodies));
+            }
             Step::Aggregate(a) => {
                 let part = a
                     .expression

@@ -506,6 +506,8 @@ pub enum Step {
     Clone(Arc<ClonePlan>),
     /// `<aggregate>`: gathers the copies' responses; the last one to arrive goes on, merged.
     Aggregate(Arc<AggregatePlan>),
+    /// `<iterate>`: a message for each element the expression selects, through the target.
+    Iterate(Arc<IteratePlan>),
     /// Leaves the template run last (after a `call` inside it, the continuation's end of it).
     LeaveTemplate,
     Drop,
@@ -571,6 +573,13 @@ pub struct ClonePlan {
 pub struct CloneTargetPlan {
     pub sequence: Option<Arc<SeqPlan>>,
     pub endpoint: Option<Arc<EndpointPlan>>,
+}
+
+/// `<iterate>`: what it splits on, and where each part goes.
+#[derive(Debug)]
+pub struct IteratePlan {
+    pub expression: Expr,
+    pub target: CloneTargetPlan,
 }
 
 /// `<aggregate>`: how many responses complete it (`max`; none or -1: as many as the clone made),
@@ -1244,6 +1253,18 @@ impl<'a> Compiler<'a> {
         self.dependency(r, "sequence", key, from)
     }
 
+    fn clone_target(&mut self, t: &cfg::CloneTarget) -> Option<CloneTargetPlan> {
+        let sequence = match &t.sequence {
+            Some(s) => Some(self.sequence_ref(s, "target")?),
+            None => None,
+        };
+        let endpoint = match &t.endpoint {
+            Some(e) => Some(self.endpoint_ref(e)?),
+            None => None,
+        };
+        Some(CloneTargetPlan { sequence, endpoint })
+    }
+
     /// A `<call-template>`: the template compiled once (cached with the sequences, under
     /// `template:NAME`), each argument checked against its parameters: an unknown one or a
     /// missing mandatory one is an error.
@@ -1641,7 +1662,12 @@ impl<'a> Compiler<'a> {
             if let Some(s) = self.step(m) {
                 let terminal = matches!(
                     s,
-                    Step::Send(_) | Step::Respond | Step::Loopback | Step::Drop | Step::Clone(_)
+                    Step::Send(_)
+                        | Step::Respond
+                        | Step::Loopback
+                        | Step::Drop
+                        | Step::Clone(_)
+                        | Step::Iterate(_)
                 );
                 out.push(s);
                 if terminal && i + 1 < ms.len() {
@@ -1750,17 +1776,17 @@ impl<'a> Compiler<'a> {
             cfg::MediatorKind::Clone(c) => {
                 let mut targets = Vec::new();
                 for t in &c.targets {
-                    let sequence = match &t.sequence {
-                        Some(s) => Some(self.sequence_ref(s, "clone target")?),
-                        None => None,
-                    };
-                    let endpoint = match &t.endpoint {
-                        Some(e) => Some(self.endpoint_ref(e)?),
-                        None => None,
-                    };
-                    targets.push(CloneTargetPlan { sequence, endpoint });
+                    targets.push(self.clone_target(t)?);
                 }
                 Step::Clone(Arc::new(ClonePlan { targets }))
+            }
+            cfg::MediatorKind::Iterate(it) => {
+                let expression = self.expr(&it.expression, el);
+                let target = self.clone_target(&it.target);
+                Step::Iterate(Arc::new(IteratePlan {
+                    expression: expression?,
+                    target: target?,
+                }))
             }
             cfg::MediatorKind::Aggregate(a) => {
                 if a.timeout_secs.is_some() || a.min.is_some_and(|m| m > 0) {
@@ -2453,7 +2479,7 @@ fn body_exprs_all(steps: &[Step], f: &mut dyn FnMut(&Expr) -> bool) -> bool {
                 t.params.iter().all(|(_, v)| value(v, f)) && body_exprs_all(&t.template.steps, f)
             }
             Step::LeaveTemplate | Step::Clone(_) => true,
-            Step::Aggregate(_) => false,
+            Step::Aggregate(_) | Step::Iterate(_) => false,
             Step::Xslt(_)
             | Step::PayloadFactory(_)
             | Step::Validate(_)
@@ -2584,7 +2610,7 @@ pub(crate) fn need_until_call(steps: &[Step], json: bool) -> (BodyNeed, bool) {
             }
             Step::LeaveTemplate => BodyNeed::None,
             // The copies are made of the whole message; the aggregate reads each response.
-            Step::Clone(_) | Step::Aggregate(_) => BodyNeed::Full,
+            Step::Clone(_) | Step::Aggregate(_) | Step::Iterate(_) => BodyNeed::Full,
             Step::Xslt(_)
             | Step::PayloadFactory(_)
             | Step::Validate(_)

@@ -47,8 +47,8 @@ fn validate_of_the_wso2_capp_lists_unsupported_features_by_file() {
         "the WSO2 artifacts have no errors: {err}"
     );
     assert!(
-        err.contains("IterateAndAggregateProxy-1.0.0.xml:5:13")
-            && err.contains("the <iterate> mediator is not supported yet"),
+        err.contains("DatamapperProxy-1.0.0.xml:5:13")
+            && err.contains("the <datamapper> mediator is not supported yet"),
         "{err}"
     );
     assert!(

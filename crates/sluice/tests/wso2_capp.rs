@@ -141,7 +141,7 @@ async fn unsupported_proxies_are_reported_and_the_rest_serve() {
         t.contains("DirectProxy") && t.contains("CBRTransportHeaderProxy"),
         "{t}"
     );
-    for later in ["IterateAndAggregateProxy", "DatamapperProxy", "SecureProxy"] {
+    for later in ["DatamapperProxy", "SecureProxy"] {
         assert!(
             t.contains(&format!("Not deployed: {later}")),
             "{later} must be listed as not deployed:\n{t}"
@@ -446,5 +446,35 @@ async fn clone_and_aggregate_proxies_gather_every_copy() {
         );
         assert_eq!(t.matches("<m:buyStocks").count(), copies, "{proxy}: {t}");
         assert_eq!(be.seen.lock().unwrap().len() - before, copies, "{proxy}");
+    }
+}
+
+/// WSO2's IterateAndAggregateProxy: a back-end call per `order` of the payload, every response's
+/// `order` gathered in the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn iterate_and_aggregate_proxy_calls_once_per_order() {
+    let be = backend().await;
+    let s = start(&capp(), be.addr);
+    let mut c = Conn::open(s.addr).await;
+    let body = payload("1000B_buyStocks.xml");
+    let orders = String::from_utf8_lossy(&body).matches("<order>").count();
+    assert!(orders > 1);
+    let r = c
+        .post("/services/IterateAndAggregateProxy", SOAP_HEADERS, body)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let t = r.text();
+    assert!(
+        t.contains("<Aggregated") && t.contains("</Aggregated>"),
+        "{t}"
+    );
+    assert_eq!(t.matches("<order>").count(), orders, "{t}");
+    let seen = be.seen.lock().unwrap();
+    assert_eq!(seen.len(), orders);
+    // Each call carried one order as its payload.
+    for s in seen.iter() {
+        let b = String::from_utf8_lossy(s.body.as_deref().unwrap_or_default()).into_owned();
+        assert_eq!(b.matches("<order>").count(), 1, "{b}");
     }
 }

@@ -354,7 +354,19 @@ impl Engine {
                 discard(stream).await;
                 return absorbed();
             }
-            Flow::Clone(c) => return Box::pin(self.clone_flow(proxy, msg, stream, c, depth)).await,
+            Flow::Clone(c) => {
+                return Box::pin(self.clone_flow(proxy, msg, stream, Fanout::Clone(c), depth)).await
+            }
+            Flow::Iterate(it, bodies) => {
+                return Box::pin(self.clone_flow(
+                    proxy,
+                    msg,
+                    stream,
+                    Fanout::Iterate(it, bodies),
+                    depth,
+                ))
+                .await
+            }
             // A message marked as a response (RESPONSE, loopback) whose flow ends: the answer.
             Flow::Continue if msg.is_response() => return self.reply(msg, stream).await,
             // Synapse acknowledges a resource that sends nothing.
@@ -543,7 +555,18 @@ impl Engine {
                 Ok(Flow::Drop) => return accepted(),
                 Ok(Flow::Absorbed) => return absorbed(),
                 Ok(Flow::Clone(c)) => {
-                    return Box::pin(self.clone_flow(proxy, rmsg, rstream, c, depth)).await
+                    return Box::pin(self.clone_flow(proxy, rmsg, rstream, Fanout::Clone(c), depth))
+                        .await
+                }
+                Ok(Flow::Iterate(it, bodies)) => {
+                    return Box::pin(self.clone_flow(
+                        proxy,
+                        rmsg,
+                        rstream,
+                        Fanout::Iterate(it, bodies),
+                        depth,
+                    ))
+                    .await
                 }
                 Ok(Flow::Send(Some(next))) => next,
                 Ok(Flow::Call(next, k)) => {
@@ -618,17 +641,34 @@ impl Engine {
         proxy: &Arc<ProxyPlan>,
         mut msg: Message,
         mut stream: Option<Inbound>,
-        plan: Arc<sluice_mediation::plan::ClonePlan>,
+        fanout: Fanout,
         depth: Depth,
     ) -> Response<RelayBody> {
         if let Err(e) = self.read_whole(&mut msg, &mut stream).await {
             return self.default_fault(msg.soap, &e);
         }
-        let gather = Arc::new(sluice_mediation::message::Gather::new(plan.targets.len()));
+        // Each copy's target, and its own body (an iterate's part) or the message's.
+        let targets: Vec<(&sluice_mediation::plan::CloneTargetPlan, Option<Bytes>)> = match &fanout
+        {
+            Fanout::Clone(c) => c.targets.iter().map(|t| (t, None)).collect(),
+            Fanout::Iterate(it, bodies) => bodies
+                .iter()
+                .map(|b| (&it.target, Some(b.clone())))
+                .collect(),
+        };
+        if targets.is_empty() {
+            // Nothing to send (an iterate over no element): nothing comes back to aggregate.
+            return accepted();
+        }
+        let gather = Arc::new(sluice_mediation::message::Gather::new(targets.len()));
         msg.gather = Some(gather.clone());
-        let mut copies = Vec::with_capacity(plan.targets.len());
-        for t in &plan.targets {
+        let mut copies = Vec::with_capacity(targets.len());
+        for (t, body) in targets {
             let mut copy = msg.clone();
+            if let Some(b) = body {
+                copy.body = Body::Bytes(b);
+                copy.headers.remove(header::CONTENT_LENGTH);
+            }
             copies.push(Box::pin(async move {
                 let flow = match &t.sequence {
                     Some(seq) => match exec::run(&seq.steps, &mut copy) {
@@ -1383,6 +1423,12 @@ fn read_body(b: Bytes) -> Body {
     } else {
         Body::Bytes(b)
     }
+}
+
+/// What `clone_flow` fans a message out for.
+enum Fanout {
+    Clone(Arc<sluice_mediation::plan::ClonePlan>),
+    Iterate(Arc<sluice_mediation::plan::IteratePlan>, Vec<Bytes>),
 }
 
 /// Marks the answer of a copy an `aggregate` absorbed: not an answer for the client.
