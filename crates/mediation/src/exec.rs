@@ -341,6 +341,9 @@ fn aggregated(
     Ok(())
 }
 
+/// The most messages one `iterate` makes (each goes to its target at once).
+const MAX_ITERATIONS: usize = 4096;
+
 /// A SOAP envelope (1.2 for a SOAP 1.2 message, else 1.1) whose Body holds `payload`.
 fn envelope_with(payload: &str, soap: sluice_config::FaultVersion) -> bytes::Bytes {
     let env = match soap {
@@ -558,6 +561,16 @@ fn run_steps(
                             "iterate: the expression selects no nodes",
                         )
                     })?;
+                // One request must not fan out without bound: each part is a back-end call.
+                if parts.len() > MAX_ITERATIONS {
+                    return Err(Error::new(
+                        ErrorKind::Mediation,
+                        format!(
+                            "iterate: the expression selects {} elements, more than {MAX_ITERATIONS}",
+                            parts.len()
+                        ),
+                    ));
+                }
                 let bodies = parts.iter().map(|p| envelope_with(p, msg.soap)).collect();
                 return Ok(Flow::Iterate(it.clone(), bodies));
             }
