@@ -1441,26 +1441,20 @@ fn absorbed() -> Response<RelayBody> {
     r
 }
 
-/// Every future's output, in order, once all have ended (polled together).
-async fn join_all<F: Future>(mut futures: Vec<Pin<Box<F>>>) -> Vec<F::Output> {
-    let mut out: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (f, slot) in futures.iter_mut().zip(out.iter_mut()) {
-            if slot.is_none() {
-                match f.as_mut().poll(cx) {
-                    std::task::Poll::Ready(v) => *slot = Some(v),
-                    std::task::Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            std::task::Poll::Pending
-        } else {
-            std::task::Poll::Ready(())
-        }
-    })
-    .await;
+/// Every future's output, in order, once all have ended: polled together, each only when it was
+/// woken (`FuturesUnordered`), so many copies cost no more than their own wake-ups.
+async fn join_all<F: Future>(futures: Vec<Pin<Box<F>>>) -> Vec<F::Output> {
+    use futures_util::stream::{FuturesUnordered, StreamExt};
+    let n = futures.len();
+    let mut running: FuturesUnordered<_> = futures
+        .into_iter()
+        .enumerate()
+        .map(|(k, f)| async move { (k, f.await) })
+        .collect();
+    let mut out: Vec<Option<F::Output>> = (0..n).map(|_| None).collect();
+    while let Some((k, v)) = running.next().await {
+        out[k] = Some(v);
+    }
     out.into_iter().flatten().collect()
 }
 
