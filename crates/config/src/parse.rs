@@ -1088,14 +1088,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
                 return None;
             }
         }
-        if n.attribute("attachPath").is_some() {
-            self.report(
-                Severity::Unsupported,
-                n,
-                "iterate with attachPath is not supported yet",
-            );
-            return None;
-        }
+        // attachPath matters only with preservePayload (refused above): ignored, as in Synapse.
         let expression = self.required_attr(n, "expression")?;
         let expression = self.expr(n, "expression", &expression);
         let c = self.clone_mediator(n)?;

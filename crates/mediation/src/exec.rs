@@ -311,7 +311,16 @@ fn aggregated(
     msg: &mut Message,
 ) -> Result<(), Error> {
     let inner: String = parts.concat();
-    let payload = match a.enclosing.as_deref().and_then(|p| msg.props.get(p)) {
+    let enclosing = match a.enclosing.as_deref() {
+        None => None,
+        Some(p) => Some(msg.props.get(p).ok_or_else(|| {
+            Error::new(
+                ErrorKind::Mediation,
+                format!("aggregate: the enclosing element property '{p}' is not set"),
+            )
+        })?),
+    };
+    let payload = match enclosing {
         None => inner,
         Some(wrapper) => {
             let w = wrapper.trim();
@@ -344,11 +353,13 @@ fn aggregated(
 /// The most messages one `iterate` makes (each goes to its target at once).
 const MAX_ITERATIONS: usize = 4096;
 
-/// A SOAP envelope (1.2 for a SOAP 1.2 message, else 1.1) whose Body holds `payload`.
+/// A SOAP envelope (1.2 for a SOAP 1.2 message, 1.1 for SOAP 1.1) whose Body holds `payload`;
+/// for a plain XML message the payload itself, as Synapse's POX formatter writes it.
 fn envelope_with(payload: &str, soap: sluice_config::FaultVersion) -> bytes::Bytes {
     let env = match soap {
         sluice_config::FaultVersion::Soap12 => crate::fault::SOAP12_ENV,
-        _ => crate::fault::SOAP11_ENV,
+        sluice_config::FaultVersion::Soap11 => crate::fault::SOAP11_ENV,
+        sluice_config::FaultVersion::Pox => return bytes::Bytes::from(payload.to_owned()),
     };
     format!(
         "<soapenv:Envelope xmlns:soapenv=\"{env}\"><soapenv:Body>{payload}</soapenv:Body></soapenv:Envelope>"
@@ -356,9 +367,9 @@ fn envelope_with(payload: &str, soap: sluice_config::FaultVersion) -> bytes::Byt
     .into()
 }
 
-/// Completes a gather whose copies have all ended before its count was reached: the aggregate
-/// runs its `onComplete` on the last message that reached it, with what was gathered. `None` when
-/// no copy reached an aggregate.
+/// Completes a gather whose copies have all ended before its count was reached (some dropped, or
+/// failed): the aggregate runs its `onComplete` on the first message it gathered, with what was
+/// gathered. `None` when no copy reached an aggregate.
 pub fn complete_gather(g: &crate::message::Gather) -> Option<(Message, Result<Flow, Error>)> {
     let (plan, mut msg, parts) = {
         let mut st = g.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -575,31 +586,45 @@ fn run_steps(
                 return Ok(Flow::Iterate(it.clone(), bodies));
             }
             Step::Aggregate(a) => {
+                // Not a copy a clone or iterate made: nothing to aggregate (Synapse logs it and
+                // goes on without onComplete).
+                let Some(g) = msg.gather.clone() else {
+                    continue;
+                };
                 let part = a
                     .expression
                     .eval_nodes_xml(&View { msg, doc })
                     .map(Cow::into_owned)
                     .map_err(expr_error)?;
-                let parts = match msg.gather.clone() {
-                    // Not a clone's copy: it alone completes the aggregate.
-                    None => vec![part],
-                    Some(g) => {
-                        let mut st = g.state.lock().unwrap_or_else(|p| p.into_inner());
-                        if st.done {
-                            return Ok(Flow::Absorbed);
-                        }
-                        st.parts.push(part);
-                        let want = a.max.unwrap_or(g.copies).min(g.copies);
-                        if st.parts.len() < want {
-                            st.plan = Some(a.clone());
-                            st.last = Some(Box::new(msg.clone()));
-                            return Ok(Flow::Absorbed);
-                        }
-                        st.done = true;
-                        st.last = None;
-                        std::mem::take(&mut st.parts)
+                let (parts, first) = {
+                    let mut st = g.state.lock().unwrap_or_else(|p| p.into_inner());
+                    if st.done {
+                        return Ok(Flow::Absorbed);
                     }
+                    st.parts.push(part);
+                    // The first message gathered is what the merged one is made from (Synapse).
+                    if st.last.is_none() {
+                        st.last = Some(Box::new(msg.clone()));
+                    }
+                    // Complete at min or max, whichever comes first, else at every copy.
+                    let want = [a.min, a.max]
+                        .into_iter()
+                        .flatten()
+                        .min()
+                        .unwrap_or(g.copies)
+                        .min(g.copies);
+                    if st.parts.len() < want {
+                        st.plan = Some(a.clone());
+                        return Ok(Flow::Absorbed);
+                    }
+                    st.done = true;
+                    (std::mem::take(&mut st.parts), st.last.take())
                 };
+                if let Some(first) = first {
+                    *msg = *first;
+                }
+                // The copies' gather is over: an aggregate further on is another one's.
+                msg.gather = None;
                 aggregated(a, &parts, msg)?;
                 *doc = DocCache::new();
                 if let Some(f) = nested(run_steps(&a.on_complete, 0, msg, doc)?, steps, i) {

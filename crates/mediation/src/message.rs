@@ -98,8 +98,8 @@ pub struct Gathered {
     pub parts: Vec<String>,
     /// The aggregate has completed: later copies are dropped.
     pub done: bool,
-    /// The aggregate the copies reached, and the last message that reached it: what the engine
-    /// completes with when every copy has ended before the count was reached.
+    /// The aggregate the copies reached, and the first message it gathered: what the merged
+    /// message is made from, also when the engine completes it because every copy has ended.
     pub plan: Option<std::sync::Arc<crate::plan::AggregatePlan>>,
     pub last: Option<Box<Message>>,
 }

@@ -588,6 +588,8 @@ pub struct IteratePlan {
 #[derive(Debug)]
 pub struct AggregatePlan {
     pub max: Option<usize>,
+    /// `messageCount min`: it completes at min or max, whichever comes first.
+    pub min: Option<usize>,
     pub expression: Expr,
     pub enclosing: Option<String>,
     pub on_complete: Steps,
@@ -1253,14 +1255,25 @@ impl<'a> Compiler<'a> {
         self.dependency(r, "sequence", key, from)
     }
 
+    /// A clone or iterate target: its sequence, or else its endpoint (Synapse runs the sequence
+    /// when there is one, and the endpoint only when there is none).
     fn clone_target(&mut self, t: &cfg::CloneTarget) -> Option<CloneTargetPlan> {
         let sequence = match &t.sequence {
             Some(s) => Some(self.sequence_ref(s, "target")?),
             None => None,
         };
-        let endpoint = match &t.endpoint {
-            Some(e) => Some(self.endpoint_ref(e)?),
-            None => None,
+        let endpoint = match (&t.endpoint, &sequence) {
+            (Some(_), Some(_)) => {
+                self.report(
+                    Severity::Warning,
+                    &t.loc,
+                    "target",
+                    "a target with a sequence runs the sequence only; its endpoint is not used",
+                );
+                None
+            }
+            (Some(e), None) => Some(self.endpoint_ref(e)?),
+            (None, _) => None,
         };
         Some(CloneTargetPlan { sequence, endpoint })
     }
@@ -1781,6 +1794,15 @@ impl<'a> Compiler<'a> {
                 Step::Clone(Arc::new(ClonePlan { targets }))
             }
             cfg::MediatorKind::Iterate(it) => {
+                if it.expression.text.contains("json-eval") {
+                    self.report(
+                        Severity::Unsupported,
+                        &m.loc,
+                        el,
+                        "iterating over JSON (a json-eval expression) is not supported yet",
+                    );
+                    return None;
+                }
                 let expression = self.expr(&it.expression, el);
                 let target = self.clone_target(&it.target);
                 Step::Iterate(Arc::new(IteratePlan {
@@ -1789,19 +1811,34 @@ impl<'a> Compiler<'a> {
                 }))
             }
             cfg::MediatorKind::Aggregate(a) => {
-                if a.timeout_secs.is_some() || a.min.is_some_and(|m| m > 0) {
+                if a.timeout_secs.is_some() {
                     self.report(
                         Severity::Note,
                         &m.loc,
                         el,
-                        "completeCondition timeout and min are not applied: the aggregate completes at max, or when every copy has ended (each within its endpoint's timeout)",
+                        "completeCondition timeout is not applied: the aggregate completes at its count, or when every copy has ended (each within its endpoint's timeout)",
                     );
                 }
                 let expression = self.expr(&a.expression, el);
+                if matches!(expression, Some(Expr::Json(_)))
+                    || a.expression.text.contains("json-eval")
+                {
+                    self.report(
+                        Severity::Unsupported,
+                        &m.loc,
+                        el,
+                        "aggregating JSON (a json-eval expression) is not supported yet",
+                    );
+                    return None;
+                }
                 let on_complete = self.steps(&a.on_complete.mediators);
                 Step::Aggregate(Arc::new(AggregatePlan {
                     max: a
                         .max
+                        .and_then(|m| usize::try_from(m).ok())
+                        .filter(|&m| m > 0),
+                    min: a
+                        .min
                         .and_then(|m| usize::try_from(m).ok())
                         .filter(|&m| m > 0),
                     expression: expression?,

@@ -670,26 +670,25 @@ impl Engine {
                 copy.headers.remove(header::CONTENT_LENGTH);
             }
             copies.push(Box::pin(async move {
-                let flow = match &t.sequence {
-                    Some(seq) => match exec::run(&seq.steps, &mut copy) {
+                // The target's sequence, or else its endpoint (Synapse's Target); a sequence that
+                // ends without sending ends the copy, with no answer of its own.
+                let flow = match (&t.sequence, &t.endpoint) {
+                    (Some(seq), _) => match exec::run(&seq.steps, &mut copy) {
+                        Ok(Flow::Continue) => return accepted(),
                         Ok(f) => f,
                         Err(e) => return self.fault_flow(proxy, copy, e, None).await,
                     },
-                    None => Flow::Continue,
-                };
-                // A target's endpoint takes the copy when its sequence (if any) ends without
-                // deciding; a sequence that sends decides for itself.
-                let flow = match (flow, &t.endpoint) {
-                    (Flow::Continue, Some(ep)) => Flow::Send(Some(ep.clone())),
-                    (f, _) => f,
+                    (None, Some(ep)) => Flow::Send(Some(ep.clone())),
+                    (None, None) => return accepted(),
                 };
                 self.request_decided(proxy, copy, None, flow, depth).await
             }));
         }
         let answers = join_all(copies).await;
+        // The first real answer: not a copy an aggregate kept, nor one dropped or sent one-way.
         if let Some(r) = answers
             .into_iter()
-            .find(|r| r.extensions().get::<Absorbed>().is_none())
+            .find(|r| r.extensions().get::<NoAnswer>().is_none())
         {
             return r;
         }
@@ -1431,14 +1430,14 @@ enum Fanout {
     Iterate(Arc<sluice_mediation::plan::IteratePlan>, Vec<Bytes>),
 }
 
-/// Marks the answer of a copy an `aggregate` absorbed: not an answer for the client.
+/// Marks a 202 that acknowledges rather than answers (a drop, a one-way send, a copy an
+/// `aggregate` kept or whose target sequence sent nothing): among a clone's copies, not the
+/// client's answer.
 #[derive(Clone, Copy)]
-struct Absorbed;
+struct NoAnswer;
 
 fn absorbed() -> Response<RelayBody> {
-    let mut r = accepted();
-    r.extensions_mut().insert(Absorbed);
-    r
+    accepted()
 }
 
 /// Every future's output, in order, once all have ended: polled together, each only when it was
@@ -1461,6 +1460,7 @@ async fn join_all<F: Future>(futures: Vec<Pin<Box<F>>>) -> Vec<F::Output> {
 fn accepted() -> Response<RelayBody> {
     let mut r = Response::new(RelayBody::Empty);
     *r.status_mut() = StatusCode::ACCEPTED;
+    r.extensions_mut().insert(NoAnswer);
     r
 }
 
