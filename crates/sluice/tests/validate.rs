@@ -2,15 +2,19 @@
 
 mod common;
 use common::*;
-use std::process::Command;
+use std::process::{Command, Output};
+
+/// `sluice validate` on a folder: its output.
+fn validate(dir: &std::path::Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["validate", dir.to_str().unwrap()])
+        .output()
+        .unwrap()
+}
 
 #[test]
 fn validate_reports_unknown_mediator_and_malformed_xml() {
-    let dir = test_config("invalid");
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["validate", dir.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let out = validate(&test_config("invalid"));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "stderr: {err}");
     assert!(
@@ -32,10 +36,7 @@ fn validate_reports_unknown_mediator_and_malformed_xml() {
 
 #[test]
 fn validate_of_the_wso2_capp_lists_unsupported_features_by_file() {
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["validate", capp().to_str().unwrap()])
-        .output()
-        .unwrap();
+    let out = validate(&capp());
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
         out.status.code(),
@@ -74,11 +75,7 @@ fn run_refuses_a_configuration_with_errors() {
 
 #[test]
 fn validate_reports_template_mistakes() {
-    let dir = test_config("template-errors");
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["validate", dir.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let out = validate(&test_config("template-errors"));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "stderr: {err}");
     for want in [
