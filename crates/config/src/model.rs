@@ -35,6 +35,9 @@ pub struct CloneMediator {
 #[derive(Clone, Debug)]
 pub struct CloneTarget {
     pub loc: Location,
+    /// The copy's WS-Addressing To and SOAP action.
+    pub to: Option<String>,
+    pub soap_action: Option<String>,
     pub sequence: Option<SequenceRef>,
     pub endpoint: Option<EndpointRef>,
 }

@@ -1125,18 +1125,10 @@ impl<'a, 'input> FileParser<'a, 'input> {
                 );
                 continue;
             }
-            for a in ["to", "soapAction"] {
-                if c.attribute(a).is_some() {
-                    self.report(
-                        Severity::Unsupported,
-                        c,
-                        format!("a clone target's '{a}' is not supported yet"),
-                    );
-                    return None;
-                }
-            }
             let mut t = CloneTarget {
                 loc: self.loc(c),
+                to: c.attribute("to").map(str::to_owned),
+                soap_action: c.attribute("soapAction").map(str::to_owned),
                 sequence: c.attribute("sequence").map(|k| SequenceRef::Key {
                     key: k.to_owned(),
                     loc: self.attr_loc(c, "sequence"),
@@ -1157,11 +1149,11 @@ impl<'a, 'input> FileParser<'a, 'input> {
                     ),
                 }
             }
-            if t.sequence.is_none() && t.endpoint.is_none() {
+            if t.sequence.is_none() && t.endpoint.is_none() && t.to.is_none() {
                 self.report(
                     Severity::Error,
                     c,
-                    "a clone target needs a sequence or an endpoint",
+                    "a clone target needs a sequence, an endpoint or a 'to' address",
                 );
                 continue;
             }

@@ -573,6 +573,9 @@ pub struct ClonePlan {
 pub struct CloneTargetPlan {
     pub sequence: Option<Arc<SeqPlan>>,
     pub endpoint: Option<Arc<EndpointPlan>>,
+    /// The copy's To address (where a send without an endpoint goes) and action.
+    pub to: Option<String>,
+    pub soap_action: Option<String>,
 }
 
 /// `<iterate>`: what it splits on, and where each part goes.
@@ -1275,7 +1278,12 @@ impl<'a> Compiler<'a> {
             (Some(e), None) => Some(self.endpoint_ref(e)?),
             (None, _) => None,
         };
-        Some(CloneTargetPlan { sequence, endpoint })
+        Some(CloneTargetPlan {
+            sequence,
+            endpoint,
+            to: t.to.clone(),
+            soap_action: t.soap_action.clone(),
+        })
     }
 
     /// A `<call-template>`: the template compiled once (cached with the sequences, under

@@ -669,6 +669,12 @@ impl Engine {
                 copy.body = Body::Bytes(b);
                 copy.headers.remove(header::CONTENT_LENGTH);
             }
+            if let Some(to) = &t.to {
+                copy.to = Some(to.clone());
+            }
+            if let Some(a) = &t.soap_action {
+                copy.action = Some(sluice_mediation::message::ActionChange::Set(a.clone()));
+            }
             copies.push(Box::pin(async move {
                 // The target's sequence, or else its endpoint (Synapse's Target); a sequence that
                 // ends without sending ends the copy, with no answer of its own.
@@ -679,6 +685,8 @@ impl Engine {
                         Err(e) => return self.fault_flow(proxy, copy, e, None).await,
                     },
                     (None, Some(ep)) => Flow::Send(Some(ep.clone())),
+                    // Only a `to`: the copy goes to that address.
+                    (None, None) if copy.to.is_some() => Flow::Send(None),
                     (None, None) => return accepted(),
                 };
                 self.request_decided(proxy, copy, None, flow, depth).await
