@@ -24,8 +24,8 @@ pub struct Config {
     pub templates: Vec<Template>,
 }
 
-/// `<clone [continueParent]>`: each `<target>` gets a copy of the message, run through its sequence
-/// or sent to its endpoint.
+/// `<clone>`: each `<target>` gets a copy of the message, run through its sequence or sent to its
+/// endpoint (or `to` address).
 #[derive(Clone, Debug)]
 pub struct CloneMediator {
     pub id: Option<String>,

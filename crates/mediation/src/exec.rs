@@ -378,7 +378,7 @@ pub fn complete_gather(g: &crate::message::Gather) -> Option<(Message, Result<Fl
         }
         st.done = true;
         let plan = st.plan.take()?;
-        let msg = *st.last.take()?;
+        let msg = *st.first.take()?;
         (plan, msg, std::mem::take(&mut st.parts))
     };
     msg.gather = None;
@@ -603,8 +603,8 @@ fn run_steps(
                     }
                     st.parts.push(part);
                     // The first message gathered is what the merged one is made from (Synapse).
-                    if st.last.is_none() {
-                        st.last = Some(Box::new(msg.clone()));
+                    if st.first.is_none() {
+                        st.first = Some(Box::new(msg.clone()));
                     }
                     // Complete at min or max, whichever comes first, else at every copy.
                     let want = [a.min, a.max]
@@ -618,7 +618,7 @@ fn run_steps(
                         return Ok(Flow::Absorbed);
                     }
                     st.done = true;
-                    (std::mem::take(&mut st.parts), st.last.take())
+                    (std::mem::take(&mut st.parts), st.first.take())
                 };
                 if let Some(first) = first {
                     *msg = *first;

@@ -101,7 +101,7 @@ pub struct Gathered {
     /// The aggregate the copies reached, and the first message it gathered: what the merged
     /// message is made from, also when the engine completes it because every copy has ended.
     pub plan: Option<std::sync::Arc<crate::plan::AggregatePlan>>,
-    pub last: Option<Box<Message>>,
+    pub first: Option<Box<Message>>,
 }
 
 impl Gather {

@@ -504,7 +504,8 @@ pub enum Step {
     Template(Arc<TemplateCall>),
     /// `<clone>`: a copy of the message for each target; mediation of the original ends.
     Clone(Arc<ClonePlan>),
-    /// `<aggregate>`: gathers the copies' responses; the last one to arrive goes on, merged.
+    /// `<aggregate>`: gathers the copies' responses; the one that completes it goes on as the
+    /// merged message, made from the first one gathered.
     Aggregate(Arc<AggregatePlan>),
     /// `<iterate>`: a message for each element the expression selects, through the target.
     Iterate(Arc<IteratePlan>),
@@ -563,7 +564,7 @@ pub enum Step {
     },
 }
 
-/// `<clone>`'s targets, each a sequence, an endpoint, or a sequence then its endpoint.
+/// `<clone>`'s targets, each a sequence, else an endpoint, else a `to` address.
 #[derive(Debug)]
 pub struct ClonePlan {
     pub targets: Vec<CloneTargetPlan>,
@@ -1287,8 +1288,9 @@ impl<'a> Compiler<'a> {
     }
 
     /// A `<call-template>`: the template compiled once (cached with the sequences, under
-    /// `template:NAME`), each argument checked against its parameters: an unknown one or a
-    /// missing mandatory one is an error.
+    /// `template:NAME`), each argument checked against its parameters: an unknown one is ignored
+    /// and a missing mandatory one fails the call when it runs (a warning each). An unknown
+    /// template is an error.
     fn call_template(
         &mut self,
         target: &str,

@@ -326,13 +326,6 @@ fn bind(host: &str, port: u16) -> std::io::Result<std::net::TcpListener> {
     sluice_echo::bind(addr)
 }
 
-fn threads_of(listen: &Listen) -> usize {
-    listen.workers.map_or_else(
-        || std::thread::available_parallelism().map_or(1, |n| n.get()),
-        usize::from,
-    )
-}
-
 /// The https listening socket and TLS acceptor, when `--https-port` is set.
 fn https_listener(listen: &Listen) -> Result<Option<(std::net::TcpListener, TlsAcceptor)>, String> {
     let (Some(port), Some(cert), Some(key)) =
@@ -382,8 +375,12 @@ fn serve(
             return ExitCode::from(2);
         }
     };
+    let threads = listen.workers.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        usize::from,
+    );
     let mut https_seats = match &https {
-        Some(_) => sluice_balance::seats(threads_of(&listen)),
+        Some(_) => sluice_balance::seats(threads),
         None => Vec::new(),
     };
     let only_https: Vec<&str> = plan
@@ -403,7 +400,6 @@ fn serve(
         names.len(),
         names.join(", ")
     );
-    let threads = threads_of(&listen);
     let plan = Arc::new(plan);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let opts = ServerOptions {

@@ -346,13 +346,9 @@ impl Engine {
             // Boxed: its state stays out of every request's future.
             Flow::Loopback => return Box::pin(self.loopback(proxy, msg, stream, depth)).await,
             Flow::Send(None) if msg.is_response() => return self.reply(msg, stream).await,
-            Flow::Drop => {
+            Flow::Drop | Flow::Absorbed => {
                 discard(stream).await;
                 return accepted();
-            }
-            Flow::Absorbed => {
-                discard(stream).await;
-                return absorbed();
             }
             Flow::Clone(c) => {
                 return Box::pin(self.clone_flow(proxy, msg, stream, Fanout::Clone(c), depth)).await
@@ -552,8 +548,7 @@ impl Engine {
                 Ok(Flow::Continue | Flow::Send(None) | Flow::Respond | Flow::Loopback) => {
                     return client_response(rmsg, rstream, Some(idle))
                 }
-                Ok(Flow::Drop) => return accepted(),
-                Ok(Flow::Absorbed) => return absorbed(),
+                Ok(Flow::Drop | Flow::Absorbed) => return accepted(),
                 Ok(Flow::Clone(c)) => {
                     return Box::pin(self.clone_flow(proxy, rmsg, rstream, Fanout::Clone(c), depth))
                         .await
@@ -630,12 +625,13 @@ impl Engine {
         }
     }
 
-    /// `clone`: the whole message is read, and each target gets a copy (sharing one `Gather` for
-    /// an `aggregate` to collect them), run through its sequence and on to its endpoint, all at
-    /// once within this request. The answer is the first copy's own answer that an aggregate did
-    /// not absorb: the one that completed the aggregate, or a copy's fault. When every copy was
-    /// absorbed before the aggregate's count was reached (a copy failed elsewhere), the aggregate
-    /// completes with what it has.
+    /// `clone` and `iterate`: the whole message is read, and each target gets a copy (an
+    /// iterate's copy its own part as payload), sharing one `Gather` for an `aggregate` to collect
+    /// them, run through its sequence, else sent to its endpoint or `to` address, all at once
+    /// within this request. The answer is the first copy's real answer (not a [`NoAnswer`]
+    /// 202): the one that completed the aggregate, or a copy's fault. When no copy answered
+    /// before the aggregate's count was reached (some were dropped or failed), the aggregate
+    /// completes with what it has, and what its `onComplete` decides is carried out.
     async fn clone_flow(
         &self,
         proxy: &Arc<ProxyPlan>,
@@ -700,10 +696,13 @@ impl Engine {
         {
             return r;
         }
+        // What onComplete decided is carried out as on any response path.
         match exec::complete_gather(&gather) {
             None => accepted(),
             Some((m, Err(e))) => self.default_fault(m.soap, &e),
-            Some((m, Ok(_))) => client_response(m, None, None),
+            Some((m, Ok(flow))) => {
+                Box::pin(self.request_decided(proxy, m, None, flow, depth)).await
+            }
         }
     }
 
@@ -1444,25 +1443,15 @@ enum Fanout {
 #[derive(Clone, Copy)]
 struct NoAnswer;
 
-fn absorbed() -> Response<RelayBody> {
-    accepted()
-}
-
 /// Every future's output, in order, once all have ended: polled together, each only when it was
-/// woken (`FuturesUnordered`), so many copies cost no more than their own wake-ups.
+/// woken (`FuturesOrdered`), so many copies cost no more than their own wake-ups.
 async fn join_all<F: Future>(futures: Vec<Pin<Box<F>>>) -> Vec<F::Output> {
-    use futures_util::stream::{FuturesUnordered, StreamExt};
-    let n = futures.len();
-    let mut running: FuturesUnordered<_> = futures
+    use futures_util::stream::{FuturesOrdered, StreamExt};
+    futures
         .into_iter()
-        .enumerate()
-        .map(|(k, f)| async move { (k, f.await) })
-        .collect();
-    let mut out: Vec<Option<F::Output>> = (0..n).map(|_| None).collect();
-    while let Some((k, v)) = running.next().await {
-        out[k] = Some(v);
-    }
-    out.into_iter().flatten().collect()
+        .collect::<FuturesOrdered<_>>()
+        .collect()
+        .await
 }
 
 fn accepted() -> Response<RelayBody> {
