@@ -381,14 +381,24 @@ pub fn complete_gather(g: &crate::message::Gather) -> Option<(Message, Result<Fl
         let msg = *st.first.take()?;
         (plan, msg, std::mem::take(&mut st.parts))
     };
-    msg.gather = None;
-    if let Err(e) = aggregated(&plan, &parts, &mut msg) {
-        return Some((msg, Err(e)));
-    }
     let mut doc = DocCache::new();
-    let flow = run_steps(&plan.on_complete, 0, &mut msg, &mut doc)
-        .and_then(|f| leaving(f, &mut msg, &doc));
+    let flow =
+        completed(&plan, &parts, &mut msg, &mut doc).and_then(|f| leaving(f, &mut msg, &doc));
     Some((msg, flow))
+}
+
+/// An aggregate's end, inline or from the engine: the gather is over (an aggregate further on is
+/// another one's), the merged message is made, and `onComplete` runs on it.
+fn completed(
+    a: &crate::plan::AggregatePlan,
+    parts: &[String],
+    msg: &mut Message,
+    doc: &mut DocCache,
+) -> Result<Flow, Error> {
+    msg.gather = None;
+    aggregated(a, parts, msg)?;
+    *doc = DocCache::new();
+    run_steps(&a.on_complete, 0, msg, doc)
 }
 
 /// `flow` from a nested list (a branch or a sequence) run by step `i` of `steps`: a `call` in it
@@ -623,11 +633,7 @@ fn run_steps(
                 if let Some(first) = first {
                     *msg = *first;
                 }
-                // The copies' gather is over: an aggregate further on is another one's.
-                msg.gather = None;
-                aggregated(a, &parts, msg)?;
-                *doc = DocCache::new();
-                if let Some(f) = nested(run_steps(&a.on_complete, 0, msg, doc)?, steps, i) {
+                if let Some(f) = nested(completed(a, &parts, msg, doc)?, steps, i) {
                     return Ok(f);
                 }
             }
