@@ -16,7 +16,7 @@ use serde_json::Value;
 use std::borrow::Cow;
 
 /// One step of a path.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 enum Step {
     /// `.name`, `['name']`; several for `['a','b']`.
     Names(Vec<String>),
@@ -54,7 +54,7 @@ impl From<String> for JsonPathError {
 }
 
 /// A compiled JsonPath.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct JsonPath {
     text: String,
     steps: Vec<Step>,
@@ -191,10 +191,6 @@ impl JsonPath {
     /// Whether the path selects at most one value (Jayway's "definite" path; a function keeps it
     /// as it is).
     pub fn is_definite(&self) -> bool {
-        self.steps_definite()
-    }
-
-    fn steps_definite(&self) -> bool {
         let last = self.steps.len().saturating_sub(1);
         self.steps.iter().enumerate().all(|(k, s)| match s {
             Step::Names(n) => n.len() == 1 || k == last,
@@ -466,12 +462,6 @@ fn split_outside_quotes(s: &str) -> Vec<&str> {
 /// equals a string that parses to the same number, and a string a number whose text it is.
 #[derive(Clone, Debug)]
 pub struct Filter(Node);
-
-impl PartialEq for Filter {
-    fn eq(&self, other: &Self) -> bool {
-        format!("{:?}", self.0) == format!("{:?}", other.0)
-    }
-}
 
 #[derive(Clone, Debug)]
 enum Node {

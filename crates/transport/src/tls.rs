@@ -109,10 +109,7 @@ pub fn client_config(
     }
     let mut roots = system_roots();
     add_cas(&mut roots, "--trust-ca", ca_files)?;
-    let builder = ClientConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS: {e}"))?
-        .with_root_certificates(roots);
+    let builder = client_builder(roots)?;
     let cfg = match identity {
         None => builder.with_no_client_auth(),
         Some(id) => builder
@@ -122,16 +119,25 @@ pub fn client_config(
     Ok(Arc::new(cfg))
 }
 
+/// A client configuration trusting `roots`, ring provider, safe protocol versions; the client
+/// certificate (or none) still to choose.
+fn client_builder(
+    roots: RootCertStore,
+) -> Result<rustls::ConfigBuilder<ClientConfig, rustls::client::WantsClientCert>, String> {
+    Ok(ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))?
+        .with_root_certificates(roots))
+}
+
 /// The configuration with the system's roots alone, made once per process.
 pub fn default_client_config() -> Arc<ClientConfig> {
     static DEFAULT: OnceLock<Arc<ClientConfig>> = OnceLock::new();
     DEFAULT
         .get_or_init(|| {
             // The ring provider with safe defaults and no client certificate cannot fail to build.
-            let cfg = ClientConfig::builder_with_provider(provider())
-                .with_safe_default_protocol_versions()
-                .unwrap_or_else(|e| panic!("TLS: {e}"))
-                .with_root_certificates(system_roots())
+            let cfg = client_builder(system_roots())
+                .unwrap_or_else(|e| panic!("{e}"))
                 .with_no_client_auth();
             Arc::new(cfg)
         })
