@@ -22,6 +22,29 @@ pub struct Config {
     pub resources: Vec<Resource>,
     /// Sequence templates (`<template>` with a `<sequence>`).
     pub templates: Vec<Template>,
+    /// Endpoint templates (`<template>` with an `<endpoint>`).
+    pub endpoint_templates: Vec<EndpointTemplate>,
+}
+
+/// A `<template>` holding an `<endpoint>`: an endpoint written once with `$param` values, made
+/// concrete by each `<endpoint template="..">` that names it ([`crate::parse::instantiate_endpoint`]).
+/// As in Synapse, a parameter is put in where it stands as a whole attribute value or as the whole
+/// text of an element; anything else is left as written.
+#[derive(Clone, Debug)]
+pub struct EndpointTemplate {
+    pub name: String,
+    pub loc: Location,
+    /// The declared parameters; `name` and `uri` are always among them.
+    pub params: Vec<String>,
+    /// The `<endpoint>` element's text as written in its file.
+    pub source: Arc<str>,
+    /// Where that text starts.
+    pub source_loc: Location,
+    /// Namespace declarations in scope at the `<endpoint>`.
+    pub namespaces: Vec<(String, String)>,
+    /// Where a declared `$param` stands in `source`: the byte range of the raw value, the parameter,
+    /// and whether it is an attribute value (else element text), for escaping.
+    pub slots: Vec<(std::ops::Range<usize>, String, bool)>,
 }
 
 /// `<clone>`: each `<target>` gets a copy of the message, run through its sequence or sent to its
@@ -218,6 +241,12 @@ pub enum EndpointKind {
     Loadbalance {
         failover: bool,
         children: Vec<Endpoint>,
+    },
+    /// `<endpoint template="..">`: the named endpoint template with these parameter values (the
+    /// endpoint's `name` and `uri` attributes among them), instantiated when the plan is compiled.
+    Template {
+        template: String,
+        args: Vec<(String, String)>,
     },
     /// Already reported as an error or unsupported; kept so references to it resolve.
     Rejected,

@@ -40,7 +40,6 @@ const KNOWN_UNSUPPORTED_MEDIATORS: &[&str] = &[
     "ejb",
     "datamapper",
     "jsontransform",
-    "propertyGroup",
     "entitlementService",
     "oauthService",
     "builder",
@@ -78,6 +77,10 @@ pub(crate) struct FileParser<'a, 'input> {
     artifact: Option<String>,
     /// Set when the current artifact had an error or unsupported feature.
     failed: bool,
+    /// Where `text` starts in its file, for text cut out of one (an endpoint template's
+    /// `<endpoint>`, behind a wrapper element on its first line): lines to add, and columns to take
+    /// off the first line.
+    origin: (u32, u32),
 }
 
 /// Parses one file's text into `cfg`, adding diagnostics.
@@ -117,9 +120,99 @@ pub fn parse_text(
         diags,
         artifact: None,
         failed: false,
+        origin: (0, 0),
     };
     let root = doc.root_element();
     p.top_level(root, expect, cfg);
+}
+
+/// The endpoint an `<endpoint template="..">` stands for: `t`'s `<endpoint>` with each declared
+/// parameter that `args` gives a value put in where it stands as a whole value, then read as any
+/// endpoint is. Mistakes are reported at their place in the template's file. `None` when the result
+/// is not a valid endpoint (reported).
+pub fn instantiate_endpoint(
+    t: &EndpointTemplate,
+    args: &[(String, String)],
+    diags: &mut Diagnostics,
+) -> Option<Endpoint> {
+    let mut wrapper = String::from("<sluice-endpoint-template");
+    for (prefix, uri) in &t.namespaces {
+        if prefix == "xml" {
+            continue;
+        }
+        let attr = if prefix.is_empty() {
+            "xmlns".to_owned()
+        } else {
+            format!("xmlns:{prefix}")
+        };
+        wrapper.push_str(&format!(" {attr}=\"{}\"", escape_xml(uri, true)));
+    }
+    wrapper.push('>');
+    let mut text = wrapper.clone();
+    let mut at = 0;
+    for (range, param, in_attr) in &t.slots {
+        let Some((_, value)) = args.iter().find(|(n, _)| n == param) else {
+            continue;
+        };
+        text.push_str(&t.source[at..range.start]);
+        text.push_str(&escape_xml(value, *in_attr));
+        at = range.end;
+    }
+    text.push_str(&t.source[at..]);
+    text.push_str("</sluice-endpoint-template>");
+    let file = t.source_loc.file.clone();
+    let opts = ParsingOptions {
+        allow_dtd: false,
+        ..ParsingOptions::default()
+    };
+    let doc = match Document::parse_with_options(&text, opts) {
+        Ok(d) => d,
+        Err(e) => {
+            diags.push(
+                Severity::Error,
+                t.loc.clone(),
+                "template",
+                format!(
+                    "endpoint template '{}' with these parameters is not well-formed XML: {e}",
+                    t.name
+                ),
+                None,
+            );
+            return None;
+        }
+    };
+    let line_offset = t.source_loc.line.saturating_sub(1);
+    let col_shift = u32::try_from(wrapper.len())
+        .unwrap_or(u32::MAX)
+        .saturating_sub(t.source_loc.col.saturating_sub(1));
+    let mut p = FileParser {
+        file,
+        doc: &doc,
+        text: &text,
+        diags,
+        artifact: Some(format!("endpoint template {}", t.name)),
+        failed: false,
+        origin: (line_offset, col_shift),
+    };
+    let n = elements(doc.root_element()).next()?;
+    let e = p.endpoint(n)?;
+    (!p.failed).then_some(e)
+}
+
+/// `s` with the characters XML markup gives meaning to escaped, for an attribute value (quoted with
+/// `"`) or for text.
+fn escape_xml(s: &str, attr: bool) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' if !attr => out.push_str("&gt;"),
+            '"' if attr => out.push_str("&quot;"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn is_synapse(n: Node) -> bool {
@@ -139,25 +232,28 @@ fn text_of(n: Node) -> String {
 }
 
 impl<'a, 'input> FileParser<'a, 'input> {
-    fn loc(&self, n: Node) -> Location {
-        let pos = self.doc.text_pos_at(n.range().start);
+    /// The file position of byte `offset` of the text.
+    fn at(&self, offset: usize) -> Location {
+        let pos = self.doc.text_pos_at(offset);
+        let (lines, cols) = self.origin;
         Location {
             file: self.file.clone(),
-            line: pos.row,
-            col: pos.col,
+            line: pos.row + lines,
+            col: if pos.row == 1 {
+                pos.col.saturating_sub(cols).max(1)
+            } else {
+                pos.col
+            },
         }
+    }
+
+    fn loc(&self, n: Node) -> Location {
+        self.at(n.range().start)
     }
 
     fn attr_loc(&self, n: Node, name: &str) -> Location {
         match n.attribute_node(name) {
-            Some(a) => {
-                let pos = self.doc.text_pos_at(a.range().start);
-                Location {
-                    file: self.file.clone(),
-                    line: pos.row,
-                    col: pos.col,
-                }
-            }
+            Some(a) => self.at(a.range().start),
             None => self.loc(n),
         }
     }
@@ -343,7 +439,11 @@ impl<'a, 'input> FileParser<'a, 'input> {
                     return;
                 };
                 self.artifact = Some(format!("template {name}"));
-                if let Some(t) = self.template(root, name) {
+                if child(root, "endpoint").is_some() {
+                    if let Some(t) = self.endpoint_template(root, name) {
+                        cfg.endpoint_templates.push(t);
+                    }
+                } else if let Some(t) = self.template(root, name) {
                     cfg.templates.push(Template {
                         rejected: self.failed,
                         ..t
@@ -656,6 +756,51 @@ impl<'a, 'input> FileParser<'a, 'input> {
                 name,
                 loc,
                 kind: EndpointKind::Indirect(k.to_owned()),
+                properties: Vec::new(),
+            });
+        }
+        if let Some(template) = n.attribute("template") {
+            // The endpoint's own `name` and `uri` are parameters too.
+            let mut args: Vec<(String, String)> = ["name", "uri"]
+                .into_iter()
+                .filter_map(|a| n.attribute(a).map(|v| (a.to_owned(), v.to_owned())))
+                .collect();
+            for c in elements(n) {
+                if !self.check_synapse_ns(c) {
+                    continue;
+                }
+                match c.tag_name().name() {
+                    "parameter" => {
+                        let (Some(p), Some(v)) = (
+                            self.required_attr(c, "name"),
+                            c.attribute("value").map(str::to_owned),
+                        ) else {
+                            if c.attribute("value").is_none() {
+                                self.report(
+                                    Severity::Error,
+                                    c,
+                                    "missing required attribute 'value'",
+                                );
+                            }
+                            continue;
+                        };
+                        args.push((p, v));
+                    }
+                    "description" => {}
+                    other => self.report(
+                        Severity::Error,
+                        c,
+                        format!("<{other}> in an endpoint made from a template: only <parameter>s"),
+                    ),
+                }
+            }
+            return Some(Endpoint {
+                name,
+                loc,
+                kind: EndpointKind::Template {
+                    template: template.to_owned(),
+                    args,
+                },
                 properties: Vec::new(),
             });
         }
@@ -1244,7 +1389,75 @@ impl<'a, 'input> FileParser<'a, 'input> {
         })
     }
 
-    /// A `<template>`'s parameters and its `<sequence>`; an endpoint template is not supported.
+    /// An endpoint template: its parameters and its `<endpoint>`, kept as text with the places of
+    /// its `$param`s (read only when an endpoint names it, with the values put in).
+    fn endpoint_template(&mut self, n: Node, name: String) -> Option<EndpointTemplate> {
+        let mut params: Vec<String> = Vec::new();
+        let mut endpoint = None;
+        for c in elements(n) {
+            if !self.check_synapse_ns(c) {
+                continue;
+            }
+            match c.tag_name().name() {
+                "parameter" => {
+                    if let Some(p) = self.required_attr(c, "name") {
+                        params.push(p.trim().to_owned());
+                    }
+                }
+                "endpoint" if endpoint.is_none() => endpoint = Some(c),
+                "description" => {}
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!("<{other}> in an endpoint template: it holds <parameter>s and one <endpoint>"),
+                ),
+            }
+        }
+        let e = endpoint?;
+        for implicit in ["name", "uri"] {
+            if !params.iter().any(|p| p == implicit) {
+                params.push(implicit.to_owned());
+            }
+        }
+        let base = e.range().start;
+        let mut slots = Vec::new();
+        let param_of = |v: &str| {
+            v.strip_prefix('$')
+                .filter(|p| params.iter().any(|d| d == p))
+                .map(str::to_owned)
+        };
+        for d in e.descendants().filter(|d| d.is_element()) {
+            for a in d.attributes() {
+                if let Some(p) = param_of(a.value()) {
+                    let r = a.range_value();
+                    slots.push((r.start - base..r.end - base, p, true));
+                }
+            }
+            // The whole text of an element with nothing else in it.
+            let mut kids = d.children();
+            if let (Some(t), None) = (kids.next(), kids.next()) {
+                if let Some(p) = t.text().filter(|_| t.is_text()).and_then(param_of) {
+                    let r = t.range();
+                    slots.push((r.start - base..r.end - base, p, false));
+                }
+            }
+        }
+        slots.sort_by_key(|s| s.0.start);
+        Some(EndpointTemplate {
+            name,
+            loc: self.loc(n),
+            params,
+            source: Arc::from(&self.text[e.range()]),
+            source_loc: self.loc(e),
+            namespaces: e
+                .namespaces()
+                .map(|ns| (ns.name().unwrap_or("").to_owned(), ns.uri().to_owned()))
+                .collect(),
+            slots,
+        })
+    }
+
+    /// A `<template>`'s parameters and its `<sequence>`.
     fn template(&mut self, n: Node, name: String) -> Option<Template> {
         let mut params = Vec::new();
         let mut sequence = None;
@@ -1266,14 +1479,6 @@ impl<'a, 'input> FileParser<'a, 'input> {
                 }
                 "sequence" if sequence.is_none() => sequence = Some(self.sequence(c)),
                 "description" => {}
-                "endpoint" => {
-                    self.report(
-                        Severity::Unsupported,
-                        c,
-                        "endpoint templates are not supported yet; not deployed",
-                    );
-                    return None;
-                }
                 other => self.report(
                     Severity::Error,
                     c,
@@ -1300,6 +1505,21 @@ impl<'a, 'input> FileParser<'a, 'input> {
         let on_error = n.attribute("onError").map(str::to_owned);
         let mut mediators = Vec::new();
         for c in elements(n) {
+            if is_synapse(c) && c.tag_name().name() == "propertyGroup" {
+                // MI's group of property mediators: each runs in order, as if written in place.
+                for p in elements(c) {
+                    match p.tag_name().name() {
+                        "property" if is_synapse(p) => mediators.extend(self.mediator(p)),
+                        "description" if is_synapse(p) => {}
+                        other => self.report(
+                            Severity::Error,
+                            p,
+                            format!("<{other}> in <propertyGroup>: only <property> mediators"),
+                        ),
+                    }
+                }
+                continue;
+            }
             if let Some(m) = self.mediator(c) {
                 mediators.push(m);
             }
@@ -2199,6 +2419,97 @@ mod tests {
     }
 
     const NS: &str = r#"xmlns="http://ws.apache.org/ns/synapse""#;
+
+    #[test]
+    fn endpoint_templates_put_in_whole_values_only() {
+        let (cfg, d) = parse(&format!(
+            r#"<definitions {NS}>
+<template name="T">
+  <parameter name="codes"/>
+  <parameter name="factor"/>
+  <endpoint name="$name">
+    <address uri="$uri" format="$fmt">
+      <suspendOnFailure>
+        <errorCodes>$codes</errorCodes>
+        <progressionFactor>$factor</progressionFactor>
+      </suspendOnFailure>
+    </address>
+  </endpoint>
+</template>
+<endpoint name="E" template="T" uri="http://h:1/a?x=1&amp;y=&quot;2&quot;">
+  <parameter name="codes" value="101504,101505"/>
+  <parameter name="factor" value="2.0"/>
+  <parameter name="fmt" value="pox"/>
+</endpoint>
+<endpoint name="Bad" template="T" uri="http://h/">
+  <parameter name="codes" value="x"/>
+</endpoint>
+</definitions>"#
+        ));
+        assert!(d.items.is_empty(), "{:?}", d.items);
+        let t = &cfg.endpoint_templates[0];
+        assert_eq!(t.params, ["codes", "factor", "name", "uri"]);
+        // `$fmt` is not a declared parameter: not a slot.
+        assert_eq!(t.slots.len(), 4);
+        let use_of = |name: &str| {
+            let e = cfg
+                .endpoints
+                .iter()
+                .find(|e| e.name.as_deref() == Some(name));
+            match &e.unwrap().kind {
+                EndpointKind::Template { template, args } => {
+                    assert_eq!(template, "T");
+                    args.clone()
+                }
+                k => panic!("{k:?}"),
+            }
+        };
+        let mut d = Diagnostics::default();
+        let e = instantiate_endpoint(t, &use_of("E"), &mut d).unwrap();
+        assert!(d.items.is_empty(), "{:?}", d.items);
+        assert_eq!(e.name.as_deref(), Some("E"));
+        let EndpointKind::Address(a) = &e.kind else {
+            panic!("{:?}", e.kind)
+        };
+        // Escaped on the way in, read back as the value given.
+        assert_eq!(a.uri, "http://h:1/a?x=1&y=\"2\"");
+        assert_eq!(a.format.as_deref(), Some("$fmt"));
+        assert_eq!(a.suspend_on_failure.error_codes, [101504, 101505]);
+        assert_eq!(a.suspend_on_failure.progression_factor, Some(2.0));
+        // Mistakes are reported at their place in the template (`<errorCodes>`), for the use that
+        // made them.
+        let mut d = Diagnostics::default();
+        assert!(instantiate_endpoint(t, &use_of("Bad"), &mut d).is_none());
+        let err = &d.items[0];
+        let at = (&*err.location.file, err.location.line, err.location.col);
+        assert_eq!(at, ("t.xml", 8, 9), "{err:?}");
+    }
+
+    #[test]
+    fn property_groups_run_their_properties_in_place() {
+        let (cfg, d) = parse(&format!(
+            r#"<sequence name="S" {NS}>
+  <log/>
+  <propertyGroup description="d">
+    <description>two</description>
+    <property name="a" value="1"/>
+    <property name="b" value="2"/>
+  </propertyGroup>
+  <propertyGroup><log/></propertyGroup>
+</sequence>"#
+        ));
+        let kinds: Vec<&str> = cfg.sequences[0]
+            .sequence
+            .mediators
+            .iter()
+            .map(|m| m.element.as_str())
+            .collect();
+        assert_eq!(kinds, ["log", "property", "property"]);
+        assert_eq!(cfg.sequences[0].sequence.mediators[2].loc.line, 6);
+        assert_eq!(d.items.len(), 1, "{:?}", d.items);
+        assert!(d.items[0].message.contains("only <property>"));
+        assert_eq!(d.items[0].location.line, 8);
+    }
 
     #[test]
     fn proxy_with_inline_sequences_and_keyed_endpoint() {

@@ -847,6 +847,11 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
             .iter()
             .map(|t| (t.name.as_str(), t))
             .collect(),
+        endpoint_templates: config
+            .endpoint_templates
+            .iter()
+            .map(|t| (t.name.as_str(), t))
+            .collect(),
         xslt_cache: HashMap::new(),
         schema_cache: HashMap::new(),
         resources: config
@@ -961,6 +966,7 @@ struct Compiler<'a> {
     local_entries: HashMap<&'a str, &'a cfg::LocalEntry>,
     seq_cache: HashMap<String, Result<Arc<SeqPlan>, Failure>>,
     templates: HashMap<&'a str, &'a cfg::Template>,
+    endpoint_templates: HashMap<&'a str, &'a cfg::EndpointTemplate>,
     /// Stylesheets by key, compiled once and shared by every mediator that names them.
     xslt_cache: HashMap<String, Option<Arc<Sheet>>>,
     /// XML Schemas by key, compiled once.
@@ -1454,6 +1460,53 @@ impl<'a> Compiler<'a> {
         self.dependency(r, "endpoint", key, from)
     }
 
+    /// `<endpoint template="..">`: the template's endpoint with the arguments put in, compiled as
+    /// if written there, under the name of the endpoint that uses it.
+    fn template_endpoint(
+        &mut self,
+        ep: &cfg::Endpoint,
+        template: &str,
+        args: &[(String, String)],
+        override_uri: Option<&str>,
+    ) -> Option<Arc<EndpointPlan>> {
+        let Some(t) = self.endpoint_templates.get(template).copied() else {
+            self.report(
+                Severity::Error,
+                &ep.loc,
+                "endpoint",
+                format!("no endpoint template named '{template}'"),
+            );
+            return None;
+        };
+        let guard = format!("endpoint-template:{template}");
+        if !self.in_progress.insert(guard.clone()) {
+            self.report(
+                Severity::Error,
+                &ep.loc,
+                "endpoint",
+                format!("endpoint template '{template}' uses itself (cycle)"),
+            );
+            return None;
+        }
+        let before = self.diags.items.len();
+        let made = cfg::parse::instantiate_endpoint(t, args, self.diags);
+        if self.diags.items[before..]
+            .iter()
+            .any(|d| d.severity >= Severity::Unsupported)
+        {
+            self.failed = true;
+        }
+        let plan = made.and_then(|mut inner| {
+            inner.name = ep.name.clone().or(inner.name);
+            self.endpoint(&inner, override_uri)
+        });
+        self.in_progress.remove(&guard);
+        if plan.is_none() {
+            self.failed = true;
+        }
+        plan
+    }
+
     fn endpoint(
         &mut self,
         ep: &cfg::Endpoint,
@@ -1487,6 +1540,9 @@ impl<'a> Compiler<'a> {
             }
             // The definition itself: a failure seen through one reference suspends it for all.
             cfg::EndpointKind::Indirect(key) => return self.named_endpoint(key, Some(&ep.loc)),
+            cfg::EndpointKind::Template { template, args } => {
+                return self.template_endpoint(ep, template, args, override_uri);
+            }
             cfg::EndpointKind::Failover { dynamic, children } => {
                 let kind = GroupKind::Failover { dynamic: *dynamic };
                 return self.group(ep, name, kind, children, override_uri);
