@@ -390,6 +390,9 @@ pub enum MediatorKind {
     /// response after this mediator.
     Call {
         endpoint: Option<EndpointRef>,
+        /// MI's `<source>` and `<target>`: what is sent instead of the body, and where the
+        /// response goes instead of the body.
+        io: Option<Box<CallIo>>,
     },
     Respond,
     /// `<clone>`: a copy of the message for each target.
@@ -513,6 +516,20 @@ pub struct EnrichTarget {
     pub kind: EnrichTargetKind,
     pub action: EnrichAction,
     pub loc: Location,
+}
+
+/// A `call`'s `<source>` and `<target>` (WSO2 MI).
+#[derive(Clone, Debug)]
+pub struct CallIo {
+    /// `<source type="custom|property|inline">`: the payload sent instead of the body (`None`:
+    /// the body, as with `type="body"`).
+    pub source: Option<EnrichSource>,
+    /// `<source contentType>`: the Content-Type the request goes out with.
+    pub content_type: Option<String>,
+    /// `<target type="property">NAME</target>`: the response payload goes into this property and
+    /// the message body and transport headers are the ones from before the call (`None`: the
+    /// response replaces the body).
+    pub target: Option<(String, Location)>,
 }
 
 #[derive(Clone, Debug)]

@@ -1561,16 +1561,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
                     Some(e) => Some(self.endpoint_ref(e)?),
                     None => None,
                 };
-                for c in elements(n) {
-                    let name = c.tag_name().name();
-                    if matches!(name, "source" | "target") {
-                        self.report(
-                            Severity::Unsupported,
-                            c,
-                            format!("<call> with a <{name}> is not supported yet"),
-                        );
-                    }
-                }
+                let io = self.call_io(n)?;
                 match n.attribute("blocking") {
                     None | Some("true" | "false") => {}
                     Some(v) => self.report(
@@ -1579,7 +1570,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
                         format!("blocking must be true or false, not '{v}'"),
                     ),
                 }
-                MediatorKind::Call { endpoint }
+                MediatorKind::Call { endpoint, io }
             }
             "respond" => MediatorKind::Respond,
             "clone" => MediatorKind::Clone(self.clone_mediator(n)?),
@@ -1662,6 +1653,109 @@ impl<'a, 'input> FileParser<'a, 'input> {
             loc: self.loc(n),
             kind,
         })
+    }
+
+    /// A `call`'s `<source>` and `<target>`, as MI reads them: `Some(None)` when it has neither.
+    fn call_io(&mut self, n: Node) -> Option<Option<Box<CallIo>>> {
+        let (s, t) = (child(n, "source"), child(n, "target"));
+        if s.is_none() && t.is_none() {
+            return Some(None);
+        }
+        let mut io = CallIo {
+            source: None,
+            content_type: None,
+            target: None,
+        };
+        if let Some(s) = s {
+            io.content_type = s
+                .attribute("contentType")
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| v.trim().to_owned());
+            let text = text_of(s);
+            let kind = match s.attribute("type").unwrap_or("custom") {
+                "body" => None,
+                "custom" if text.is_empty() => {
+                    self.report(
+                        Severity::Error,
+                        s,
+                        "a custom source needs an expression as its text",
+                    );
+                    return None;
+                }
+                "custom" => Some(EnrichSourceKind::Custom(ExprSrc {
+                    text,
+                    ns: self.namespaces(s),
+                    loc: self.loc(s),
+                })),
+                "property" if text.is_empty() => {
+                    self.report(
+                        Severity::Error,
+                        s,
+                        "a property source needs the property's name as its text",
+                    );
+                    return None;
+                }
+                "property" => Some(EnrichSourceKind::Property(text)),
+                "inline" => match elements(s).next() {
+                    Some(e) => Some(EnrichSourceKind::InlineXml(self.serialize_element(e))),
+                    None if !text.is_empty() => Some(EnrichSourceKind::InlineText(text)),
+                    None => {
+                        self.report(Severity::Error, s, "an inline source needs XML or text");
+                        return None;
+                    }
+                },
+                other => {
+                    self.report(
+                        Severity::Error,
+                        s,
+                        format!("call source type must be custom, inline, property or body, not '{other}'"),
+                    );
+                    return None;
+                }
+            };
+            io.source = kind.map(|kind| EnrichSource {
+                kind,
+                clone: true,
+                loc: self.loc(s),
+            });
+        }
+        if let Some(t) = t {
+            match t.attribute("type") {
+                Some("property") => {
+                    let name = text_of(t);
+                    if name.is_empty() {
+                        self.report(
+                            Severity::Error,
+                            t,
+                            "a property target needs the property's name as its text",
+                        );
+                        return None;
+                    }
+                    io.target = Some((name, self.loc(t)));
+                }
+                Some("body") => {}
+                Some("variable") => {
+                    self.report(
+                        Severity::Unsupported,
+                        t,
+                        "a variable target (MI 4.4 variables) is not supported yet",
+                    );
+                    return None;
+                }
+                other => {
+                    self.report(
+                        Severity::Error,
+                        t,
+                        format!(
+                            "call target type must be property or body, not {}",
+                            other.map_or("missing".to_owned(), |o| format!("'{o}'"))
+                        ),
+                    );
+                    return None;
+                }
+            }
+        }
+        Some(Some(Box::new(io)))
     }
 
     fn log(&mut self, n: Node) -> Option<Log> {
@@ -2787,7 +2881,8 @@ mod tests {
         assert!(matches!(
             &seq.mediators[0].kind,
             MediatorKind::Call {
-                endpoint: Some(EndpointRef::Key { key, .. })
+                endpoint: Some(EndpointRef::Key { key, .. }),
+                io: None,
             } if key == "E"
         ));
         assert_eq!(
@@ -2804,7 +2899,7 @@ mod tests {
         let (cfg, d) = parse(&format!(
             r#"<definitions {NS}>
   <api name="B" context="/b" hostname="h"><resource uri-template="/a" url-mapping="/b"/></api>
-  <api name="C" context="c"><resource><inSequence><call><source type="body"/></call></inSequence></resource></api>
+  <api name="C" context="c"><resource><inSequence><call><target type="variable">v</target></call></inSequence></resource></api>
 </definitions>"#
         ));
         let msgs: Vec<String> = d.items.iter().map(|x| x.to_string()).collect();
@@ -2815,7 +2910,7 @@ mod tests {
         );
         assert!(msgs[1].contains("not both"), "{msgs:#?}");
         assert!(msgs[2].contains("must start with '/'"), "{msgs:#?}");
-        assert!(msgs[3].contains("<call> with a <source>"), "{msgs:#?}");
+        assert!(msgs[3].contains("a variable target"), "{msgs:#?}");
         assert!(cfg.apis.iter().all(|a| a.rejected));
     }
 

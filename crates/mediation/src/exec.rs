@@ -570,6 +570,24 @@ fn run_steps(
             Step::LeaveTemplate => {
                 msg.func.pop();
             }
+            Step::SaveMessage => {
+                // The plan read the whole body for this step.
+                if matches!(msg.body, Body::Stream | Body::Head(_)) {
+                    return Err(Error::new(
+                        ErrorKind::Mediation,
+                        "call: the body to keep aside was not read",
+                    ));
+                }
+                msg.saved.push((msg.body.clone(), msg.headers.clone()));
+            }
+            Step::RestoreMessage => {
+                if let Some((body, headers)) = msg.saved.pop() {
+                    msg.body = body;
+                    msg.headers = headers;
+                    msg.json_out = None;
+                    *doc = DocCache::new();
+                }
+            }
             Step::Clone(c) => return Ok(Flow::Clone(c.clone())),
             Step::Iterate(it) => {
                 let parts = it

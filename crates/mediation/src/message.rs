@@ -150,6 +150,9 @@ pub struct Message {
     pub func: Vec<Vec<(String, String)>>,
     /// The copies of one request a `clone` made share this: where `aggregate` gathers them.
     pub gather: Option<std::sync::Arc<Gather>>,
+    /// Bodies and transport headers kept aside by `call`s whose response goes into a property,
+    /// innermost last: restored once the response is in it.
+    pub saved: Vec<(Body, HeaderMap)>,
     message_id: Option<String>,
 }
 
@@ -180,6 +183,7 @@ impl Message {
             calls: 0,
             func: Vec::new(),
             gather: None,
+            saved: Vec::new(),
             message_id: None,
         }
     }

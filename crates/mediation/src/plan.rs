@@ -511,6 +511,11 @@ pub enum Step {
     Iterate(Arc<IteratePlan>),
     /// Leaves the template run last (after a `call` inside it, the continuation's end of it).
     LeaveTemplate,
+    /// Before a `call` whose response goes into a property: the message's body and transport
+    /// headers are kept aside ([`crate::Message::saved`]).
+    SaveMessage,
+    /// After it: the body and transport headers kept aside are the message's again.
+    RestoreMessage,
     Drop,
     Log(LogPlan),
     SetProperty {
@@ -1774,10 +1779,16 @@ impl<'a> Compiler<'a> {
                 Some(e) => Some(self.endpoint_ref(e)?),
                 None => None,
             }),
-            cfg::MediatorKind::Call { endpoint } => Step::CallEndpoint(match endpoint {
-                Some(e) => Some(self.endpoint_ref(e)?),
-                None => None,
-            }),
+            cfg::MediatorKind::Call { endpoint, io } => {
+                let ep = match endpoint {
+                    Some(e) => Some(self.endpoint_ref(e)?),
+                    None => None,
+                };
+                match io {
+                    None => Step::CallEndpoint(ep),
+                    Some(io) => self.call_io(io, ep, &m.loc, el)?,
+                }
+            }
             cfg::MediatorKind::Respond => Step::Respond,
             cfg::MediatorKind::Loopback => Step::Loopback,
             cfg::MediatorKind::Drop => Step::Drop,
@@ -2122,6 +2133,63 @@ impl<'a> Compiler<'a> {
             });
         }
         Some(args)
+    }
+
+    /// A `call` with MI's `<source>` / `<target>`, as the steps MI's call mediator takes around
+    /// the call itself, run as one nested list (so that the response goes on through its rest):
+    /// with a property target, the message is kept aside first and restored after the response
+    /// went into the property; a source replaces the payload as an `enrich` to the body would,
+    /// and its `contentType` is the request's `messageType` and `ContentType`.
+    fn call_io(
+        &mut self,
+        io: &cfg::CallIo,
+        ep: Option<Arc<EndpointPlan>>,
+        loc: &Location,
+        el: &str,
+    ) -> Option<Step> {
+        let mut steps = Vec::new();
+        if io.target.is_some() {
+            steps.push(Step::SaveMessage);
+        }
+        if let Some(source) = &io.source {
+            let e = cfg::Enrich {
+                source: source.clone(),
+                target: cfg::EnrichTarget {
+                    kind: cfg::EnrichTargetKind::Body,
+                    action: cfg::EnrichAction::Replace,
+                    loc: source.loc.clone(),
+                },
+            };
+            steps.push(Step::Enrich(self.enrich(&e, loc, el)?));
+        }
+        if let Some(ct) = &io.content_type {
+            for name in ["messageType", "ContentType"] {
+                steps.push(Step::SetProperty {
+                    scope: cfg::Scope::Axis2,
+                    name: name.to_owned(),
+                    ty: cfg::PropertyType::String,
+                    value: Value::Literal(ct.clone()),
+                });
+            }
+        }
+        steps.push(Step::CallEndpoint(ep));
+        if let Some((name, tloc)) = &io.target {
+            let e = cfg::Enrich {
+                source: cfg::EnrichSource {
+                    kind: cfg::EnrichSourceKind::Body,
+                    clone: true,
+                    loc: tloc.clone(),
+                },
+                target: cfg::EnrichTarget {
+                    kind: cfg::EnrichTargetKind::Property(name.clone()),
+                    action: cfg::EnrichAction::Replace,
+                    loc: tloc.clone(),
+                },
+            };
+            steps.push(Step::Enrich(self.enrich(&e, loc, el)?));
+            steps.push(Step::RestoreMessage);
+        }
+        Some(Step::Call(Arc::new(SeqPlan::new(None, steps.into()))))
     }
 
     fn enrich(&mut self, e: &cfg::Enrich, loc: &Location, el: &str) -> Option<EnrichPlan> {
@@ -2581,8 +2649,8 @@ fn body_exprs_all(steps: &[Step], f: &mut dyn FnMut(&Expr) -> bool) -> bool {
             Step::Template(t) => {
                 t.params.iter().all(|(_, v)| value(v, f)) && body_exprs_all(&t.template.steps, f)
             }
-            Step::LeaveTemplate | Step::Clone(_) => true,
-            Step::Aggregate(_) | Step::Iterate(_) => false,
+            Step::LeaveTemplate | Step::Clone(_) | Step::RestoreMessage => true,
+            Step::Aggregate(_) | Step::Iterate(_) | Step::SaveMessage => false,
             Step::Xslt(_)
             | Step::PayloadFactory(_)
             | Step::Validate(_)
@@ -2711,7 +2779,9 @@ pub(crate) fn need_until_call(steps: &[Step], json: bool) -> (BodyNeed, bool) {
                 }
                 args.max(t.template.need(json))
             }
-            Step::LeaveTemplate => BodyNeed::None,
+            Step::LeaveTemplate | Step::RestoreMessage => BodyNeed::None,
+            // The body kept aside is the whole of it.
+            Step::SaveMessage => BodyNeed::Full,
             // The copies are made of the whole message; the aggregate reads each response.
             Step::Clone(_) | Step::Aggregate(_) | Step::Iterate(_) => BodyNeed::Full,
             Step::Xslt(_)
