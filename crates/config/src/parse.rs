@@ -77,10 +77,55 @@ pub(crate) struct FileParser<'a, 'input> {
     artifact: Option<String>,
     /// Set when the current artifact had an error or unsupported feature.
     failed: bool,
-    /// Where `text` starts in its file, for text cut out of one (an endpoint template's
-    /// `<endpoint>`, behind a wrapper element on its first line): lines to add, and columns to take
-    /// off the first line.
-    origin: (u32, u32),
+    /// For an endpoint template's `<endpoint>` read with values put in: how positions in `text`
+    /// map back to the template's file.
+    origin: Option<Origin>,
+}
+
+/// Where the text of an instantiated endpoint template came from: the template's `<endpoint>`
+/// behind a wrapper start tag, with values put in.
+struct Origin {
+    /// The wrapper start tag's length.
+    skip: usize,
+    /// Each value put in: its start and length in the template's text, and its length here.
+    edits: Vec<(usize, usize, usize)>,
+    /// The template's text and where it starts in its file.
+    source: Arc<str>,
+    loc: Location,
+}
+
+impl Origin {
+    /// The file position of byte `offset` of the instantiated text (the start of the `$param` for
+    /// a place inside a value put in).
+    fn at(&self, offset: usize) -> Location {
+        let mut o = offset.saturating_sub(self.skip);
+        let mut src = None;
+        let mut shift = 0isize;
+        for &(start, len, put) in &self.edits {
+            let here = start.saturating_add_signed(shift);
+            if o < here {
+                break;
+            }
+            if o < here + put {
+                src = Some(start);
+                break;
+            }
+            shift += put as isize - len as isize;
+        }
+        o = src.unwrap_or_else(|| o.saturating_add_signed(-shift));
+        let before = &self.source[..o.min(self.source.len())];
+        let lines = before.matches('\n').count();
+        let col = before.rsplit('\n').next().unwrap_or("").chars().count();
+        Location {
+            file: self.loc.file.clone(),
+            line: self.loc.line + u32::try_from(lines).unwrap_or(u32::MAX),
+            col: if lines == 0 {
+                self.loc.col + u32::try_from(col).unwrap_or(0)
+            } else {
+                u32::try_from(col + 1).unwrap_or(u32::MAX)
+            },
+        }
+    }
 }
 
 /// Parses one file's text into `cfg`, adding diagnostics.
@@ -120,7 +165,7 @@ pub fn parse_text(
         diags,
         artifact: None,
         failed: false,
-        origin: (0, 0),
+        origin: None,
     };
     let root = doc.root_element();
     p.top_level(root, expect, cfg);
@@ -133,6 +178,7 @@ pub fn parse_text(
 pub fn instantiate_endpoint(
     t: &EndpointTemplate,
     args: &[(String, String)],
+    user: &str,
     diags: &mut Diagnostics,
 ) -> Option<Endpoint> {
     let mut wrapper = String::from("<sluice-endpoint-template");
@@ -150,12 +196,15 @@ pub fn instantiate_endpoint(
     wrapper.push('>');
     let mut text = wrapper.clone();
     let mut at = 0;
+    let mut edits = Vec::new();
     for (range, param, in_attr) in &t.slots {
         let Some((_, value)) = args.iter().find(|(n, _)| n == param) else {
             continue;
         };
         text.push_str(&t.source[at..range.start]);
-        text.push_str(&escape_xml(value, *in_attr));
+        let put = escape_xml(value, *in_attr);
+        edits.push((range.start, range.len(), put.len()));
+        text.push_str(&put);
         at = range.end;
     }
     text.push_str(&t.source[at..]);
@@ -181,18 +230,19 @@ pub fn instantiate_endpoint(
             return None;
         }
     };
-    let line_offset = t.source_loc.line.saturating_sub(1);
-    let col_shift = u32::try_from(wrapper.len())
-        .unwrap_or(u32::MAX)
-        .saturating_sub(t.source_loc.col.saturating_sub(1));
     let mut p = FileParser {
         file,
         doc: &doc,
         text: &text,
         diags,
-        artifact: Some(format!("endpoint template {}", t.name)),
+        artifact: Some(format!("endpoint template {} for {user}", t.name)),
         failed: false,
-        origin: (line_offset, col_shift),
+        origin: Some(Origin {
+            skip: wrapper.len(),
+            edits,
+            source: t.source.clone(),
+            loc: t.source_loc.clone(),
+        }),
     };
     let n = elements(doc.root_element()).next()?;
     let e = p.endpoint(n)?;
@@ -234,16 +284,14 @@ fn text_of(n: Node) -> String {
 impl<'a, 'input> FileParser<'a, 'input> {
     /// The file position of byte `offset` of the text.
     fn at(&self, offset: usize) -> Location {
+        if let Some(o) = &self.origin {
+            return o.at(offset);
+        }
         let pos = self.doc.text_pos_at(offset);
-        let (lines, cols) = self.origin;
         Location {
             file: self.file.clone(),
-            line: pos.row + lines,
-            col: if pos.row == 1 {
-                pos.col.saturating_sub(cols).max(1)
-            } else {
-                pos.col
-            },
+            line: pos.row,
+            col: pos.col,
         }
     }
 
@@ -2559,7 +2607,7 @@ mod tests {
             }
         };
         let mut d = Diagnostics::default();
-        let e = instantiate_endpoint(t, &use_of("E"), &mut d).unwrap();
+        let e = instantiate_endpoint(t, &use_of("E"), "endpoint E", &mut d).unwrap();
         assert!(d.items.is_empty(), "{:?}", d.items);
         assert_eq!(e.name.as_deref(), Some("E"));
         let EndpointKind::Address(a) = &e.kind else {
@@ -2573,7 +2621,7 @@ mod tests {
         // Mistakes are reported at their place in the template (`<errorCodes>`), for the use that
         // made them.
         let mut d = Diagnostics::default();
-        assert!(instantiate_endpoint(t, &use_of("Bad"), &mut d).is_none());
+        assert!(instantiate_endpoint(t, &use_of("Bad"), "endpoint Bad", &mut d).is_none());
         let err = &d.items[0];
         let at = (&*err.location.file, err.location.line, err.location.col);
         assert_eq!(at, ("t.xml", 8, 9), "{err:?}");

@@ -1494,7 +1494,11 @@ impl<'a> Compiler<'a> {
             return None;
         }
         let before = self.diags.items.len();
-        let made = cfg::parse::instantiate_endpoint(t, args, self.diags);
+        let user = match &ep.name {
+            Some(n) => format!("endpoint {n}"),
+            None => format!("the endpoint at {}", ep.loc),
+        };
+        let made = cfg::parse::instantiate_endpoint(t, args, &user, self.diags);
         if self.diags.items[before..]
             .iter()
             .any(|d| d.severity >= Severity::Unsupported)

@@ -79,10 +79,12 @@ fn validate_reports_template_mistakes() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "stderr: {err}");
     for want in [
-        "synapse.xml:15:17: warning: <call-template>: template 'T' has no parameter 'c'; ignored",
-        "synapse.xml:15:17: warning: <call-template>: template 'T' needs its parameter 'a': the call fails when it runs",
-        "synapse.xml:16:17: error: <call-template>: no template named 'Missing'",
-        "synapse.xml:10:9: unsupported: <endpoint>: endpoint templates are not supported yet",
+        "synapse.xml:18:17: warning: <call-template>: template 'T' has no parameter 'c'; ignored",
+        "synapse.xml:18:17: warning: <call-template>: template 'T' needs its parameter 'a': the call fails when it runs",
+        "synapse.xml:19:17: error: <call-template>: no template named 'Missing'",
+        // Reported at its place in the template, for the endpoint that put the value in.
+        "synapse.xml:11:70: error: <errorCodes>: 'oops' is not an error code (in endpoint template EndpointTemplate for endpoint FromTemplate)",
+        "synapse.xml:14:5: error: <endpoint>: no endpoint template named 'Nowhere'",
     ] {
         assert!(err.contains(want), "{want}\n{err}");
     }
