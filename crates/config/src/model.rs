@@ -401,6 +401,9 @@ pub enum MediatorKind {
     Aggregate(Aggregate),
     /// `<iterate expression>`: a message for each node the expression selects, through the target.
     Iterate(IterateMediator),
+    /// `<foreach expression>`: each node the expression selects, in turn the payload of the
+    /// message, through the sequence; the results replace them.
+    Foreach(Foreach),
     /// `<call-template target>`: the template's sequence, with `<with-param name value>` (a value
     /// in braces is an expression).
     CallTemplate {
@@ -516,6 +519,16 @@ pub struct EnrichTarget {
     pub kind: EnrichTargetKind,
     pub action: EnrichAction,
     pub loc: Location,
+}
+
+/// `<foreach expression [sequence] [id] [continueLoopOnFailure]>` (Synapse's first form).
+#[derive(Clone, Debug)]
+pub struct Foreach {
+    pub id: Option<String>,
+    pub expression: ExprSrc,
+    /// The `sequence` key, or the inline `<sequence>`.
+    pub sequence: SequenceRef,
+    pub continue_on_failure: bool,
 }
 
 /// A `call`'s `<source>` and `<target>` (WSO2 MI).

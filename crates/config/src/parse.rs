@@ -20,7 +20,6 @@ pub enum Expect {
 
 /// Mediators Synapse and WSO2 MI define that Sluice does not run yet: reported as unsupported, not unknown.
 const KNOWN_UNSUPPORTED_MEDIATORS: &[&str] = &[
-    "foreach",
     "callout",
     "cache",
     "throttle",
@@ -247,6 +246,40 @@ pub fn instantiate_endpoint(
     let n = elements(doc.root_element()).next()?;
     let e = p.endpoint(n)?;
     (!p.failed).then_some(e)
+}
+
+/// The prefixes the start tag at the beginning of `src` (well-formed XML) declares, "" for the
+/// default namespace: its `xmlns` and `xmlns:p` attributes, read outside quoted values.
+fn declared_in_start_tag(src: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut quote = None;
+    let mut name_start = None;
+    for (i, c) in src.char_indices().skip(1) {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None => match c {
+                '"' | '\'' => quote = Some(c),
+                '>' => break,
+                c if c.is_whitespace() || c == '=' => {
+                    if let Some(st) = name_start.take() {
+                        let name = &src[st..i];
+                        if name == "xmlns" {
+                            out.push("");
+                        } else if let Some(p) = name.strip_prefix("xmlns:") {
+                            out.push(p);
+                        }
+                    }
+                }
+                '/' => {}
+                _ if name_start.is_none() && src[..i].ends_with(|p: char| p.is_whitespace()) => {
+                    name_start = Some(i);
+                }
+                _ => {}
+            },
+        }
+    }
+    out
 }
 
 /// `s` with the characters XML markup gives meaning to escaped, for an attribute value (quoted with
@@ -1241,12 +1274,18 @@ impl<'a, 'input> FileParser<'a, 'input> {
             .parent_element()
             .map(|p| p.namespaces().map(|ns| (ns.name(), ns.uri())).collect())
             .unwrap_or_default();
+        let own = declared_in_start_tag(src);
         let mut decls = String::new();
         for ns in n.namespaces() {
             let inherited = parent_ns
                 .iter()
                 .any(|(p, u)| *p == ns.name() && *u == ns.uri());
-            if !inherited || ns.name() == Some("xml") || !used(ns.name(), ns.uri()) {
+            // An element may declare again what its parent declares: it is in its text already.
+            if !inherited
+                || ns.name() == Some("xml")
+                || !used(ns.name(), ns.uri())
+                || own.contains(&ns.name().unwrap_or(""))
+            {
                 continue;
             }
             let uri = ns
@@ -1268,6 +1307,44 @@ impl<'a, 'input> FileParser<'a, 'input> {
             .map(|i| i + 1)
             .unwrap_or(src.len());
         format!("{}{}{}", &src[..name_end], decls, &src[name_end..])
+    }
+
+    fn foreach(&mut self, n: Node) -> Option<Foreach> {
+        if n.attribute("collection").is_some() {
+            self.report(
+                Severity::Unsupported,
+                n,
+                "the second foreach form (collection, MI 4.4) is not supported yet",
+            );
+            return None;
+        }
+        let expression = self.required_attr(n, "expression")?;
+        let expression = self.expr(n, "expression", &expression);
+        let inline = child(n, "sequence");
+        let sequence = match (n.attribute("sequence"), inline) {
+            (Some(k), _) => SequenceRef::Key {
+                key: k.to_owned(),
+                loc: self.attr_loc(n, "sequence"),
+            },
+            (None, Some(s)) => SequenceRef::Inline(self.sequence(s)),
+            (None, None) => {
+                self.report(
+                    Severity::Error,
+                    n,
+                    "a foreach needs a 'sequence' key or an inline <sequence>",
+                );
+                return None;
+            }
+        };
+        Some(Foreach {
+            id: n.attribute("id").map(str::to_owned),
+            expression,
+            sequence,
+            // As Java's Boolean.parseBoolean.
+            continue_on_failure: n
+                .attribute("continueLoopOnFailure")
+                .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+        })
     }
 
     fn iterate(&mut self, n: Node) -> Option<IterateMediator> {
@@ -1623,6 +1700,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
             "respond" => MediatorKind::Respond,
             "clone" => MediatorKind::Clone(self.clone_mediator(n)?),
             "iterate" => MediatorKind::Iterate(self.iterate(n)?),
+            "foreach" => MediatorKind::Foreach(self.foreach(n)?),
             "aggregate" => MediatorKind::Aggregate(self.aggregate(n)?),
             "call-template" => {
                 let target = self.required_attr(n, "target")?;
@@ -2625,6 +2703,29 @@ mod tests {
         let err = &d.items[0];
         let at = (&*err.location.file, err.location.line, err.location.col);
         assert_eq!(at, ("t.xml", 8, 9), "{err:?}");
+    }
+
+    #[test]
+    fn start_tag_declarations() {
+        assert_eq!(
+            declared_in_start_tag(
+                r#"<m:a xmlns:m="urn:m" b='x xmlns:q="1"' xmlns = "d"><c xmlns:z="z"/></m:a>"#
+            ),
+            ["m", ""]
+        );
+        assert!(declared_in_start_tag("<a>").is_empty());
+        // Inline XML redeclaring what an ancestor declares keeps one declaration.
+        let (cfg, d) = parse(&format!(
+            r#"<sequence name="S" {NS} xmlns:m="urn:m"><enrich><source type="inline"><m:q xmlns:m="urn:m"><m:r/></m:q></source><target type="body"/></enrich></sequence>"#
+        ));
+        assert!(d.items.is_empty(), "{:?}", d.items);
+        let MediatorKind::Enrich(e) = &cfg.sequences[0].sequence.mediators[0].kind else {
+            panic!()
+        };
+        let EnrichSourceKind::InlineXml(x) = &e.source.kind else {
+            panic!()
+        };
+        assert_eq!(x, r#"<m:q xmlns:m="urn:m"><m:r/></m:q>"#);
     }
 
     #[test]

@@ -5,8 +5,8 @@ use crate::error::{Error, ErrorKind};
 use crate::message::{ActionChange, Body, Direction, Message};
 use crate::plan::need_until_call;
 use crate::plan::{
-    Cond, EndpointPlan, EnrichPlan, EnrichSourcePlan, EnrichTargetPlan, FaultPlan, LogPlan,
-    PayloadArg, PayloadPlan, Segment, Step, Steps, ValidatePlan, Value, XsltPlan,
+    Cond, EndpointPlan, EnrichPlan, EnrichSourcePlan, EnrichTargetPlan, FaultPlan, ForeachPlan,
+    LogPlan, PayloadArg, PayloadPlan, Segment, Step, Steps, ValidatePlan, Value, XsltPlan,
 };
 use sluice_config::{EnrichAction, PayloadMedia};
 use sluice_config::{LogCategory, LogLevel, PropertyType, Scope};
@@ -367,6 +367,88 @@ fn envelope_with(payload: &str, soap: sluice_config::FaultVersion) -> bytes::Byt
     .into()
 }
 
+/// Runs a `<foreach>` ([`ForeachPlan`]): the selected nodes out, each through the sequence as the
+/// payload, the payloads it leaves added to the first one's parent, and the message then that
+/// envelope again.
+fn foreach(f: &ForeachPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error> {
+    let what = "foreach";
+    let mut d = take_doc(msg, doc)?;
+    let original = d
+        .to_bytes_with(sluice_xml::SerializeOptions {
+            xml_declaration: false,
+            indent: false,
+        })
+        .map_err(|e| xml_error(what, e))?;
+    msg.props.set_xml(
+        &format!("{}FOREACH_ORIGINAL_MESSAGE", f.prefix),
+        String::from_utf8_lossy(&original).into_owned(),
+    );
+    let counter = format!("{}FOREACH_COUNTER", f.prefix);
+    msg.props.set(&counter, "0".to_owned());
+    let (parent, parts, ids) = {
+        let nodes = f.expression.nodes(&d, &*msg).map_err(expr_error)?;
+        let parent = nodes.first().and_then(|n| n.parent()).map(|p| p.id());
+        let mut parts = Vec::with_capacity(nodes.len());
+        for n in &nodes {
+            let xml = Fragment::from_nodes(&[*n]).and_then(|fr| fr.to_xml_string());
+            parts.push(xml.map_err(|e| xml_error(what, e))?);
+        }
+        (
+            parent,
+            parts,
+            nodes.iter().map(|n| n.id()).collect::<Vec<_>>(),
+        )
+    };
+    let Some(parent) = parent else {
+        // Nothing selected: the message goes on as it was.
+        *doc = DocCache::from(Ok(d));
+        return Ok(());
+    };
+    for id in ids {
+        d.remove(id).map_err(|e| xml_error(what, e))?;
+    }
+    for (k, part) in parts.iter().enumerate() {
+        msg.body = Body::Bytes(envelope_with(part, msg.soap));
+        msg.headers.remove(http::header::CONTENT_LENGTH);
+        let mut sub = DocCache::new();
+        let stop = match run_steps(&f.sequence.steps, 0, msg, &mut sub) {
+            Ok(Flow::Continue) => false,
+            Ok(Flow::Drop) => true,
+            Ok(_) => {
+                return Err(Error::new(
+                    ErrorKind::Mediation,
+                    "foreach: the sequence took the message elsewhere",
+                ))
+            }
+            Err(e) if f.continue_on_failure => {
+                tracing::warn!(proxy = %msg.service, "foreach: part {k} failed, going on: {}", e.reason());
+                false
+            }
+            Err(e) => return Err(e),
+        };
+        // What the part became: the first element of the body.
+        let view = View { msg, doc: &sub };
+        let result = match view.document() {
+            Ok(rd) => payload_node(rd).map(|n| Fragment::from_nodes(&[n])),
+            Err(e) if f.continue_on_failure => {
+                tracing::warn!(proxy = %msg.service, "foreach: part {k} is not XML any more: {e}");
+                None
+            }
+            Err(e) => return Err(expr_error(e)),
+        };
+        if let Some(fr) = result {
+            let fr = fr.map_err(|e| xml_error(what, e))?;
+            d.insert(parent, &fr, Placement::LastChild)
+                .map_err(|e| xml_error(what, e))?;
+        }
+        msg.props.set(&counter, (k + 1).to_string());
+        if stop && !f.continue_on_failure {
+            break;
+        }
+    }
+    put_doc(msg, doc, d, what)
+}
+
 /// Completes a gather whose copies have all ended before its count was reached (some dropped, or
 /// failed): the aggregate runs its `onComplete` on the first message it gathered, with what was
 /// gathered. `None` when no copy reached an aggregate.
@@ -570,6 +652,7 @@ fn run_steps(
             Step::LeaveTemplate => {
                 msg.func.pop();
             }
+            Step::Foreach(f) => foreach(f, msg, doc)?,
             Step::SaveMessage => {
                 // The plan read the whole body for this step.
                 if matches!(msg.body, Body::Stream | Body::Head(_)) {

@@ -509,6 +509,8 @@ pub enum Step {
     Aggregate(Arc<AggregatePlan>),
     /// `<iterate>`: a message for each element the expression selects, through the target.
     Iterate(Arc<IteratePlan>),
+    /// `<foreach>`: each selected node in turn through the sequence, the results in their place.
+    Foreach(Arc<ForeachPlan>),
     /// Leaves the template run last (after a `call` inside it, the continuation's end of it).
     LeaveTemplate,
     /// Before a `call` whose response goes into a property: the message's body and transport
@@ -582,6 +584,19 @@ pub struct CloneTargetPlan {
     /// The copy's To address (where a send without an endpoint goes) and action.
     pub to: Option<String>,
     pub soap_action: Option<String>,
+}
+
+/// `<foreach>`, as Synapse's first form runs it: the selected nodes are taken out of the message
+/// (their parent is the first one's), each becomes in turn the payload of the message for the
+/// sequence, and the payload it leaves is added to that parent's end. `FOREACH_COUNTER` (with the
+/// `id_` prefix) counts them; `FOREACH_ORIGINAL_MESSAGE` holds the envelope from before.
+#[derive(Debug)]
+pub struct ForeachPlan {
+    /// `id_`, or empty.
+    pub prefix: String,
+    pub expression: Expr,
+    pub sequence: Arc<SeqPlan>,
+    pub continue_on_failure: bool,
 }
 
 /// `<iterate>`: what it splits on, and where each part goes.
@@ -1874,6 +1889,35 @@ impl<'a> Compiler<'a> {
                 }
                 Step::Clone(Arc::new(ClonePlan { targets }))
             }
+            cfg::MediatorKind::Foreach(f) => {
+                if f.expression.text.contains("json-eval") {
+                    self.report(
+                        Severity::Unsupported,
+                        &m.loc,
+                        el,
+                        "foreach over JSON (a json-eval expression) is not supported yet",
+                    );
+                    return None;
+                }
+                let expression = self.expr(&f.expression, el);
+                let sequence = self.sequence_ref(&f.sequence, "foreach");
+                let sequence = sequence?;
+                if let Some(what) = leaves_message(&sequence.steps) {
+                    self.report(
+                        Severity::Error,
+                        &m.loc,
+                        el,
+                        format!("a foreach sequence may not {what}: it runs on each part in place"),
+                    );
+                    return None;
+                }
+                Step::Foreach(Arc::new(ForeachPlan {
+                    prefix: f.id.as_ref().map(|i| format!("{i}_")).unwrap_or_default(),
+                    expression: expression?,
+                    sequence,
+                    continue_on_failure: f.continue_on_failure,
+                }))
+            }
             cfg::MediatorKind::Iterate(it) => {
                 if it.expression.text.contains("json-eval") {
                     self.report(
@@ -2654,7 +2698,7 @@ fn body_exprs_all(steps: &[Step], f: &mut dyn FnMut(&Expr) -> bool) -> bool {
                 t.params.iter().all(|(_, v)| value(v, f)) && body_exprs_all(&t.template.steps, f)
             }
             Step::LeaveTemplate | Step::Clone(_) | Step::RestoreMessage => true,
-            Step::Aggregate(_) | Step::Iterate(_) | Step::SaveMessage => false,
+            Step::Aggregate(_) | Step::Iterate(_) | Step::SaveMessage | Step::Foreach(_) => false,
             Step::Xslt(_)
             | Step::PayloadFactory(_)
             | Step::Validate(_)
@@ -2685,6 +2729,28 @@ fn body_exprs_all(steps: &[Step], f: &mut dyn FnMut(&Expr) -> bool) -> bool {
         }
     }
     true
+}
+
+/// What in `steps` (or the lists they run) would take the message elsewhere: a send, a call, a
+/// clone or iterate, a respond or loopback. `None` when nothing does.
+fn leaves_message(steps: &[Step]) -> Option<&'static str> {
+    steps.iter().find_map(|s| match s {
+        Step::Send(_) => Some("send"),
+        Step::CallEndpoint(_) => Some("call"),
+        Step::Clone(_) | Step::Iterate(_) => Some("clone or iterate"),
+        Step::Respond | Step::Loopback => Some("respond or loop back"),
+        Step::Filter {
+            then, otherwise, ..
+        } => leaves_message(then).or_else(|| leaves_message(otherwise)),
+        Step::Switch { cases, default, .. } => cases
+            .iter()
+            .find_map(|(_, s)| leaves_message(s))
+            .or_else(|| leaves_message(default)),
+        Step::Call(seq) => leaves_message(&seq.steps),
+        Step::Template(t) => leaves_message(&t.template.steps),
+        Step::Foreach(f) => leaves_message(&f.sequence.steps),
+        _ => None,
+    })
 }
 
 /// The steps reach a `call` whatever the message: one at their top level, or in a sequence they
@@ -2787,7 +2853,9 @@ pub(crate) fn need_until_call(steps: &[Step], json: bool) -> (BodyNeed, bool) {
             // The body kept aside is the whole of it.
             Step::SaveMessage => BodyNeed::Full,
             // The copies are made of the whole message; the aggregate reads each response.
-            Step::Clone(_) | Step::Aggregate(_) | Step::Iterate(_) => BodyNeed::Full,
+            Step::Clone(_) | Step::Aggregate(_) | Step::Iterate(_) | Step::Foreach(_) => {
+                BodyNeed::Full
+            }
             Step::Xslt(_)
             | Step::PayloadFactory(_)
             | Step::Validate(_)

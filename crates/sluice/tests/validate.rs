@@ -85,6 +85,7 @@ fn validate_reports_template_mistakes() {
         // Reported at its place in the template, for the endpoint that put the value in.
         "synapse.xml:11:70: error: <errorCodes>: 'oops' is not an error code (in endpoint template EndpointTemplate for endpoint FromTemplate)",
         "synapse.xml:14:5: error: <endpoint>: no endpoint template named 'Nowhere'",
+        "synapse.xml:37:17: error: <foreach>: a foreach sequence may not send",
     ] {
         assert!(err.contains(want), "{want}\n{err}");
     }
