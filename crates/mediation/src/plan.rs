@@ -1890,16 +1890,7 @@ impl<'a> Compiler<'a> {
                 Step::Clone(Arc::new(ClonePlan { targets }))
             }
             cfg::MediatorKind::Foreach(f) => {
-                if f.expression.text.contains("json-eval") {
-                    self.report(
-                        Severity::Unsupported,
-                        &m.loc,
-                        el,
-                        "foreach over JSON (a json-eval expression) is not supported yet",
-                    );
-                    return None;
-                }
-                let expression = self.expr(&f.expression, el);
+                let expression = self.xml_parts(&f.expression, &m.loc, el, "foreach over");
                 let sequence = self.sequence_ref(&f.sequence, "foreach");
                 let sequence = sequence?;
                 if let Some(what) = leaves_message(&sequence.steps) {
@@ -1919,16 +1910,7 @@ impl<'a> Compiler<'a> {
                 }))
             }
             cfg::MediatorKind::Iterate(it) => {
-                if it.expression.text.contains("json-eval") {
-                    self.report(
-                        Severity::Unsupported,
-                        &m.loc,
-                        el,
-                        "iterating over JSON (a json-eval expression) is not supported yet",
-                    );
-                    return None;
-                }
-                let expression = self.expr(&it.expression, el);
+                let expression = self.xml_parts(&it.expression, &m.loc, el, "iterating over");
                 let target = self.clone_target(&it.target);
                 Step::Iterate(Arc::new(IteratePlan {
                     expression: expression?,
@@ -2181,6 +2163,27 @@ impl<'a> Compiler<'a> {
             });
         }
         Some(args)
+    }
+
+    /// The expression that splits a message into parts (iterate, foreach), compiled: XPath only,
+    /// as splitting JSON is not done yet.
+    fn xml_parts(
+        &mut self,
+        e: &cfg::ExprSrc,
+        loc: &Location,
+        el: &str,
+        what: &str,
+    ) -> Option<Expr> {
+        if e.text.contains("json-eval") {
+            self.report(
+                Severity::Unsupported,
+                loc,
+                el,
+                format!("{what} JSON (a json-eval expression) is not supported yet"),
+            );
+            return None;
+        }
+        self.expr(e, el)
     }
 
     /// A `call` with MI's `<source>` / `<target>`, as the steps MI's call mediator takes around
