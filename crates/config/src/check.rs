@@ -50,6 +50,18 @@ pub(crate) fn check_duplicates(cfg: &Config, diags: &mut Diagnostics) {
         diags,
     );
     dup(
+        "template",
+        cfg.templates
+            .iter()
+            .map(|t| (t.name.as_str(), &t.loc))
+            .chain(
+                cfg.endpoint_templates
+                    .iter()
+                    .map(|t| (t.name.as_str(), &t.loc)),
+            ),
+        diags,
+    );
+    dup(
         "localEntry",
         cfg.local_entries.iter().map(|l| (l.key.as_str(), &l.loc)),
         diags,

@@ -534,14 +534,14 @@ pub struct Foreach {
 /// A `call`'s `<source>` and `<target>` (WSO2 MI).
 #[derive(Clone, Debug)]
 pub struct CallIo {
-    /// `<source type="custom|property|inline">`: the payload sent instead of the body (`None`:
-    /// the body, as with `type="body"`).
+    /// `<source type="custom|property|inline|body">`: the payload sent instead of the body
+    /// (`None`: no `<source>`).
     pub source: Option<EnrichSource>,
     /// `<source contentType>`: the Content-Type the request goes out with.
     pub content_type: Option<String>,
-    /// `<target type="property">NAME</target>`: the response payload goes into this property and
-    /// the message body and transport headers are the ones from before the call (`None`: the
-    /// response replaces the body).
+    /// `<target type="property">NAME</target>`: the response payload goes into this property
+    /// (`None`: the response replaces the body). With a source other than the body, or no
+    /// `<source>`, the message is then the one from before the call again, as in MI.
     pub target: Option<(String, Location)>,
 }
 

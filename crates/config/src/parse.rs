@@ -197,7 +197,8 @@ pub fn instantiate_endpoint(
     let mut at = 0;
     let mut edits = Vec::new();
     for (range, param, in_attr) in &t.slots {
-        let Some((_, value)) = args.iter().find(|(n, _)| n == param) else {
+        // The last value given wins (a `<parameter name="uri">` over the `uri` attribute).
+        let Some((_, value)) = args.iter().rev().find(|(n, _)| n == param) else {
             continue;
         };
         text.push_str(&t.source[at..range.start]);
@@ -292,6 +293,7 @@ fn escape_xml(s: &str, attr: bool) -> String {
             '<' => out.push_str("&lt;"),
             '>' if !attr => out.push_str("&gt;"),
             '"' if attr => out.push_str("&quot;"),
+            '\'' if attr => out.push_str("&apos;"),
             c => out.push(c),
         }
     }
@@ -869,9 +871,9 @@ impl<'a, 'input> FileParser<'a, 'input> {
                     }
                     "description" => {}
                     other => self.report(
-                        Severity::Error,
+                        Severity::Warning,
                         c,
-                        format!("<{other}> in an endpoint made from a template: only <parameter>s"),
+                        format!("<{other}> in an endpoint made from a template: only its <parameter>s apply; ignored"),
                     ),
                 }
             }
@@ -1310,7 +1312,9 @@ impl<'a, 'input> FileParser<'a, 'input> {
     }
 
     fn foreach(&mut self, n: Node) -> Option<Foreach> {
-        if n.attribute("collection").is_some() {
+        if n.attribute("collection")
+            .is_some_and(|c| !c.trim().is_empty())
+        {
             self.report(
                 Severity::Unsupported,
                 n,
@@ -1799,7 +1803,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
                 .map(|v| v.trim().to_owned());
             let text = text_of(s);
             let kind = match s.attribute("type").unwrap_or("custom") {
-                "body" => None,
+                "body" => Some(EnrichSourceKind::Body),
                 "custom" if text.is_empty() => {
                     self.report(
                         Severity::Error,
@@ -2703,6 +2707,31 @@ mod tests {
         let err = &d.items[0];
         let at = (&*err.location.file, err.location.line, err.location.col);
         assert_eq!(at, ("t.xml", 8, 9), "{err:?}");
+    }
+
+    #[test]
+    fn endpoint_template_parameters_win_over_attributes_and_are_escaped() {
+        let (cfg, d) = crate::load_str(
+            "t.xml",
+            &format!(
+                r#"<definitions {NS}>
+<template name="T"><endpoint><address uri='$uri'/></endpoint></template>
+<endpoint name="E" template="T" uri="http://a/"><parameter name="uri" value="http://b/'q'&amp;&lt;"/></endpoint>
+<template name="T"><endpoint><address uri="$uri"/></endpoint></template>
+</definitions>"#
+            ),
+        );
+        assert_eq!(d.items.len(), 1, "{:?}", d.items);
+        assert!(d.items[0].message.contains("duplicate template 'T'"));
+        let EndpointKind::Template { args, .. } = &cfg.endpoints[0].kind else {
+            panic!()
+        };
+        let mut d = Diagnostics::default();
+        let e = instantiate_endpoint(&cfg.endpoint_templates[0], args, "E", &mut d).unwrap();
+        let EndpointKind::Address(a) = &e.kind else {
+            panic!()
+        };
+        assert_eq!(a.uri, "http://b/'q'&<");
     }
 
     #[test]

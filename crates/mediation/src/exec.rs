@@ -5,8 +5,9 @@ use crate::error::{Error, ErrorKind};
 use crate::message::{ActionChange, Body, Direction, Message};
 use crate::plan::need_until_call;
 use crate::plan::{
-    Cond, EndpointPlan, EnrichPlan, EnrichSourcePlan, EnrichTargetPlan, FaultPlan, ForeachPlan,
-    LogPlan, PayloadArg, PayloadPlan, Segment, Step, Steps, ValidatePlan, Value, XsltPlan,
+    CallSourcePlan, Cond, EndpointPlan, EnrichPlan, EnrichSourcePlan, EnrichTargetPlan, FaultPlan,
+    ForeachPlan, LogPlan, PayloadArg, PayloadPlan, Segment, Step, Steps, ValidatePlan, Value,
+    XsltPlan,
 };
 use sluice_config::{EnrichAction, PayloadMedia};
 use sluice_config::{LogCategory, LogLevel, PropertyType, Scope};
@@ -367,6 +368,84 @@ fn envelope_with(payload: &str, soap: sluice_config::FaultVersion) -> bytes::Byt
     .into()
 }
 
+/// Fails when the plan did not have the body read for a step that needs all of it.
+fn unread_body(msg: &Message, what: &str) -> Result<(), Error> {
+    if matches!(msg.body, Body::Stream | Body::Head(_)) {
+        return Err(Error::new(
+            ErrorKind::Mediation,
+            format!("call: {what} was not read"),
+        ));
+    }
+    Ok(())
+}
+
+/// A `call`'s `<source>`: the payload made from it, without reading the message's own. XML goes
+/// in an envelope of the SOAP version the `contentType` names (bare for other XML types, the
+/// message's own version without one); text (JSON among it) is the body as it is. The
+/// `contentType` becomes the Content-Type, `messageType` and `ContentType`, so that XML sent as
+/// JSON is converted on the way out.
+fn call_source(c: &CallSourcePlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error> {
+    let what = "call source";
+    let frag = enrich_source(&c.source, msg, doc)?;
+    let ct = c.content_type.as_deref();
+    let body = if frag.elements().next().is_some() {
+        let xml = frag.to_xml_string().map_err(|e| xml_error(what, e))?;
+        let t = ct
+            .map(|t| t.trim().to_ascii_lowercase())
+            .unwrap_or_default();
+        let soap = if t.starts_with("application/soap+xml") {
+            sluice_config::FaultVersion::Soap12
+        } else if t.starts_with("text/xml") {
+            sluice_config::FaultVersion::Soap11
+        } else if !t.is_empty() && !crate::json::is_json_type(&t) {
+            sluice_config::FaultVersion::Pox
+        } else {
+            msg.soap
+        };
+        msg.soap = soap;
+        envelope_with(&xml, soap)
+    } else {
+        bytes::Bytes::from(frag.last_text().unwrap_or_default())
+    };
+    msg.body = Body::Bytes(body);
+    msg.headers.remove(http::header::CONTENT_LENGTH);
+    if let Some(t) = ct {
+        msg.set_header(http::header::CONTENT_TYPE, t)?;
+        msg.axis2.set("messageType", t.to_owned());
+        msg.axis2.set("ContentType", t.to_owned());
+    }
+    *doc = DocCache::new();
+    Ok(())
+}
+
+/// A `call`'s property target: the response payload as it came, XML (the payload element) when
+/// it is XML, else its text (JSON among it); empty for a response without a body.
+fn call_target(property: &str, msg: &mut Message, doc: &DocCache) -> Result<(), Error> {
+    unread_body(msg, "the response for the target property")?;
+    let json = msg
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(crate::json::is_json_type);
+    let text = match &msg.body {
+        Body::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        _ => String::new(),
+    };
+    if !json && !text.trim().is_empty() {
+        let view = View { msg, doc };
+        if let Ok(d) = view.document() {
+            if let Some(n) = payload_node(d) {
+                let xml = Fragment::from_nodes(&[n]).and_then(|f| f.to_xml_string());
+                let xml = xml.map_err(|e| xml_error("call target", e))?;
+                msg.props.set_xml(property, xml);
+                return Ok(());
+            }
+        }
+    }
+    msg.props.set(property, text);
+    Ok(())
+}
+
 /// Runs a `<foreach>` ([`ForeachPlan`]): the selected nodes out, each through the sequence as the
 /// payload, the payloads it leaves added to the first one's parent, and the message then that
 /// envelope again.
@@ -404,8 +483,19 @@ fn foreach(f: &ForeachPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(),
         *doc = DocCache::from(Ok(d));
         return Ok(());
     };
+    if parts.len() > MAX_ITERATIONS {
+        return Err(Error::new(
+            ErrorKind::Mediation,
+            format!(
+                "foreach: the expression selects {} nodes, more than {MAX_ITERATIONS}",
+                parts.len()
+            ),
+        ));
+    }
     for id in ids {
-        d.remove(id).map_err(|e| xml_error(what, e))?;
+        // A node inside another selected one went out with it (each is still a part, as in
+        // Synapse).
+        let _ = d.remove(id);
     }
     for (k, part) in parts.iter().enumerate() {
         msg.body = Body::Bytes(envelope_with(part, msg.soap));
@@ -654,20 +744,13 @@ fn run_steps(
             }
             Step::Foreach(f) => foreach(f, msg, doc)?,
             Step::SaveMessage => {
-                // The plan read the whole body for this step.
-                if matches!(msg.body, Body::Stream | Body::Head(_)) {
-                    return Err(Error::new(
-                        ErrorKind::Mediation,
-                        "call: the body to keep aside was not read",
-                    ));
-                }
-                msg.saved.push((msg.body.clone(), msg.headers.clone()));
+                unread_body(msg, "the message to keep aside")?;
+                msg.save();
             }
-            Step::RestoreMessage => {
-                if let Some((body, headers)) = msg.saved.pop() {
-                    msg.body = body;
-                    msg.headers = headers;
-                    msg.json_out = None;
+            Step::CallSource(c) => call_source(c, msg, doc)?,
+            Step::CallTarget { property, restore } => {
+                call_target(property, msg, doc)?;
+                if *restore && msg.restore() {
                     *doc = DocCache::new();
                 }
             }
@@ -1175,10 +1258,14 @@ pub(crate) fn payload_node(d: &Document) -> Option<sluice_xml::Node<'_>> {
     }
 }
 
-fn enrich_source(e: &EnrichPlan, msg: &Message, doc: &DocCache) -> Result<Fragment, Error> {
+fn enrich_source(
+    source: &EnrichSourcePlan,
+    msg: &Message,
+    doc: &DocCache,
+) -> Result<Fragment, Error> {
     let what = "enrich source";
     let x = |r: Result<Fragment, sluice_xml::XmlError>| r.map_err(|err| xml_error(what, err));
-    match &e.source {
+    match source {
         EnrichSourcePlan::Custom(ex) => {
             // An XPath over properties only is text, and the body may not even have been read.
             if matches!(ex, Expr::XPath(_)) && ex.body_need() != BodyNeed::None {
@@ -1196,7 +1283,7 @@ fn enrich_source(e: &EnrichPlan, msg: &Message, doc: &DocCache) -> Result<Fragme
         EnrichSourcePlan::Envelope | EnrichSourcePlan::Body => {
             let view = View { msg, doc };
             let d = view.document().map_err(expr_error)?;
-            let node = if matches!(e.source, EnrichSourcePlan::Envelope) {
+            let node = if matches!(source, EnrichSourcePlan::Envelope) {
                 d.root_element()
             } else {
                 payload_node(d)
@@ -1218,7 +1305,7 @@ fn enrich_source(e: &EnrichPlan, msg: &Message, doc: &DocCache) -> Result<Fragme
 
 fn enrich(e: &EnrichPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error> {
     let what = "enrich";
-    let source = enrich_source(e, msg, doc)?;
+    let source = enrich_source(&e.source, msg, doc)?;
     match &e.target {
         EnrichTargetPlan::Property(name) => {
             let xml = source.to_xml_string().map_err(|err| xml_error(what, err))?;

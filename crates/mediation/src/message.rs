@@ -83,6 +83,51 @@ impl Props {
     }
 }
 
+/// What a `call` with a property target keeps of the message before it and puts back after: the
+/// message is then the one from before the call again (a request stays a request, answered as
+/// one), with the properties set since.
+#[derive(Clone, Debug)]
+pub struct Saved {
+    pub direction: Direction,
+    pub body: Body,
+    pub headers: HeaderMap,
+    pub status: Option<StatusCode>,
+    pub soap: FaultVersion,
+    pub set_headers: Vec<HeaderName>,
+    pub is_fault: bool,
+}
+
+impl Message {
+    /// Keeps the message aside ([`Message::saved`]).
+    pub fn save(&mut self) {
+        self.saved.push(Saved {
+            direction: self.direction,
+            body: self.body.clone(),
+            headers: self.headers.clone(),
+            status: self.status,
+            soap: self.soap,
+            set_headers: self.set_headers.clone(),
+            is_fault: self.is_fault,
+        });
+    }
+
+    /// The message kept aside last is the message again; `false` when there is none.
+    pub fn restore(&mut self) -> bool {
+        let Some(s) = self.saved.pop() else {
+            return false;
+        };
+        self.direction = s.direction;
+        self.body = s.body;
+        self.headers = s.headers;
+        self.status = s.status;
+        self.soap = s.soap;
+        self.set_headers = s.set_headers;
+        self.is_fault = s.is_fault;
+        self.json_out = None;
+        true
+    }
+}
+
 static MESSAGE_IDS: AtomicU64 = AtomicU64::new(1);
 
 /// What an `aggregate` has gathered of the copies one `clone` made.
@@ -150,9 +195,9 @@ pub struct Message {
     pub func: Vec<Vec<(String, String)>>,
     /// The copies of one request a `clone` made share this: where `aggregate` gathers them.
     pub gather: Option<std::sync::Arc<Gather>>,
-    /// Bodies and transport headers kept aside by `call`s whose response goes into a property,
-    /// innermost last: restored once the response is in it.
-    pub saved: Vec<(Body, HeaderMap)>,
+    /// Messages kept aside by `call`s whose response goes into a property, innermost last:
+    /// restored once the response is in it.
+    pub saved: Vec<Saved>,
     message_id: Option<String>,
 }
 

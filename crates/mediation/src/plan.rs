@@ -513,11 +513,18 @@ pub enum Step {
     Foreach(Arc<ForeachPlan>),
     /// Leaves the template run last (after a `call` inside it, the continuation's end of it).
     LeaveTemplate,
-    /// Before a `call` whose response goes into a property: the message's body and transport
-    /// headers are kept aside ([`crate::Message::saved`]).
+    /// Before a `call` whose response goes into a property: the message is kept aside
+    /// ([`crate::Message::save`]).
     SaveMessage,
-    /// After it: the body and transport headers kept aside are the message's again.
-    RestoreMessage,
+    /// A `call`'s `<source>`: the payload made from it, without reading the message's.
+    CallSource(CallSourcePlan),
+    /// After a `call` with a property target: the response payload goes into the property (XML,
+    /// JSON or text, as it came; empty for no body), then, when `restore`, the message kept aside
+    /// is the message again.
+    CallTarget {
+        property: String,
+        restore: bool,
+    },
     Drop,
     Log(LogPlan),
     SetProperty {
@@ -597,6 +604,13 @@ pub struct ForeachPlan {
     pub expression: Expr,
     pub sequence: Arc<SeqPlan>,
     pub continue_on_failure: bool,
+}
+
+/// A `call`'s `<source>`: where the payload comes from, and the Content-Type it goes out with.
+#[derive(Debug)]
+pub struct CallSourcePlan {
+    pub source: EnrichSourcePlan,
+    pub content_type: Option<String>,
 }
 
 /// `<iterate>`: what it splits on, and where each part goes.
@@ -1805,7 +1819,7 @@ impl<'a> Compiler<'a> {
                 };
                 match io {
                     None => Step::CallEndpoint(ep),
-                    Some(io) => self.call_io(io, ep, &m.loc, el)?,
+                    Some(io) => self.call_io(io, ep, el)?,
                 }
             }
             cfg::MediatorKind::Respond => Step::Respond,
@@ -2187,64 +2201,62 @@ impl<'a> Compiler<'a> {
     }
 
     /// A `call` with MI's `<source>` / `<target>`, as the steps MI's call mediator takes around
-    /// the call itself, run as one nested list (so that the response goes on through its rest):
-    /// with a property target, the message is kept aside first and restored after the response
-    /// went into the property; a source replaces the payload as an `enrich` to the body would,
-    /// and its `contentType` is the request's `messageType` and `ContentType`.
+    /// the call itself, run as one nested list (so that the response goes on through its rest).
+    /// A source other than the body makes the payload (`CallSource`); with a property target, the
+    /// message is kept aside first (`SaveMessage`) when there is such a source or no `<source>`
+    /// at all, and `CallTarget` puts the response into the property and the message back.
     fn call_io(
         &mut self,
         io: &cfg::CallIo,
         ep: Option<Arc<EndpointPlan>>,
-        loc: &Location,
         el: &str,
     ) -> Option<Step> {
+        let source = match &io.source {
+            Some(s) if !matches!(s.kind, cfg::EnrichSourceKind::Body) => {
+                Some(self.enrich_source(s, el)?)
+            }
+            _ => None,
+        };
+        // MI: a target alone sends the body as it is and still keeps the message aside.
+        let restore = io.target.is_some() && (source.is_some() || io.source.is_none());
         let mut steps = Vec::new();
-        if io.target.is_some() {
+        if restore {
             steps.push(Step::SaveMessage);
         }
-        if let Some(source) = &io.source {
-            let e = cfg::Enrich {
-                source: source.clone(),
-                target: cfg::EnrichTarget {
-                    kind: cfg::EnrichTargetKind::Body,
-                    action: cfg::EnrichAction::Replace,
-                    loc: source.loc.clone(),
-                },
-            };
-            steps.push(Step::Enrich(self.enrich(&e, loc, el)?));
-        }
-        if let Some(ct) = &io.content_type {
-            for name in ["messageType", "ContentType"] {
-                steps.push(Step::SetProperty {
-                    scope: cfg::Scope::Axis2,
-                    name: name.to_owned(),
-                    ty: cfg::PropertyType::String,
-                    value: Value::Literal(ct.clone()),
-                });
-            }
+        if let Some(source) = source {
+            steps.push(Step::CallSource(CallSourcePlan {
+                source,
+                content_type: io.content_type.clone(),
+            }));
         }
         steps.push(Step::CallEndpoint(ep));
-        if let Some((name, tloc)) = &io.target {
-            let e = cfg::Enrich {
-                source: cfg::EnrichSource {
-                    kind: cfg::EnrichSourceKind::Body,
-                    clone: true,
-                    loc: tloc.clone(),
-                },
-                target: cfg::EnrichTarget {
-                    kind: cfg::EnrichTargetKind::Property(name.clone()),
-                    action: cfg::EnrichAction::Replace,
-                    loc: tloc.clone(),
-                },
-            };
-            steps.push(Step::Enrich(self.enrich(&e, loc, el)?));
-            steps.push(Step::RestoreMessage);
+        if let Some((property, _)) = &io.target {
+            steps.push(Step::CallTarget {
+                property: property.clone(),
+                restore,
+            });
         }
         Some(Step::Call(Arc::new(SeqPlan::new(None, steps.into()))))
     }
 
     fn enrich(&mut self, e: &cfg::Enrich, loc: &Location, el: &str) -> Option<EnrichPlan> {
         let _ = loc;
+        let source = self.enrich_source(&e.source, el)?;
+        let target = match &e.target.kind {
+            cfg::EnrichTargetKind::Custom(x) => EnrichTargetPlan::Custom(self.expr(x, el)?),
+            cfg::EnrichTargetKind::Envelope => EnrichTargetPlan::Envelope,
+            cfg::EnrichTargetKind::Body => EnrichTargetPlan::Body,
+            cfg::EnrichTargetKind::Property(p) => EnrichTargetPlan::Property(p.clone()),
+        };
+        Some(EnrichPlan {
+            source,
+            target,
+            action: e.target.action,
+        })
+    }
+
+    /// An enrich (or `call`) source: inline XML checked well-formed, a key's content read.
+    fn enrich_source(&mut self, src: &cfg::EnrichSource, el: &str) -> Option<EnrichSourcePlan> {
         let check_xml = |c: &mut Self, text: &str, l: &Location| -> Option<()> {
             match sluice_xml::Fragment::parse(text) {
                 Ok(_) => Some(()),
@@ -2259,41 +2271,30 @@ impl<'a> Compiler<'a> {
                 }
             }
         };
-        let source = match &e.source.kind {
+        Some(match &src.kind {
             cfg::EnrichSourceKind::Custom(x) => EnrichSourcePlan::Custom(self.expr(x, el)?),
             cfg::EnrichSourceKind::Envelope => EnrichSourcePlan::Envelope,
             cfg::EnrichSourceKind::Body => EnrichSourcePlan::Body,
             cfg::EnrichSourceKind::Property(p) => EnrichSourcePlan::Property(p.clone()),
             cfg::EnrichSourceKind::InlineXml(t) => {
-                check_xml(self, t, &e.source.loc)?;
+                check_xml(self, t, &src.loc)?;
                 EnrichSourcePlan::Xml(t.clone())
             }
             cfg::EnrichSourceKind::InlineText(t) => EnrichSourcePlan::Text(t.clone()),
             cfg::EnrichSourceKind::InlineKey(k) => {
                 match self.local_entries.get(k.as_str()).map(|l| l.value.clone()) {
                     Some(cfg::LocalEntryValue::Xml { text, .. }) => {
-                        check_xml(self, &text, &e.source.loc)?;
+                        check_xml(self, &text, &src.loc)?;
                         EnrichSourcePlan::Xml(text)
                     }
                     Some(cfg::LocalEntryValue::Text(t)) => EnrichSourcePlan::Text(t),
                     _ => {
-                        let (text, _) = self.keyed_text(k, &e.source.loc, el)?;
-                        check_xml(self, &text, &e.source.loc)?;
+                        let (text, _) = self.keyed_text(k, &src.loc, el)?;
+                        check_xml(self, &text, &src.loc)?;
                         EnrichSourcePlan::Xml(text)
                     }
                 }
             }
-        };
-        let target = match &e.target.kind {
-            cfg::EnrichTargetKind::Custom(x) => EnrichTargetPlan::Custom(self.expr(x, el)?),
-            cfg::EnrichTargetKind::Envelope => EnrichTargetPlan::Envelope,
-            cfg::EnrichTargetKind::Body => EnrichTargetPlan::Body,
-            cfg::EnrichTargetKind::Property(p) => EnrichTargetPlan::Property(p.clone()),
-        };
-        Some(EnrichPlan {
-            source,
-            target,
-            action: e.target.action,
         })
     }
 
@@ -2700,8 +2701,17 @@ fn body_exprs_all(steps: &[Step], f: &mut dyn FnMut(&Expr) -> bool) -> bool {
             Step::Template(t) => {
                 t.params.iter().all(|(_, v)| value(v, f)) && body_exprs_all(&t.template.steps, f)
             }
-            Step::LeaveTemplate | Step::Clone(_) | Step::RestoreMessage => true,
-            Step::Aggregate(_) | Step::Iterate(_) | Step::SaveMessage | Step::Foreach(_) => false,
+            Step::LeaveTemplate | Step::Clone(_) => true,
+            Step::CallSource(c) => match &c.source {
+                EnrichSourcePlan::Custom(x) => x.body_need() == BodyNeed::None || f(x),
+                EnrichSourcePlan::Envelope | EnrichSourcePlan::Body => false,
+                _ => true,
+            },
+            Step::Aggregate(_)
+            | Step::Iterate(_)
+            | Step::SaveMessage
+            | Step::CallTarget { .. }
+            | Step::Foreach(_) => false,
             Step::Xslt(_)
             | Step::PayloadFactory(_)
             | Step::Validate(_)
@@ -2734,14 +2744,13 @@ fn body_exprs_all(steps: &[Step], f: &mut dyn FnMut(&Expr) -> bool) -> bool {
     true
 }
 
-/// What in `steps` (or the lists they run) would take the message elsewhere: a send, a call, a
-/// clone or iterate, a respond or loopback. `None` when nothing does.
+/// What in `steps` (or the lists they run) would send the message to a back-end: a send or a
+/// call (Synapse refuses these in a foreach; anything else that ends the flow there fails when it
+/// runs). `None` when nothing does.
 fn leaves_message(steps: &[Step]) -> Option<&'static str> {
     steps.iter().find_map(|s| match s {
         Step::Send(_) => Some("send"),
         Step::CallEndpoint(_) => Some("call"),
-        Step::Clone(_) | Step::Iterate(_) => Some("clone or iterate"),
-        Step::Respond | Step::Loopback => Some("respond or loop back"),
         Step::Filter {
             then, otherwise, ..
         } => leaves_message(then).or_else(|| leaves_message(otherwise)),
@@ -2852,9 +2861,14 @@ pub(crate) fn need_until_call(steps: &[Step], json: bool) -> (BodyNeed, bool) {
                 }
                 args.max(t.template.need(json))
             }
-            Step::LeaveTemplate | Step::RestoreMessage => BodyNeed::None,
-            // The body kept aside is the whole of it.
-            Step::SaveMessage => BodyNeed::Full,
+            Step::LeaveTemplate => BodyNeed::None,
+            // The body kept aside is the whole of it; so is the response put in a property.
+            Step::SaveMessage | Step::CallTarget { .. } => BodyNeed::Full,
+            Step::CallSource(c) => match &c.source {
+                EnrichSourcePlan::Custom(x) => x.body_need(),
+                EnrichSourcePlan::Envelope | EnrichSourcePlan::Body => BodyNeed::Full,
+                _ => BodyNeed::None,
+            },
             // The copies are made of the whole message; the aggregate reads each response.
             Step::Clone(_) | Step::Aggregate(_) | Step::Iterate(_) | Step::Foreach(_) => {
                 BodyNeed::Full
