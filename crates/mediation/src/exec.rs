@@ -368,6 +368,18 @@ fn envelope_with(payload: &str, soap: sluice_config::FaultVersion) -> bytes::Byt
     .into()
 }
 
+/// One message must not split without bound (an iterate's parts are back-end calls, a foreach's
+/// are sequence runs): at most [`MAX_ITERATIONS`] parts.
+fn within_parts_cap(what: &str, n: usize) -> Result<(), Error> {
+    if n > MAX_ITERATIONS {
+        return Err(Error::new(
+            ErrorKind::Mediation,
+            format!("{what}: the expression selects {n} elements, more than {MAX_ITERATIONS}"),
+        ));
+    }
+    Ok(())
+}
+
 /// Fails when the plan did not have the body read for a step that needs all of it.
 fn unread_body(msg: &Message, what: &str) -> Result<(), Error> {
     if matches!(msg.body, Body::Stream | Body::Head(_)) {
@@ -483,15 +495,7 @@ fn foreach(f: &ForeachPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(),
         *doc = DocCache::from(Ok(d));
         return Ok(());
     };
-    if parts.len() > MAX_ITERATIONS {
-        return Err(Error::new(
-            ErrorKind::Mediation,
-            format!(
-                "foreach: the expression selects {} nodes, more than {MAX_ITERATIONS}",
-                parts.len()
-            ),
-        ));
-    }
+    within_parts_cap("foreach", parts.len())?;
     for id in ids {
         // A node inside another selected one went out with it (each is still a part, as in
         // Synapse).
@@ -767,15 +771,7 @@ fn run_steps(
                         )
                     })?;
                 // One request must not fan out without bound: each part is a back-end call.
-                if parts.len() > MAX_ITERATIONS {
-                    return Err(Error::new(
-                        ErrorKind::Mediation,
-                        format!(
-                            "iterate: the expression selects {} elements, more than {MAX_ITERATIONS}",
-                            parts.len()
-                        ),
-                    ));
-                }
+                within_parts_cap("iterate", parts.len())?;
                 let bodies = parts.iter().map(|p| envelope_with(p, msg.soap)).collect();
                 return Ok(Flow::Iterate(it.clone(), bodies));
             }
