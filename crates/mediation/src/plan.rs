@@ -1250,9 +1250,6 @@ impl<'a> Compiler<'a> {
 
     /// A named sequence, compiled once. `from` is where it is referenced (None when compiled on its own).
     fn named_sequence(&mut self, key: &str, from: Option<&Location>) -> Option<Arc<SeqPlan>> {
-        if let Some(r) = self.seq_cache.get(key) {
-            return self.dependency(r.clone(), "sequence", key, from);
-        }
         let Some(seq) = self.sequences.get(key).copied() else {
             if let Some(loc) = from {
                 self.report(
@@ -1264,39 +1261,68 @@ impl<'a> Compiler<'a> {
             }
             return None;
         };
-        if !self.in_progress.insert(key.to_owned()) {
+        self.compile_once(
+            "sequence",
+            key,
+            key.to_owned(),
+            &seq.sequence,
+            seq.rejected,
+            from,
+            "sequence",
+            "refers to itself",
+        )
+    }
+
+    /// A named sequence's or a template's steps, compiled once and kept under `cache_key`
+    /// (a failure too), with a cycle reported at `from` as `element`.
+    #[allow(clippy::too_many_arguments)]
+    fn compile_once(
+        &mut self,
+        kind: &str,
+        name: &str,
+        cache_key: String,
+        seq: &cfg::Sequence,
+        rejected: bool,
+        from: Option<&Location>,
+        element: &str,
+        cycle: &str,
+    ) -> Option<Arc<SeqPlan>> {
+        if let Some(r) = self.seq_cache.get(&cache_key) {
+            return self.dependency(r.clone(), kind, name, from);
+        }
+        if !self.in_progress.insert(cache_key.clone()) {
             if let Some(loc) = from {
                 self.report(
                     Severity::Error,
                     loc,
-                    "sequence",
-                    format!("sequence '{key}' refers to itself (cycle)"),
+                    element,
+                    format!("{kind} '{name}' {cycle} (cycle)"),
                 );
             }
             return None;
         }
-        let (steps, failed) = self.nested(format!("sequence {key}"), |c| {
-            c.failed |= seq.rejected;
-            c.steps(&seq.sequence.mediators)
+        let (steps, failed) = self.nested(format!("{kind} {name}"), |c| {
+            c.failed |= rejected;
+            c.steps(&seq.mediators)
         });
-        self.in_progress.remove(key);
-        if seq.sequence.on_error.is_some() {
-            // Run-time mediation errors inside a sequence go to the proxy's fault sequence for now.
+        self.in_progress.remove(&cache_key);
+        if seq.on_error.is_some() {
+            // Run-time mediation errors inside go to the proxy's fault sequence for now.
             self.diags.push(
                 Severity::Note,
-                seq.sequence.loc.clone(),
-                "sequence",
+                seq.loc.clone(),
+                kind,
                 "onError is not used yet: errors go to the proxy's fault sequence",
-                Some(&format!("sequence {key}")),
+                Some(&format!("{kind} {name}")),
             );
         }
         let r = if failed {
-            Err(format!("sequence '{key}' is not deployed"))
+            Err(format!("{kind} '{name}' is not deployed"))
         } else {
-            Ok(Arc::new(SeqPlan::new(Some(key.to_owned()), steps)))
+            Ok(Arc::new(SeqPlan::new(Some(cache_key.clone()), steps)))
         };
-        self.seq_cache.insert(key.to_owned(), r.clone());
-        self.dependency(r, "sequence", key, from)
+        self.seq_cache.insert(cache_key, r.clone());
+        self.dependency(r, kind, name, from)
     }
 
     /// A clone or iterate target: its sequence, or else its endpoint (Synapse runs the sequence
@@ -1383,40 +1409,16 @@ impl<'a> Compiler<'a> {
                 }
             }
         }
-        if t.sequence.on_error.is_some() {
-            self.report(
-                Severity::Note,
-                &t.sequence.loc,
-                el,
-                "onError is not used yet: errors go to the proxy's fault sequence",
-            );
-        }
-        let key = format!("template:{target}");
-        let template = if let Some(r) = self.seq_cache.get(&key) {
-            self.dependency(r.clone(), "template", target, Some(loc))?
-        } else {
-            if !self.in_progress.insert(key.clone()) {
-                self.report(
-                    Severity::Error,
-                    loc,
-                    el,
-                    format!("template '{target}' calls itself (cycle)"),
-                );
-                return None;
-            }
-            let (steps, failed) = self.nested(format!("template {target}"), |c| {
-                c.failed |= t.rejected;
-                c.steps(&t.sequence.mediators)
-            });
-            self.in_progress.remove(&key);
-            let r = if failed {
-                Err(format!("template '{target}' is not deployed"))
-            } else {
-                Ok(Arc::new(SeqPlan::new(Some(key.clone()), steps)))
-            };
-            self.seq_cache.insert(key, r.clone());
-            self.dependency(r, "template", target, Some(loc))?
-        };
+        let template = self.compile_once(
+            "template",
+            target,
+            format!("template:{target}"),
+            &t.sequence,
+            t.rejected,
+            Some(loc),
+            el,
+            "calls itself",
+        )?;
         Some(Arc::new(TemplateCall {
             name: target.to_owned(),
             template,
