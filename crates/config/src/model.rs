@@ -542,7 +542,7 @@ pub struct CallIo {
     /// `<target type="property">NAME</target>`: the response payload goes into this property
     /// (`None`: the response replaces the body). With a source other than the body, or no
     /// `<source>`, the message is then the one from before the call again, as in MI.
-    pub target: Option<(String, Location)>,
+    pub target: Option<String>,
 }
 
 #[derive(Clone, Debug)]

@@ -185,12 +185,10 @@ pub fn instantiate_endpoint(
         if prefix == "xml" {
             continue;
         }
-        let attr = if prefix.is_empty() {
-            "xmlns".to_owned()
-        } else {
-            format!("xmlns:{prefix}")
-        };
-        wrapper.push_str(&format!(" {attr}=\"{}\"", escape_xml(uri, true)));
+        wrapper.push_str(&xmlns_attr(
+            Some(prefix.as_str()).filter(|p| !p.is_empty()),
+            uri,
+        ));
     }
     wrapper.push('>');
     let mut text = wrapper.clone();
@@ -281,6 +279,16 @@ fn declared_in_start_tag(src: &str) -> Vec<&str> {
         }
     }
     out
+}
+
+/// A namespace declaration as written in a start tag, with its leading space: ` xmlns:p="uri"`, or
+/// ` xmlns="uri"` for the default namespace.
+fn xmlns_attr(prefix: Option<&str>, uri: &str) -> String {
+    let uri = escape_xml(uri, true);
+    match prefix {
+        Some(p) => format!(" xmlns:{p}=\"{uri}\""),
+        None => format!(" xmlns=\"{uri}\""),
+    }
 }
 
 /// `s` with the characters XML markup gives meaning to escaped, for an attribute value (quoted with
@@ -1290,15 +1298,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
             {
                 continue;
             }
-            let uri = ns
-                .uri()
-                .replace('&', "&amp;")
-                .replace('"', "&quot;")
-                .replace('<', "&lt;");
-            match ns.name() {
-                Some(p) => decls.push_str(&format!(" xmlns:{p}=\"{uri}\"")),
-                None => decls.push_str(&format!(" xmlns=\"{uri}\"")),
-            }
+            decls.push_str(&xmlns_attr(ns.name(), ns.uri()));
         }
         if decls.is_empty() {
             return src.to_owned();
@@ -1352,16 +1352,11 @@ impl<'a, 'input> FileParser<'a, 'input> {
     }
 
     fn iterate(&mut self, n: Node) -> Option<IterateMediator> {
-        for a in ["sequential", "continueParent", "preservePayload"] {
-            if n.attribute(a).is_some_and(|v| v == "true") {
-                self.report(
-                    Severity::Unsupported,
-                    n,
-                    format!("iterate with {a}=\"true\" is not supported yet"),
-                );
-                return None;
-            }
-        }
+        self.refuse_true(
+            n,
+            "iterate",
+            &["sequential", "continueParent", "preservePayload"],
+        )?;
         // attachPath matters only with preservePayload (refused above): ignored, as in Synapse.
         let expression = self.required_attr(n, "expression")?;
         let expression = self.expr(n, "expression", &expression);
@@ -1378,17 +1373,26 @@ impl<'a, 'input> FileParser<'a, 'input> {
         })
     }
 
-    fn clone_mediator(&mut self, n: Node) -> Option<CloneMediator> {
-        for a in ["sequential", "continueParent"] {
-            if n.attribute(a).is_some_and(|v| v == "true") {
+    /// `None` (reported as unsupported) when one of `attrs` is "true" on `n`.
+    fn refuse_true(&mut self, n: Node, what: &str, attrs: &[&str]) -> Option<()> {
+        match attrs
+            .iter()
+            .find(|a| n.attribute(**a).is_some_and(|v| v == "true"))
+        {
+            Some(a) => {
                 self.report(
                     Severity::Unsupported,
                     n,
-                    format!("clone with {a}=\"true\" is not supported yet"),
+                    format!("{what} with {a}=\"true\" is not supported yet"),
                 );
-                return None;
+                None
             }
+            None => Some(()),
         }
+    }
+
+    fn clone_mediator(&mut self, n: Node) -> Option<CloneMediator> {
+        self.refuse_true(n, "clone", &["sequential", "continueParent"])?;
         let mut targets = Vec::new();
         for c in elements(n) {
             if c.tag_name().name() != "target" {
@@ -1861,7 +1865,7 @@ impl<'a, 'input> FileParser<'a, 'input> {
                         );
                         return None;
                     }
-                    io.target = Some((name, self.loc(t)));
+                    io.target = Some(name);
                 }
                 Some("body") => {}
                 Some("variable") => {

@@ -399,33 +399,26 @@ fn unread_body(msg: &Message, what: &str) -> Result<(), Error> {
 fn call_source(c: &CallSourcePlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error> {
     let what = "call source";
     let frag = enrich_source(&c.source, msg, doc)?;
-    let ct = c.content_type.as_deref();
+    if let Some(t) = &c.content_type {
+        msg.set_header(http::header::CONTENT_TYPE, t)?;
+        msg.axis2.set("messageType", t.clone());
+        msg.axis2.set("ContentType", t.clone());
+    }
     let body = if frag.elements().next().is_some() {
         let xml = frag.to_xml_string().map_err(|e| xml_error(what, e))?;
-        let t = ct
-            .map(|t| t.trim().to_ascii_lowercase())
-            .unwrap_or_default();
-        let soap = if t.starts_with("application/soap+xml") {
-            sluice_config::FaultVersion::Soap12
-        } else if t.starts_with("text/xml") {
-            sluice_config::FaultVersion::Soap11
-        } else if !t.is_empty() && !crate::json::is_json_type(&t) {
-            sluice_config::FaultVersion::Pox
-        } else {
-            msg.soap
-        };
-        msg.soap = soap;
-        envelope_with(&xml, soap)
+        // An XML type names the envelope; XML sent as JSON keeps the message's own.
+        if c.content_type
+            .as_deref()
+            .is_some_and(|t| !crate::json::is_json_type(t))
+        {
+            msg.soap = crate::message::soap_version(&msg.headers);
+        }
+        envelope_with(&xml, msg.soap)
     } else {
         bytes::Bytes::from(frag.last_text().unwrap_or_default())
     };
     msg.body = Body::Bytes(body);
     msg.headers.remove(http::header::CONTENT_LENGTH);
-    if let Some(t) = ct {
-        msg.set_header(http::header::CONTENT_TYPE, t)?;
-        msg.axis2.set("messageType", t.to_owned());
-        msg.axis2.set("ContentType", t.to_owned());
-    }
     *doc = DocCache::new();
     Ok(())
 }
@@ -464,12 +457,7 @@ fn call_target(property: &str, msg: &mut Message, doc: &DocCache) -> Result<(), 
 fn foreach(f: &ForeachPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error> {
     let what = "foreach";
     let mut d = take_doc(msg, doc)?;
-    let original = d
-        .to_bytes_with(sluice_xml::SerializeOptions {
-            xml_declaration: false,
-            indent: false,
-        })
-        .map_err(|e| xml_error(what, e))?;
+    let original = message_bytes(&d, what)?;
     msg.props.set_xml(
         &format!("{}FOREACH_ORIGINAL_MESSAGE", f.prefix),
         String::from_utf8_lossy(&original).into_owned(),
@@ -920,17 +908,8 @@ fn xslt(x: &XsltPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error
         .map_err(|e| xml_error(&what, e))?;
     d.replace_node(target, &result)
         .map_err(|e| xml_error(&what, e))?;
-    let bytes = d
-        .to_bytes_with(sluice_xml::SerializeOptions {
-            xml_declaration: false,
-            indent: false,
-        })
-        .map_err(|e| xml_error(&what, e))?;
-    msg.body = Body::Bytes(bytes.into());
-    msg.headers.remove(http::header::CONTENT_LENGTH);
     // The tree is the new body: later XPath in this run reads it without parsing again.
-    *doc = DocCache::from(Ok(d));
-    Ok(())
+    put_doc(msg, doc, d, &what)
 }
 
 /// The streaming fast path (`sluice-stx`), when the stylesheet is in its subset, takes no parameters,
@@ -962,15 +941,18 @@ fn take_doc(msg: &Message, doc: &mut DocCache) -> Result<Document, Error> {
     .map_err(expr_error)
 }
 
+/// A tree as a message body is written: no XML declaration, no indentation.
+fn message_bytes(d: &Document, what: &str) -> Result<Vec<u8>, Error> {
+    d.to_bytes_with(sluice_xml::SerializeOptions {
+        xml_declaration: false,
+        indent: false,
+    })
+    .map_err(|e| xml_error(what, e))
+}
+
 /// Makes a changed tree the message: serialised into the body, and kept for later XPath.
 fn put_doc(msg: &mut Message, doc: &mut DocCache, d: Document, what: &str) -> Result<(), Error> {
-    let bytes = d
-        .to_bytes_with(sluice_xml::SerializeOptions {
-            xml_declaration: false,
-            indent: false,
-        })
-        .map_err(|e| xml_error(what, e))?;
-    msg.body = Body::Bytes(bytes.into());
+    msg.body = Body::Bytes(message_bytes(&d, what)?.into());
     msg.headers.remove(http::header::CONTENT_LENGTH);
     *doc = DocCache::from(Ok(d));
     Ok(())

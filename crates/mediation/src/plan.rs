@@ -681,6 +681,27 @@ pub enum EnrichSourcePlan {
     Text(String),
 }
 
+impl EnrichSourcePlan {
+    /// What reading the source takes of the body.
+    fn body_need(&self) -> BodyNeed {
+        match self {
+            EnrichSourcePlan::Custom(x) => x.body_need(),
+            EnrichSourcePlan::Envelope | EnrichSourcePlan::Body => BodyNeed::Full,
+            _ => BodyNeed::None,
+        }
+    }
+
+    /// [`body_exprs_all`] for the source: `f` holds for its expression if it reads the body;
+    /// `false` for a source that is the whole body.
+    fn body_exprs_all(&self, f: &mut dyn FnMut(&Expr) -> bool) -> bool {
+        match self {
+            EnrichSourcePlan::Custom(x) => x.body_need() == BodyNeed::None || f(x),
+            EnrichSourcePlan::Envelope | EnrichSourcePlan::Body => false,
+            _ => true,
+        }
+    }
+}
+
 #[derive(Debug)]
 pub enum EnrichTargetPlan {
     Custom(Expr),
@@ -1524,18 +1545,12 @@ impl<'a> Compiler<'a> {
             );
             return None;
         }
-        let before = self.diags.items.len();
         let user = match &ep.name {
             Some(n) => format!("endpoint {n}"),
             None => format!("the endpoint at {}", ep.loc),
         };
+        // `None` when anything in it was reported as an error or unsupported.
         let made = cfg::parse::instantiate_endpoint(t, args, &user, self.diags);
-        if self.diags.items[before..]
-            .iter()
-            .any(|d| d.severity >= Severity::Unsupported)
-        {
-            self.failed = true;
-        }
         let plan = made.and_then(|mut inner| {
             inner.name = ep.name.clone().or(inner.name);
             self.endpoint(&inner, override_uri)
@@ -2232,7 +2247,7 @@ impl<'a> Compiler<'a> {
             }));
         }
         steps.push(Step::CallEndpoint(ep));
-        if let Some((property, _)) = &io.target {
+        if let Some(property) = &io.target {
             steps.push(Step::CallTarget {
                 property: property.clone(),
                 restore,
@@ -2704,11 +2719,7 @@ fn body_exprs_all(steps: &[Step], f: &mut dyn FnMut(&Expr) -> bool) -> bool {
                 t.params.iter().all(|(_, v)| value(v, f)) && body_exprs_all(&t.template.steps, f)
             }
             Step::LeaveTemplate | Step::Clone(_) => true,
-            Step::CallSource(c) => match &c.source {
-                EnrichSourcePlan::Custom(x) => x.body_need() == BodyNeed::None || f(x),
-                EnrichSourcePlan::Envelope | EnrichSourcePlan::Body => false,
-                _ => true,
-            },
+            Step::CallSource(c) => c.source.body_exprs_all(f),
             Step::Aggregate(_)
             | Step::Iterate(_)
             | Step::SaveMessage
@@ -2720,12 +2731,7 @@ fn body_exprs_all(steps: &[Step], f: &mut dyn FnMut(&Expr) -> bool) -> bool {
             | Step::SetSoapHeader { .. }
             | Step::RemoveSoapHeader { .. } => false,
             Step::Enrich(e) => {
-                let source = match &e.source {
-                    EnrichSourcePlan::Custom(x) => x.body_need() == BodyNeed::None || f(x),
-                    EnrichSourcePlan::Envelope | EnrichSourcePlan::Body => false,
-                    _ => true,
-                };
-                source && matches!(e.target, EnrichTargetPlan::Property(_))
+                e.source.body_exprs_all(f) && matches!(e.target, EnrichTargetPlan::Property(_))
             }
             Step::MakeFault(m) => value(&m.reason, f),
             // What follows a call reads the response.
@@ -2866,11 +2872,7 @@ pub(crate) fn need_until_call(steps: &[Step], json: bool) -> (BodyNeed, bool) {
             Step::LeaveTemplate => BodyNeed::None,
             // The body kept aside is the whole of it; so is the response put in a property.
             Step::SaveMessage | Step::CallTarget { .. } => BodyNeed::Full,
-            Step::CallSource(c) => match &c.source {
-                EnrichSourcePlan::Custom(x) => x.body_need(),
-                EnrichSourcePlan::Envelope | EnrichSourcePlan::Body => BodyNeed::Full,
-                _ => BodyNeed::None,
-            },
+            Step::CallSource(c) => c.source.body_need(),
             // The copies are made of the whole message; the aggregate reads each response.
             Step::Clone(_) | Step::Aggregate(_) | Step::Iterate(_) | Step::Foreach(_) => {
                 BodyNeed::Full
@@ -2881,11 +2883,7 @@ pub(crate) fn need_until_call(steps: &[Step], json: bool) -> (BodyNeed, bool) {
             | Step::SetSoapHeader { .. }
             | Step::RemoveSoapHeader { .. } => BodyNeed::Full,
             Step::Enrich(e) => {
-                let source = match &e.source {
-                    EnrichSourcePlan::Custom(x) => x.body_need(),
-                    EnrichSourcePlan::Envelope | EnrichSourcePlan::Body => BodyNeed::Full,
-                    _ => BodyNeed::None,
-                };
+                let source = e.source.body_need();
                 let target = match &e.target {
                     EnrichTargetPlan::Property(_) => BodyNeed::None,
                     _ => BodyNeed::Full,
