@@ -37,6 +37,10 @@ enum Cmd {
         /// Seconds per case.
         #[arg(long, default_value_t = 1.0)]
         seconds: f64,
+        /// Exactly this many calls per case instead of a time, with no warm-up: for counting
+        /// instructions per call under valgrind (`crates/bench/micro-instructions.sh`).
+        #[arg(long)]
+        calls: Option<u64>,
         /// Only the cases whose name contains this.
         #[arg(long)]
         only: Option<String>,
@@ -158,8 +162,15 @@ fn main() -> ExitCode {
         Cmd::Micro {
             sizes,
             seconds,
+            calls,
             only,
-        } => run_micro(&sizes, seconds, only.as_deref()),
+        } => {
+            let budget = match calls {
+                Some(n) => micro::Budget::Calls(n),
+                None => micro::Budget::Time(Duration::from_secs_f64(seconds)),
+            };
+            run_micro(&sizes, budget, only.as_deref())
+        }
         Cmd::Payload { size, ibm } => {
             print!("{}", payload::generate(size, ibm));
             Ok(())
@@ -174,13 +185,13 @@ fn main() -> ExitCode {
     }
 }
 
-fn run_micro(sizes: &[usize], seconds: f64, only: Option<&str>) -> Result<(), String> {
+fn run_micro(sizes: &[usize], budget: micro::Budget, only: Option<&str>) -> Result<(), String> {
     let reference = repo_root().join("../shared/reference/wso2-perf");
     let t = micro::run(
         &reference.join("performance-ei/capp"),
         Some(reference.as_path()).filter(|r| r.is_dir()),
         sizes,
-        Duration::from_secs_f64(seconds),
+        budget,
         only,
     )?;
     print!("{}", micro::table(&t));

@@ -27,8 +27,28 @@ impl Timing {
     }
 }
 
-/// Calls `f` repeatedly for about `budget` (after a tenth of it as warm-up) and returns ns per call.
-fn time(budget: Duration, mut f: impl FnMut()) -> f64 {
+/// How long each case runs.
+#[derive(Clone, Copy, Debug)]
+pub enum Budget {
+    /// About this long, after a tenth of it as warm-up.
+    Time(Duration),
+    /// Exactly this many calls, no warm-up: for counting instructions per call under valgrind
+    /// (total over calls, less a run with `Calls(0)`).
+    Calls(u64),
+}
+
+/// Calls `f` as `budget` says and returns ns per call.
+fn time(budget: Budget, mut f: impl FnMut()) -> f64 {
+    let budget = match budget {
+        Budget::Calls(n) => {
+            let start = Instant::now();
+            for _ in 0..n {
+                f();
+            }
+            return start.elapsed().as_nanos() as f64 / n.max(1) as f64;
+        }
+        Budget::Time(t) => t,
+    };
     let warm = Instant::now();
     while warm.elapsed() < budget / 10 {
         f();
@@ -94,7 +114,7 @@ pub fn run(
     capp: &Path,
     reference: Option<&Path>,
     sizes: &[usize],
-    budget: Duration,
+    budget: Budget,
     only: Option<&str>,
 ) -> Result<Vec<Timing>, String> {
     let wanted = |name: &str| only.is_none_or(|o| name.contains(o));
@@ -250,7 +270,7 @@ mod tests {
             &reference.join("performance-ei/capp"),
             Some(&reference),
             &[1024],
-            Duration::from_millis(2),
+            Budget::Time(Duration::from_millis(2)),
             None,
         )
         .unwrap();
@@ -258,5 +278,16 @@ mod tests {
         assert_eq!(names.len(), 8, "{names:?}");
         assert!(names.contains(&"CBR prefixed body //m:order[1]/m:symbol"));
         assert!(t.iter().all(|t| t.ns_per_call > 0.0));
+        // A fixed number of calls (what micro-instructions.sh counts) runs every case as well.
+        let t = run(
+            &reference.join("performance-ei/capp"),
+            Some(&reference),
+            &[1024],
+            Budget::Calls(3),
+            Some("CBRProxy"),
+        )
+        .unwrap();
+        assert_eq!(t.len(), 1);
+        assert!(t[0].ns_per_call > 0.0);
     }
 }

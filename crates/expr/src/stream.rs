@@ -178,7 +178,41 @@ pub struct StreamPath {
     form: Form,
     /// The first step's local name, for [`StreamPath::needle_run`]: set for `//` paths whose first
     /// step tests a name.
-    needle: Option<memchr::memmem::Finder<'static>>,
+    needle: Option<NameFinder>,
+}
+
+/// The search [`StreamPath::needle_run`] makes for a name: memchr's AVX2 pair finder called straight
+/// (without `memmem`'s dispatch on every call, a quarter of a short search) where the CPU has it and
+/// the rest of the input is long enough for it, else `memmem`.
+#[derive(Debug)]
+struct NameFinder {
+    name: Vec<u8>,
+    #[cfg(target_arch = "x86_64")]
+    avx2: Option<memchr::arch::x86_64::avx2::packedpair::Finder>,
+    any: memchr::memmem::Finder<'static>,
+}
+
+impl NameFinder {
+    fn new(name: &[u8]) -> NameFinder {
+        NameFinder {
+            name: name.to_vec(),
+            #[cfg(target_arch = "x86_64")]
+            avx2: memchr::arch::x86_64::avx2::packedpair::Finder::new(name),
+            any: memchr::memmem::Finder::new(name).into_owned(),
+        }
+    }
+
+    /// The first occurrence of the name in `hay`.
+    #[inline]
+    fn find(&self, hay: &[u8]) -> Option<usize> {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(f) = &self.avx2 {
+            if hay.len() >= f.min_haystack_len() {
+                return f.find(hay, &self.name);
+            }
+        }
+        self.any.find(hay)
+    }
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -548,7 +582,7 @@ impl StreamPath {
         }
         let needle = match path.steps.first().map(|s| &s.test) {
             Some(NameTest::Name { local, .. }) if path.descendant => {
-                Some(memchr::memmem::Finder::new(local.as_bytes()).into_owned())
+                Some(NameFinder::new(local.as_bytes()))
             }
             _ => None,
         };
@@ -870,8 +904,8 @@ impl StreamPath {
     /// the first is complete.
     fn needle_run(&self, xml: &[u8], lt: usize, len: usize, bang: &mut Bang) -> Option<usize> {
         let finder = self.needle.as_ref()?;
-        let f = finder.needle().len();
-        let limit = bang.after(xml, lt);
+        let f = finder.name.len();
+        let hay = &xml[..bang.after(xml, lt)];
         let name = lt + 1;
         let mut start = lt;
         let mut read = None;
@@ -885,15 +919,14 @@ impl StreamPath {
             // as the first step comes before it.
             let mut at = start + len + 2;
             let end = loop {
-                let Some(k) = xml.get(at..limit).and_then(|s| finder.find(s)) else {
+                let Some(k) = hay.get(at..).and_then(|s| finder.find(s)) else {
                     break 'siblings;
                 };
                 let h = at + k;
                 let gt = h + f;
-                if let (Some(m), Some(p)) = (&end_tag, (gt + 1).checked_sub(len + 3)) {
-                    if m.at(xml, p) {
-                        break gt + 1;
-                    }
+                // (`gt` is past the sibling's start tag, so at least `len + 2` in.)
+                if end_tag.is_some_and(|m| m.at(xml, (gt + 1).saturating_sub(len + 3))) {
+                    break gt + 1;
                 }
                 match name_at(xml, h, f) {
                     NameAt::Other => at = gt,
@@ -1977,13 +2010,10 @@ impl Markup {
                 .get(p..)
                 .and_then(|s| s.first_chunk::<{ 8 * MARKUP_WORDS }>())
             {
-                let mut diff = 0;
-                for k in 0..MARKUP_WORDS {
-                    let mut w = [0u8; 8];
-                    w.copy_from_slice(&s[8 * k..8 * k + 8]);
-                    diff |= (u64::from_le_bytes(w) ^ self.words[k]) & self.masks[k];
-                }
-                return diff == 0;
+                let word = |a: usize| u64::from_le_bytes(s[a..a + 8].try_into().unwrap_or([0; 8]));
+                let [w0, w1, w2] = self.words;
+                let [m0, m1, m2] = self.masks;
+                return (word(0) ^ w0) & m0 | (word(8) ^ w1) & m1 | (word(16) ^ w2) & m2 == 0;
             }
         }
         same_name(xml, p, self.start, self.len)
