@@ -915,6 +915,23 @@ impl StreamPath {
         let mut end_tag: Option<Markup> = None;
         let mut between: Option<Markup> = None;
         'siblings: loop {
+            // The bulk, once both are known: a search, then two comparisons, a sibling.
+            if let (Some(e), Some(b)) = (&end_tag, &between) {
+                let skip = b.len - len - 2;
+                loop {
+                    let at = start + len + 2;
+                    let Some(k) = hay.get(at..).and_then(|s| finder.find(s)) else {
+                        break;
+                    };
+                    let end = at + k + f + 1;
+                    // (`end` is past the sibling's start tag, so at least `len + 3` in.)
+                    if !(e.at(xml, end - len - 3) && b.at(xml, end)) {
+                        break;
+                    }
+                    start = end + skip;
+                    read = Some(start);
+                }
+            }
             // The sibling's end: the first end tag of its name after its start, if no start tag named
             // as the first step comes before it.
             let mut at = start + len + 2;
