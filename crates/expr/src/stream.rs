@@ -15,8 +15,8 @@
 //! Reading stops as soon as the answer is decided, so malformed content *after* that point is not seen
 //! (the libxml2 path would fault on it). Likewise, under a `//` path, the later siblings named as its
 //! first step (every `order` after the first under `//order[1]/symbol`) are found by searching for
-//! that name ([`StreamPath::needle_run`]): what is inside them cannot change the answer for a
-//! well-formed document, and is not checked. One deliberate SOAP assumption: under a SOAP `Envelope` there is
+//! that name ([`StreamPath::needle_run`], with AVX2 where the CPU has it, through `pulp`): what is
+//! inside them cannot change the answer for a well-formed document, and is not checked. One deliberate SOAP assumption: under a SOAP `Envelope` there is
 //! one `Header` and one `Body`, the `Header` first, so `/soapenv:Envelope/soapenv:Header/...` is answered
 //! when the `Body` starts and `/soapenv:Envelope/soapenv:Body/...` when the `Body` ends (Synapse's SOAP
 //! builder does not accept other envelopes either).
@@ -181,14 +181,17 @@ pub struct StreamPath {
     needle: Option<NameFinder>,
 }
 
-/// The search [`StreamPath::needle_run`] makes for a name: memchr's AVX2 pair finder called straight
-/// (without `memmem`'s dispatch on every call, a quarter of a short search) where the CPU has it and
-/// the rest of the input is long enough for it, else `memmem`.
+/// The search [`StreamPath::needle_run`] makes for a name. With AVX2 (`pulp`'s safe runtime
+/// dispatch), one pass over the bytes finds both the name and the first `<!` or `<?` (which stops
+/// the run), 32 bytes a step, and the whole run is compiled for AVX2; elsewhere `memmem`, up to the
+/// [`Bang`] found by a pass of its own.
 #[derive(Debug)]
 struct NameFinder {
     name: Vec<u8>,
     #[cfg(target_arch = "x86_64")]
-    avx2: Option<memchr::arch::x86_64::avx2::packedpair::Finder>,
+    v3: Option<pulp::x86::V3>,
+    #[cfg(target_arch = "x86_64")]
+    word: Option<(u64, u64)>,
     any: memchr::memmem::Finder<'static>,
 }
 
@@ -197,22 +200,91 @@ impl NameFinder {
         NameFinder {
             name: name.to_vec(),
             #[cfg(target_arch = "x86_64")]
-            avx2: memchr::arch::x86_64::avx2::packedpair::Finder::new(name),
+            v3: pulp::x86::V3::try_new(),
+            #[cfg(target_arch = "x86_64")]
+            word: name_word(name),
             any: memchr::memmem::Finder::new(name).into_owned(),
         }
     }
+}
 
-    /// The first occurrence of the name in `hay`.
-    #[inline]
-    fn find(&self, hay: &[u8]) -> Option<usize> {
-        #[cfg(target_arch = "x86_64")]
-        if let Some(f) = &self.avx2 {
-            if hay.len() >= f.min_haystack_len() {
-                return f.find(hay, &self.name);
-            }
-        }
-        self.any.find(hay)
+/// What one byte position is to [`scan_v3`]: the start of `name`, of a comment, CDATA section or
+/// processing instruction (`p` at its `!` or `?`), or neither.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn scan_at(xml: &[u8], p: usize, name: &[u8], word: Option<(u64, u64)>) -> Option<Option<usize>> {
+    match xml[p] {
+        b'!' | b'?' if p > 0 && xml[p - 1] == b'<' => Some(None),
+        _ if starts_with_name(xml, p, name, word) => Some(Some(p)),
+        _ => None,
     }
+}
+
+/// `xml[p..].starts_with(name)`, with `word` the name as a masked word when it has at most 8 bytes
+/// (one comparison; `memcmp` is a call).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn starts_with_name(xml: &[u8], p: usize, name: &[u8], word: Option<(u64, u64)>) -> bool {
+    match (word, word_at(xml, p)) {
+        (Some((n, mask)), Some(w)) => (w ^ n) & mask == 0,
+        _ => xml[p..].starts_with(name),
+    }
+}
+
+/// A name of up to 8 bytes as a little-endian word and the mask of its bytes.
+#[cfg(target_arch = "x86_64")]
+fn name_word(name: &[u8]) -> Option<(u64, u64)> {
+    let mut w = [0u8; 8];
+    w.get_mut(..name.len())?.copy_from_slice(name);
+    Some((u64::from_le_bytes(w), u64::MAX >> (8 * (8 - name.len()))))
+}
+
+/// The first occurrence of `name` in `xml` at or after `at`, `None` when a `<!` or `<?` comes first
+/// or there is none. A step compares 32 bytes with the name's first and last bytes and with `!` and
+/// `?` at once; candidates are then checked one by one ([`scan_at`]), the last bytes one by one.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn scan_v3(
+    simd: pulp::x86::V3,
+    xml: &[u8],
+    mut at: usize,
+    name: &[u8],
+    word: Option<(u64, u64)>,
+) -> Option<usize> {
+    use core::arch::x86_64::__m256i;
+    let last = name.len().checked_sub(1)?;
+    let splat = |b: u8| simd.avx._mm256_set1_epi8(i8::from_ne_bytes([b]));
+    let (first_byte, last_byte, bang, question) =
+        (splat(name[0]), splat(name[last]), splat(b'!'), splat(b'?'));
+    let avx2 = simd.avx2;
+    while at + last + 32 <= xml.len() {
+        let a: [u8; 32] = xml.get(at..at + 32)?.try_into().ok()?;
+        let b: [u8; 32] = xml.get(at + last..at + last + 32)?.try_into().ok()?;
+        let (a, b): (__m256i, __m256i) = (pulp::cast(a), pulp::cast(b));
+        let named = avx2._mm256_and_si256(
+            avx2._mm256_cmpeq_epi8(a, first_byte),
+            avx2._mm256_cmpeq_epi8(b, last_byte),
+        );
+        let marked = avx2._mm256_or_si256(
+            avx2._mm256_cmpeq_epi8(a, bang),
+            avx2._mm256_cmpeq_epi8(a, question),
+        );
+        let mut m = avx2._mm256_movemask_epi8(avx2._mm256_or_si256(named, marked)) as u32;
+        while m != 0 {
+            if let Some(found) = scan_at(xml, at + m.trailing_zeros() as usize, name, word) {
+                return found;
+            }
+            m &= m - 1;
+        }
+        at += 32;
+    }
+    while at < xml.len() {
+        if let Some(found) = scan_at(xml, at, name, word) {
+            return found;
+        }
+        at += 1;
+    }
+    None
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -904,78 +976,169 @@ impl StreamPath {
     /// the first is complete.
     fn needle_run(&self, xml: &[u8], lt: usize, len: usize, bang: &mut Bang) -> Option<usize> {
         let finder = self.needle.as_ref()?;
-        let f = finder.name.len();
-        let hay = &xml[..bang.after(xml, lt)];
-        let name = lt + 1;
-        let mut start = lt;
-        let mut read = None;
-        // Once seen, the sibling's end tag, and what went from one sibling's end to the next one's
-        // start (text, then `<Q>`): in a document's bulk both repeat byte for byte, and are then
-        // recognised by a few word comparisons.
-        let mut end_tag: Option<Markup> = None;
-        let mut between: Option<Markup> = None;
-        'siblings: loop {
-            // The bulk, once both are known: a search, then two comparisons, a sibling.
-            if let (Some(e), Some(b)) = (&end_tag, &between) {
-                let skip = b.len - len - 2;
-                loop {
-                    let at = start + len + 2;
-                    let Some(k) = hay.get(at..).and_then(|s| finder.find(s)) else {
-                        break;
-                    };
-                    let end = at + k + f + 1;
-                    // (`end` is past the sibling's start tag, so at least `len + 3` in.)
-                    if !(e.at(xml, end - len - 3) && b.at(xml, end)) {
-                        break;
-                    }
-                    start = end + skip;
-                    read = Some(start);
-                }
-            }
-            // The sibling's end: the first end tag of its name after its start, if no start tag named
-            // as the first step comes before it.
-            let mut at = start + len + 2;
-            let end = loop {
-                let Some(k) = hay.get(at..).and_then(|s| finder.find(s)) else {
-                    break 'siblings;
-                };
-                let h = at + k;
-                let gt = h + f;
-                // (`gt` is past the sibling's start tag, so at least `len + 2` in.)
-                if end_tag.is_some_and(|m| m.at(xml, (gt + 1).saturating_sub(len + 3))) {
-                    break gt + 1;
-                }
-                match name_at(xml, h, f) {
-                    NameAt::Other => at = gt,
-                    NameAt::End(s)
-                        if gt - s == len
-                            && xml.get(gt) == Some(&b'>')
-                            && same_name(xml, s, name, len) =>
-                    {
-                        end_tag = Some(Markup::new(xml, s - 2, len + 3));
-                        break gt + 1;
-                    }
-                    NameAt::Start | NameAt::End(_) => break 'siblings,
-                }
-            };
-            if let Some(m) = &between {
-                if m.at(xml, end) {
-                    start = end + m.len - len - 2;
-                    read = Some(start);
-                    continue;
-                }
-            }
-            let next = memchr::memchr(b'<', &xml[end..]).map_or(xml.len(), |k| end + k);
-            read = Some(next);
-            if !(xml.get(next + len + 1) == Some(&b'>') && same_name(xml, next + 1, name, len)) {
-                break;
-            }
-            between = Some(Markup::new(xml, end, next + len + 2 - end));
-            start = next;
+        let name = finder.name.as_slice();
+        #[cfg(target_arch = "x86_64")]
+        if let Some(simd) = finder.v3 {
+            return simd.vectorize(V3Run {
+                xml,
+                lt,
+                len,
+                scan: V3Scan {
+                    simd,
+                    name,
+                    word: finder.word,
+                },
+            });
         }
-        read
+        let hay = &xml[..bang.after(xml, lt)];
+        siblings_by_name(
+            xml,
+            lt,
+            len,
+            MemmemScan {
+                hay,
+                finder: &finder.any,
+            },
+        )
+    }
+}
+
+/// How [`siblings_by_name`] finds the next occurrence of the name at or after a position, before any
+/// comment, CDATA section or processing instruction: a trait (not a closure) so that everything is
+/// inlined into AVX2 code where the CPU has it.
+trait NameScan {
+    fn len(&self) -> usize;
+    fn find(&mut self, xml: &[u8], at: usize) -> Option<usize>;
+}
+
+/// The search without AVX2: `memmem` over the input up to its first [`Bang`].
+struct MemmemScan<'a> {
+    hay: &'a [u8],
+    finder: &'a memchr::memmem::Finder<'static>,
+}
+
+impl NameScan for MemmemScan<'_> {
+    fn len(&self) -> usize {
+        self.finder.needle().len()
     }
 
+    #[inline(always)]
+    fn find(&mut self, _: &[u8], at: usize) -> Option<usize> {
+        let k = self.finder.find(self.hay.get(at..)?)?;
+        Some(at + k)
+    }
+}
+
+/// The search with AVX2 ([`scan_v3`]).
+#[cfg(target_arch = "x86_64")]
+struct V3Scan<'a> {
+    simd: pulp::x86::V3,
+    name: &'a [u8],
+    word: Option<(u64, u64)>,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl NameScan for V3Scan<'_> {
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.name.len()
+    }
+
+    #[inline(always)]
+    fn find(&mut self, xml: &[u8], at: usize) -> Option<usize> {
+        scan_v3(self.simd, xml, at, self.name, self.word)
+    }
+}
+
+/// [`siblings_by_name`] with [`V3Scan`], run by `pulp` as AVX2 code.
+#[cfg(target_arch = "x86_64")]
+struct V3Run<'a> {
+    xml: &'a [u8],
+    lt: usize,
+    len: usize,
+    scan: V3Scan<'a>,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl pulp::NullaryFnOnce for V3Run<'_> {
+    type Output = Option<usize>;
+
+    #[inline(always)]
+    fn call(self) -> Option<usize> {
+        siblings_by_name(self.xml, self.lt, self.len, self.scan)
+    }
+}
+
+/// [`StreamPath::needle_run`]'s reading, with `scan` finding the name.
+#[inline(always)]
+fn siblings_by_name(xml: &[u8], lt: usize, len: usize, mut scan: impl NameScan) -> Option<usize> {
+    let f = scan.len();
+    let name = lt + 1;
+    let mut start = lt;
+    let mut read = None;
+    // Once seen, the sibling's end tag, and what went from one sibling's end to the next one's
+    // start (text, then `<Q>`): in a document's bulk both repeat byte for byte, and are then
+    // recognised by a few word comparisons.
+    let mut end_tag: Option<Markup> = None;
+    let mut between: Option<Markup> = None;
+    'siblings: loop {
+        // The bulk, once both are known: a search, then two comparisons, a sibling.
+        if let (Some(e), Some(b)) = (&end_tag, &between) {
+            let skip = b.len - len - 2;
+            while let Some(h) = scan.find(xml, start + len + 2) {
+                let end = h + f + 1;
+                // (`end` is past the sibling's start tag, so at least `len + 3` in.)
+                if !(e.at(xml, end - len - 3) && b.at(xml, end)) {
+                    break;
+                }
+                start = end + skip;
+                read = Some(start);
+            }
+        }
+        // The sibling's end: the first end tag of its name after its start, if no start tag named
+        // as the first step comes before it.
+        let mut at = start + len + 2;
+        let end = loop {
+            let Some(h) = scan.find(xml, at) else {
+                break 'siblings;
+            };
+            let gt = h + f;
+            // (`gt` is past the sibling's start tag, so at least `len + 2` in.)
+            if end_tag.is_some_and(|m| m.at(xml, (gt + 1).saturating_sub(len + 3))) {
+                break gt + 1;
+            }
+            match name_at(xml, h, f) {
+                NameAt::Other => at = gt,
+                NameAt::End(s)
+                    if gt - s == len
+                        && xml.get(gt) == Some(&b'>')
+                        && same_name(xml, s, name, len) =>
+                {
+                    end_tag = Some(Markup::new(xml, s - 2, len + 3));
+                    break gt + 1;
+                }
+                NameAt::Start | NameAt::End(_) => break 'siblings,
+            }
+        };
+        if let Some(m) = &between {
+            if m.at(xml, end) {
+                start = end + m.len - len - 2;
+                read = Some(start);
+                continue;
+            }
+        }
+        let next = memchr::memchr(b'<', &xml[end..]).map_or(xml.len(), |k| end + k);
+        read = Some(next);
+        if !(xml.get(next + len + 1) == Some(&b'>') && same_name(xml, next + 1, name, len)) {
+            break;
+        }
+        between = Some(Markup::new(xml, end, next + len + 2 - end));
+        start = next;
+    }
+    read
+}
+
+impl StreamPath {
     /// The fast reader: a tokenizer written for the documents routing sees (elements, attributes, text
     /// with the predefined and character references, comments, CDATA, an XML declaration), straight
     /// over the bytes with `memchr`. Anything else, or anything it is not sure of, is handed back
@@ -2848,6 +3011,18 @@ mod tests {
         StreamPath::compile(text, &ns()).unwrap_or_else(|| panic!("{text} should stream"))
     }
 
+    /// [`sp`] reading siblings by name without AVX2 (`memmem` and a [`Bang`] pass), as on CPUs
+    /// that lack it.
+    fn portable(text: &str) -> StreamPath {
+        #[allow(unused_mut)]
+        let mut s = sp(text);
+        #[cfg(target_arch = "x86_64")]
+        if let Some(n) = s.needle.as_mut() {
+            n.v3 = None;
+        }
+        s
+    }
+
     /// [`sp`] without [`StreamPath::needle_run`]: every sibling is read tag by tag, so a malformed
     /// document read to its end is always refused.
     fn strict(text: &str) -> StreamPath {
@@ -3810,10 +3985,9 @@ mod tests {
             });
             let lib = Lib(parse(doc.as_bytes()).unwrap_or_else(|| panic!("{doc}")));
             for text in texts {
-                assert!(
-                    check(doc.as_bytes(), &lib, text, &sp(text)),
-                    "{text}: {doc}"
-                );
+                for s in [sp(text), portable(text)] {
+                    assert!(check(doc.as_bytes(), &lib, text, &s), "{text}: {doc}");
+                }
             }
             docs += 1;
         }
@@ -3868,17 +4042,17 @@ mod tests {
         for inside in ["<b>&bogus;</b>", "<b></c>", "<b>\u{1}</b>", "<b a=1/>"] {
             let d = doc(inside, "");
             assert!(parse(d.as_bytes()).is_none(), "{d}");
-            assert_eq!(
-                sp(text).eval_string(d.as_bytes()).as_deref(),
-                Some("a"),
-                "{d}"
-            );
+            for s in [sp(text), portable(text)] {
+                assert_eq!(s.eval_string(d.as_bytes()).as_deref(), Some("a"), "{d}");
+            }
             assert_eq!(strict(text).eval_string(d.as_bytes()), None, "{d}");
         }
         for after in ["<b>&bogus;</b>", "<b></c>", "<!-- a -- b -->"] {
             let d = doc("", after);
             assert!(parse(d.as_bytes()).is_none(), "{d}");
-            assert_eq!(sp(text).eval_string(d.as_bytes()), None, "{d}");
+            for s in [sp(text), portable(text)] {
+                assert_eq!(s.eval_string(d.as_bytes()), None, "{d}");
+            }
         }
     }
 
