@@ -935,10 +935,23 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
             );
         }
     }
-    // Named sequences and endpoints are compiled on first use and also on their own, so that errors in
-    // unused ones are reported too.
+    // Named sequences, sequence templates and endpoints are compiled on first use and also on their
+    // own, so that errors in unused ones are reported too (as MI refuses to deploy a template with
+    // errors). An endpoint template is read only with a use's values, as in MI.
     for s in &config.sequences {
         c.named_sequence(&s.name, None);
+    }
+    for t in &config.templates {
+        c.compile_once(
+            "template",
+            &t.name,
+            format!("template:{}", t.name),
+            &t.sequence,
+            t.rejected,
+            None,
+            "call-template",
+            "calls itself",
+        );
     }
     for e in &config.endpoints {
         if let Some(n) = &e.name {

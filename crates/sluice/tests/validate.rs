@@ -86,6 +86,8 @@ fn validate_reports_template_mistakes() {
         "synapse.xml:11:70: error: <errorCodes>: 'oops' is not an error code (in endpoint template EndpointTemplate for endpoint FromTemplate)",
         "synapse.xml:14:5: error: <endpoint>: no endpoint template named 'Nowhere'",
         "synapse.xml:37:17: error: <foreach>: a foreach sequence may not send",
+        // A template nobody calls is compiled too.
+        "synapse.xml:43:19: error: <call-template>: no template named 'Nowhere2' (in template Unused)",
     ] {
         assert!(err.contains(want), "{want}\n{err}");
     }
