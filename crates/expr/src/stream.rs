@@ -16,8 +16,9 @@
 //! (the libxml2 path would fault on it). Likewise, under a `//` path, the later siblings named as its
 //! first step (every `order` after the first under `//order[1]/symbol`) are found by searching for
 //! that name ([`StreamPath::needle_run`], with AVX2 where the CPU has it, through `pulp`): what is
-//! inside them cannot change the answer for a well-formed document, and is not checked. One deliberate SOAP assumption: under a SOAP `Envelope` there is
-//! one `Header` and one `Body`, the `Header` first, so `/soapenv:Envelope/soapenv:Header/...` is answered
+//! inside them cannot change the answer for a well-formed document, and is not checked. One
+//! deliberate SOAP assumption: under a SOAP `Envelope` there is one `Header` and one `Body`, the
+//! `Header` first, so `/soapenv:Envelope/soapenv:Header/...` is answered
 //! when the `Body` starts and `/soapenv:Envelope/soapenv:Body/...` when the `Body` ends (Synapse's SOAP
 //! builder does not accept other envelopes either).
 
@@ -187,7 +188,6 @@ pub struct StreamPath {
 /// [`Bang`] found by a pass of its own.
 #[derive(Debug)]
 struct NameFinder {
-    name: Vec<u8>,
     #[cfg(target_arch = "x86_64")]
     v3: Option<pulp::x86::V3>,
     #[cfg(target_arch = "x86_64")]
@@ -198,7 +198,6 @@ struct NameFinder {
 impl NameFinder {
     fn new(name: &[u8]) -> NameFinder {
         NameFinder {
-            name: name.to_vec(),
             #[cfg(target_arch = "x86_64")]
             v3: pulp::x86::V3::try_new(),
             #[cfg(target_arch = "x86_64")]
@@ -976,7 +975,6 @@ impl StreamPath {
     /// the first is complete.
     fn needle_run(&self, xml: &[u8], lt: usize, len: usize, bang: &mut Bang) -> Option<usize> {
         let finder = self.needle.as_ref()?;
-        let name = finder.name.as_slice();
         #[cfg(target_arch = "x86_64")]
         if let Some(simd) = finder.v3 {
             return simd.vectorize(V3Run {
@@ -985,7 +983,7 @@ impl StreamPath {
                 len,
                 scan: V3Scan {
                     simd,
-                    name,
+                    name: finder.any.needle(),
                     word: finder.word,
                 },
             });
@@ -1104,7 +1102,10 @@ fn siblings_by_name(xml: &[u8], lt: usize, len: usize, mut scan: impl NameScan) 
             };
             let gt = h + f;
             // (`gt` is past the sibling's start tag, so at least `len + 2` in.)
-            if end_tag.is_some_and(|m| m.at(xml, (gt + 1).saturating_sub(len + 3))) {
+            if end_tag
+                .as_ref()
+                .is_some_and(|m| m.at(xml, (gt + 1).saturating_sub(len + 3)))
+            {
                 break gt + 1;
             }
             match name_at(xml, h, f) {
@@ -3920,9 +3921,9 @@ mod tests {
 
     /// Later siblings read by name ([`StreamPath::needle_run`]), around everything that must stop or
     /// end such a run: a sibling holding an element named as the first step (prefixed, or under
-    /// another default namespace), comments and CDATA sections (whose text looks like tags), longer names and the name in text or attribute
-    /// values, an end tag with white space, attributes, text or another element between siblings, and
-    /// siblings ending the parent. The answers are libxml2's. (A processing instruction anywhere makes
+    /// another default namespace), comments and CDATA sections (whose text looks like tags), longer
+    /// names and the name in text or attribute values, an end tag with white space, attributes, text
+    /// or another element between siblings, and siblings ending the parent. The answers are libxml2's. (A processing instruction anywhere makes
     /// the streaming readers decline the document.)
     #[test]
     fn siblings_read_by_name() {

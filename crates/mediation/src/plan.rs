@@ -942,16 +942,7 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
         c.named_sequence(&s.name, None);
     }
     for t in &config.templates {
-        c.compile_once(
-            "template",
-            &t.name,
-            format!("template:{}", t.name),
-            &t.sequence,
-            t.rejected,
-            None,
-            "call-template",
-            "calls itself",
-        );
+        c.template(t, None, "call-template");
     }
     for e in &config.endpoints {
         if let Some(n) = &e.name {
@@ -1359,6 +1350,26 @@ impl<'a> Compiler<'a> {
         self.dependency(r, kind, name, from)
     }
 
+    /// A sequence template's steps, compiled once (cached with the sequences under `template:NAME`);
+    /// a cycle is reported at `from` as `element`.
+    fn template(
+        &mut self,
+        t: &cfg::Template,
+        from: Option<&Location>,
+        element: &str,
+    ) -> Option<Arc<SeqPlan>> {
+        self.compile_once(
+            "template",
+            &t.name,
+            format!("template:{}", t.name),
+            &t.sequence,
+            t.rejected,
+            from,
+            element,
+            "calls itself",
+        )
+    }
+
     /// A clone or iterate target: its sequence, or else its endpoint (Synapse runs the sequence
     /// when there is one, and the endpoint only when there is none).
     fn clone_target(&mut self, t: &cfg::CloneTarget) -> Option<CloneTargetPlan> {
@@ -1443,16 +1454,7 @@ impl<'a> Compiler<'a> {
                 }
             }
         }
-        let template = self.compile_once(
-            "template",
-            target,
-            format!("template:{target}"),
-            &t.sequence,
-            t.rejected,
-            Some(loc),
-            el,
-            "calls itself",
-        )?;
+        let template = self.template(t, Some(loc), el)?;
         Some(Arc::new(TemplateCall {
             name: target.to_owned(),
             template,
