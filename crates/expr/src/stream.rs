@@ -805,18 +805,18 @@ impl StreamPath {
     /// names seen before (one word comparison) or read and added to it: (index of `>`, empty element,
     /// end of the name, colon offset or 0, [`Path::step_mask`] of the local name).
     #[inline(always)]
-    fn known_tag(&self, xml: &[u8], from: usize, known: &mut Known) -> Option<KnownTag> {
+    fn known_tag(&self, xml: &[u8], from: usize, known: &mut KnownNames<'_>) -> Option<KnownTag> {
         // Names are kept by their first byte, prefixed ones by the first byte of their local part
         // (names under one prefix would all share a slot): looked up by the first byte, then, on a
         // miss, after the first colon near the start.
         let mut slot = usize::from(*xml.get(from)? & 63);
-        if let Some(hit) = cached(xml, from, known[slot]) {
+        if let Some(hit) = cached(xml, from, known.get(slot)) {
             return hit;
         }
         let key = name_key(xml, from);
         if key != from {
             slot = usize::from(*xml.get(key)? & 63);
-            if let Some(hit) = cached(xml, from, known[slot]) {
+            if let Some(hit) = cached(xml, from, known.get(slot)) {
                 return hit;
             }
         }
@@ -834,7 +834,7 @@ impl StreamPath {
             u16::try_from(name_end - from),
             u16::try_from(colon),
         ) {
-            known[slot] = (start, len, c, mask);
+            known.set(slot, (start, len, c, mask));
         }
         Some((gt, empty, name_end, colon, mask))
     }
@@ -853,8 +853,8 @@ impl StreamPath {
         xml: &[u8],
         mut i: usize,
         run: &Run<'_>,
-        known: &mut Known,
-        scratch: &mut InertScratch,
+        known: &mut KnownNames<'_>,
+        scratch: &mut InertScratch<'_>,
         bindings: &[(&str, &str, usize)],
     ) -> usize {
         let InertScratch { stack, bang } = scratch;
@@ -1173,10 +1173,15 @@ impl StreamPath {
             bindings,
             raw_attrs,
             attrs,
+            known,
+            inert_stack,
         } = &mut tags;
-        let mut known: Known = [(0, 0, 0, 0); 64];
+        let mut known = KnownNames {
+            slots: known.get_or_insert_with(|| Box::new([(0, 0, 0, 0); 64])),
+            valid: 0,
+        };
         let mut scratch = InertScratch {
-            stack: [(0, 0); INERT_STACK],
+            stack: inert_stack.get_or_insert_with(|| Box::new([(0, 0); INERT_STACK])),
             bang: Bang::default(),
         };
         let mut inert_before = false;
@@ -1764,8 +1769,9 @@ impl Bang {
 }
 
 /// What [`StreamPath::inert_span`] keeps between its calls in one reading.
-struct InertScratch {
-    stack: InertStack,
+struct InertScratch<'a> {
+    /// From the thread's spare [`Tags`]: an entry is written before it is read.
+    stack: &'a mut InertStack,
     bang: Bang,
 }
 
@@ -1983,6 +1989,8 @@ struct Frame {
     m: Vec<Option<Vec<u32>>>,
     /// Positional predicate counters for this element's children (`Step::slot`).
     counters: Vec<u32>,
+    /// Some counter is not zero (most elements count nothing: no memset to reset them).
+    counted: bool,
     /// This element's own `[child='x']` conditions: (condition, step, predicate).
     own: Vec<(u32, usize, usize)>,
     /// The result index of the text node being read directly inside this element (`text()` paths).
@@ -2015,11 +2023,14 @@ impl Frame {
             self.m.resize(steps, None);
         }
         if self.counters.len() == slots {
-            self.counters.fill(0);
+            if self.counted {
+                self.counters.fill(0);
+            }
         } else {
             self.counters.clear();
             self.counters.resize(slots, 0);
         }
+        self.counted = false;
         self.own.clear();
         self.text_run = None;
         self.soap_env = None;
@@ -2057,6 +2068,9 @@ struct Tags<'x> {
     bindings: Vec<(&'x str, &'x str, usize)>,
     raw_attrs: Vec<(&'x str, &'x str, u8)>,
     attrs: Vec<Attr<'x>>,
+    /// Allocated by a thread's first reading, then kept (neither is cleared between readings).
+    known: Option<Box<Known>>,
+    inert_stack: Option<Box<InertStack>>,
 }
 
 /// [`Tags`] between runs: the same allocations, typed without the document's lifetime.
@@ -2066,6 +2080,8 @@ struct SpareTags {
     bindings: Vec<[usize; 5]>,
     raw_attrs: Vec<[usize; 5]>,
     attrs: Vec<[usize; 7]>,
+    known: Option<Box<Known>>,
+    inert_stack: Option<Box<InertStack>>,
 }
 
 /// An emptied `v` as a vector of `U`. The standard library's in-place collection keeps the
@@ -2103,6 +2119,8 @@ impl Tags<'_> {
             bindings: recycle(t.bindings),
             raw_attrs: recycle(t.raw_attrs),
             attrs: recycle(t.attrs),
+            known: t.known,
+            inert_stack: t.inert_stack,
         }
     }
 }
@@ -2114,6 +2132,8 @@ impl Drop for Tags<'_> {
             bindings: recycle(std::mem::take(&mut self.bindings)),
             raw_attrs: recycle(std::mem::take(&mut self.raw_attrs)),
             attrs: recycle(std::mem::take(&mut self.attrs)),
+            known: self.known.take(),
+            inert_stack: self.inert_stack.take(),
         });
     }
 }
@@ -2132,6 +2152,31 @@ struct Spare {
 /// [`Path::step_mask`] of the local name). Names repeat, so a start tag is usually recognised by one
 /// word comparison instead of a scan.
 type Known = [(u32, u16, u16, u64); 64];
+
+/// The [`Known`] slots of one reading. The array is the thread's ([`Tags`]), left as the last
+/// reading wrote it rather than cleared (a 1 KiB memset per reading): `valid` marks the slots this
+/// reading has written, and the others read as empty.
+struct KnownNames<'a> {
+    slots: &'a mut Known,
+    valid: u64,
+}
+
+impl KnownNames<'_> {
+    #[inline(always)]
+    fn get(&self, slot: usize) -> (u32, u16, u16, u64) {
+        if self.valid >> slot & 1 != 0 {
+            self.slots[slot]
+        } else {
+            (0, 0, 0, 0)
+        }
+    }
+
+    #[inline(always)]
+    fn set(&mut self, slot: usize, entry: (u32, u16, u16, u64)) {
+        self.slots[slot] = entry;
+        self.valid |= 1 << slot;
+    }
+}
 
 /// The elements open inside a child [`StreamPath::inert_span`] is reading: (start, length) of their
 /// names.
@@ -2418,6 +2463,7 @@ impl Run<'_> {
             for pred in &step.preds {
                 match pred {
                     Pred::Pos(want) => {
+                        parent.counted = true;
                         let c = &mut parent.counters[slot];
                         *c = c.saturating_add(1);
                         slot += 1;
@@ -3666,6 +3712,17 @@ mod tests {
             for text in ["//a", "count(//a)", "/a/a/a"] {
                 assert!(check(deep.as_bytes(), &lib_deep, text, &sp(text)), "{text}");
             }
+        }
+        // The names a reading recognised are the thread's until the next one, which must not take
+        // them as its own: `<oxder>` sits where `<order>` was, with the same length and first byte.
+        let text = "//order/symbol";
+        let e = sp(text);
+        for doc in [
+            "<r><order><symbol>A</symbol></order></r>",
+            "<r><oxder><symbol>B</symbol></oxder></r>",
+        ] {
+            let lib = Lib(parse(doc.as_bytes()).unwrap());
+            assert!(check(doc.as_bytes(), &lib, text, &e), "{doc}");
         }
     }
 
