@@ -118,6 +118,9 @@ struct Path {
     steps: Vec<Step>,
     tail: Tail,
     slots: usize,
+    /// Some step has a `[child='x']` predicate: only then do matches carry conditions
+    /// ([`Frame::conds`]).
+    conds: bool,
 }
 
 impl Path {
@@ -570,11 +573,15 @@ impl Parser<'_> {
                 }
             }
         }
+        let conds = steps
+            .iter()
+            .any(|s| s.preds.iter().any(|p| matches!(p, Pred::Child { .. })));
         Some(Path {
             descendant,
             steps,
             tail,
             slots,
+            conds,
         })
     }
 }
@@ -713,7 +720,7 @@ impl StreamPath {
         for f in &mut frames {
             f.clean = false;
         }
-        frames[0].reset(self.path.steps.len(), self.path.slots);
+        frames[0].reset(&self.path);
         Run {
             p: self,
             need_text: self.need_text(mode),
@@ -1466,7 +1473,7 @@ enum Halt {
 const XML_NS: &str = "http://www.w3.org/XML/1998/namespace";
 
 /// The first prefix of a document whose UTF-8 the fast reader checks (it doubles from there).
-const UTF8_PREFIX: usize = 2048;
+const UTF8_PREFIX: usize = 512;
 
 /// The checked prefix grown past `b` (doubled at least), for the fast reader's `text`.
 #[cold]
@@ -1984,9 +1991,13 @@ type Attr<'a> = (Option<&'a str>, &'a str, Cow<'a, str>);
 /// One open element (index 0: the document node).
 #[derive(Default)]
 struct Frame {
-    /// Per step: `None` if this element does not match it, else the child-predicate conditions (indexes
-    /// into `Run::conds`) that must all turn out true for it to match.
-    m: Vec<Option<Vec<u32>>>,
+    /// The steps this element matches (bit i for step i), each provided that its conditions turn
+    /// out true.
+    matched: u64,
+    /// Per step this element matches, the child-predicate conditions (indexes into `Run::conds`)
+    /// that must all turn out true for it to match; kept only for paths with such predicates
+    /// ([`Path::conds`]), empty otherwise.
+    conds: Vec<Vec<u32>>,
     /// Positional predicate counters for this element's children (`Step::slot`).
     counters: Vec<u32>,
     /// Some counter is not zero (most elements count nothing: no memset to reset them).
@@ -2006,21 +2017,26 @@ struct Frame {
 
 impl Frame {
     #[inline]
-    fn reset(&mut self, steps: usize, slots: usize) {
+    fn reset(&mut self, path: &Path) {
         if self.clean {
             return;
         }
         self.clean = true;
+        self.matched = 0;
         // A frame is reused for every element at its depth: clear in place (no reallocation).
-        if self.m.len() == steps {
-            for m in &mut self.m {
-                if m.is_some() {
-                    *m = None;
+        let (steps, slots) = (path.steps.len(), path.slots);
+        if path.conds {
+            if self.conds.len() == steps {
+                for c in &mut self.conds {
+                    c.clear();
                 }
+            } else {
+                self.conds.clear();
+                self.conds.resize(steps, Vec::new());
             }
-        } else {
-            self.m.clear();
-            self.m.resize(steps, None);
+        } else if !self.conds.is_empty() {
+            // Left by a reading of another path, on this thread.
+            self.conds.clear();
         }
         if self.counters.len() == slots {
             if self.counted {
@@ -2036,6 +2052,21 @@ impl Frame {
         self.soap_env = None;
         self.seen_header = false;
         self.seen_body = false;
+    }
+}
+
+impl Frame {
+    /// Whether this element matches step `i` (its conditions aside).
+    #[inline(always)]
+    fn matches(&self, i: usize) -> bool {
+        self.matched >> i & 1 != 0
+    }
+
+    /// The conditions of this element's match of step `i` (none for paths without child
+    /// predicates).
+    #[inline(always)]
+    fn conds(&self, i: usize) -> &[u32] {
+        self.conds.get(i).map_or(&[], |c| c.as_slice())
     }
 }
 
@@ -2432,25 +2463,29 @@ impl Run<'_> {
         let (lower, upper) = self.frames.split_at_mut(d);
         let parent = &mut lower[d - 1];
         let f = &mut upper[0];
-        f.reset(n, path.slots);
+        f.reset(path);
         f.clean = false;
         parent.clean = false;
-        for (i, step) in path.steps.iter().enumerate() {
-            // The local name was tested by `step_mask` (every bit is set past 63 steps).
+        let mut matched = 0u64;
+        // The steps whose test the local name passes (`step_mask`; every bit past 63 steps).
+        let mut todo = mask & (u64::MAX >> (64 - n.min(64)));
+        while todo != 0 {
+            let i = todo.trailing_zeros() as usize;
+            todo &= todo - 1;
+            let step = &path.steps[i];
             let named = if mask == u64::MAX {
                 step.test.matches(ns, local)
             } else {
-                mask >> i & 1 != 0 && step.test.ns_matches(ns)
+                step.test.ns_matches(ns)
             };
-            if !named {
+            let live = if i == 0 {
+                path.descendant || d == 1
+            } else {
+                parent.matches(i - 1)
+            };
+            if !(named && live) {
                 continue;
             }
-            let base = if i == 0 {
-                (path.descendant || d == 1).then(Vec::new)
-            } else {
-                parent.m.get(i - 1).cloned().flatten()
-            };
-            let Some(mut conds) = base else { continue };
             if let (Some(part), Some(_)) = (step.soap_once, parent.soap_env) {
                 if (part == SoapPart::Header && parent.seen_header)
                     || (part == SoapPart::Body && parent.seen_body)
@@ -2491,16 +2526,25 @@ impl Run<'_> {
             if !ok {
                 continue;
             }
-            for (k, pred) in step.preds.iter().enumerate() {
-                if let Pred::Child { .. } = pred {
-                    let id = u32::try_from(self.conds.len()).ok()?;
-                    self.conds.push(None);
-                    f.own.push((id, i, k));
-                    conds.push(id);
+            matched |= 1 << i;
+            if path.conds {
+                let mut conds = if i == 0 {
+                    Vec::new()
+                } else {
+                    parent.conds(i - 1).to_vec()
+                };
+                for (k, pred) in step.preds.iter().enumerate() {
+                    if let Pred::Child { .. } = pred {
+                        let id = u32::try_from(self.conds.len()).ok()?;
+                        self.conds.push(None);
+                        f.own.push((id, i, k));
+                        conds.push(id);
+                    }
                 }
+                f.conds[i] = conds;
             }
-            f.m[i] = Some(conds);
         }
+        f.matched = matched;
         if let Some(env) = parent.soap_env {
             if ns == Some(env) {
                 match local {
@@ -2538,14 +2582,15 @@ impl Run<'_> {
                 }
             }
         }
-        if let Some(conds) = &f.m[n - 1] {
+        if f.matches(n - 1) {
+            let conds = f.conds(n - 1);
             match &path.tail {
                 Tail::Element => {
                     let idx = self.results.len();
                     self.results.push(Res {
                         text: String::new(),
                         done: !self.need_text,
-                        conds: conds.clone(),
+                        conds: conds.to_vec(),
                     });
                     if self.need_text {
                         self.captures.push(Capture {
@@ -2561,7 +2606,7 @@ impl Run<'_> {
                             self.results.push(Res {
                                 text: av.to_string(),
                                 done: true,
-                                conds: conds.clone(),
+                                conds: conds.to_vec(),
                             });
                         }
                     }
@@ -2597,7 +2642,7 @@ impl Run<'_> {
             let live = if i == 0 {
                 path.descendant
             } else {
-                matches!(parent.m.get(i - 1), Some(Some(_)))
+                parent.matches(i - 1)
             };
             if live && !exhausted(&path.steps[i], parent) {
                 return false;
@@ -2613,7 +2658,7 @@ impl Run<'_> {
     fn quiet(&self) -> bool {
         self.captures.is_empty()
             && (self.p.path.tail != Tail::Text
-                || self.frames[self.depth].m.last().is_none_or(|m| m.is_none()))
+                || !self.frames[self.depth].matches(self.p.path.steps.len() - 1))
     }
 
     /// What [`Run::open`] does for an element [`Run::inert_child`] accepts: track its depth.
@@ -2624,7 +2669,7 @@ impl Run<'_> {
         if self.frames.len() <= d {
             self.frames.push(Frame::default());
         }
-        self.frames[d].reset(self.p.path.steps.len(), self.p.path.slots);
+        self.frames[d].reset(&self.p.path);
         self.depth = d;
     }
 
@@ -2674,9 +2719,10 @@ impl Run<'_> {
         }
         let n = self.p.path.steps.len();
         let f = &mut self.frames[self.depth];
-        let Some(conds) = f.m[n - 1].as_ref() else {
+        if !f.matches(n - 1) {
             return;
-        };
+        }
+        let conds = f.conds(n - 1);
         match f.text_run {
             Some(r) => {
                 if self.need_text {
@@ -2684,7 +2730,7 @@ impl Run<'_> {
                 }
             }
             None => {
-                let conds = conds.clone();
+                let conds = conds.to_vec();
                 f.clean = false;
                 f.text_run = Some(self.results.len());
                 self.results.push(Res {
@@ -2747,7 +2793,9 @@ impl Run<'_> {
         }
         if self.p.path.tail == Tail::Text {
             let n = self.p.path.steps.len();
-            if let Some(conds) = &self.frames[self.depth].m[n - 1] {
+            let f = &self.frames[self.depth];
+            if f.matches(n - 1) {
+                let conds = f.conds(n - 1);
                 self.results.push(Res {
                     text: if self.need_text {
                         s.to_owned()
@@ -2755,7 +2803,7 @@ impl Run<'_> {
                         String::new()
                     },
                     done: true,
-                    conds: conds.clone(),
+                    conds: conds.to_vec(),
                 });
             }
         }
@@ -2823,7 +2871,7 @@ impl Run<'_> {
         // its one root element.
         for j in 1..=self.depth {
             let f = &self.frames[j];
-            if !matches!(f.m.get(j - 1), Some(Some(_))) {
+            if !f.matches(j - 1) {
                 continue;
             }
             if j < n && !exhausted(&path.steps[j], f) {
@@ -3199,7 +3247,7 @@ mod tests {
         while doc.len() < UTF8_PREFIX - 1 {
             doc.push('x');
         }
-        doc.push('é'); // bytes 2047 and 2048: across the first prefix's end
+        doc.push('é'); // its two bytes straddle the first prefix's end
         doc.push_str("</b><c>ü</c>");
         let d = doc.as_bytes();
         assert_eq!(
