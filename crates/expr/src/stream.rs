@@ -1352,7 +1352,8 @@ impl StreamPath {
                             continue;
                         }
                     }
-                    let (gt, empty, name_end, plain) = match plain {
+                    // `checked`: the name is an ASCII QName (else `is_qname` checks it below).
+                    let (gt, empty, name_end, checked) = match plain {
                         Some((gt, empty, name_end, _, _)) => (gt, empty, name_end, true),
                         None => {
                             // The tag ends at the first `>` outside quotes.
@@ -1368,16 +1369,23 @@ impl StreamPath {
                             };
                             let empty = xml[gt - 1] == b'/';
                             let inner = if empty { gt - 1 } else { gt };
-                            let name_end = xml[lt + 1..inner]
-                                .iter()
-                                .position(|&c| is_ws(c))
-                                .map_or(inner, |k| lt + 1 + k);
-                            (gt, empty, name_end, false)
+                            match ascii_qname(xml, lt + 1) {
+                                Some((end, _)) if end < inner && is_ws(xml[end]) => {
+                                    (gt, empty, end, true)
+                                }
+                                _ => {
+                                    let name_end = xml[lt + 1..inner]
+                                        .iter()
+                                        .position(|&c| is_ws(c))
+                                        .map_or(inner, |k| lt + 1 + k);
+                                    (gt, empty, name_end, false)
+                                }
+                            }
                         }
                     };
                     let inner = if empty { gt - 1 } else { gt };
                     let raw = text(lt + 1, name_end)?;
-                    if !(plain || is_qname(raw)) || raw.starts_with("xmlns:") {
+                    if !(checked || is_qname(raw)) || raw.starts_with("xmlns:") {
                         return Err(Bail);
                     }
                     let depth = run.depth + 1;
@@ -1387,7 +1395,7 @@ impl StreamPath {
                     }
                     attrs.clear();
                     for (k, &(key, value, class)) in raw_attrs.iter().enumerate() {
-                        if !is_qname(key)
+                        if (class & V_QNAME == 0 && !is_qname(key))
                             || raw_attrs[..k].iter().any(|(other, _, _)| *other == key)
                         {
                             return Err(Bail);
@@ -1545,6 +1553,19 @@ const NAME_CLASS: [u8; 256] = name_classes(true);
 /// `None` for anything else (attributes, white space, non-ASCII names), which the general tag reading
 /// handles.
 fn plain_tag(xml: &[u8], from: usize) -> Option<(usize, bool, usize, usize)> {
+    let (j, colon) = ascii_qname(xml, from)?;
+    match xml.get(j)? {
+        b'>' => Some((j, false, j, colon)),
+        b'/' if xml.get(j + 1) == Some(&b'>') => Some((j + 1, true, j, colon)),
+        _ => None,
+    }
+}
+
+/// An ASCII QName from `from`: (its end, offset of its colon or 0). `None` when the bytes there
+/// do not begin one, or it has two colons or a part that does not start as a name does (the caller
+/// then checks the name the general way, non-ASCII names included).
+#[inline(always)]
+fn ascii_qname(xml: &[u8], from: usize) -> Option<(usize, usize)> {
     if NAME_CLASS[usize::from(*xml.get(from)?)] & NAME_START == 0 {
         return None;
     }
@@ -1566,12 +1587,7 @@ fn plain_tag(xml: &[u8], from: usize) -> Option<(usize, bool, usize, usize)> {
     }) {
         return None;
     }
-    let colon = colon.map_or(0, |c| c - from);
-    match xml.get(j)? {
-        b'>' => Some((j, false, j, colon)),
-        b'/' if xml.get(j + 1) == Some(&b'>') => Some((j + 1, true, j, colon)),
-        _ => None,
-    }
+    Some((j, colon.map_or(0, |c| c - from)))
 }
 
 /// The eight bytes at `p`, little-endian (`None` near the end).
@@ -1805,6 +1821,9 @@ const V_WS: u8 = 4;
 /// A control character XML does not allow.
 const V_CTRL: u8 = 8;
 const V_HIGH: u8 = 16;
+/// Not a class of the value: set by [`read_attributes`] when the attribute's name is an ASCII
+/// QName, already checked.
+const V_QNAME: u8 = 32;
 
 /// The `V_` classes of the bytes of `v` or'd together. Eight bytes at a time first (the last few
 /// padded): when no word has a control character (tab, line feed and carriage return among them),
@@ -1846,7 +1865,7 @@ fn bytes_class(v: &[u8]) -> u8 {
 }
 
 /// The attributes of a start tag (what follows the name, up to `>` or `/>`): checks their syntax and
-/// splits them into (name, raw value, [`value_class`] of the value) in one pass. False for anything
+/// splits them into (name, raw value, [`value_class`] of the value, with [`V_QNAME`]) in one pass. False for anything
 /// outside `(S name S? = S? quoted-value)* S?`.
 fn read_attributes<'a>(raw: &'a str, out: &mut Vec<(&'a str, &'a str, u8)>) -> bool {
     let b = raw.as_bytes();
@@ -1863,8 +1882,17 @@ fn read_attributes<'a>(raw: &'a str, out: &mut Vec<(&'a str, &'a str, u8)>) -> b
             return false;
         }
         let name = i;
-        while i < b.len() && !is_ws(b[i]) && b[i] != b'=' {
-            i += 1;
+        let mut checked = 0;
+        match ascii_qname(b, i) {
+            Some((end, _)) if b.get(end).is_some_and(|&c| c == b'=' || is_ws(c)) => {
+                i = end;
+                checked = V_QNAME;
+            }
+            _ => {
+                while i < b.len() && !is_ws(b[i]) && b[i] != b'=' {
+                    i += 1;
+                }
+            }
         }
         if i == name {
             return false;
@@ -1888,7 +1916,7 @@ fn read_attributes<'a>(raw: &'a str, out: &mut Vec<(&'a str, &'a str, u8)>) -> b
             return false;
         };
         let value = &raw[from..from + len];
-        out.push((key, value, value_class(value.as_bytes())));
+        out.push((key, value, value_class(value.as_bytes()) | checked));
         i = from + len + 1;
     }
 }
@@ -3778,7 +3806,17 @@ mod tests {
     fn attributes_are_read_and_classified_in_one_pass() {
         let mut out = Vec::new();
         assert!(read_attributes(" a='1' b = \"x&amp;\ty\" ", &mut out));
-        assert_eq!(out, vec![("a", "1", 0), ("b", "x&amp;\ty", V_AMP | V_WS)]);
+        assert_eq!(
+            out,
+            vec![
+                ("a", "1", V_QNAME),
+                ("b", "x&amp;\ty", V_AMP | V_WS | V_QNAME)
+            ]
+        );
+        // A name that is not an ASCII QName is left for `is_qname`, unmarked.
+        out.clear();
+        assert!(read_attributes(" é='1' a:b:c='2' x:1='3'", &mut out));
+        assert_eq!(out, vec![("é", "1", 0), ("a:b:c", "2", 0), ("x:1", "3", 0)]);
         for bad in ["a='1'", " a", " a=1", " a='1", " ='1'", " a='1'b='2'"] {
             assert!(!read_attributes(bad, &mut Vec::new()), "{bad}");
         }
