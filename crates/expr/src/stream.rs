@@ -16,7 +16,8 @@
 //! (the libxml2 path would fault on it). Likewise, under a `//` path, the later siblings named as its
 //! first step (every `order` after the first under `//order[1]/symbol`) are found by searching for
 //! that name ([`StreamPath::needle_run`], with AVX2 where the CPU has it, through `pulp`): what is
-//! inside them cannot change the answer for a well-formed document, and is not checked. One
+//! inside them cannot change the answer for a well-formed document, and is not checked (nor is its
+//! UTF-8, unless it falls in the window checked ahead of the reading). One
 //! deliberate SOAP assumption: under a SOAP `Envelope` there is one `Header` and one `Body`, the
 //! `Header` first, so `/soapenv:Envelope/soapenv:Header/...` is answered
 //! when the `Body` starts and `/soapenv:Envelope/soapenv:Body/...` when the `Body` ends (Synapse's SOAP
@@ -1154,24 +1155,31 @@ impl StreamPath {
     /// it accepts, and as strict as libxml2 on what it reads.
     fn run_fast(&self, xml: &[u8], mode: Mode, exhaustive: bool) -> Result<Out, Halt> {
         use Halt::{Bail, Refuse};
-        // UTF-8 is checked over a prefix of the document at a time (cheaper than piece by piece),
-        // the prefix doubling as the reading goes past it: an answer decided early (a SOAP header)
-        // pays for a few KiB, not for the whole, and the whole is checked at most twice over. When the
-        // answer is the text of every node a `//` path selects, the whole document is read anyway: it
-        // is checked at once.
-        let reads_all =
-            self.path.descendant && matches!(self.form, Form::Nodes) && mode == Mode::String;
-        let checked = std::cell::Cell::new(if reads_all {
-            simdutf8::basic::from_utf8(xml).map_err(|_| Bail)?
-        } else {
-            ""
-        });
+        // UTF-8 is checked over a window of the document at a time (cheaper than piece by piece),
+        // the window doubling as the reading goes past it: an answer decided early (a SOAP header)
+        // pays for a few hundred bytes, not for the whole, and what is read is checked at most twice
+        // over. Where the reading skips a stretch (later siblings found by name, see the module
+        // doc), the next window starts after it. When the answer is the text of every node a `//`
+        // path selects and nothing is skipped, the whole document is read anyway: it is checked at
+        // once.
+        let reads_all = self.path.descendant
+            && matches!(self.form, Form::Nodes)
+            && mode == Mode::String
+            && self.needle.is_none();
+        let checked = std::cell::Cell::new((
+            0,
+            if reads_all {
+                simdutf8::basic::from_utf8(xml).map_err(|_| Bail)?
+            } else {
+                ""
+            },
+        ));
         let text = |a: usize, b: usize| -> Result<&str, Halt> {
-            let mut s = checked.get();
-            if b > s.len() {
-                s = longer_prefix(xml, &checked, b)?;
+            let (mut from, mut s) = checked.get();
+            if a < from || b > from + s.len() {
+                (from, s) = longer_window(xml, &checked, a, b)?;
             }
-            s.get(a..b).ok_or(Bail)
+            s.get(a - from..b - from).ok_or(Bail)
         };
         let mut run = self.new_run(mode);
         let mut tags = Tags::take();
@@ -1480,20 +1488,29 @@ enum Halt {
 
 const XML_NS: &str = "http://www.w3.org/XML/1998/namespace";
 
-/// The first prefix of a document whose UTF-8 the fast reader checks (it doubles from there).
+/// The first window of a document whose UTF-8 the fast reader checks (it doubles from there).
 const UTF8_PREFIX: usize = 512;
 
-/// The checked prefix grown past `b` (doubled at least), for the fast reader's `text`.
+/// The checked window (its start, its text) grown past `b`, for the fast reader's `text(a, b)`:
+/// doubled at least, from where it starts when `a` is inside it or just past it, else (the reading
+/// skipped a stretch) a new one from `a`.
 #[cold]
 #[inline(never)]
-fn longer_prefix<'x>(
+fn longer_window<'x>(
     xml: &'x [u8],
-    checked: &std::cell::Cell<&'x str>,
+    checked: &std::cell::Cell<(usize, &'x str)>,
+    a: usize,
     b: usize,
-) -> Result<&'x str, Halt> {
-    let s = utf8_prefix(xml, b.max(2 * checked.get().len()).max(UTF8_PREFIX)).ok_or(Halt::Bail)?;
-    checked.set(s);
-    Ok(s)
+) -> Result<(usize, &'x str), Halt> {
+    let (from, s) = checked.get();
+    let (from, len) = if from <= a && a <= from + s.len() {
+        (from, 2 * s.len())
+    } else {
+        (a, 0)
+    };
+    let s = utf8_prefix(&xml[from..], (b - from).max(len).max(UTF8_PREFIX)).ok_or(Halt::Bail)?;
+    checked.set((from, s));
+    Ok((from, s))
 }
 
 /// `xml[..len]` (at most the whole) as text, the end moved back to the start of a character when
@@ -4198,6 +4215,23 @@ mod tests {
                 assert_eq!(s.eval_string(d.as_bytes()), None, "{d}");
             }
         }
+        // Nor is their UTF-8 (the reading's next window starts after them, past the first window's
+        // UTF8_PREFIX bytes); what is read still is.
+        let bytes = |at: usize| {
+            let many = "<b>w</b></order>\n<order>".repeat(UTF8_PREFIX / 16);
+            let mut d = doc(&format!("{many}<b>X</b>"), "<b>Y</b>").into_bytes();
+            let x = d.iter().position(|&c| c == [b'X', b'Y', b'a'][at]).unwrap();
+            d[x] = 0xff;
+            d
+        };
+        let (inside, after, first) = (bytes(0), bytes(1), bytes(2));
+        assert!(parse(&inside).is_none());
+        for s in [sp(text), portable(text)] {
+            assert_eq!(s.eval_string(&inside).as_deref(), Some("a"));
+            assert_eq!(s.eval_string(&after), None);
+            assert_eq!(s.eval_string(&first), None);
+        }
+        assert_eq!(strict(text).eval_string(&inside), None);
     }
 
     /// Prefixed inert siblings are read in spans when their prefix is bound (also by a nearer
