@@ -1361,46 +1361,62 @@ impl StreamPath {
                         }
                     }
                     // `checked`: the name is an ASCII QName (else `is_qname` checks it below).
-                    let (gt, empty, name_end, checked) = match plain {
-                        Some((gt, empty, name_end, _, _)) => (gt, empty, name_end, true),
-                        None => {
-                            // The tag ends at the first `>` outside quotes.
-                            let mut j = lt + 1;
-                            let gt = loop {
-                                let p = j + memchr::memchr3(b'>', b'"', b'\'', &xml[j..])
-                                    .ok_or(Bail)?;
-                                let q = xml[p];
-                                if q == b'>' {
-                                    break p;
-                                }
-                                j = p + 2 + memchr::memchr(q, &xml[p + 1..]).ok_or(Bail)?;
-                            };
-                            let empty = xml[gt - 1] == b'/';
-                            let inner = if empty { gt - 1 } else { gt };
-                            match ascii_qname(xml, lt + 1) {
-                                Some((end, _)) if end < inner && is_ws(xml[end]) => {
-                                    (gt, empty, end, true)
-                                }
-                                _ => {
-                                    let name_end = xml[lt + 1..inner]
-                                        .iter()
-                                        .position(|&c| is_ws(c))
-                                        .map_or(inner, |k| lt + 1 + k);
-                                    (gt, empty, name_end, false)
+                    // `exact`: the tag's end was found quote by quote (see below).
+                    let mut exact = false;
+                    let (gt, empty, name_end, raw) = loop {
+                        let (gt, empty, name_end, checked) = match plain {
+                            Some((gt, empty, name_end, _, _)) => (gt, empty, name_end, true),
+                            None => {
+                                // The tag ends at the first `>` outside quotes: first taken to be the
+                                // first `>` (no attribute value holds one), which reading the
+                                // attributes confirms (a `>` inside a value leaves it unquoted);
+                                // else found quote by quote.
+                                let gt = if exact {
+                                    let mut j = lt + 1;
+                                    loop {
+                                        let p = j + memchr::memchr3(b'>', b'"', b'\'', &xml[j..])
+                                            .ok_or(Bail)?;
+                                        let q = xml[p];
+                                        if q == b'>' {
+                                            break p;
+                                        }
+                                        j = p + 2 + memchr::memchr(q, &xml[p + 1..]).ok_or(Bail)?;
+                                    }
+                                } else {
+                                    lt + 1 + memchr::memchr(b'>', &xml[lt + 1..]).ok_or(Bail)?
+                                };
+                                let empty = xml[gt - 1] == b'/';
+                                let inner = if empty { gt - 1 } else { gt };
+                                match ascii_qname(xml, lt + 1) {
+                                    Some((end, _)) if end < inner && is_ws(xml[end]) => {
+                                        (gt, empty, end, true)
+                                    }
+                                    _ => {
+                                        let name_end = xml[lt + 1..inner]
+                                            .iter()
+                                            .position(|&c| is_ws(c))
+                                            .map_or(inner, |k| lt + 1 + k);
+                                        (gt, empty, name_end, false)
+                                    }
                                 }
                             }
+                        };
+                        let inner = if empty { gt - 1 } else { gt };
+                        let raw = text(lt + 1, name_end)?;
+                        if !(checked || is_qname(raw)) || raw.starts_with("xmlns:") {
+                            return Err(Bail);
                         }
+                        raw_attrs.clear();
+                        if name_end < inner && !read_attributes(text(name_end, inner)?, raw_attrs) {
+                            if plain.is_none() && !exact {
+                                exact = true;
+                                continue;
+                            }
+                            return Err(Bail);
+                        }
+                        break (gt, empty, name_end, raw);
                     };
-                    let inner = if empty { gt - 1 } else { gt };
-                    let raw = text(lt + 1, name_end)?;
-                    if !(checked || is_qname(raw)) || raw.starts_with("xmlns:") {
-                        return Err(Bail);
-                    }
                     let depth = run.depth + 1;
-                    raw_attrs.clear();
-                    if name_end < inner && !read_attributes(text(name_end, inner)?, raw_attrs) {
-                        return Err(Bail);
-                    }
                     attrs.clear();
                     for (k, &(key, value, class)) in raw_attrs.iter().enumerate() {
                         if (class & V_QNAME == 0 && !is_qname(key))
@@ -3503,6 +3519,10 @@ mod tests {
         }
         if r.chance(10) {
             s.push_str(" note=\"a&#10;b\r\nc\td&amp;\"");
+        }
+        if r.chance(10) {
+            // A `>` (and a `/>`) inside a value: the tag does not end at the first `>`.
+            s.push_str(" cmp='a>b/>c'");
         }
         if r.chance(10) {
             s.push_str("/>");
