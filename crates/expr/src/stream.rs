@@ -1898,8 +1898,8 @@ fn bytes_class(v: &[u8]) -> u8 {
 }
 
 /// The attributes of a start tag (what follows the name, up to `>` or `/>`): checks their syntax and
-/// splits them into (name, raw value, [`value_class`] of the value, with [`V_QNAME`]) in one pass. False for anything
-/// outside `(S name S? = S? quoted-value)* S?`.
+/// splits them into (name, raw value, [`value_class`] of the value, with [`V_QNAME`]) in one pass.
+/// False for anything outside `(S name S? = S? quoted-value)* S?`.
 fn read_attributes<'a>(raw: &'a str, out: &mut Vec<(&'a str, &'a str, u8)>) -> bool {
     let b = raw.as_bytes();
     let mut i = 0;
