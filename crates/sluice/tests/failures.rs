@@ -276,3 +276,50 @@ async fn backend_stalling_mid_body_is_cut_after_the_timeout() {
         t0.elapsed()
     );
 }
+
+/// A back-end that answers a `call` with 202 or 204 and no body: the call's property target is
+/// empty, and the flow goes on (the client gets the payload built after the call, not a hang or a
+/// fault). Each status is sent on its own connection, with and without `Content-Length: 0`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_target_with_an_empty_answer() {
+    for head in [
+        &b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n"[..],
+        b"HTTP/1.1 204 No Content\r\n\r\n",
+        b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nContent-Type: text/xml\r\n\r\n",
+    ] {
+        let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = calls.clone();
+        let (addr, _h) = raw_backend(move |mut s| {
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async move {
+                let _ = s.write_all(head).await;
+                let _ = s.flush().await;
+                // Held open until the client closes: the answer is framed, not ended by a close.
+                let mut buf = [0u8; 1024];
+                while tokio::io::AsyncReadExt::read(&mut s, &mut buf)
+                    .await
+                    .is_ok_and(|n| n > 0)
+                {}
+            }
+        })
+        .await;
+        let s = Sluice::failures_config(addr.to_string());
+        let mut c = Conn::open(s.addr).await;
+        let r = tokio::time::timeout(
+            Duration::from_secs(10),
+            c.post("/services/CallToProperty", SOAP_HEADERS, BODY.into()),
+        )
+        .await
+        .expect("an answer within 10 s")
+        .unwrap();
+        let head = String::from_utf8_lossy(head);
+        assert_eq!(r.status, 200, "{head}: {}", r.text());
+        assert!(
+            r.text().contains("<r:got xmlns:r=\"urn:r\">[]</r:got>"),
+            "{head}: {}",
+            r.text()
+        );
+        // The call reached the back-end (an empty property alone could also mean it never ran).
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1, "{head}");
+    }
+}
