@@ -1091,10 +1091,18 @@ fn siblings_by_name(xml: &[u8], lt: usize, len: usize, mut scan: impl NameScan) 
         // The bulk, once both are known: a search, then two comparisons, a sibling.
         if let (Some(e), Some(b)) = (&end_tag, &between) {
             let skip = b.len - len - 2;
+            // Both as one run when they were learned side by side and fit in its words: one
+            // comparison a sibling.
+            let both = (e.start + e.len == b.start && e.len + b.len <= 8 * MARKUP_WORDS)
+                .then(|| Markup::new(xml, e.start, e.len + b.len));
             while let Some(h) = scan.find(xml, start + len + 2) {
                 let end = h + f + 1;
                 // (`end` is past the sibling's start tag, so at least `len + 3` in.)
-                if !(e.at(xml, end - len - 3) && b.at(xml, end)) {
+                let next = match &both {
+                    Some(m) => m.at(xml, end - len - 3),
+                    None => e.at(xml, end - len - 3) && b.at(xml, end),
+                };
+                if !next {
                     break;
                 }
                 start = end + skip;
