@@ -260,10 +260,15 @@ fn scan_v3(
     let (first_byte, last_byte, bang, question) =
         (splat(name[0]), splat(name[last]), splat(b'!'), splat(b'?'));
     let avx2 = simd.avx2;
-    while at + last + 32 <= xml.len() {
-        let a: [u8; 32] = xml.get(at..at + 32)?.try_into().ok()?;
-        let b: [u8; 32] = xml.get(at + last..at + last + 32)?.try_into().ok()?;
-        let (a, b): (__m256i, __m256i) = (pulp::cast(a), pulp::cast(b));
+    // A block and the bytes `last` further on, while both fit (as slices from `at`, so that no
+    // index can overflow).
+    while let (Some(a), Some(b)) = (
+        xml.get(at..).and_then(|s| s.first_chunk::<32>()),
+        xml.get(at..)
+            .and_then(|s| s.get(last..))
+            .and_then(|s| s.first_chunk::<32>()),
+    ) {
+        let (a, b): (__m256i, __m256i) = (pulp::cast(*a), pulp::cast(*b));
         let named = avx2._mm256_and_si256(
             avx2._mm256_cmpeq_epi8(a, first_byte),
             avx2._mm256_cmpeq_epi8(b, last_byte),
