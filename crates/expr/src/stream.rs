@@ -870,7 +870,11 @@ impl StreamPath {
         scratch: &mut InertScratch<'_>,
         bindings: &[(&str, &str, usize)],
     ) -> usize {
-        let InertScratch { stack, bang } = scratch;
+        let InertScratch {
+            stack,
+            bang,
+            sibling,
+        } = scratch;
         let below = INERT_STACK.min(MAX_DEPTH.saturating_sub(run.depth));
         // Whether a run of siblings may still be read by `needle_run` (not after it gave up on one).
         let mut needle = self.needle.is_some();
@@ -880,7 +884,8 @@ impl StreamPath {
         let mut done = i;
         // The current element's state does not change here: its last answer for a name's steps.
         let mut last: Option<(u64, bool)> = None;
-        let mut pattern: Option<Sibling> = None;
+        // Whether `sibling` holds a pattern learned in this call.
+        let mut pattern = false;
         loop {
             let lt = if xml.get(i) == Some(&b'<') {
                 i
@@ -893,7 +898,7 @@ impl StreamPath {
             if top == 0 {
                 done = lt;
                 // A child with the same markup as the last one read tag by tag is read as that.
-                if let Some(end) = pattern.as_mut().and_then(|p| p.read(xml, lt)) {
+                if let Some(end) = pattern.then(|| sibling.read(xml, lt)).flatten() {
                     i = end;
                     continue;
                 }
@@ -908,7 +913,11 @@ impl StreamPath {
                     top -= 1;
                     i = gt + 1;
                     if top == 0 {
-                        Sibling::learn(&mut pattern, xml, done, i);
+                        if !pattern {
+                            pattern = true;
+                            sibling.missed = 0;
+                        }
+                        sibling.learn(xml, done, i);
                     }
                 }
                 None | Some(b'/' | b'!' | b'?') => return done,
@@ -1203,6 +1212,7 @@ impl StreamPath {
             attrs,
             known,
             inert_stack,
+            sibling,
         } = &mut tags;
         let mut known = KnownNames {
             slots: known.get_or_insert_with(|| Box::new([(0, 0, 0, 0); 64])),
@@ -1211,6 +1221,13 @@ impl StreamPath {
         let mut scratch = InertScratch {
             stack: inert_stack.get_or_insert_with(|| Box::new([(0, 0); INERT_STACK])),
             bang: Bang::default(),
+            sibling: sibling.get_or_insert_with(|| {
+                Box::new(Sibling {
+                    runs: [Markup::default(); SIBLING_RUNS],
+                    len: 0,
+                    missed: 0,
+                })
+            }),
         };
         let mut inert_before = false;
         let mut span_stop = usize::MAX;
@@ -1842,6 +1859,8 @@ struct InertScratch<'a> {
     /// From the thread's spare [`Tags`]: an entry is written before it is read.
     stack: &'a mut InertStack,
     bang: Bang,
+    /// From the thread's spare [`Tags`] too (not zeroed per reading, see [`Sibling::learn`]).
+    sibling: &'a mut Sibling,
 }
 
 /// The namespace bound to `prefix` ("" for the default), innermost first: `Some(None)` for no
@@ -2173,9 +2192,10 @@ struct Tags<'x> {
     bindings: Vec<(&'x str, &'x str, usize)>,
     raw_attrs: Vec<(&'x str, &'x str, u8)>,
     attrs: Vec<Attr<'x>>,
-    /// Allocated by a thread's first reading, then kept (neither is cleared between readings).
+    /// Allocated by a thread's first reading, then kept (none is cleared between readings).
     known: Option<Box<Known>>,
     inert_stack: Option<Box<InertStack>>,
+    sibling: Option<Box<Sibling>>,
 }
 
 /// [`Tags`] between runs: the same allocations, typed without the document's lifetime.
@@ -2187,6 +2207,7 @@ struct SpareTags {
     attrs: Vec<[usize; 7]>,
     known: Option<Box<Known>>,
     inert_stack: Option<Box<InertStack>>,
+    sibling: Option<Box<Sibling>>,
 }
 
 /// An emptied `v` as a vector of `U`. The standard library's in-place collection keeps the
@@ -2226,6 +2247,7 @@ impl Tags<'_> {
             attrs: recycle(t.attrs),
             known: t.known,
             inert_stack: t.inert_stack,
+            sibling: t.sibling,
         }
     }
 }
@@ -2239,6 +2261,7 @@ impl Drop for Tags<'_> {
             attrs: recycle(std::mem::take(&mut self.attrs)),
             known: self.known.take(),
             inert_stack: self.inert_stack.take(),
+            sibling: self.sibling.take(),
         });
     }
 }
@@ -2360,13 +2383,10 @@ impl Sibling {
     /// `xml[from..to]`, a complete child read tag by tag, becomes the pattern (text in it is plain:
     /// every `<` and `>` in it belongs to a tag). A child with too many runs turns patterns off for
     /// the rest of the span (its siblings are likely as large: not scanned again to find out).
-    fn learn(pattern: &mut Option<Sibling>, xml: &[u8], from: usize, to: usize) {
-        // Rebuilt in place (it is 1 KiB): only `runs[..len]` is ever read; `missed` carries over.
-        let p = pattern.get_or_insert_with(|| Sibling {
-            runs: [Markup::default(); SIBLING_RUNS],
-            len: 0,
-            missed: 0,
-        });
+    fn learn(&mut self, xml: &[u8], from: usize, to: usize) {
+        // Rebuilt in place (it is 1 KiB, the thread's): only `runs[..len]` is ever read; `missed`
+        // carries over.
+        let p = self;
         if p.missed >= SIBLING_MISSES {
             return;
         }
