@@ -1102,7 +1102,7 @@ fn siblings_by_name(xml: &[u8], lt: usize, len: usize, mut scan: impl NameScan) 
     let mut end_tag: Option<Markup> = None;
     let mut between: Option<Markup> = None;
     'siblings: loop {
-        // The bulk, once both are known: a search, then two comparisons, a sibling.
+        // The bulk, once both are known: a search, then one or two comparisons, a sibling.
         if let (Some(e), Some(b)) = (&end_tag, &between) {
             let skip = b.len - len - 2;
             // Both as one run when they were learned side by side and fit in its words: one
@@ -1210,24 +1210,31 @@ impl StreamPath {
             bindings,
             raw_attrs,
             attrs,
-            known,
-            inert_stack,
-            sibling,
+            buffers,
         } = &mut tags;
-        let mut known = KnownNames {
-            slots: known.get_or_insert_with(|| Box::new([(0, 0, 0, 0); 64])),
-            valid: 0,
-        };
-        let mut scratch = InertScratch {
-            stack: inert_stack.get_or_insert_with(|| Box::new([(0, 0); INERT_STACK])),
-            bang: Bang::default(),
-            sibling: sibling.get_or_insert_with(|| {
-                Box::new(Sibling {
+        let Buffers {
+            known,
+            stack,
+            sibling,
+        } = &mut **buffers.get_or_insert_with(|| {
+            Box::new(Buffers {
+                known: [(0, 0, 0, 0); 64],
+                stack: [(0, 0); INERT_STACK],
+                sibling: Sibling {
                     runs: [Markup::default(); SIBLING_RUNS],
                     len: 0,
                     missed: 0,
-                })
-            }),
+                },
+            })
+        });
+        let mut known = KnownNames {
+            slots: known,
+            valid: 0,
+        };
+        let mut scratch = InertScratch {
+            stack,
+            bang: Bang::default(),
+            sibling,
         };
         let mut inert_before = false;
         let mut span_stop = usize::MAX;
@@ -1856,10 +1863,10 @@ impl Bang {
 
 /// What [`StreamPath::inert_span`] keeps between its calls in one reading.
 struct InertScratch<'a> {
-    /// From the thread's spare [`Tags`]: an entry is written before it is read.
+    /// The thread's ([`Buffers`]).
     stack: &'a mut InertStack,
     bang: Bang,
-    /// From the thread's spare [`Tags`] too (not zeroed per reading, see [`Sibling::learn`]).
+    /// The thread's ([`Buffers`]).
     sibling: &'a mut Sibling,
 }
 
@@ -2146,9 +2153,7 @@ impl Frame {
         self.seen_header = false;
         self.seen_body = false;
     }
-}
 
-impl Frame {
     /// Whether this element matches step `i` (its conditions aside).
     #[inline(always)]
     fn matches(&self, i: usize) -> bool {
@@ -2192,10 +2197,17 @@ struct Tags<'x> {
     bindings: Vec<(&'x str, &'x str, usize)>,
     raw_attrs: Vec<(&'x str, &'x str, u8)>,
     attrs: Vec<Attr<'x>>,
-    /// Allocated by a thread's first reading, then kept (none is cleared between readings).
-    known: Option<Box<Known>>,
-    inert_stack: Option<Box<InertStack>>,
-    sibling: Option<Box<Sibling>>,
+    buffers: Option<Box<Buffers>>,
+}
+
+/// The fast reader's arrays, allocated by a thread's first reading and then kept: none is cleared
+/// between readings (zeroing them cost more than the reading's own work, see [`KnownNames`]).
+struct Buffers {
+    known: Known,
+    /// An entry is written before it is read.
+    stack: InertStack,
+    /// Only what [`Sibling::learn`] wrote in this reading is read.
+    sibling: Sibling,
 }
 
 /// [`Tags`] between runs: the same allocations, typed without the document's lifetime.
@@ -2205,9 +2217,7 @@ struct SpareTags {
     bindings: Vec<[usize; 5]>,
     raw_attrs: Vec<[usize; 5]>,
     attrs: Vec<[usize; 7]>,
-    known: Option<Box<Known>>,
-    inert_stack: Option<Box<InertStack>>,
-    sibling: Option<Box<Sibling>>,
+    buffers: Option<Box<Buffers>>,
 }
 
 /// An emptied `v` as a vector of `U`. The standard library's in-place collection keeps the
@@ -2245,9 +2255,7 @@ impl Tags<'_> {
             bindings: recycle(t.bindings),
             raw_attrs: recycle(t.raw_attrs),
             attrs: recycle(t.attrs),
-            known: t.known,
-            inert_stack: t.inert_stack,
-            sibling: t.sibling,
+            buffers: t.buffers,
         }
     }
 }
@@ -2259,9 +2267,7 @@ impl Drop for Tags<'_> {
             bindings: recycle(std::mem::take(&mut self.bindings)),
             raw_attrs: recycle(std::mem::take(&mut self.raw_attrs)),
             attrs: recycle(std::mem::take(&mut self.attrs)),
-            known: self.known.take(),
-            inert_stack: self.inert_stack.take(),
-            sibling: self.sibling.take(),
+            buffers: self.buffers.take(),
         });
     }
 }
@@ -2281,7 +2287,7 @@ struct Spare {
 /// word comparison instead of a scan.
 type Known = [(u32, u16, u16, u64); 64];
 
-/// The [`Known`] slots of one reading. The array is the thread's ([`Tags`]), left as the last
+/// The [`Known`] slots of one reading. The array is the thread's ([`Buffers`]), left as the last
 /// reading wrote it rather than cleared (a 1 KiB memset per reading): `valid` marks the slots this
 /// reading has written, and the others read as empty.
 struct KnownNames<'a> {
@@ -2386,20 +2392,19 @@ impl Sibling {
     fn learn(&mut self, xml: &[u8], from: usize, to: usize) {
         // Rebuilt in place (it is 1 KiB, the thread's): only `runs[..len]` is ever read; `missed`
         // carries over.
-        let p = self;
-        if p.missed >= SIBLING_MISSES {
+        if self.missed >= SIBLING_MISSES {
             return;
         }
-        p.len = 0;
+        self.len = 0;
         let mut start = from;
         for gt in memchr::memchr_iter(b'>', &xml[from..to]).map(|k| from + k) {
             if gt + 1 == to || xml[gt + 1] != b'<' {
-                if p.len == SIBLING_RUNS {
-                    p.missed = SIBLING_MISSES;
+                if self.len == SIBLING_RUNS {
+                    self.missed = SIBLING_MISSES;
                     break;
                 }
-                p.runs[p.len] = Markup::new(xml, start, gt + 1 - start);
-                p.len += 1;
+                self.runs[self.len] = Markup::new(xml, start, gt + 1 - start);
+                self.len += 1;
                 start = memchr::memchr(b'<', &xml[gt + 1..to]).map_or(to, |k| gt + 1 + k);
             }
         }
