@@ -195,6 +195,8 @@ struct NameFinder {
     #[cfg(target_arch = "x86_64")]
     v3: Option<pulp::x86::V3>,
     #[cfg(target_arch = "x86_64")]
+    v4: Option<pulp::x86::V4>,
+    #[cfg(target_arch = "x86_64")]
     word: Option<(u64, u64)>,
     any: memchr::memmem::Finder<'static>,
 }
@@ -204,6 +206,8 @@ impl NameFinder {
         NameFinder {
             #[cfg(target_arch = "x86_64")]
             v3: pulp::x86::V3::try_new(),
+            #[cfg(target_arch = "x86_64")]
+            v4: pulp::x86::V4::try_new(),
             #[cfg(target_arch = "x86_64")]
             word: name_word(name),
             any: memchr::memmem::Finder::new(name).into_owned(),
@@ -240,6 +244,57 @@ fn name_word(name: &[u8]) -> Option<(u64, u64)> {
     let mut w = [0u8; 8];
     w.get_mut(..name.len())?.copy_from_slice(name);
     Some((u64::from_le_bytes(w), u64::MAX >> (8 * (8 - name.len()))))
+}
+
+/// The 64 bytes at `at` and the 64 bytes `len - 1` further on (the name's first and last bytes
+/// compared at once), while both fit.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn block_at(xml: &[u8], at: usize, len: usize) -> Option<(&[u8; 64], &[u8; 64])> {
+    let s = xml.get(at..)?;
+    Some((
+        s.first_chunk()?,
+        s.get(len.checked_sub(1)?..)?.first_chunk()?,
+    ))
+}
+
+/// The positions in `a` (32 bytes) where `name` may start (its first byte there, its last byte at
+/// the same position in `b`, the bytes `name.len() - 1` further on) or that hold `!` or `?`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn mask_v3(simd: pulp::x86::V3, a: &[u8; 32], b: &[u8; 32], name: &[u8]) -> u32 {
+    use core::arch::x86_64::__m256i;
+    let (Some(&first), Some(&last)) = (name.first(), name.last()) else {
+        return 0;
+    };
+    let splat = |b: u8| simd.avx._mm256_set1_epi8(i8::from_ne_bytes([b]));
+    let avx2 = simd.avx2;
+    let (a, b): (__m256i, __m256i) = (pulp::cast(*a), pulp::cast(*b));
+    let named = avx2._mm256_and_si256(
+        avx2._mm256_cmpeq_epi8(a, splat(first)),
+        avx2._mm256_cmpeq_epi8(b, splat(last)),
+    );
+    let marked = avx2._mm256_or_si256(
+        avx2._mm256_cmpeq_epi8(a, splat(b'!')),
+        avx2._mm256_cmpeq_epi8(a, splat(b'?')),
+    );
+    avx2._mm256_movemask_epi8(avx2._mm256_or_si256(named, marked)) as u32
+}
+
+/// [`mask_v3`] over 64 bytes with AVX-512.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn mask_v4(simd: pulp::x86::V4, a: &[u8; 64], b: &[u8; 64], name: &[u8]) -> u64 {
+    use core::arch::x86_64::__m512i;
+    let (Some(&first), Some(&last)) = (name.first(), name.last()) else {
+        return 0;
+    };
+    let splat = |b: u8| simd.avx512f._mm512_set1_epi8(i8::from_ne_bytes([b]));
+    let bw = simd.avx512bw;
+    let (a, b): (__m512i, __m512i) = (pulp::cast(*a), pulp::cast(*b));
+    let named =
+        bw._mm512_mask_cmpeq_epi8_mask(bw._mm512_cmpeq_epi8_mask(a, splat(first)), b, splat(last));
+    named | bw._mm512_cmpeq_epi8_mask(a, splat(b'!')) | bw._mm512_cmpeq_epi8_mask(a, splat(b'?'))
 }
 
 /// The first occurrence of `name` in `xml` at or after `at`, `None` when a `<!` or `<?` comes first
@@ -293,6 +348,30 @@ fn scan_v3(
         at += 1;
     }
     None
+}
+
+/// [`scan_v3`] with AVX-512: 64 bytes a step, the comparisons giving bit masks; the last bytes
+/// (fewer than a step) go to [`scan_v3`].
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn scan_v4(
+    simd: pulp::x86::V4,
+    xml: &[u8],
+    mut at: usize,
+    name: &[u8],
+    word: Option<(u64, u64)>,
+) -> Option<usize> {
+    while let Some((a, b)) = block_at(xml, at, name.len()) {
+        let mut m = mask_v4(simd, a, b, name);
+        while m != 0 {
+            if let Some(found) = scan_at(xml, at + m.trailing_zeros() as usize, name, word) {
+                return found;
+            }
+            m &= m - 1;
+        }
+        at += 64;
+    }
+    scan_v3(*simd, xml, at, name, word)
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -998,8 +1077,21 @@ impl StreamPath {
     fn needle_run(&self, xml: &[u8], lt: usize, len: usize, bang: &mut Bang) -> Option<usize> {
         let finder = self.needle.as_ref()?;
         #[cfg(target_arch = "x86_64")]
+        if let Some(simd) = finder.v4 {
+            return simd.vectorize(SimdRun {
+                xml,
+                lt,
+                len,
+                scan: V4Scan {
+                    simd,
+                    name: finder.any.needle(),
+                    word: finder.word,
+                },
+            });
+        }
+        #[cfg(target_arch = "x86_64")]
         if let Some(simd) = finder.v3 {
-            return simd.vectorize(V3Run {
+            return simd.vectorize(SimdRun {
                 xml,
                 lt,
                 len,
@@ -1029,6 +1121,17 @@ impl StreamPath {
 trait NameScan {
     fn len(&self) -> usize;
     fn find(&mut self, xml: &[u8], at: usize) -> Option<usize>;
+    /// The 64 bytes from `at` as a mask of the positions [`NameScan::at`] must look at (bit k for
+    /// `at + k`), or `None` where the search has no such step or too few bytes are left.
+    #[inline(always)]
+    fn block(&self, _: &[u8], _: usize) -> Option<u64> {
+        None
+    }
+    /// What a position of a [`NameScan::block`] mask is ([`scan_at`]).
+    #[inline(always)]
+    fn at(&self, _: &[u8], _: usize) -> Option<Option<usize>> {
+        Some(None)
+    }
 }
 
 /// The search without AVX2: `memmem` over the input up to its first [`Bang`].
@@ -1068,19 +1171,67 @@ impl NameScan for V3Scan<'_> {
     fn find(&mut self, xml: &[u8], at: usize) -> Option<usize> {
         scan_v3(self.simd, xml, at, self.name, self.word)
     }
+
+    #[inline(always)]
+    fn block(&self, xml: &[u8], at: usize) -> Option<u64> {
+        let (a, b) = block_at(xml, at, self.name.len())?;
+        let (a0, a1) = a.split_first_chunk::<32>()?;
+        let (b0, b1) = b.split_first_chunk::<32>()?;
+        let lo = mask_v3(self.simd, a0, b0, self.name);
+        let hi = mask_v3(self.simd, a1.first_chunk()?, b1.first_chunk()?, self.name);
+        Some(u64::from(lo) | u64::from(hi) << 32)
+    }
+
+    #[inline(always)]
+    fn at(&self, xml: &[u8], p: usize) -> Option<Option<usize>> {
+        scan_at(xml, p, self.name, self.word)
+    }
 }
 
-/// [`siblings_by_name`] with [`V3Scan`], run by `pulp` as AVX2 code.
+/// The search with AVX-512 ([`scan_v4`]).
 #[cfg(target_arch = "x86_64")]
-struct V3Run<'a> {
+struct V4Scan<'a> {
+    simd: pulp::x86::V4,
+    name: &'a [u8],
+    word: Option<(u64, u64)>,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl NameScan for V4Scan<'_> {
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.name.len()
+    }
+
+    #[inline(always)]
+    fn find(&mut self, xml: &[u8], at: usize) -> Option<usize> {
+        scan_v4(self.simd, xml, at, self.name, self.word)
+    }
+
+    #[inline(always)]
+    fn block(&self, xml: &[u8], at: usize) -> Option<u64> {
+        let (a, b) = block_at(xml, at, self.name.len())?;
+        Some(mask_v4(self.simd, a, b, self.name))
+    }
+
+    #[inline(always)]
+    fn at(&self, xml: &[u8], p: usize) -> Option<Option<usize>> {
+        scan_at(xml, p, self.name, self.word)
+    }
+}
+
+/// [`siblings_by_name`] with a SIMD search ([`V3Scan`], [`V4Scan`]), run by `pulp` as code compiled
+/// for those instructions.
+#[cfg(target_arch = "x86_64")]
+struct SimdRun<'a, S> {
     xml: &'a [u8],
     lt: usize,
     len: usize,
-    scan: V3Scan<'a>,
+    scan: S,
 }
 
 #[cfg(target_arch = "x86_64")]
-impl pulp::NullaryFnOnce for V3Run<'_> {
+impl<S: NameScan> pulp::NullaryFnOnce for SimdRun<'_, S> {
     type Output = Option<usize>;
 
     #[inline(always)]
@@ -1109,6 +1260,33 @@ fn siblings_by_name(xml: &[u8], lt: usize, len: usize, mut scan: impl NameScan) 
             // comparison a sibling.
             let both = (e.start + e.len == b.start && e.len + b.len <= 8 * MARKUP_WORDS)
                 .then(|| Markup::new(xml, e.start, e.len + b.len));
+            // Block by block first, where the search can: the next block's place does not wait on
+            // where the last sibling ended (only `next`, the first position still to look at,
+            // does), so the reading of one sibling overlaps the search over the next.
+            if let Some(m) = &both {
+                let mut next = start + len + 2;
+                let mut at = next;
+                'blocks: while let Some(mut mask) = scan.block(xml, at) {
+                    while mask != 0 {
+                        let p = at + mask.trailing_zeros() as usize;
+                        mask &= mask - 1;
+                        if p < next {
+                            continue;
+                        }
+                        match scan.at(xml, p) {
+                            None => {}
+                            Some(Some(h)) if m.at(xml, h + f - len - 2) => {
+                                start = h + f + 1 + skip;
+                                read = Some(start);
+                                next = start + len + 2;
+                            }
+                            // Not the next sibling, or a comment: the search below sees it again.
+                            Some(_) => break 'blocks,
+                        }
+                    }
+                    at += 64;
+                }
+            }
             while let Some(h) = scan.find(xml, start + len + 2) {
                 let end = h + f + 1;
                 // (`end` is past the sibling's start tag, so at least `len + 3` in.)
@@ -3213,6 +3391,18 @@ mod tests {
         #[cfg(target_arch = "x86_64")]
         if let Some(n) = s.needle.as_mut() {
             n.v3 = None;
+            n.v4 = None;
+        }
+        s
+    }
+
+    /// [`sp`] reading siblings by name with AVX2 where the CPU has AVX-512 too.
+    fn avx2(text: &str) -> StreamPath {
+        #[allow(unused_mut)]
+        let mut s = sp(text);
+        #[cfg(target_arch = "x86_64")]
+        if let Some(n) = s.needle.as_mut() {
+            n.v4 = None;
         }
         s
     }
@@ -4177,7 +4367,7 @@ mod tests {
         let mut docs = 0;
         for round in 0..400 {
             let mut doc = format!("<r xmlns:m=\"{M}\"><p>");
-            let siblings = 2 + r.below(8);
+            let siblings = 2 + r.below(16);
             for k in 0..siblings {
                 let open = match r.below(10) {
                     0 => "<order id='3'>",
@@ -4204,7 +4394,7 @@ mod tests {
             });
             let lib = Lib(parse(doc.as_bytes()).unwrap_or_else(|| panic!("{doc}")));
             for text in texts {
-                for s in [sp(text), portable(text)] {
+                for s in [sp(text), avx2(text), portable(text)] {
                     assert!(check(doc.as_bytes(), &lib, text, &s), "{text}: {doc}");
                 }
             }
@@ -4261,7 +4451,7 @@ mod tests {
         for inside in ["<b>&bogus;</b>", "<b></c>", "<b>\u{1}</b>", "<b a=1/>"] {
             let d = doc(inside, "");
             assert!(parse(d.as_bytes()).is_none(), "{d}");
-            for s in [sp(text), portable(text)] {
+            for s in [sp(text), avx2(text), portable(text)] {
                 assert_eq!(s.eval_string(d.as_bytes()).as_deref(), Some("a"), "{d}");
             }
             assert_eq!(strict(text).eval_string(d.as_bytes()), None, "{d}");
@@ -4269,7 +4459,7 @@ mod tests {
         for after in ["<b>&bogus;</b>", "<b></c>", "<!-- a -- b -->"] {
             let d = doc("", after);
             assert!(parse(d.as_bytes()).is_none(), "{d}");
-            for s in [sp(text), portable(text)] {
+            for s in [sp(text), avx2(text), portable(text)] {
                 assert_eq!(s.eval_string(d.as_bytes()), None, "{d}");
             }
         }
@@ -4284,7 +4474,7 @@ mod tests {
         };
         let (inside, after, first) = (bytes(0), bytes(1), bytes(2));
         assert!(parse(&inside).is_none());
-        for s in [sp(text), portable(text)] {
+        for s in [sp(text), avx2(text), portable(text)] {
             assert_eq!(s.eval_string(&inside).as_deref(), Some("a"));
             assert_eq!(s.eval_string(&after), None);
             assert_eq!(s.eval_string(&first), None);
