@@ -195,8 +195,6 @@ struct NameFinder {
     #[cfg(target_arch = "x86_64")]
     v3: Option<pulp::x86::V3>,
     #[cfg(target_arch = "x86_64")]
-    v4: Option<pulp::x86::V4>,
-    #[cfg(target_arch = "x86_64")]
     word: Option<(u64, u64)>,
     any: memchr::memmem::Finder<'static>,
 }
@@ -206,8 +204,6 @@ impl NameFinder {
         NameFinder {
             #[cfg(target_arch = "x86_64")]
             v3: pulp::x86::V3::try_new(),
-            #[cfg(target_arch = "x86_64")]
-            v4: pulp::x86::V4::try_new(),
             #[cfg(target_arch = "x86_64")]
             word: name_word(name),
             any: memchr::memmem::Finder::new(name).into_owned(),
@@ -246,11 +242,11 @@ fn name_word(name: &[u8]) -> Option<(u64, u64)> {
     Some((u64::from_le_bytes(w), u64::MAX >> (8 * (8 - name.len()))))
 }
 
-/// The 64 bytes at `at` and the 64 bytes `len - 1` further on (the name's first and last bytes
-/// compared at once), while both fit.
+/// The `N` bytes at `at` and the `N` bytes `len - 1` further on (the name's first and last bytes
+/// compared at once), while both fit (as slices from `at`, so that no index can overflow).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn block_at(xml: &[u8], at: usize, len: usize) -> Option<(&[u8; 64], &[u8; 64])> {
+fn block_at<const N: usize>(xml: &[u8], at: usize, len: usize) -> Option<(&[u8; N], &[u8; N])> {
     let s = xml.get(at..)?;
     Some((
         s.first_chunk()?,
@@ -281,22 +277,6 @@ fn mask_v3(simd: pulp::x86::V3, a: &[u8; 32], b: &[u8; 32], name: &[u8]) -> u32 
     avx2._mm256_movemask_epi8(avx2._mm256_or_si256(named, marked)) as u32
 }
 
-/// [`mask_v3`] over 64 bytes with AVX-512.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn mask_v4(simd: pulp::x86::V4, a: &[u8; 64], b: &[u8; 64], name: &[u8]) -> u64 {
-    use core::arch::x86_64::__m512i;
-    let (Some(&first), Some(&last)) = (name.first(), name.last()) else {
-        return 0;
-    };
-    let splat = |b: u8| simd.avx512f._mm512_set1_epi8(i8::from_ne_bytes([b]));
-    let bw = simd.avx512bw;
-    let (a, b): (__m512i, __m512i) = (pulp::cast(*a), pulp::cast(*b));
-    let named =
-        bw._mm512_mask_cmpeq_epi8_mask(bw._mm512_cmpeq_epi8_mask(a, splat(first)), b, splat(last));
-    named | bw._mm512_cmpeq_epi8_mask(a, splat(b'!')) | bw._mm512_cmpeq_epi8_mask(a, splat(b'?'))
-}
-
 /// The first occurrence of `name` in `xml` at or after `at`, `None` when a `<!` or `<?` comes first
 /// or there is none. A step compares 32 bytes with the name's first and last bytes and with `!` and
 /// `?` at once; candidates are then checked one by one ([`scan_at`]), the last bytes one by one.
@@ -309,30 +289,8 @@ fn scan_v3(
     name: &[u8],
     word: Option<(u64, u64)>,
 ) -> Option<usize> {
-    use core::arch::x86_64::__m256i;
-    let last = name.len().checked_sub(1)?;
-    let splat = |b: u8| simd.avx._mm256_set1_epi8(i8::from_ne_bytes([b]));
-    let (first_byte, last_byte, bang, question) =
-        (splat(name[0]), splat(name[last]), splat(b'!'), splat(b'?'));
-    let avx2 = simd.avx2;
-    // A block and the bytes `last` further on, while both fit (as slices from `at`, so that no
-    // index can overflow).
-    while let (Some(a), Some(b)) = (
-        xml.get(at..).and_then(|s| s.first_chunk::<32>()),
-        xml.get(at..)
-            .and_then(|s| s.get(last..))
-            .and_then(|s| s.first_chunk::<32>()),
-    ) {
-        let (a, b): (__m256i, __m256i) = (pulp::cast(*a), pulp::cast(*b));
-        let named = avx2._mm256_and_si256(
-            avx2._mm256_cmpeq_epi8(a, first_byte),
-            avx2._mm256_cmpeq_epi8(b, last_byte),
-        );
-        let marked = avx2._mm256_or_si256(
-            avx2._mm256_cmpeq_epi8(a, bang),
-            avx2._mm256_cmpeq_epi8(a, question),
-        );
-        let mut m = avx2._mm256_movemask_epi8(avx2._mm256_or_si256(named, marked)) as u32;
+    while let Some((a, b)) = block_at::<32>(xml, at, name.len()) {
+        let mut m = mask_v3(simd, a, b, name);
         while m != 0 {
             if let Some(found) = scan_at(xml, at + m.trailing_zeros() as usize, name, word) {
                 return found;
@@ -348,30 +306,6 @@ fn scan_v3(
         at += 1;
     }
     None
-}
-
-/// [`scan_v3`] with AVX-512: 64 bytes a step, the comparisons giving bit masks; the last bytes
-/// (fewer than a step) go to [`scan_v3`].
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn scan_v4(
-    simd: pulp::x86::V4,
-    xml: &[u8],
-    mut at: usize,
-    name: &[u8],
-    word: Option<(u64, u64)>,
-) -> Option<usize> {
-    while let Some((a, b)) = block_at(xml, at, name.len()) {
-        let mut m = mask_v4(simd, a, b, name);
-        while m != 0 {
-            if let Some(found) = scan_at(xml, at + m.trailing_zeros() as usize, name, word) {
-                return found;
-            }
-            m &= m - 1;
-        }
-        at += 64;
-    }
-    scan_v3(*simd, xml, at, name, word)
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -1077,19 +1011,6 @@ impl StreamPath {
     fn needle_run(&self, xml: &[u8], lt: usize, len: usize, bang: &mut Bang) -> Option<usize> {
         let finder = self.needle.as_ref()?;
         #[cfg(target_arch = "x86_64")]
-        if let Some(simd) = finder.v4 {
-            return simd.vectorize(SimdRun {
-                xml,
-                lt,
-                len,
-                scan: V4Scan {
-                    simd,
-                    name: finder.any.needle(),
-                    word: finder.word,
-                },
-            });
-        }
-        #[cfg(target_arch = "x86_64")]
         if let Some(simd) = finder.v3 {
             return simd.vectorize(SimdRun {
                 xml,
@@ -1174,11 +1095,12 @@ impl NameScan for V3Scan<'_> {
 
     #[inline(always)]
     fn block(&self, xml: &[u8], at: usize) -> Option<u64> {
-        let (a, b) = block_at(xml, at, self.name.len())?;
-        let (a0, a1) = a.split_first_chunk::<32>()?;
-        let (b0, b1) = b.split_first_chunk::<32>()?;
-        let lo = mask_v3(self.simd, a0, b0, self.name);
-        let hi = mask_v3(self.simd, a1.first_chunk()?, b1.first_chunk()?, self.name);
+        let (a, b) = block_at::<64>(xml, at, self.name.len())?;
+        let ((a0, a1), (b0, b1)) = (a.split_first_chunk::<32>()?, b.split_first_chunk::<32>()?);
+        let (lo, hi) = (
+            mask_v3(self.simd, a0, b0, self.name),
+            mask_v3(self.simd, a1.first_chunk()?, b1.first_chunk()?, self.name),
+        );
         Some(u64::from(lo) | u64::from(hi) << 32)
     }
 
@@ -1188,40 +1110,7 @@ impl NameScan for V3Scan<'_> {
     }
 }
 
-/// The search with AVX-512 ([`scan_v4`]).
-#[cfg(target_arch = "x86_64")]
-struct V4Scan<'a> {
-    simd: pulp::x86::V4,
-    name: &'a [u8],
-    word: Option<(u64, u64)>,
-}
-
-#[cfg(target_arch = "x86_64")]
-impl NameScan for V4Scan<'_> {
-    #[inline(always)]
-    fn len(&self) -> usize {
-        self.name.len()
-    }
-
-    #[inline(always)]
-    fn find(&mut self, xml: &[u8], at: usize) -> Option<usize> {
-        scan_v4(self.simd, xml, at, self.name, self.word)
-    }
-
-    #[inline(always)]
-    fn block(&self, xml: &[u8], at: usize) -> Option<u64> {
-        let (a, b) = block_at(xml, at, self.name.len())?;
-        Some(mask_v4(self.simd, a, b, self.name))
-    }
-
-    #[inline(always)]
-    fn at(&self, xml: &[u8], p: usize) -> Option<Option<usize>> {
-        scan_at(xml, p, self.name, self.word)
-    }
-}
-
-/// [`siblings_by_name`] with a SIMD search ([`V3Scan`], [`V4Scan`]), run by `pulp` as code compiled
-/// for those instructions.
+/// [`siblings_by_name`] with [`V3Scan`], run by `pulp` as AVX2 code.
 #[cfg(target_arch = "x86_64")]
 struct SimdRun<'a, S> {
     xml: &'a [u8],
@@ -3391,18 +3280,6 @@ mod tests {
         #[cfg(target_arch = "x86_64")]
         if let Some(n) = s.needle.as_mut() {
             n.v3 = None;
-            n.v4 = None;
-        }
-        s
-    }
-
-    /// [`sp`] reading siblings by name with AVX2 where the CPU has AVX-512 too.
-    fn avx2(text: &str) -> StreamPath {
-        #[allow(unused_mut)]
-        let mut s = sp(text);
-        #[cfg(target_arch = "x86_64")]
-        if let Some(n) = s.needle.as_mut() {
-            n.v4 = None;
         }
         s
     }
@@ -4394,7 +4271,7 @@ mod tests {
             });
             let lib = Lib(parse(doc.as_bytes()).unwrap_or_else(|| panic!("{doc}")));
             for text in texts {
-                for s in [sp(text), avx2(text), portable(text)] {
+                for s in [sp(text), portable(text)] {
                     assert!(check(doc.as_bytes(), &lib, text, &s), "{text}: {doc}");
                 }
             }
@@ -4451,7 +4328,7 @@ mod tests {
         for inside in ["<b>&bogus;</b>", "<b></c>", "<b>\u{1}</b>", "<b a=1/>"] {
             let d = doc(inside, "");
             assert!(parse(d.as_bytes()).is_none(), "{d}");
-            for s in [sp(text), avx2(text), portable(text)] {
+            for s in [sp(text), portable(text)] {
                 assert_eq!(s.eval_string(d.as_bytes()).as_deref(), Some("a"), "{d}");
             }
             assert_eq!(strict(text).eval_string(d.as_bytes()), None, "{d}");
@@ -4459,7 +4336,7 @@ mod tests {
         for after in ["<b>&bogus;</b>", "<b></c>", "<!-- a -- b -->"] {
             let d = doc("", after);
             assert!(parse(d.as_bytes()).is_none(), "{d}");
-            for s in [sp(text), avx2(text), portable(text)] {
+            for s in [sp(text), portable(text)] {
                 assert_eq!(s.eval_string(d.as_bytes()), None, "{d}");
             }
         }
@@ -4474,7 +4351,7 @@ mod tests {
         };
         let (inside, after, first) = (bytes(0), bytes(1), bytes(2));
         assert!(parse(&inside).is_none());
-        for s in [sp(text), avx2(text), portable(text)] {
+        for s in [sp(text), portable(text)] {
             assert_eq!(s.eval_string(&inside).as_deref(), Some("a"));
             assert_eq!(s.eval_string(&after), None);
             assert_eq!(s.eval_string(&first), None);
