@@ -327,15 +327,39 @@ enum Tok {
     Num(f64),
 }
 
-/// `a == b` for the short strings names are, without a call to `memcmp`.
+/// `a == b` for the short strings names are, without a call to `memcmp` or a loop over bytes (whose
+/// exit, at the first difference, is hard to predict): two words, or two half words, overlapping in
+/// the middle.
 #[inline]
 fn short_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len()
-        && if a.len() <= 32 {
-            a.iter().zip(b).all(|(x, y)| x == y)
-        } else {
-            a == b
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let ends = |k: usize| {
+        (
+            a.get(..k).zip(b.get(..k)),
+            a.get(n - k..).zip(b.get(n - k..)),
+        )
+    };
+    match n {
+        8..=16 => {
+            let word = |s: &[u8]| s.first_chunk::<8>().map(|w| u64::from_le_bytes(*w));
+            let (Some((a0, b0)), Some((a1, b1))) = ends(8) else {
+                return false;
+            };
+            word(a0) == word(b0) && word(a1) == word(b1)
         }
+        4..=7 => {
+            let half = |s: &[u8]| s.first_chunk::<4>().map(|w| u32::from_le_bytes(*w));
+            let (Some((a0, b0)), Some((a1, b1))) = ends(4) else {
+                return false;
+            };
+            half(a0) == half(b0) && half(a1) == half(b1)
+        }
+        0..=3 => a.iter().zip(b).all(|(x, y)| x == y),
+        _ => a == b,
+    }
 }
 
 /// `s.split_once(':')`, by bytes (names are short: a plain loop beats the char searcher).
@@ -723,36 +747,25 @@ impl StreamPath {
         }
     }
 
-    fn new_run(&self, mode: Mode) -> Run<'_> {
-        // The thread's last run left its vectors behind: reuse them (no allocation per evaluation once
-        // they have grown). The frames were sized for another path: none counts as clean.
-        let Spare {
-            mut frames,
-            captures,
-            results,
-            conds,
-            scratch,
-        } = SPARE.take();
-        if frames.is_empty() {
-            frames.push(Frame::default());
+    /// A run over the vectors `v` (the thread's, see [`SpareBox`]).
+    fn new_run<'a>(&'a self, mode: Mode, v: &'a mut Spare) -> Run<'a> {
+        // The frames were sized for another path: none counts as clean.
+        if v.frames.is_empty() {
+            v.frames.push(Frame::default());
         }
-        for f in &mut frames {
+        for f in &mut v.frames {
             f.clean = false;
         }
-        frames[0].reset(&self.path);
+        v.frames[0].reset(&self.path);
         Run {
             p: self,
             need_text: self.need_text(mode),
             sink: Sink::default(),
             mode,
-            frames,
+            v,
             depth: 0,
-            captures,
-            results,
-            conds,
             next: 0,
             root_seen: false,
-            scratch,
         }
     }
 
@@ -766,7 +779,8 @@ impl StreamPath {
             c.check_end_names = true;
             c.trim_text(false);
         }
-        let mut run = self.new_run(mode);
+        let mut spare = SpareBox::take();
+        let mut run = self.new_run(mode, spare.get());
         let mut first = true;
         loop {
             let ev = reader.read_event().ok()?;
@@ -1270,7 +1284,8 @@ impl StreamPath {
             }
             s.get(a - from..b - from).ok_or(Bail)
         };
-        let mut run = self.new_run(mode);
+        let mut spare = SpareBox::take();
+        let mut run = self.new_run(mode, spare.get());
         let mut tags = Tags::take();
         let Tags {
             names,
@@ -1427,7 +1442,7 @@ impl StreamPath {
                             }
                             // `<name>text</name>` with plain ASCII text and nothing collecting it: the
                             // whole element at once, opened and closed without a frame.
-                            let leaf = if !empty && run.captures.is_empty() {
+                            let leaf = if !empty && run.v.captures.is_empty() {
                                 leaf_end(xml, gt + 1, from, name_end - from)
                                     .filter(|&(_, seen)| seen & UNPLAIN == 0)
                             } else {
@@ -1840,6 +1855,29 @@ fn text_end(xml: &[u8], i: usize) -> (usize, u8) {
     }
     let mut seen = 0u8;
     let mut p = i;
+    // A word at a time: its bytes are classified one by one only when one of them may be other
+    // than plain ASCII text (a flag can be false, never missing).
+    while let Some(w) = word_at(xml, p) {
+        let lt = bytes_below(w ^ (ONES * u64::from(b'<')), 1);
+        let odd = w & (ONES << 7)
+            | bytes_below(w, 0x20)
+            | bytes_below(w ^ (ONES * u64::from(b'&')), 1)
+            | bytes_below(w ^ (ONES * u64::from(b'>')), 1);
+        // The bytes before the first `<` (the lowest flag is exact), as a count and a mask.
+        let (n, before) = match lt.trailing_zeros() {
+            64 => (8, u64::MAX),
+            k => (k as usize / 8, (1 << (k & !7)) - 1),
+        };
+        if odd & before != 0 {
+            for &c in &xml[p..p + n] {
+                seen |= BYTE_CLASS[usize::from(c)];
+            }
+        }
+        p += n;
+        if n < 8 {
+            return (p, seen);
+        }
+    }
     while let Some(&c) = xml.get(p) {
         let k = BYTE_CLASS[usize::from(c)];
         if k == LT {
@@ -2512,33 +2550,52 @@ const SPARE_LIMIT: usize = 4096;
 
 /// `v` emptied, or a new vector when `v` grew past [`SPARE_LIMIT`].
 fn spare<T>(mut v: Vec<T>) -> Vec<T> {
-    if v.capacity() > SPARE_LIMIT {
-        return Vec::new();
-    }
-    v.clear();
+    tidy(&mut v);
     v
 }
 
-thread_local! {
-    static SPARE: std::cell::Cell<Spare> = std::cell::Cell::new(Spare::default());
+/// [`spare`] in place.
+fn tidy<T>(v: &mut Vec<T>) {
+    if v.capacity() > SPARE_LIMIT {
+        *v = Vec::new();
+    }
+    v.clear();
 }
 
-impl Drop for Run<'_> {
+thread_local! {
+    static SPARE: std::cell::Cell<Option<Box<Spare>>> = const { std::cell::Cell::new(None) };
+}
+
+/// The thread's [`Spare`] vectors while a run has them: taken as one pointer and given back when
+/// the run is over, tidied (moving the vectors themselves in and out cost more than a small
+/// document's reading: their words were copied through the stack and read back across two stores,
+/// which stalls).
+struct SpareBox(Option<Box<Spare>>);
+
+impl SpareBox {
+    fn take() -> SpareBox {
+        SpareBox(SPARE.take())
+    }
+
+    fn get(&mut self) -> &mut Spare {
+        self.0.get_or_insert_with(Box::default)
+    }
+}
+
+impl Drop for SpareBox {
     fn drop(&mut self) {
-        let mut frames = std::mem::take(&mut self.frames);
-        frames.truncate(SPARE_FRAMES);
-        let mut scratch = std::mem::take(&mut self.scratch);
-        scratch.clear();
-        if scratch.capacity() > SPARE_LIMIT {
-            scratch = String::new();
+        let Some(mut v) = self.0.take() else {
+            return;
+        };
+        v.frames.truncate(SPARE_FRAMES);
+        v.scratch.clear();
+        if v.scratch.capacity() > SPARE_LIMIT {
+            v.scratch = String::new();
         }
-        SPARE.set(Spare {
-            frames,
-            captures: spare(std::mem::take(&mut self.captures)),
-            results: spare(std::mem::take(&mut self.results)),
-            conds: spare(std::mem::take(&mut self.conds)),
-            scratch,
-        });
+        tidy(&mut v.captures);
+        tidy(&mut v.results);
+        tidy(&mut v.conds);
+        SPARE.set(Some(v));
     }
 }
 
@@ -2547,15 +2604,12 @@ struct Run<'p> {
     need_text: bool,
     sink: Sink,
     mode: Mode,
-    frames: Vec<Frame>,
+    /// The open elements' frames, the captures, results and conditions, a scratch string.
+    v: &'p mut Spare,
     depth: usize,
-    captures: Vec<Capture>,
-    results: Vec<Res>,
-    conds: Vec<Option<bool>>,
     /// The first result not yet handed to the sink.
     next: usize,
     root_seen: bool,
-    scratch: String,
 }
 
 impl Run<'_> {
@@ -2623,10 +2677,10 @@ impl Run<'_> {
             return None;
         }
         let n = path.steps.len();
-        if self.frames.len() <= d {
-            self.frames.push(Frame::default());
+        if self.v.frames.len() <= d {
+            self.v.frames.push(Frame::default());
         }
-        let (lower, upper) = self.frames.split_at_mut(d);
+        let (lower, upper) = self.v.frames.split_at_mut(d);
         let parent = &mut lower[d - 1];
         let f = &mut upper[0];
         f.reset(path);
@@ -2701,8 +2755,8 @@ impl Run<'_> {
                 };
                 for (k, pred) in step.preds.iter().enumerate() {
                     if let Pred::Child { .. } = pred {
-                        let id = u32::try_from(self.conds.len()).ok()?;
-                        self.conds.push(None);
+                        let id = u32::try_from(self.v.conds.len()).ok()?;
+                        self.v.conds.push(None);
                         f.own.push((id, i, k));
                         conds.push(id);
                     }
@@ -2735,12 +2789,12 @@ impl Run<'_> {
         }
         // Children compared by the parent's `[child='x']` predicates.
         for &(cond, i, k) in &parent.own {
-            if self.conds[cond as usize].is_some() {
+            if self.v.conds[cond as usize].is_some() {
                 continue;
             }
             if let Pred::Child { test, .. } = &path.steps[i].preds[k] {
                 if test.matches(ns, local) {
-                    self.captures.push(Capture {
+                    self.v.captures.push(Capture {
                         depth: d,
                         buf: String::new(),
                         target: Target::Check(cond, i, k),
@@ -2752,14 +2806,14 @@ impl Run<'_> {
             let conds = f.conds(n - 1);
             match &path.tail {
                 Tail::Element => {
-                    let idx = self.results.len();
-                    self.results.push(Res {
+                    let idx = self.v.results.len();
+                    self.v.results.push(Res {
                         text: String::new(),
                         done: !self.need_text,
                         conds: conds.to_vec(),
                     });
                     if self.need_text {
-                        self.captures.push(Capture {
+                        self.v.captures.push(Capture {
                             depth: d,
                             buf: String::new(),
                             target: Target::Result(idx),
@@ -2769,7 +2823,7 @@ impl Run<'_> {
                 Tail::Attr(test) => {
                     for (an, al, av) in attrs {
                         if test.matches(*an, al) {
-                            self.results.push(Res {
+                            self.v.results.push(Res {
                                 text: av.to_string(),
                                 done: true,
                                 conds: conds.to_vec(),
@@ -2798,7 +2852,7 @@ impl Run<'_> {
         if d <= 1 || d > MAX_DEPTH || mask == u64::MAX {
             return false;
         }
-        let parent = &self.frames[self.depth];
+        let parent = &self.v.frames[self.depth];
         if parent.soap_env.is_some() || !parent.own.is_empty() {
             return false;
         }
@@ -2822,9 +2876,9 @@ impl Run<'_> {
     /// its text nodes are not selected (it matches no last step of a `text()` path).
     #[inline]
     fn quiet(&self) -> bool {
-        self.captures.is_empty()
+        self.v.captures.is_empty()
             && (self.p.path.tail != Tail::Text
-                || !self.frames[self.depth].matches(self.p.path.steps.len() - 1))
+                || !self.v.frames[self.depth].matches(self.p.path.steps.len() - 1))
     }
 
     /// What [`Run::open`] does for an element [`Run::inert_child`] accepts: track its depth.
@@ -2832,10 +2886,10 @@ impl Run<'_> {
     fn open_inert(&mut self) {
         self.end_text_run();
         let d = self.depth + 1;
-        if self.frames.len() <= d {
-            self.frames.push(Frame::default());
+        if self.v.frames.len() <= d {
+            self.v.frames.push(Frame::default());
         }
-        self.frames[d].reset(&self.p.path);
+        self.v.frames[d].reset(&self.p.path);
         self.depth = d;
     }
 
@@ -2845,24 +2899,26 @@ impl Run<'_> {
         }
         self.end_text_run();
         let d = self.depth;
-        while self.captures.last().is_some_and(|c| c.depth == d) {
-            let Some(c) = self.captures.pop() else { break };
+        while self.v.captures.last().is_some_and(|c| c.depth == d) {
+            let Some(c) = self.v.captures.pop() else {
+                break;
+            };
             match c.target {
                 Target::Result(i) => {
-                    self.results[i].text = c.buf;
-                    self.results[i].done = true;
+                    self.v.results[i].text = c.buf;
+                    self.v.results[i].done = true;
                 }
                 Target::Check(cond, i, k) => {
                     if let Pred::Child { value, .. } = &self.p.path.steps[i].preds[k] {
                         if c.buf == *value {
-                            self.conds[cond as usize] = Some(true);
+                            self.v.conds[cond as usize] = Some(true);
                         }
                     }
                 }
             }
         }
-        for &(cond, _, _) in &self.frames[d].own {
-            let c = &mut self.conds[cond as usize];
+        for &(cond, _, _) in &self.v.frames[d].own {
+            let c = &mut self.v.conds[cond as usize];
             if c.is_none() {
                 *c = Some(false);
             }
@@ -2877,14 +2933,14 @@ impl Run<'_> {
         if s.is_empty() {
             return;
         }
-        for c in &mut self.captures {
+        for c in &mut self.v.captures {
             c.buf.push_str(s);
         }
         if self.p.path.tail != Tail::Text {
             return;
         }
         let n = self.p.path.steps.len();
-        let f = &mut self.frames[self.depth];
+        let f = &mut self.v.frames[self.depth];
         if !f.matches(n - 1) {
             return;
         }
@@ -2892,14 +2948,14 @@ impl Run<'_> {
         match f.text_run {
             Some(r) => {
                 if self.need_text {
-                    self.results[r].text.push_str(s);
+                    self.v.results[r].text.push_str(s);
                 }
             }
             None => {
                 let conds = conds.to_vec();
                 f.clean = false;
-                f.text_run = Some(self.results.len());
-                self.results.push(Res {
+                f.text_run = Some(self.v.results.len());
+                self.v.results.push(Res {
                     text: if self.need_text {
                         s.to_owned()
                     } else {
@@ -2936,11 +2992,11 @@ impl Run<'_> {
             self.chars(t);
             return Some(());
         }
-        let mut s = std::mem::take(&mut self.scratch);
+        let mut s = std::mem::take(&mut self.v.scratch);
         s.clear();
         normalize_eol(t, &mut s);
         self.chars(&s);
-        self.scratch = s;
+        self.v.scratch = s;
         Some(())
     }
 
@@ -2954,15 +3010,15 @@ impl Run<'_> {
         } else {
             s
         };
-        for c in &mut self.captures {
+        for c in &mut self.v.captures {
             c.buf.push_str(s);
         }
         if self.p.path.tail == Tail::Text {
             let n = self.p.path.steps.len();
-            let f = &self.frames[self.depth];
+            let f = &self.v.frames[self.depth];
             if f.matches(n - 1) {
                 let conds = f.conds(n - 1);
-                self.results.push(Res {
+                self.v.results.push(Res {
                     text: if self.need_text {
                         s.to_owned()
                     } else {
@@ -2977,25 +3033,25 @@ impl Run<'_> {
 
     #[inline(always)]
     fn end_text_run(&mut self) {
-        if let Some(r) = self.frames[self.depth].text_run.take() {
-            self.results[r].done = true;
+        if let Some(r) = self.v.frames[self.depth].text_run.take() {
+            self.v.results[r].done = true;
         }
     }
 
     /// Hands the results whose membership and string value are known, in document order, to the sink.
     #[inline]
     fn advance(&mut self) {
-        if self.next < self.results.len() && !self.sink.done {
+        if self.next < self.v.results.len() && !self.sink.done {
             self.advance_results();
         }
     }
 
     fn advance_results(&mut self) {
-        while self.next < self.results.len() && !self.sink.done {
-            let r = &mut self.results[self.next];
+        while self.next < self.v.results.len() && !self.sink.done {
+            let r = &mut self.v.results[self.next];
             let mut state = Some(true);
             for &c in &r.conds {
-                match self.conds[c as usize] {
+                match self.v.conds[c as usize] {
                     Some(false) => {
                         state = Some(false);
                         break;
@@ -3021,7 +3077,7 @@ impl Run<'_> {
 
     /// Every result is known and no element still to come can be selected.
     fn decided(&self) -> bool {
-        self.next == self.results.len() && !self.more_possible()
+        self.next == self.v.results.len() && !self.more_possible()
     }
 
     fn more_possible(&self) -> bool {
@@ -3036,7 +3092,7 @@ impl Run<'_> {
         // Without `//`, an element at depth j can only match step j-1; the document node (j = 0) has had
         // its one root element.
         for j in 1..=self.depth {
-            let f = &self.frames[j];
+            let f = &self.v.frames[j];
             if !f.matches(j - 1) {
                 continue;
             }
@@ -3985,7 +4041,7 @@ mod tests {
     /// The word-at-a-time search for the `<` ending short text (and the classes of the bytes before
     /// it) agrees with a byte-by-byte reading on words of every interesting byte in every position.
     #[test]
-    fn short_text_agrees_with_the_byte_table() {
+    fn text_ends_agree_with_the_byte_table() {
         let bytes = [
             0u8, 1, 8, 9, 10, 11, 12, 13, 14, 0x1f, 0x20, 0x21, b'&', b'<', b'=', b'>', b']', b'a',
             0x7f, 0x80, 0xc3, 0xff,
@@ -4000,6 +4056,24 @@ mod tests {
                 (len, seen)
             });
             assert_eq!(short_text(&w, 0), want, "{w:?}");
+        }
+        // Longer texts, read a word at a time: mostly plain bytes, so that words without a flag occur.
+        for _ in 0..100_000 {
+            let len = r.below(40);
+            let w: Vec<u8> = (0..len)
+                .map(|_| {
+                    if r.chance(15) {
+                        bytes[r.below(bytes.len())]
+                    } else {
+                        b'a'
+                    }
+                })
+                .collect();
+            let end = w.iter().position(|&c| c == b'<').unwrap_or(w.len());
+            let seen = w[..end]
+                .iter()
+                .fold(0, |acc, &c| acc | BYTE_CLASS[usize::from(c)]);
+            assert_eq!(text_end(&w, 0), (end, seen), "{w:?}");
         }
     }
 
