@@ -1176,15 +1176,17 @@ fn siblings_by_name(xml: &[u8], lt: usize, len: usize, mut scan: impl NameScan) 
                         if p < next {
                             continue;
                         }
-                        match scan.at(xml, p) {
-                            None => {}
-                            Some(Some(h)) if m.at(xml, h + f - len - 2) => {
-                                start = h + f + 1 + skip;
-                                read = Some(start);
-                                next = start + len + 2;
-                            }
-                            // Not the next sibling, or a comment: the search below sees it again.
-                            Some(_) => break 'blocks,
+                        // The end tag and the next start tag, the name at `p` in it (so what
+                        // `scan.at` would say of `p`: a name).
+                        if m.at(xml, p + f - len - 2) {
+                            start = p + f + 1 + skip;
+                            read = Some(start);
+                            next = start + len + 2;
+                            continue;
+                        }
+                        // Not the next sibling, or a comment: the search below sees it again.
+                        if scan.at(xml, p).is_some() {
+                            break 'blocks;
                         }
                     }
                     at += 64;
