@@ -188,8 +188,8 @@ pub struct StreamPath {
 
 /// The search [`StreamPath::needle_run`] makes for a name. With AVX2 (`pulp`'s safe runtime
 /// dispatch), one pass over the bytes finds both the name and the first `<!` or `<?` (which stops
-/// the run), 32 bytes a step, and the whole run is compiled for AVX2; elsewhere `memmem`, up to the
-/// [`Bang`] found by a pass of its own.
+/// the run), 32 bytes a step (64 in the bulk of a run, [`NameScan::block`]), and the whole run is
+/// compiled for AVX2; elsewhere `memmem`, up to the [`Bang`] found by a pass of its own.
 #[derive(Debug)]
 struct NameFinder {
     #[cfg(target_arch = "x86_64")]
