@@ -1026,7 +1026,7 @@ impl StreamPath {
         let finder = self.needle.as_ref()?;
         #[cfg(target_arch = "x86_64")]
         if let Some(simd) = finder.v3 {
-            return simd.vectorize(SimdRun {
+            return simd.vectorize(V3Run {
                 xml,
                 lt,
                 len,
@@ -1062,7 +1062,8 @@ trait NameScan {
     fn block(&self, _: &[u8], _: usize) -> Option<u64> {
         None
     }
-    /// What a position of a [`NameScan::block`] mask is ([`scan_at`]).
+    /// What a position of a [`NameScan::block`] mask is ([`scan_at`]); only asked where
+    /// [`NameScan::block`] gives masks.
     #[inline(always)]
     fn at(&self, _: &[u8], _: usize) -> Option<Option<usize>> {
         Some(None)
@@ -1126,15 +1127,15 @@ impl NameScan for V3Scan<'_> {
 
 /// [`siblings_by_name`] with [`V3Scan`], run by `pulp` as AVX2 code.
 #[cfg(target_arch = "x86_64")]
-struct SimdRun<'a, S> {
+struct V3Run<'a> {
     xml: &'a [u8],
     lt: usize,
     len: usize,
-    scan: S,
+    scan: V3Scan<'a>,
 }
 
 #[cfg(target_arch = "x86_64")]
-impl<S: NameScan> pulp::NullaryFnOnce for SimdRun<'_, S> {
+impl pulp::NullaryFnOnce for V3Run<'_> {
     type Output = Option<usize>;
 
     #[inline(always)]
@@ -1173,6 +1174,7 @@ fn siblings_by_name(xml: &[u8], lt: usize, len: usize, mut scan: impl NameScan) 
                     while mask != 0 {
                         let p = at + mask.trailing_zeros() as usize;
                         mask &= mask - 1;
+                        // (Inside the markup just matched: the next start tag's name.)
                         if p < next {
                             continue;
                         }
@@ -2379,7 +2381,7 @@ impl Drop for Tags<'_> {
     }
 }
 
-/// A finished run's vectors, kept per thread for the next one.
+/// A run's vectors: the thread's, lent to each run ([`SpareBox`]) and kept for the next one.
 #[derive(Default)]
 struct Spare {
     frames: Vec<Frame>,
