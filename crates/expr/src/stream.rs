@@ -747,7 +747,7 @@ impl StreamPath {
         }
     }
 
-    /// A run over the vectors `v` (the thread's, see [`SpareBox`]).
+    /// A run over the vectors `v` (the thread's, see [`Kept`]).
     fn new_run<'a>(&'a self, mode: Mode, v: &'a mut Spare) -> Run<'a> {
         // The frames were sized for another path: none counts as clean.
         if v.frames.is_empty() {
@@ -779,8 +779,8 @@ impl StreamPath {
             c.check_end_names = true;
             c.trim_text(false);
         }
-        let mut spare = SpareBox::take();
-        let mut run = self.new_run(mode, spare.get());
+        let mut kept = SpareBox::take();
+        let mut run = self.new_run(mode, &mut kept.get().run);
         let mut first = true;
         loop {
             let ev = reader.read_event().ok()?;
@@ -1197,11 +1197,11 @@ fn siblings_by_name(xml: &[u8], lt: usize, len: usize, mut scan: impl NameScan) 
             while let Some(h) = scan.find(xml, start + len + 2) {
                 let end = h + f + 1;
                 // (`end` is past the sibling's start tag, so at least `len + 3` in.)
-                let next = match &both {
+                let follows = match &both {
                     Some(m) => m.at(xml, end - len - 3),
                     None => e.at(xml, end - len - 3) && b.at(xml, end),
                 };
-                if !next {
+                if !follows {
                     break;
                 }
                 start = end + skip;
@@ -1288,31 +1288,24 @@ impl StreamPath {
             }
             s.get(a - from..b - from).ok_or(Bail)
         };
-        let mut spare = SpareBox::take();
-        let mut run = self.new_run(mode, spare.get());
+        let mut kept = SpareBox::take();
+        let Kept {
+            run: vectors,
+            buffers:
+                Buffers {
+                    known,
+                    stack,
+                    sibling,
+                },
+        } = kept.get();
+        let mut run = self.new_run(mode, vectors);
         let mut tags = Tags::take();
         let Tags {
             names,
             bindings,
             raw_attrs,
             attrs,
-            buffers,
         } = &mut tags;
-        let Buffers {
-            known,
-            stack,
-            sibling,
-        } = &mut **buffers.get_or_insert_with(|| {
-            Box::new(Buffers {
-                known: [(0, 0, 0, 0); 64],
-                stack: [(0, 0); INERT_STACK],
-                sibling: Sibling {
-                    runs: [Markup::default(); SIBLING_RUNS],
-                    len: 0,
-                    missed: 0,
-                },
-            })
-        });
         let mut known = KnownNames {
             slots: known,
             valid: 0,
@@ -2306,10 +2299,9 @@ struct Tags<'x> {
     bindings: Vec<(&'x str, &'x str, usize)>,
     raw_attrs: Vec<(&'x str, &'x str, u8)>,
     attrs: Vec<Attr<'x>>,
-    buffers: Option<Box<Buffers>>,
 }
 
-/// The fast reader's arrays, allocated by a thread's first reading and then kept: none is cleared
+/// The fast reader's arrays, allocated with a thread's [`Kept`] and then kept: none is cleared
 /// between readings (zeroing them cost more than the reading's own work, see [`KnownNames`]).
 struct Buffers {
     known: Known,
@@ -2326,7 +2318,6 @@ struct SpareTags {
     bindings: Vec<[usize; 5]>,
     raw_attrs: Vec<[usize; 5]>,
     attrs: Vec<[usize; 7]>,
-    buffers: Option<Box<Buffers>>,
 }
 
 /// An emptied `v` as a vector of `U`. The standard library's in-place collection keeps the
@@ -2364,7 +2355,6 @@ impl Tags<'_> {
             bindings: recycle(t.bindings),
             raw_attrs: recycle(t.raw_attrs),
             attrs: recycle(t.attrs),
-            buffers: t.buffers,
         }
     }
 }
@@ -2376,12 +2366,11 @@ impl Drop for Tags<'_> {
             bindings: recycle(std::mem::take(&mut self.bindings)),
             raw_attrs: recycle(std::mem::take(&mut self.raw_attrs)),
             attrs: recycle(std::mem::take(&mut self.attrs)),
-            buffers: self.buffers.take(),
         });
     }
 }
 
-/// A run's vectors: the thread's, lent to each run ([`SpareBox`]) and kept for the next one.
+/// A run's vectors: the thread's ([`Kept`]), lent to each run and kept for the next one.
 #[derive(Default)]
 struct Spare {
     frames: Vec<Frame>,
@@ -2566,31 +2555,56 @@ fn tidy<T>(v: &mut Vec<T>) {
     v.clear();
 }
 
-thread_local! {
-    static SPARE: std::cell::Cell<Option<Box<Spare>>> = const { std::cell::Cell::new(None) };
+/// What a thread keeps from one reading to the next (beside [`Tags`], whose vectors are typed with
+/// the document's lifetime): the run's vectors and the fast reader's arrays.
+struct Kept {
+    run: Spare,
+    buffers: Buffers,
 }
 
-/// The thread's [`Spare`] vectors while a run has them: taken as one pointer and given back when
-/// the run is over, tidied (moving the vectors themselves in and out cost more than a small
-/// document's reading: their words were copied through the stack and read back across two stores,
-/// which stalls).
-struct SpareBox(Option<Box<Spare>>);
+impl Kept {
+    fn new() -> Kept {
+        Kept {
+            run: Spare::default(),
+            buffers: Buffers {
+                known: [(0, 0, 0, 0); 64],
+                stack: [(0, 0); INERT_STACK],
+                sibling: Sibling {
+                    runs: [Markup::default(); SIBLING_RUNS],
+                    len: 0,
+                    missed: 0,
+                },
+            },
+        }
+    }
+}
+
+thread_local! {
+    static KEPT: std::cell::Cell<Option<Box<Kept>>> = const { std::cell::Cell::new(None) };
+}
+
+/// The thread's [`Kept`] while a reading has it: taken as one pointer and given back when the
+/// reading is over, its vectors tidied (moving the vectors themselves in and out cost more than a
+/// small document's reading: their words were copied through the stack and read back across two
+/// stores, which stalls).
+struct SpareBox(Option<Box<Kept>>);
 
 impl SpareBox {
     fn take() -> SpareBox {
-        SpareBox(SPARE.take())
+        SpareBox(KEPT.take())
     }
 
-    fn get(&mut self) -> &mut Spare {
-        self.0.get_or_insert_with(Box::default)
+    fn get(&mut self) -> &mut Kept {
+        self.0.get_or_insert_with(|| Box::new(Kept::new()))
     }
 }
 
 impl Drop for SpareBox {
     fn drop(&mut self) {
-        let Some(mut v) = self.0.take() else {
+        let Some(mut kept) = self.0.take() else {
             return;
         };
+        let v = &mut kept.run;
         v.frames.truncate(SPARE_FRAMES);
         v.scratch.clear();
         if v.scratch.capacity() > SPARE_LIMIT {
@@ -2599,7 +2613,7 @@ impl Drop for SpareBox {
         tidy(&mut v.captures);
         tidy(&mut v.results);
         tidy(&mut v.conds);
-        SPARE.set(Some(v));
+        KEPT.set(Some(kept));
     }
 }
 
