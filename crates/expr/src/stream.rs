@@ -184,7 +184,12 @@ pub struct StreamPath {
     /// The first step's local name, for [`StreamPath::needle_run`]: set for `//` paths whose first
     /// step tests a name.
     needle: Option<NameFinder>,
+    /// This compilation's own number (never reused in the process): the key of its [`Memo`]s.
+    id: u64,
 }
+
+/// [`StreamPath::id`]s, one per compilation.
+static NEXT_PATH_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// The search [`StreamPath::needle_run`] makes for a name. With AVX2 (`pulp`'s safe runtime
 /// dispatch), one pass over the bytes finds both the name and the first `<!` or `<?` (which stops
@@ -707,7 +712,13 @@ impl StreamPath {
             }
             _ => None,
         };
-        Some(StreamPath { path, form, needle })
+        let id = NEXT_PATH_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some(StreamPath {
+            path,
+            form,
+            needle,
+            id,
+        })
     }
 
     /// The string value as [`crate::Expr::eval_string`] gives it, or `None` when libxml2 must decide.
@@ -877,6 +888,92 @@ impl StreamPath {
             known.set(slot, (start, len, c, mask));
         }
         Some((gt, empty, name_end, colon, mask))
+    }
+
+    /// Whether the start tag at `lt` is the place for a [`Memo`]: the first a step tests by name (or
+    /// whose name this cannot tell).
+    #[cold]
+    fn memo_here(&self, xml: &[u8], lt: usize) -> bool {
+        match ascii_qname(xml, lt + 1) {
+            Some((end, colon)) => {
+                let local = &xml[lt + 1 + colon + usize::from(colon > 0)..end];
+                self.path.step_mask(local) != 0
+            }
+            None => true,
+        }
+    }
+
+    /// Makes the [`Memo`] of this path and reading (`key`, at `memos[at]` if it has one) from the
+    /// reading's state at the start tag at `lt`, when nothing has been selected yet.
+    #[cold]
+    #[allow(clippy::too_many_arguments)]
+    fn memo(
+        &self,
+        xml: &[u8],
+        lt: usize,
+        run: &Run<'_>,
+        names: &[(usize, usize)],
+        bindings: &[(&str, &str, usize)],
+        known: &KnownNames<'_>,
+        memos: &mut Vec<Memo>,
+        at: Option<usize>,
+        key: (u64, Option<Mode>, bool),
+    ) {
+        let mut places = Vec::with_capacity(bindings.len());
+        let mut usable = (MEMO_MIN..=MEMO_MAX).contains(&lt)
+            && run.v.results.is_empty()
+            && run.v.captures.is_empty()
+            && run.v.conds.is_empty()
+            && !run.sink.done;
+        for &(prefix, uri, depth) in bindings {
+            match (offset_in(xml, prefix, lt), offset_in(xml, uri, lt)) {
+                (Some((ps, pl)), Some((us, ul))) => places.push([ps, pl, us, ul, depth]),
+                _ => usable = false,
+            }
+        }
+        let k = match at {
+            Some(k) => k,
+            None => {
+                if memos.len() == MEMO_PATHS {
+                    memos.remove(0);
+                }
+                memos.push(Memo::default());
+                memos.len() - 1
+            }
+        };
+        let m = &mut memos[k];
+        m.key = key;
+        // Not usable, it still stands for this path: the next readings do not look for the place
+        // again until their misses say to.
+        m.usable = usable;
+        if !usable {
+            return;
+        }
+        m.misses = 0;
+        m.prefix.clear();
+        m.prefix.extend_from_slice(&xml[..lt]);
+        m.depth = run.depth;
+        m.root_seen = run.root_seen;
+        m.frames.truncate(run.depth + 1);
+        for (k, f) in run.v.frames[..=run.depth].iter().enumerate() {
+            if m.frames.len() <= k {
+                m.frames.push(Frame::default());
+            }
+            m.frames[k].copy_from(f);
+        }
+        m.names.clear();
+        m.names.extend_from_slice(names);
+        m.bindings = places;
+        m.known.clear();
+        let mut valid = known.valid;
+        while valid != 0 {
+            let slot = valid.trailing_zeros() as usize;
+            valid &= valid - 1;
+            let entry = known.slots[slot];
+            if entry.0 as usize + usize::from(entry.1) <= lt {
+                m.known.push((slot, entry));
+            }
+        }
     }
 
     /// Complete inert children of the current element (each with everything inside it) and the plain
@@ -1297,6 +1394,7 @@ impl StreamPath {
                     stack,
                     sibling,
                 },
+            memos,
         } = kept.get();
         let mut run = self.new_run(mode, vectors);
         let mut tags = Tags::take();
@@ -1325,6 +1423,42 @@ impl StreamPath {
                 return Err(Bail);
             }
             i = end + 2;
+        }
+        // Where this path's memo is, and whether to make one at the first start tag a step tests.
+        let key = (self.id, Some(mode), exhaustive);
+        let memo_at = memos.iter().position(|m| m.key == key);
+        let mut record = true;
+        if let Some(m) = memo_at.map(|k| &mut memos[k]) {
+            let p = m.prefix.len();
+            if m.usable && xml.get(..p) == Some(&m.prefix[..]) {
+                record = false;
+                m.misses = 0;
+                #[cfg(test)]
+                MEMO_HITS.set(MEMO_HITS.get() + 1);
+                for (k, f) in m.frames.iter().enumerate() {
+                    if run.v.frames.len() <= k {
+                        run.v.frames.push(Frame::default());
+                    }
+                    run.v.frames[k].copy_from(f);
+                }
+                run.depth = m.depth;
+                run.root_seen = m.root_seen;
+                names.extend_from_slice(&m.names);
+                let piece = |start: usize, len: usize| match len {
+                    0 => Ok(""),
+                    _ => text(start, start + len),
+                };
+                for &[ps, pl, us, ul, depth] in &m.bindings {
+                    bindings.push((piece(ps, pl)?, piece(us, ul)?, depth));
+                }
+                for &(slot, entry) in &m.known {
+                    known.set(slot, entry);
+                }
+                i = p;
+            } else {
+                m.misses = m.misses.saturating_add(1);
+                record = m.misses.is_power_of_two();
+            }
         }
         loop {
             // The text up to the next `<`, noting in the same pass what the checks need to know.
@@ -1411,6 +1545,10 @@ impl StreamPath {
                 }
                 Some(b'!' | b'?') | None => return Err(Bail),
                 Some(_) => {
+                    if record && self.memo_here(xml, lt) {
+                        record = false;
+                        self.memo(xml, lt, &run, names, bindings, &known, memos, memo_at, key);
+                    }
                     // After an inert element, the next is likely inert too: read them in bulk.
                     // Not again where it last stopped: a child it gave up on is the general reading's.
                     if inert_before && lt != span_stop && run.quiet() {
@@ -2256,6 +2394,20 @@ impl Frame {
         self.seen_body = false;
     }
 
+    /// `self` becomes `o`, reusing its vectors' allocations.
+    fn copy_from(&mut self, o: &Frame) {
+        self.matched = o.matched;
+        self.conds.clone_from(&o.conds);
+        self.counters.clone_from(&o.counters);
+        self.counted = o.counted;
+        self.own.clone_from(&o.own);
+        self.text_run = o.text_run;
+        self.soap_env = o.soap_env;
+        self.seen_header = o.seen_header;
+        self.seen_body = o.seen_body;
+        self.clean = o.clean;
+    }
+
     /// Whether this element matches step `i` (its conditions aside).
     #[inline(always)]
     fn matches(&self, i: usize) -> bool {
@@ -2556,10 +2708,62 @@ fn tidy<T>(v: &mut Vec<T>) {
 }
 
 /// What a thread keeps from one reading to the next (beside [`Tags`], whose vectors are typed with
-/// the document's lifetime): the run's vectors and the fast reader's arrays.
+/// the document's lifetime): the run's vectors, the fast reader's arrays and its [`Memo`]s.
 struct Kept {
     run: Spare,
     buffers: Buffers,
+    memos: Vec<Memo>,
+}
+
+/// The fast reader's state at the first start tag a path's steps test by name, as a reading of that
+/// path on this thread left it, with the bytes before that tag. Messages from one client usually
+/// begin with the same bytes (the same envelope, namespaces and headers), so the next reading whose
+/// document begins with them starts there instead (one comparison instead of reading the envelope
+/// tag by tag). The state there depends on those bytes alone: nothing had been selected yet, and what
+/// was learned from bytes further on (names recognised ahead, a comment found ahead) is not kept.
+#[derive(Default)]
+struct Memo {
+    /// The path ([`StreamPath::id`]), the mode and whether the reading is exhaustive.
+    key: (u64, Option<Mode>, bool),
+    /// Made at a start tag too near the start of the document (or too far), or with the reading in
+    /// a state a memo does not hold: nothing to start from.
+    usable: bool,
+    prefix: Vec<u8>,
+    depth: usize,
+    root_seen: bool,
+    /// The open elements' frames, the document node's first.
+    frames: Vec<Frame>,
+    names: Vec<(usize, usize)>,
+    /// The namespace bindings in scope: (prefix start, length, URI start, length, depth); a length
+    /// of 0 stands for "".
+    bindings: Vec<[usize; 5]>,
+    /// The [`Known`] names before the tag: (slot, entry).
+    known: Vec<(usize, (u32, u16, u16, u64))>,
+    /// Readings in a row whose document began otherwise: the memo is made again after the 1st, 2nd,
+    /// 4th, 8th, ... (a client whose envelopes always differ costs a copy now and then, not always).
+    misses: u32,
+}
+
+/// The most paths a thread keeps a [`Memo`] for (the oldest gives way).
+const MEMO_PATHS: usize = 8;
+/// A memo's prefix is at least this long (shorter ones read faster than they compare) and at most
+/// this long.
+const MEMO_MIN: usize = 64;
+const MEMO_MAX: usize = 4096;
+
+#[cfg(test)]
+thread_local! {
+    /// Readings that started from a [`Memo`], for the tests.
+    static MEMO_HITS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Where `s` lies in `xml`, if within its first `limit` bytes: (start, length), (0, 0) for "".
+fn offset_in(xml: &[u8], s: &str, limit: usize) -> Option<(usize, usize)> {
+    if s.is_empty() {
+        return Some((0, 0));
+    }
+    let start = (s.as_ptr() as usize).checked_sub(xml.as_ptr() as usize)?;
+    (start + s.len() <= limit).then_some((start, s.len()))
 }
 
 impl Kept {
@@ -2575,6 +2779,7 @@ impl Kept {
                     missed: 0,
                 },
             },
+            memos: Vec::new(),
         }
     }
 }
@@ -3723,7 +3928,16 @@ mod tests {
         s.push_str(&format!("</{name}>"));
     }
 
-    fn gen_payload(r: &mut Rng, s: &mut String) {
+    /// The orders of a payload.
+    fn gen_orders(r: &mut Rng, s: &mut String) {
+        for _ in 0..r.below(5) {
+            s.push_str(r.pick(WS));
+            gen_order(r, s, 0);
+        }
+    }
+
+    /// A payload element, `orders` writing its content.
+    fn gen_payload(r: &mut Rng, s: &mut String, orders: &mut dyn FnMut(&mut Rng, &mut String)) {
         let (open, close) = match r.below(4) {
             0 => (format!("<m:buyStocks xmlns:m=\"{M}\">"), "</m:buyStocks>"),
             1 => (format!("<buyStocks xmlns=\"{M}\">"), "</buyStocks>"),
@@ -3731,15 +3945,17 @@ mod tests {
             _ => ("<buyStocks>".to_owned(), "</buyStocks>"),
         };
         s.push_str(&open);
-        for _ in 0..r.below(5) {
-            s.push_str(r.pick(WS));
-            gen_order(r, s, 0);
-        }
+        orders(r, s);
         s.push_str(r.pick(WS));
         s.push_str(close);
     }
 
     fn gen_doc(r: &mut Rng) -> String {
+        gen_doc_with(r, &mut gen_orders)
+    }
+
+    /// A document around a payload (when it has one) whose content `orders` writes.
+    fn gen_doc_with(r: &mut Rng, orders: &mut dyn FnMut(&mut Rng, &mut String)) -> String {
         let mut s = String::new();
         if r.chance(20) {
             s.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
@@ -3749,7 +3965,7 @@ mod tests {
         }
         let soap = r.below(3);
         if soap == 0 {
-            gen_payload(r, &mut s);
+            gen_payload(r, &mut s, orders);
         } else {
             let uri = if soap == 1 { SOAP11_ENV } else { SOAP12_ENV };
             let (p, decl) = match r.below(3) {
@@ -3783,7 +3999,7 @@ mod tests {
             s.push_str(&format!("<{p}Body>"));
             s.push_str(r.pick(WS));
             if r.chance(90) {
-                gen_payload(r, &mut s);
+                gen_payload(r, &mut s, orders);
             }
             s.push_str(r.pick(WS));
             s.push_str(&format!("</{p}Body>"));
@@ -4016,6 +4232,80 @@ mod tests {
             let lib = Lib(parse(doc.as_bytes()).unwrap());
             assert!(check(doc.as_bytes(), &lib, text, &e), "{doc}");
         }
+    }
+
+    const DESCENDANT: &[&str] = &[
+        "//order[1]/symbol",
+        "//symbol",
+        "count(//order)",
+        "//order[symbol='IBM']/price",
+        "//m:order/m:symbol",
+        "//order/@id",
+        "//price/text()",
+        "boolean(//order[2])",
+        "normalize-space(//order[2]/symbol)",
+        "//order[@id='1'][1]/symbol = 'IBM'",
+    ];
+
+    /// A reading whose document begins with the bytes before the place of the last memo made for its
+    /// path on this thread starts from that memo: whatever follows, and whichever beginning came
+    /// before, the answers are libxml2's. The documents of a round share one of two generated
+    /// beginnings (an envelope down to the payload's start tag) and differ in their orders.
+    #[test]
+    fn readings_start_from_the_memo_of_a_shared_beginning() {
+        let mut r = Rng(0x5851_f42d_4c95_7f2d);
+        // The document around a payload's content, cut where the content goes.
+        let frame = |r: &mut Rng| loop {
+            let mut cut = None;
+            let doc = gen_doc_with(r, &mut |_, s: &mut String| cut = Some(s.len()));
+            if let Some(c) = cut {
+                return (doc[..c].to_owned(), doc[c..].to_owned());
+            }
+        };
+        let (mut readings, mut decided, mut hits, mut descendant) = (0, 0, 0, 0);
+        for round in 0..80 {
+            let heads = [frame(&mut r), frame(&mut r)];
+            // Every other round, a `//` path (the kind a memo serves: its place is past the
+            // envelope), else anything.
+            let text = match round % 2 {
+                0 => DESCENDANT[round / 2 % DESCENDANT.len()].to_owned(),
+                _ => gen_expr(&mut r),
+            };
+            let Some(s) = StreamPath::compile(&text, &ns()) else {
+                continue;
+            };
+            for k in [0, 0, 1, 0, 1, 1, 0, 0] {
+                let (head, tail) = &heads[k];
+                let mut doc = head.clone();
+                // The same first order (and text before it), then others.
+                doc.push_str("\n<order><symbol>IBM</symbol></order>");
+                gen_orders(&mut r, &mut doc);
+                doc.push_str(tail);
+                let lib = Lib(parse(doc.as_bytes()).unwrap_or_else(|| panic!("generated:\n{doc}")));
+                // The document's first reading as routing makes it: from a memo or not.
+                let before = MEMO_HITS.get();
+                s.eval_string(doc.as_bytes());
+                let hit = MEMO_HITS.get() > before;
+                readings += 1;
+                hits += usize::from(hit);
+                if round % 2 == 0 {
+                    descendant += usize::from(hit);
+                }
+                // Every kind of reading (each from its own memo), against libxml2.
+                if check(doc.as_bytes(), &lib, &text, &s) {
+                    decided += 1;
+                }
+            }
+        }
+        eprintln!("{readings} documents, {decided} decided, {hits} read from a memo first, {descendant} of them under a `//` path");
+        assert_eq!(decided, readings);
+        // At most three in eight (the beginning a reading finds is not the last one's in the other
+        // five), and only when the beginning is long enough for a memo (two thirds of them).
+        assert!(
+            descendant * 12 >= readings,
+            "{descendant} of the `//` paths' {} read from a memo",
+            readings / 2
+        );
     }
 
     #[test]
