@@ -949,7 +949,6 @@ impl StreamPath {
         if !usable {
             return;
         }
-        m.misses = 0;
         m.prefix.clear();
         m.prefix.extend_from_slice(&xml[..lt]);
         m.depth = run.depth;
