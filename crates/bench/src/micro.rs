@@ -141,7 +141,7 @@ pub fn run(
             Body::Plain,
         ),
         (
-            "CBRProxy //order[1]/symbol, no two envelopes alike",
+            "CBRProxy, no two envelopes alike, //order[1]/symbol",
             "//order[1]/symbol",
             Body::Alternating,
         ),

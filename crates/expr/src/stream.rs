@@ -17,7 +17,10 @@
 //! first step (every `order` after the first under `//order[1]/symbol`) are found by searching for
 //! that name ([`StreamPath::needle_run`], with AVX2 where the CPU has it, through `pulp`): what is
 //! inside them cannot change the answer for a well-formed document, and is not checked (nor is its
-//! UTF-8, unless it falls in the window checked ahead of the reading). One
+//! UTF-8, unless it falls in the window checked ahead of the reading). A thread keeps, per compiled
+//! path, a [`Memo`] of the fast reader's state at the last start tag before anything is selected,
+//! with the bytes before it: a document that begins with those bytes (the next message from the same
+//! client, usually) is read from there. One
 //! deliberate SOAP assumption: under a SOAP `Envelope` there is one `Header` and one `Body`, the
 //! `Header` first, so `/soapenv:Envelope/soapenv:Header/...` is answered
 //! when the `Body` starts and `/soapenv:Envelope/soapenv:Body/...` when the `Body` ends (Synapse's SOAP
@@ -890,91 +893,6 @@ impl StreamPath {
         Some((gt, empty, name_end, colon, mask))
     }
 
-    /// Whether the start tag at `lt` is the place for a [`Memo`]: the first a step tests by name (or
-    /// whose name this cannot tell).
-    #[cold]
-    fn memo_here(&self, xml: &[u8], lt: usize) -> bool {
-        match ascii_qname(xml, lt + 1) {
-            Some((end, colon)) => {
-                let local = &xml[lt + 1 + colon + usize::from(colon > 0)..end];
-                self.path.step_mask(local) != 0
-            }
-            None => true,
-        }
-    }
-
-    /// Makes the [`Memo`] of this path and reading (`key`, at `memos[at]` if it has one) from the
-    /// reading's state at the start tag at `lt`, when nothing has been selected yet.
-    #[cold]
-    #[allow(clippy::too_many_arguments)]
-    fn memo(
-        &self,
-        xml: &[u8],
-        lt: usize,
-        run: &Run<'_>,
-        names: &[(usize, usize)],
-        bindings: &[(&str, &str, usize)],
-        known: &KnownNames<'_>,
-        memos: &mut Vec<Memo>,
-        at: Option<usize>,
-        key: (u64, Option<Mode>, bool),
-    ) {
-        let mut places = Vec::with_capacity(bindings.len());
-        let mut usable = (MEMO_MIN..=MEMO_MAX).contains(&lt)
-            && run.v.results.is_empty()
-            && run.v.captures.is_empty()
-            && run.v.conds.is_empty()
-            && !run.sink.done;
-        for &(prefix, uri, depth) in bindings {
-            match (offset_in(xml, prefix, lt), offset_in(xml, uri, lt)) {
-                (Some((ps, pl)), Some((us, ul))) => places.push([ps, pl, us, ul, depth]),
-                _ => usable = false,
-            }
-        }
-        let k = match at {
-            Some(k) => k,
-            None => {
-                if memos.len() == MEMO_PATHS {
-                    memos.remove(0);
-                }
-                memos.push(Memo::default());
-                memos.len() - 1
-            }
-        };
-        let m = &mut memos[k];
-        m.key = key;
-        // Not usable, it still stands for this path: the next readings do not look for the place
-        // again until their misses say to.
-        m.usable = usable;
-        if !usable {
-            return;
-        }
-        m.prefix.clear();
-        m.prefix.extend_from_slice(&xml[..lt]);
-        m.depth = run.depth;
-        m.root_seen = run.root_seen;
-        m.frames.truncate(run.depth + 1);
-        for (k, f) in run.v.frames[..=run.depth].iter().enumerate() {
-            if m.frames.len() <= k {
-                m.frames.push(Frame::default());
-            }
-            m.frames[k].copy_from(f);
-        }
-        m.names.clear();
-        m.names.extend_from_slice(names);
-        m.bindings = places;
-        m.known.clear();
-        let mut valid = known.valid;
-        while valid != 0 {
-            let slot = valid.trailing_zeros() as usize;
-            valid &= valid - 1;
-            let entry = known.slots[slot];
-            if entry.0 as usize + usize::from(entry.1) <= lt {
-                m.known.push((slot, entry));
-            }
-        }
-    }
-
     /// Complete inert children of the current element (each with everything inside it) and the plain
     /// text between them, from `i` (a `<`), read without frames: the usual bulk of a document under a
     /// `//` path once its position predicates are used up (every `order` after the first). A child is
@@ -1423,15 +1341,17 @@ impl StreamPath {
             }
             i = end + 2;
         }
-        // Where this path's memo is, and whether to make one at the first start tag a step tests.
+        // This path's memo, and whether this reading makes it again (`record`: at every start tag
+        // until something is selected; `saved`: the length of the prefix it has kept so far).
         let key = (self.id, Some(mode), exhaustive);
-        let memo_at = memos.iter().position(|m| m.key == key);
+        let mut memo_at = memos.iter().position(|m| m.key == key);
         let mut record = true;
+        let mut recording = Recording::default();
         if let Some(m) = memo_at.map(|k| &mut memos[k]) {
             let p = m.prefix.len();
             if m.usable && xml.get(..p) == Some(&m.prefix[..]) {
                 record = false;
-                m.misses = 0;
+                m.hits = m.hits.saturating_add(1);
                 #[cfg(test)]
                 MEMO_HITS.set(MEMO_HITS.get() + 1);
                 for (k, f) in m.frames.iter().enumerate() {
@@ -1456,9 +1376,30 @@ impl StreamPath {
                 i = p;
             } else {
                 m.misses = m.misses.saturating_add(1);
-                record = m.misses.is_power_of_two();
+                record = m.misses >= m.wait;
+                if record {
+                    m.wait = if m.hits >= MEMO_PAYS * m.misses {
+                        1
+                    } else {
+                        (m.wait * 2).min(MEMO_WAIT)
+                    };
+                    (m.hits, m.misses) = (0, 0);
+                }
             }
+        } else {
+            // Not usable until this reading makes it.
+            if memos.len() == MEMO_PATHS {
+                memos.remove(0);
+            }
+            memos.push(Memo {
+                key,
+                wait: 1,
+                ..Memo::default()
+            });
+            memo_at = Some(memos.len() - 1);
         }
+        #[cfg(test)]
+        MEMO_MAKINGS.set(MEMO_MAKINGS.get() + u64::from(record));
         loop {
             // The text up to the next `<`, noting in the same pass what the checks need to know.
             // Markup right after markup (no text between) is the usual case: nothing to classify.
@@ -1544,9 +1485,17 @@ impl StreamPath {
                 }
                 Some(b'!' | b'?') | None => return Err(Bail),
                 Some(_) => {
-                    if record && self.memo_here(xml, lt) {
-                        record = false;
-                        self.memo(xml, lt, &run, names, bindings, &known, memos, memo_at, key);
+                    if let (true, Some(k)) = (record, memo_at) {
+                        record = recording.at(
+                            self,
+                            xml,
+                            lt,
+                            &run,
+                            names,
+                            bindings,
+                            &known,
+                            &mut memos[k],
+                        );
                     }
                     // After an inert element, the next is likely inert too: read them in bulk.
                     // Not again where it last stopped: a child it gave up on is the general reading's.
@@ -2714,18 +2663,20 @@ struct Kept {
     memos: Vec<Memo>,
 }
 
-/// The fast reader's state at the first start tag a path's steps test by name, as a reading of that
-/// path on this thread left it, with the bytes before that tag. Messages from one client usually
-/// begin with the same bytes (the same envelope, namespaces and headers), so the next reading whose
-/// document begins with them starts there instead (one comparison instead of reading the envelope
-/// tag by tag). The state there depends on those bytes alone: nothing had been selected yet, and what
-/// was learned from bytes further on (names recognised ahead, a comment found ahead) is not kept.
+/// The fast reader's state at the last start tag before anything is selected (the `routing` header
+/// under `/soapenv:Envelope/soapenv:Header/t:routing`, the first order's `symbol` under
+/// `//order[1]/symbol`), as a reading of that path on this thread left it, with the bytes before
+/// that tag. Messages from one client usually begin with the same bytes (the same envelope,
+/// namespaces and headers), so the next reading whose document begins with them starts there
+/// instead (one comparison instead of reading the envelope tag by tag). The state there depends on
+/// those bytes alone: nothing had been selected yet, and what was learned from bytes further on
+/// (names recognised ahead, a comment found ahead) is not kept.
 #[derive(Default)]
 struct Memo {
     /// The path ([`StreamPath::id`]), the mode and whether the reading is exhaustive.
     key: (u64, Option<Mode>, bool),
-    /// Made at a start tag too near the start of the document (or too far), or with the reading in
-    /// a state a memo does not hold: nothing to start from.
+    /// A reading has made it (a memo is first made empty, and stays so while every start tag before
+    /// a selection is nearer the start than [`MEMO_MIN`] or further than [`MEMO_MAX`]).
     usable: bool,
     prefix: Vec<u8>,
     depth: usize,
@@ -2738,10 +2689,22 @@ struct Memo {
     bindings: Vec<[usize; 5]>,
     /// The [`Known`] names before the tag: (slot, entry).
     known: Vec<(usize, (u32, u16, u16, u64))>,
-    /// Readings in a row whose document began otherwise: the memo is made again after the 1st, 2nd,
-    /// 4th, 8th, ... (a client whose envelopes always differ costs a copy now and then, not always).
+    /// Readings that started from it, and readings whose document began otherwise, since a reading
+    /// last set out to make it.
+    hits: u32,
     misses: u32,
+    /// How many misses the next making waits for: 1 after a memo that served [`MEMO_PAYS`] times
+    /// as many readings as it missed (the messages changed for good), else twice the last wait (at
+    /// most [`MEMO_WAIT`]). Messages that never begin alike then cost a making now and then, not
+    /// every time, and two clients in turn settle on one of them instead of a making per message.
+    wait: u32,
 }
+
+/// How many times as many readings as it missed a memo must serve for the next one to be made at
+/// the first miss.
+const MEMO_PAYS: u32 = 4;
+/// The longest a making waits, in misses.
+const MEMO_WAIT: u32 = 64;
 
 /// The most paths a thread keeps a [`Memo`] for (the oldest gives way).
 const MEMO_PATHS: usize = 8;
@@ -2752,8 +2715,119 @@ const MEMO_MAX: usize = 4096;
 
 #[cfg(test)]
 thread_local! {
-    /// Readings that started from a [`Memo`], for the tests.
+    /// Readings that started from a [`Memo`], and readings that set out to make one, for the tests.
     static MEMO_HITS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    static MEMO_MAKINGS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// A reading making its path's [`Memo`] again.
+///
+/// It does so at each start tag, as long as nothing has been selected, and from the first tag a step
+/// tests by name on only down that tag's first children (`Envelope`, `Header`, `routing`; `order`,
+/// `symbol`): the memo stays at the last of them. Further on, the bytes before the place would take in
+/// content that differs from one message to the next (a sibling's text), and the memo would serve
+/// none.
+#[derive(Default)]
+struct Recording {
+    /// The length of the prefix this reading has put in the memo so far.
+    saved: Option<usize>,
+    /// Once a tag a step tests has been passed: the depth the last such tag was opened at.
+    chain: Option<usize>,
+}
+
+impl Recording {
+    /// The start tag at `lt` (the reading's state just before it): makes `m` the memo of the state
+    /// there when it may. Returns whether to go on at the next start tag.
+    #[cold]
+    #[allow(clippy::too_many_arguments)]
+    fn at(
+        &mut self,
+        p: &StreamPath,
+        xml: &[u8],
+        lt: usize,
+        run: &Run<'_>,
+        names: &[(usize, usize)],
+        bindings: &[(&str, &str, usize)],
+        known: &KnownNames<'_>,
+        m: &mut Memo,
+    ) -> bool {
+        if lt > MEMO_MAX
+            || !run.v.results.is_empty()
+            || !run.v.captures.is_empty()
+            || !run.v.conds.is_empty()
+            || run.sink.done
+            || self.chain.is_some_and(|d| run.depth != d + 1)
+        {
+            return false;
+        }
+        let tested = match ascii_qname(xml, lt + 1) {
+            Some((end, colon)) => {
+                let local = &xml[lt + 1 + colon + usize::from(colon > 0)..end];
+                p.path.step_mask(local) != 0
+            }
+            None => true,
+        };
+        if tested || self.chain.is_some() {
+            self.chain = Some(run.depth);
+        }
+        if lt < MEMO_MIN {
+            return true;
+        }
+        self.save(xml, lt, run, names, bindings, known, m)
+    }
+
+    /// Makes `m` the memo of the state at `lt`; `false` if it cannot hold it.
+    #[allow(clippy::too_many_arguments)]
+    fn save(
+        &mut self,
+        xml: &[u8],
+        lt: usize,
+        run: &Run<'_>,
+        names: &[(usize, usize)],
+        bindings: &[(&str, &str, usize)],
+        known: &KnownNames<'_>,
+        m: &mut Memo,
+    ) -> bool {
+        let mut places = Vec::with_capacity(bindings.len());
+        for &(prefix, uri, depth) in bindings {
+            match (offset_in(xml, prefix, lt), offset_in(xml, uri, lt)) {
+                (Some((ps, pl)), Some((us, ul))) => places.push([ps, pl, us, ul, depth]),
+                _ => return false,
+            }
+        }
+        match self.saved {
+            Some(from) => m.prefix.extend_from_slice(&xml[from..lt]),
+            None => {
+                m.prefix.clear();
+                m.prefix.extend_from_slice(&xml[..lt]);
+            }
+        }
+        self.saved = Some(lt);
+        m.usable = true;
+        m.depth = run.depth;
+        m.root_seen = run.root_seen;
+        m.frames.truncate(run.depth + 1);
+        for (k, f) in run.v.frames[..=run.depth].iter().enumerate() {
+            if m.frames.len() <= k {
+                m.frames.push(Frame::default());
+            }
+            m.frames[k].copy_from(f);
+        }
+        m.names.clear();
+        m.names.extend_from_slice(names);
+        m.bindings = places;
+        m.known.clear();
+        let mut valid = known.valid;
+        while valid != 0 {
+            let slot = valid.trailing_zeros() as usize;
+            valid &= valid - 1;
+            let entry = known.slots[slot];
+            if entry.0 as usize + usize::from(entry.1) <= lt {
+                m.known.push((slot, entry));
+            }
+        }
+        true
+    }
 }
 
 /// Where `s` lies in `xml`, if within its first `limit` bytes: (start, length), (0, 0) for "".
@@ -4305,6 +4379,44 @@ mod tests {
             "{descendant} of the `//` paths' {} read from a memo",
             readings / 2
         );
+        // Other paths' memos are deeper in the envelope (a SOAP header's), or none.
+        assert!(
+            (hits - descendant) * 30 >= readings,
+            "{} of the other paths' {} read from a memo",
+            hits - descendant,
+            readings / 2
+        );
+    }
+
+    /// How often memos are made: once for a client that keeps sending alike messages, at once again
+    /// when another such client follows, rarely when no two messages begin alike, and, for two
+    /// clients in turn, rarely too, one of them then reading from its memo.
+    #[test]
+    fn memos_are_made_again_when_they_pay() {
+        let e = sp("//order[1]/symbol");
+        let client = |k: usize| ENVELOPE.replace("xsd", &format!("{k:03}"));
+        // (hits, makings) over `docs`, read in turn.
+        let read = |docs: &[String], times: usize| {
+            let (h, m) = (MEMO_HITS.get(), MEMO_MAKINGS.get());
+            for k in 0..times {
+                let doc = &docs[k % docs.len()];
+                assert_eq!(e.eval_string(doc.as_bytes()).as_deref(), Some("IBM"));
+            }
+            (MEMO_HITS.get() - h, MEMO_MAKINGS.get() - m)
+        };
+        assert_eq!(read(&[client(0)], 50), (49, 1));
+        assert_eq!(read(&[client(1)], 50), (49, 1));
+        let (hits, makings) = read(&[client(0), client(1)], 400);
+        assert!(hits >= 150, "{hits} hits for two clients in turn");
+        assert!(makings <= 10, "{makings} makings for two clients in turn");
+        let unique: Vec<String> = (2..402).map(client).collect();
+        let (hits, makings) = read(&unique, 400);
+        assert_eq!(hits, 0);
+        assert!(makings <= 14, "{makings} makings for 400 messages");
+        // A client alone after those: its memo is made within the longest wait.
+        let (hits, makings) = read(&[client(3)], 1000);
+        assert!(hits >= 1000 - u64::from(MEMO_WAIT) - 1, "{hits} hits");
+        assert_eq!(makings, 1);
     }
 
     #[test]
