@@ -1341,13 +1341,21 @@ impl StreamPath {
             }
             i = end + 2;
         }
-        // This path's memo, and whether this reading makes it again (`record`: at every start tag
-        // until something is selected; `saved`: the length of the prefix it has kept so far).
+        // This path's memo (read from when the document begins with its prefix), and whether this
+        // reading makes it again (`record`, see `Recording`).
         let key = (self.id, Some(mode), exhaustive);
-        let mut memo_at = memos.iter().position(|m| m.key == key);
+        if memos.is_empty() {
+            memos.resize_with(MEMO_SLOTS, Memo::default);
+        }
+        let slot = Memo::slot(key);
         let mut record = true;
         let mut recording = Recording::default();
-        if let Some(m) = memo_at.map(|k| &mut memos[k]) {
+        let m = &mut memos[slot];
+        if m.key != key {
+            // Another path's (or none yet): this path's from now on, empty until this reading
+            // makes it.
+            (m.key, m.usable, m.hits, m.misses, m.wait) = (key, false, 0, 0, 1);
+        } else {
             let p = m.prefix.len();
             if m.usable && xml.get(..p) == Some(&m.prefix[..]) {
                 record = false;
@@ -1370,9 +1378,10 @@ impl StreamPath {
                 for &[ps, pl, us, ul, depth] in &m.bindings {
                     bindings.push((piece(ps, pl)?, piece(us, ul)?, depth));
                 }
-                for &(slot, entry) in &m.known {
-                    known.set(slot, entry);
+                for &(k, entry) in &m.known {
+                    known.set(k, entry);
                 }
+                (inert_before, span_stop) = (m.place.inert_before, m.place.span_stop);
                 i = p;
             } else {
                 m.misses = m.misses.saturating_add(1);
@@ -1386,17 +1395,6 @@ impl StreamPath {
                     (m.hits, m.misses) = (0, 0);
                 }
             }
-        } else {
-            // Not usable until this reading makes it.
-            if memos.len() == MEMO_PATHS {
-                memos.remove(0);
-            }
-            memos.push(Memo {
-                key,
-                wait: 1,
-                ..Memo::default()
-            });
-            memo_at = Some(memos.len() - 1);
         }
         #[cfg(test)]
         MEMO_MAKINGS.set(MEMO_MAKINGS.get() + u64::from(record));
@@ -1485,16 +1483,20 @@ impl StreamPath {
                 }
                 Some(b'!' | b'?') | None => return Err(Bail),
                 Some(_) => {
-                    if let (true, Some(k)) = (record, memo_at) {
+                    if record {
                         record = recording.at(
                             self,
                             xml,
-                            lt,
+                            Place {
+                                lt,
+                                inert_before,
+                                span_stop,
+                            },
                             &run,
                             names,
                             bindings,
                             &known,
-                            &mut memos[k],
+                            &mut memos[slot],
                         );
                     }
                     // After an inert element, the next is likely inert too: read them in bulk.
@@ -2679,6 +2681,8 @@ struct Memo {
     /// a selection is nearer the start than [`MEMO_MIN`] or further than [`MEMO_MAX`]).
     usable: bool,
     prefix: Vec<u8>,
+    /// Where the reading goes on (`lt`: the prefix's length).
+    place: Place,
     depth: usize,
     root_seen: bool,
     /// The open elements' frames, the document node's first.
@@ -2706,8 +2710,18 @@ const MEMO_PAYS: u32 = 4;
 /// The longest a making waits, in misses.
 const MEMO_WAIT: u32 = 64;
 
-/// The most paths a thread keeps a [`Memo`] for (the oldest gives way).
-const MEMO_PATHS: usize = 8;
+/// The [`Memo`]s a thread keeps, in a table where each compiled path has its own four (its modes,
+/// exhaustive or not) until more than a quarter as many paths are read on the thread: then a newer
+/// path takes an older one's slots ([`Memo::slot`]).
+const MEMO_SLOTS: usize = 256;
+
+impl Memo {
+    /// Where the memo of `key` is kept in the thread's table.
+    fn slot((id, mode, exhaustive): (u64, Option<Mode>, bool)) -> usize {
+        let k = id << 2 | u64::from(mode == Some(Mode::Bool)) << 1 | u64::from(exhaustive);
+        (k % MEMO_SLOTS as u64) as usize
+    }
+}
 /// A memo's prefix is at least this long (shorter ones read faster than they compare) and at most
 /// this long.
 const MEMO_MIN: usize = 64;
@@ -2718,6 +2732,16 @@ thread_local! {
     /// Readings that started from a [`Memo`], and readings that set out to make one, for the tests.
     static MEMO_HITS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     static MEMO_MAKINGS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The start tag a [`Memo`] is made at, and the fast reader's bulk reading state there (whether the
+/// element before was inert, where [`StreamPath::inert_span`] last stopped): kept so that a reading
+/// from the memo goes on exactly as the reading that made it did.
+#[derive(Clone, Copy, Default)]
+struct Place {
+    lt: usize,
+    inert_before: bool,
+    span_stop: usize,
 }
 
 /// A reading making its path's [`Memo`] again.
@@ -2736,7 +2760,7 @@ struct Recording {
 }
 
 impl Recording {
-    /// The start tag at `lt` (the reading's state just before it): makes `m` the memo of the state
+    /// The start tag at `place.lt` (the reading's state just before it): makes `m` the memo of the state
     /// there when it may. Returns whether to go on at the next start tag.
     #[cold]
     #[allow(clippy::too_many_arguments)]
@@ -2744,13 +2768,14 @@ impl Recording {
         &mut self,
         p: &StreamPath,
         xml: &[u8],
-        lt: usize,
+        place: Place,
         run: &Run<'_>,
         names: &[(usize, usize)],
         bindings: &[(&str, &str, usize)],
         known: &KnownNames<'_>,
         m: &mut Memo,
     ) -> bool {
+        let lt = place.lt;
         if lt > MEMO_MAX
             || !run.v.results.is_empty()
             || !run.v.captures.is_empty()
@@ -2773,21 +2798,22 @@ impl Recording {
         if lt < MEMO_MIN {
             return true;
         }
-        self.save(xml, lt, run, names, bindings, known, m)
+        self.save(xml, place, run, names, bindings, known, m)
     }
 
-    /// Makes `m` the memo of the state at `lt`; `false` if it cannot hold it.
+    /// Makes `m` the memo of the state at `place`; `false` if it cannot hold it.
     #[allow(clippy::too_many_arguments)]
     fn save(
         &mut self,
         xml: &[u8],
-        lt: usize,
+        place: Place,
         run: &Run<'_>,
         names: &[(usize, usize)],
         bindings: &[(&str, &str, usize)],
         known: &KnownNames<'_>,
         m: &mut Memo,
     ) -> bool {
+        let lt = place.lt;
         let mut places = Vec::with_capacity(bindings.len());
         for &(prefix, uri, depth) in bindings {
             match (offset_in(xml, prefix, lt), offset_in(xml, uri, lt)) {
@@ -2804,6 +2830,7 @@ impl Recording {
         }
         self.saved = Some(lt);
         m.usable = true;
+        m.place = place;
         m.depth = run.depth;
         m.root_seen = run.root_seen;
         m.frames.truncate(run.depth + 1);
