@@ -720,9 +720,9 @@ pub struct FullRegex {
 enum Match {
     /// `.*`: any string without a line terminator.
     AnyLine,
-    /// Literal characters and `.` (`None`), the usual routing pattern: compared char by char, or
-    /// byte by byte when the pattern is ASCII (the flag).
-    Dotted(Vec<Option<char>>, bool),
+    /// Literal characters and `.` (`None`), the usual routing pattern: compared char by char, or,
+    /// when the pattern is ASCII, as byte slices between its dots (their positions given).
+    Dotted(Vec<Option<char>>, Option<Vec<usize>>),
     Regex(regex::Regex),
 }
 
@@ -767,7 +767,9 @@ impl FullRegex {
         } else if !pattern.contains(META) {
             Some(Match::Dotted(
                 pattern.chars().map(|c| (c != '.').then_some(c)).collect(),
-                pattern.is_ascii(),
+                pattern
+                    .is_ascii()
+                    .then(|| memchr::memchr_iter(b'.', pattern.as_bytes()).collect()),
             ))
         } else {
             None
@@ -807,11 +809,18 @@ impl FullRegex {
             // An ASCII pattern against a string of as many bytes: byte by byte. A non-ASCII byte
             // there means fewer characters than the pattern has, so no match; a string of another
             // length may still match through non-ASCII characters at the dots.
-            Match::Dotted(_, true) if self.source.len() == s.len() => self
-                .source
-                .bytes()
-                .zip(s.bytes())
-                .all(|(w, c)| c == w || (w == b'.' && c.is_ascii() && c != b'\n' && c != b'\r')),
+            Match::Dotted(_, Some(dots)) if self.source.len() == s.len() => {
+                let (p, b) = (self.source.as_bytes(), s.as_bytes());
+                let mut from = 0;
+                for &d in dots {
+                    let c = b[d];
+                    if p[from..d] != b[from..d] || !c.is_ascii() || c == b'\n' || c == b'\r' {
+                        return false;
+                    }
+                    from = d + 1;
+                }
+                p[from..] == b[from..]
+            }
             Match::Dotted(p, _) => {
                 let mut chars = s.chars();
                 p.iter().all(|want| match (chars.next(), want) {
@@ -1238,6 +1247,10 @@ mod tests {
             ("1.0", "1-0", "1\r0"),
             ("a..b", "axyb", "aéb"),
             ("a.b", "aéb", "a\u{2028}b"),
+            // The pieces between dots are compared as slices: a difference after the last dot, or
+            // a dot first.
+            ("x.y.z", "x1y2z", "x1y2q"),
+            (".ab", "zab", "zac"),
         ] {
             let r = FullRegex::compile(pattern).unwrap();
             assert!(r.matches(yes), "{pattern} matches {yes:?}");

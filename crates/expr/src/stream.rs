@@ -18,9 +18,9 @@
 //! that name ([`StreamPath::needle_run`], with AVX2 where the CPU has it, through `pulp`): what is
 //! inside them cannot change the answer for a well-formed document, and is not checked (nor is its
 //! UTF-8, unless it falls in the window checked ahead of the reading). A thread keeps, per compiled
-//! path, a [`Memo`] of the fast reader's state at the last start tag before anything is selected,
-//! with the bytes before it: a document that begins with those bytes (the next message from the same
-//! client, usually) is read from there. One
+//! path, a [`Memo`] of the fast reader's state just after the first start tag that selects
+//! something, with the bytes before that place: a document that begins with those bytes (the next
+//! message from the same client, usually) is read from there. One
 //! deliberate SOAP assumption: under a SOAP `Envelope` there is one `Header` and one `Body`, the
 //! `Header` first, so `/soapenv:Envelope/soapenv:Header/...` is answered
 //! when the `Body` starts and `/soapenv:Envelope/soapenv:Body/...` when the `Body` ends (Synapse's SOAP
@@ -1370,6 +1370,13 @@ impl StreamPath {
                 }
                 run.depth = m.depth;
                 run.root_seen = m.root_seen;
+                if !(m.results.is_empty() && m.captures.is_empty() && m.conds.is_empty()) {
+                    run.v.results.clone_from(&m.results);
+                    run.v.captures.clone_from(&m.captures);
+                    run.v.conds.clone_from(&m.conds);
+                    run.next = m.next;
+                    run.sink.clone_from(&m.sink);
+                }
                 names.extend_from_slice(&m.names);
                 let piece = |start: usize, len: usize| match len {
                     0 => Ok(""),
@@ -1399,6 +1406,21 @@ impl StreamPath {
         #[cfg(test)]
         MEMO_MAKINGS.set(MEMO_MAKINGS.get() + u64::from(record));
         loop {
+            if record && recording.pending {
+                record = recording.after(
+                    xml,
+                    Place {
+                        lt: i,
+                        inert_before,
+                        span_stop,
+                    },
+                    &run,
+                    names,
+                    bindings,
+                    &known,
+                    &mut memos[slot],
+                );
+            }
             // The text up to the next `<`, noting in the same pass what the checks need to know.
             // Markup right after markup (no text between) is the usual case: nothing to classify.
             let (lt, seen) = match xml.get(i) {
@@ -2200,7 +2222,7 @@ enum Out {
 }
 
 /// Receives the selected nodes' string values in document order and decides the answer.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Sink {
     text: String,
     first: Option<String>,
@@ -2346,11 +2368,17 @@ impl Frame {
 
     /// `self` becomes `o`, reusing its vectors' allocations.
     fn copy_from(&mut self, o: &Frame) {
+        // (Most are empty on both sides: not even a call then.)
+        fn copy<T: Clone>(to: &mut Vec<T>, from: &Vec<T>) {
+            if !(to.is_empty() && from.is_empty()) {
+                to.clone_from(from);
+            }
+        }
         self.matched = o.matched;
-        self.conds.clone_from(&o.conds);
-        self.counters.clone_from(&o.counters);
+        copy(&mut self.conds, &o.conds);
+        copy(&mut self.counters, &o.counters);
         self.counted = o.counted;
-        self.own.clone_from(&o.own);
+        copy(&mut self.own, &o.own);
         self.text_run = o.text_run;
         self.soap_env = o.soap_env;
         self.seen_header = o.seen_header;
@@ -2372,6 +2400,7 @@ impl Frame {
     }
 }
 
+#[derive(Clone)]
 enum Target {
     Result(usize),
     /// The string value of a child for condition `.0`, compared with step `.1`'s predicate `.2`.
@@ -2379,6 +2408,7 @@ enum Target {
 }
 
 /// An element whose string value is being collected.
+#[derive(Clone)]
 struct Capture {
     depth: usize,
     buf: String,
@@ -2386,6 +2416,7 @@ struct Capture {
 }
 
 /// A selected node, in document order.
+#[derive(Clone)]
 struct Res {
     text: String,
     /// The string value is complete.
@@ -2665,14 +2696,16 @@ struct Kept {
     memos: Vec<Memo>,
 }
 
-/// The fast reader's state at the last start tag before anything is selected (the `routing` header
-/// under `/soapenv:Envelope/soapenv:Header/t:routing`, the first order's `symbol` under
-/// `//order[1]/symbol`), as a reading of that path on this thread left it, with the bytes before
-/// that tag. Messages from one client usually begin with the same bytes (the same envelope,
-/// namespaces and headers), so the next reading whose document begins with them starts there
-/// instead (one comparison instead of reading the envelope tag by tag). The state there depends on
-/// those bytes alone: nothing had been selected yet, and what was learned from bytes further on
-/// (names recognised ahead, a comment found ahead) is not kept.
+/// The fast reader's state just after the first start tag that selects something, or before any
+/// content the answer depends on (inside the `routing` header under
+/// `/soapenv:Envelope/soapenv:Header/t:routing`, inside the first order's `symbol` under
+/// `//order[1]/symbol`; see [`Recording`]), as a reading of that path on this thread left it, with
+/// the bytes before that place. Messages from one client usually begin with the same bytes (the
+/// same envelope, namespaces and headers), so the next reading whose document begins with them
+/// starts there instead (one comparison instead of reading the envelope tag by tag). The state
+/// there depends on those bytes alone (what was learned from bytes further on, names recognised
+/// ahead or a comment found ahead, is not kept); the content that follows, which the answer
+/// depends on, is read every time.
 #[derive(Default)]
 struct Memo {
     /// The path ([`StreamPath::id`]), the mode and whether the reading is exhaustive.
@@ -2687,6 +2720,13 @@ struct Memo {
     root_seen: bool,
     /// The open elements' frames, the document node's first.
     frames: Vec<Frame>,
+    /// What the start tag just before the place selected, when the memo is made just after it
+    /// (see [`Recording`]): empty otherwise.
+    results: Vec<Res>,
+    captures: Vec<Capture>,
+    conds: Vec<Option<bool>>,
+    next: usize,
+    sink: Sink,
     names: Vec<(usize, usize)>,
     /// The namespace bindings in scope: (prefix start, length, URI start, length, depth); a length
     /// of 0 stands for "".
@@ -2746,17 +2786,22 @@ struct Place {
 
 /// A reading making its path's [`Memo`] again.
 ///
-/// It does so at each start tag, as long as nothing has been selected, and from the first tag a step
-/// tests by name on only down that tag's first children (`Envelope`, `Header`, `routing`; `order`,
-/// `symbol`): the memo stays at the last of them. Further on, the bytes before the place would take in
-/// content that differs from one message to the next (a sibling's text), and the memo would serve
-/// none.
+/// It does so at each start tag and just after it, as long as nothing has been selected, and from
+/// the first tag a step tests by name on only down that tag's first children (`Envelope`, `Header`,
+/// `routing`; `order`, `symbol`): the memo stays at the last of those places, just after the tag
+/// that selected something when one did. Further on, the bytes before the place would take in
+/// content that differs from one message to the next (the selected element's text, a sibling's),
+/// and the memo would serve none.
 #[derive(Default)]
 struct Recording {
     /// The length of the prefix this reading has put in the memo so far.
     saved: Option<usize>,
     /// Once a tag a step tests has been passed: the depth the last such tag was opened at.
     chain: Option<usize>,
+    /// The last start tag was one of those: the memo is made again just after it, before the
+    /// content that follows (the last one it is made at may have selected an element, whose
+    /// content is the first thing the answer depends on).
+    pending: bool,
 }
 
 impl Recording {
@@ -2795,10 +2840,40 @@ impl Recording {
         if tested || self.chain.is_some() {
             self.chain = Some(run.depth);
         }
+        self.pending = true;
         if lt < MEMO_MIN {
             return true;
         }
         self.save(xml, place, run, names, bindings, known, m)
+    }
+
+    /// Just after a start tag [`Recording::at`] took (`place.lt`: where the reading goes on):
+    /// makes `m` the memo of the state there. Returns whether to go on at the next start tag (not
+    /// once the tag has selected something).
+    #[cold]
+    #[allow(clippy::too_many_arguments)]
+    fn after(
+        &mut self,
+        xml: &[u8],
+        place: Place,
+        run: &Run<'_>,
+        names: &[(usize, usize)],
+        bindings: &[(&str, &str, usize)],
+        known: &KnownNames<'_>,
+        m: &mut Memo,
+    ) -> bool {
+        self.pending = false;
+        let clean = run.v.results.is_empty()
+            && run.v.captures.is_empty()
+            && run.v.conds.is_empty()
+            && !run.sink.done;
+        if place.lt > MEMO_MAX {
+            return false;
+        }
+        if place.lt >= MEMO_MIN && !self.save(xml, place, run, names, bindings, known, m) {
+            return false;
+        }
+        clean
     }
 
     /// Makes `m` the memo of the state at `place`; `false` if it cannot hold it.
@@ -2840,6 +2915,11 @@ impl Recording {
             }
             m.frames[k].copy_from(f);
         }
+        m.results.clone_from(&run.v.results);
+        m.captures.clone_from(&run.v.captures);
+        m.conds.clone_from(&run.v.conds);
+        m.next = run.next;
+        m.sink.clone_from(&run.sink);
         m.names.clear();
         m.names.extend_from_slice(names);
         m.bindings = places;

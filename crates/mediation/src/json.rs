@@ -104,7 +104,14 @@ pub fn is_json_headers(headers: &http::HeaderMap) -> bool {
 
 /// Whether a Content-Type is JSON.
 pub fn is_json_type(ct: &str) -> bool {
-    let m = ct.split(';').next().unwrap_or("").trim().as_bytes();
+    // Header values are ASCII: their media type is found and trimmed byte by byte (`split` and
+    // `trim` cost a few hundred instructions on every message that leaves a sequence).
+    let m = if ct.is_ascii() {
+        let b = ct.as_bytes();
+        b[..b.iter().position(|&c| c == b';').unwrap_or(b.len())].trim_ascii()
+    } else {
+        ct.split(';').next().unwrap_or("").trim().as_bytes()
+    };
     m.eq_ignore_ascii_case(b"application/json")
         || (m.len() > 5 && m[m.len() - 5..].eq_ignore_ascii_case(b"+json"))
 }
