@@ -1407,19 +1407,19 @@ impl StreamPath {
         MEMO_MAKINGS.set(MEMO_MAKINGS.get() + u64::from(record));
         loop {
             if record && recording.pending {
-                record = recording.after(
+                let st = State {
                     xml,
-                    Place {
-                        lt: i,
-                        inert_before,
-                        span_stop,
-                    },
-                    &run,
+                    run: &run,
                     names,
                     bindings,
-                    &known,
-                    &mut memos[slot],
-                );
+                    known: &known,
+                };
+                let place = Place {
+                    lt: i,
+                    inert_before,
+                    span_stop,
+                };
+                record = recording.after(&st, place, &mut memos[slot]);
             }
             // The text up to the next `<`, noting in the same pass what the checks need to know.
             // Markup right after markup (no text between) is the usual case: nothing to classify.
@@ -1506,20 +1506,19 @@ impl StreamPath {
                 Some(b'!' | b'?') | None => return Err(Bail),
                 Some(_) => {
                     if record {
-                        record = recording.at(
-                            self,
+                        let st = State {
                             xml,
-                            Place {
-                                lt,
-                                inert_before,
-                                span_stop,
-                            },
-                            &run,
+                            run: &run,
                             names,
                             bindings,
-                            &known,
-                            &mut memos[slot],
-                        );
+                            known: &known,
+                        };
+                        let place = Place {
+                            lt,
+                            inert_before,
+                            span_stop,
+                        };
+                        record = recording.at(self, &st, place, &mut memos[slot]);
                     }
                     // After an inert element, the next is likely inert too: read them in bulk.
                     // Not again where it last stopped: a child it gave up on is the general reading's.
@@ -2784,6 +2783,16 @@ struct Place {
     span_stop: usize,
 }
 
+/// The fast reader's state a [`Recording`] reads.
+#[derive(Clone, Copy)]
+struct State<'s, 'x> {
+    xml: &'x [u8],
+    run: &'s Run<'s>,
+    names: &'s [(usize, usize)],
+    bindings: &'s [(&'x str, &'x str, usize)],
+    known: &'s KnownNames<'s>,
+}
+
 /// A reading making its path's [`Memo`] again.
 ///
 /// It does so at each start tag and just after it, as long as nothing has been selected, and from
@@ -2809,18 +2818,8 @@ impl Recording {
     /// there when it may. Returns whether to go on at the next start tag.
     #[cold]
     #[allow(clippy::too_many_arguments)]
-    fn at(
-        &mut self,
-        p: &StreamPath,
-        xml: &[u8],
-        place: Place,
-        run: &Run<'_>,
-        names: &[(usize, usize)],
-        bindings: &[(&str, &str, usize)],
-        known: &KnownNames<'_>,
-        m: &mut Memo,
-    ) -> bool {
-        let lt = place.lt;
+    fn at(&mut self, p: &StreamPath, st: &State<'_, '_>, place: Place, m: &mut Memo) -> bool {
+        let (xml, run, lt) = (st.xml, st.run, place.lt);
         if lt > MEMO_MAX
             || !run.v.results.is_empty()
             || !run.v.captures.is_empty()
@@ -2844,24 +2843,15 @@ impl Recording {
         if lt < MEMO_MIN {
             return true;
         }
-        self.save(xml, place, run, names, bindings, known, m)
+        self.save(st, place, m)
     }
 
     /// Just after a start tag [`Recording::at`] took (`place.lt`: where the reading goes on):
     /// makes `m` the memo of the state there. Returns whether to go on at the next start tag (not
     /// once the tag has selected something).
     #[cold]
-    #[allow(clippy::too_many_arguments)]
-    fn after(
-        &mut self,
-        xml: &[u8],
-        place: Place,
-        run: &Run<'_>,
-        names: &[(usize, usize)],
-        bindings: &[(&str, &str, usize)],
-        known: &KnownNames<'_>,
-        m: &mut Memo,
-    ) -> bool {
+    fn after(&mut self, st: &State<'_, '_>, place: Place, m: &mut Memo) -> bool {
+        let run = st.run;
         self.pending = false;
         let clean = run.v.results.is_empty()
             && run.v.captures.is_empty()
@@ -2870,24 +2860,21 @@ impl Recording {
         if place.lt > MEMO_MAX {
             return false;
         }
-        if place.lt >= MEMO_MIN && !self.save(xml, place, run, names, bindings, known, m) {
+        if place.lt >= MEMO_MIN && !self.save(st, place, m) {
             return false;
         }
         clean
     }
 
     /// Makes `m` the memo of the state at `place`; `false` if it cannot hold it.
-    #[allow(clippy::too_many_arguments)]
-    fn save(
-        &mut self,
-        xml: &[u8],
-        place: Place,
-        run: &Run<'_>,
-        names: &[(usize, usize)],
-        bindings: &[(&str, &str, usize)],
-        known: &KnownNames<'_>,
-        m: &mut Memo,
-    ) -> bool {
+    fn save(&mut self, st: &State<'_, '_>, place: Place, m: &mut Memo) -> bool {
+        let State {
+            xml,
+            run,
+            names,
+            bindings,
+            known,
+        } = *st;
         let lt = place.lt;
         let mut places = Vec::with_capacity(bindings.len());
         for &(prefix, uri, depth) in bindings {
