@@ -1405,20 +1405,28 @@ impl StreamPath {
         }
         #[cfg(test)]
         MEMO_MAKINGS.set(MEMO_MAKINGS.get() + u64::from(record));
+        // The reading's state as `Recording` reads it, at `$at`.
+        macro_rules! recorded {
+            ($at:expr) => {
+                (
+                    State {
+                        xml,
+                        run: &run,
+                        names,
+                        bindings,
+                        known: &known,
+                    },
+                    Place {
+                        lt: $at,
+                        inert_before,
+                        span_stop,
+                    },
+                )
+            };
+        }
         loop {
             if record && recording.pending {
-                let st = State {
-                    xml,
-                    run: &run,
-                    names,
-                    bindings,
-                    known: &known,
-                };
-                let place = Place {
-                    lt: i,
-                    inert_before,
-                    span_stop,
-                };
+                let (st, place) = recorded!(i);
                 record = recording.after(&st, place, &mut memos[slot]);
             }
             // The text up to the next `<`, noting in the same pass what the checks need to know.
@@ -1506,18 +1514,7 @@ impl StreamPath {
                 Some(b'!' | b'?') | None => return Err(Bail),
                 Some(_) => {
                     if record {
-                        let st = State {
-                            xml,
-                            run: &run,
-                            names,
-                            bindings,
-                            known: &known,
-                        };
-                        let place = Place {
-                            lt,
-                            inert_before,
-                            span_stop,
-                        };
+                        let (st, place) = recorded!(lt);
                         record = recording.at(self, &st, place, &mut memos[slot]);
                     }
                     // After an inert element, the next is likely inert too: read them in bulk.
