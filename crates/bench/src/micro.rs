@@ -304,8 +304,9 @@ mod tests {
         )
         .unwrap();
         let names: Vec<&str> = t.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names.len(), 8, "{names:?}");
+        assert_eq!(names.len(), 9, "{names:?}");
         assert!(names.contains(&"CBR prefixed body //m:order[1]/m:symbol"));
+        assert!(names.contains(&"CBRProxy, no two envelopes alike, //order[1]/symbol"));
         assert!(t.iter().all(|t| t.ns_per_call > 0.0));
         // A fixed number of calls (what micro-instructions.sh counts) runs every case as well.
         let t = run(
@@ -313,7 +314,7 @@ mod tests {
             Some(&reference),
             &[1024],
             Budget::Calls(3),
-            Some("CBRProxy"),
+            Some("CBRProxy //"),
         )
         .unwrap();
         assert_eq!(t.len(), 1);
