@@ -1362,12 +1362,7 @@ impl StreamPath {
                 m.hits = m.hits.saturating_add(1);
                 #[cfg(test)]
                 MEMO_HITS.set(MEMO_HITS.get() + 1);
-                for (k, f) in m.frames.iter().enumerate() {
-                    if run.v.frames.len() <= k {
-                        run.v.frames.push(Frame::default());
-                    }
-                    run.v.frames[k].copy_from(f);
-                }
+                copy_frames(&mut run.v.frames, &m.frames);
                 run.depth = m.depth;
                 run.root_seen = m.root_seen;
                 if !(m.results.is_empty() && m.captures.is_empty() && m.conds.is_empty()) {
@@ -2758,6 +2753,7 @@ impl Memo {
         (k % MEMO_SLOTS as u64) as usize
     }
 }
+
 /// A memo's prefix is at least this long (shorter ones read faster than they compare) and at most
 /// this long.
 const MEMO_MIN: usize = 64;
@@ -2770,7 +2766,7 @@ thread_local! {
     static MEMO_MAKINGS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
-/// The start tag a [`Memo`] is made at, and the fast reader's bulk reading state there (whether the
+/// Where a [`Memo`] is made (a start tag, or just after one), and the fast reader's bulk reading state there (whether the
 /// element before was inert, where [`StreamPath::inert_span`] last stopped): kept so that a reading
 /// from the memo goes on exactly as the reading that made it did.
 #[derive(Clone, Copy, Default)]
@@ -2811,17 +2807,13 @@ struct Recording {
 }
 
 impl Recording {
-    /// The start tag at `place.lt` (the reading's state just before it): makes `m` the memo of the state
-    /// there when it may. Returns whether to go on at the next start tag.
+    /// The start tag at `place.lt` (the reading's state just before it): makes `m` the memo of the
+    /// state there when it may. Returns whether to go on at the next start tag.
     #[cold]
-    #[allow(clippy::too_many_arguments)]
     fn at(&mut self, p: &StreamPath, st: &State<'_, '_>, place: Place, m: &mut Memo) -> bool {
         let (xml, run, lt) = (st.xml, st.run, place.lt);
         if lt > MEMO_MAX
-            || !run.v.results.is_empty()
-            || !run.v.captures.is_empty()
-            || !run.v.conds.is_empty()
-            || run.sink.done
+            || !run.nothing_selected()
             || self.chain.is_some_and(|d| run.depth != d + 1)
         {
             return false;
@@ -2848,12 +2840,8 @@ impl Recording {
     /// once the tag has selected something).
     #[cold]
     fn after(&mut self, st: &State<'_, '_>, place: Place, m: &mut Memo) -> bool {
-        let run = st.run;
         self.pending = false;
-        let clean = run.v.results.is_empty()
-            && run.v.captures.is_empty()
-            && run.v.conds.is_empty()
-            && !run.sink.done;
+        let clean = st.run.nothing_selected();
         if place.lt > MEMO_MAX {
             return false;
         }
@@ -2893,12 +2881,7 @@ impl Recording {
         m.depth = run.depth;
         m.root_seen = run.root_seen;
         m.frames.truncate(run.depth + 1);
-        for (k, f) in run.v.frames[..=run.depth].iter().enumerate() {
-            if m.frames.len() <= k {
-                m.frames.push(Frame::default());
-            }
-            m.frames[k].copy_from(f);
-        }
+        copy_frames(&mut m.frames, &run.v.frames[..=run.depth]);
         m.results.clone_from(&run.v.results);
         m.captures.clone_from(&run.v.captures);
         m.conds.clone_from(&run.v.conds);
@@ -2918,6 +2901,16 @@ impl Recording {
             }
         }
         true
+    }
+}
+
+/// The first frames of `to` become `from` (frames pushed as needed; those after are left).
+fn copy_frames(to: &mut Vec<Frame>, from: &[Frame]) {
+    for (k, f) in from.iter().enumerate() {
+        if to.len() <= k {
+            to.push(Frame::default());
+        }
+        to[k].copy_from(f);
     }
 }
 
@@ -3460,6 +3453,14 @@ impl Run<'_> {
             }
             self.next += 1;
         }
+    }
+
+    /// Nothing selected, collected or compared yet (what a [`Recording`] may stop at).
+    fn nothing_selected(&self) -> bool {
+        self.v.results.is_empty()
+            && self.v.captures.is_empty()
+            && self.v.conds.is_empty()
+            && !self.sink.done
     }
 
     /// Every result is known and no element still to come can be selected.
