@@ -1193,10 +1193,6 @@ fn bulk_blocks(
     if both.len > 8 * MARKUP_WORDS {
         return start;
     }
-    // The run's 32 bytes must be in `xml`: it starts at most at `run_last`.
-    let Some(run_last) = xml.len().checked_sub(32) else {
-        return start;
-    };
     let [w0, w1, w2] = both.words;
     let [m0, m1, m2] = both.masks;
     let (words, masks): (__m256i, __m256i) =
@@ -1219,8 +1215,9 @@ fn bulk_blocks(
                 continue;
             }
             let run = p - back;
+            // (Near the end, fewer than 32 bytes are left: the words one by one.)
             let matched = match xml[run..].first_chunk::<32>() {
-                Some(s) if run <= run_last => {
+                Some(s) => {
                     let v: __m256i = pulp::cast(*s);
                     let differ = simd.avx2._mm256_xor_si256(v, words);
                     simd.avx._mm256_testz_si256(differ, masks) == 1
@@ -1283,10 +1280,7 @@ impl pulp::NullaryFnOnce for V4Run<'_> {
     #[inline(always)]
     fn call(self) -> Option<usize> {
         let r = self.run;
-        let splat = |b: Option<&u8>| {
-            let b = b.copied().unwrap_or(0);
-            self.simd.avx512f._mm512_set1_epi8(i8::from_ne_bytes([b]))
-        };
+        let splat = |b: u8| self.simd.avx512f._mm512_set1_epi8(i8::from_ne_bytes([b]));
         let scan = V4Scan {
             v3: V3Scan {
                 simd: r.simd,
@@ -1296,10 +1290,10 @@ impl pulp::NullaryFnOnce for V4Run<'_> {
             },
             simd: self.simd,
             splats: [
-                splat(r.name.first()),
-                splat(r.name.last()),
-                splat(Some(&b'!')),
-                splat(Some(&b'?')),
+                splat(r.name.first().copied().unwrap_or(0)),
+                splat(r.name.last().copied().unwrap_or(0)),
+                splat(b'!'),
+                splat(b'?'),
             ],
         };
         siblings_by_name(r.xml, r.lt, r.len, scan)
