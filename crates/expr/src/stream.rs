@@ -1190,9 +1190,8 @@ fn bulk_blocks(
 ) -> usize {
     use core::arch::x86_64::__m256i;
     let (simd, f) = (scan.simd, scan.name.len());
-    if both.len > 8 * MARKUP_WORDS {
-        return start;
-    }
+    // (`siblings_by_name` makes `both` only of runs that fit in its words.)
+    debug_assert!(both.len <= 8 * MARKUP_WORDS);
     let [w0, w1, w2] = both.words;
     let [m0, m1, m2] = both.masks;
     let (words, masks): (__m256i, __m256i) =
@@ -1256,13 +1255,21 @@ impl pulp::NullaryFnOnce for V3Run<'_> {
 
     #[inline(always)]
     fn call(self) -> Option<usize> {
-        let scan = V3Scan {
+        siblings_by_name(self.xml, self.lt, self.len, self.scan())
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl<'a> V3Run<'a> {
+    /// The AVX2 search for this run's name (called where AVX2 code is compiled: the broadcasts).
+    #[inline(always)]
+    fn scan(&self) -> V3Scan<'a> {
+        V3Scan {
             simd: self.simd,
             name: self.name,
             word: self.word,
             splats: Splats::new(self.simd, self.name),
-        };
-        siblings_by_name(self.xml, self.lt, self.len, scan)
+        }
     }
 }
 
@@ -1282,12 +1289,7 @@ impl pulp::NullaryFnOnce for V4Run<'_> {
         let r = self.run;
         let splat = |b: u8| self.simd.avx512f._mm512_set1_epi8(i8::from_ne_bytes([b]));
         let scan = V4Scan {
-            v3: V3Scan {
-                simd: r.simd,
-                name: r.name,
-                word: r.word,
-                splats: Splats::new(r.simd, r.name),
-            },
+            v3: r.scan(),
             simd: self.simd,
             splats: [
                 splat(r.name.first().copied().unwrap_or(0)),
