@@ -36,6 +36,10 @@ pub enum ErrorKind {
     NoRoute,
     /// A bug in Sluice.
     Internal,
+    /// Sluice is at a limit it sets itself (buffered bodies, mediation queue): try again later.
+    Overloaded,
+    /// The request's mediation ran past its deadline, or its client went away: it was stopped.
+    Stopped,
 }
 
 impl ErrorKind {
@@ -53,6 +57,7 @@ impl ErrorKind {
             ErrorKind::NotFound => 404,
             ErrorKind::PayloadTooLarge => 101001,
             ErrorKind::Mediation | ErrorKind::NoRoute | ErrorKind::Internal => 0,
+            ErrorKind::Overloaded | ErrorKind::Stopped => 0,
         }
     }
 
@@ -69,6 +74,8 @@ impl ErrorKind {
             ErrorKind::NotFound => 404,
             ErrorKind::PayloadTooLarge => 413,
             ErrorKind::Mediation | ErrorKind::NoRoute | ErrorKind::Internal => 500,
+            ErrorKind::Overloaded => 503,
+            ErrorKind::Stopped => 500,
         }
     }
 
@@ -125,6 +132,8 @@ impl ErrorKind {
             ErrorKind::Mediation => "mediation failed",
             ErrorKind::NoRoute => "no route",
             ErrorKind::Internal => "internal error",
+            ErrorKind::Overloaded => "Sluice is at its limit; try again later",
+            ErrorKind::Stopped => "mediation stopped",
         }
     }
 }

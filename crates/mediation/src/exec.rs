@@ -585,6 +585,14 @@ fn run_steps(
     doc: &mut DocCache,
 ) -> Result<Flow, Error> {
     for (i, step) in steps.iter().enumerate().skip(from) {
+        if let Some(stop) = &msg.stop {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                return Err(Error::new(
+                    ErrorKind::Stopped,
+                    "mediation was stopped: its deadline passed or its client went away",
+                ));
+            }
+        }
         match step {
             Step::CallEndpoint(ep) => {
                 let k = Continuation {

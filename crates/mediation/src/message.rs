@@ -198,6 +198,9 @@ pub struct Message {
     /// Messages kept aside by `call`s whose response goes into a property, innermost last:
     /// restored once the response is in it.
     pub saved: Vec<Saved>,
+    /// Set when the request's mediation must stop (its deadline passed, or its client went away):
+    /// the executor checks it between mediators and fails with [`crate::ErrorKind::Stopped`].
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     message_id: Option<String>,
 }
 
@@ -229,6 +232,7 @@ impl Message {
             func: Vec::new(),
             gather: None,
             saved: Vec::new(),
+            stop: None,
             message_id: None,
         }
     }

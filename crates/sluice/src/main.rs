@@ -13,6 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_rustls::TlsAcceptor;
 
+mod settings;
+use settings::Settings;
+
 /// mimalloc: per-thread free lists suit one runtime per core; measured faster than glibc malloc here
 /// (docs/benchmarks).
 #[global_allocator]
@@ -76,6 +79,10 @@ struct Listen {
         requires = "https_port"
     )]
     tls_client_ca: Vec<PathBuf>,
+    /// Limits and timeouts (TOML, under MI's `deployment.toml` section names: `[transport.http]`,
+    /// `[mediation]`; see docs/ARCHITECTURE.md for every key and its default).
+    #[arg(long, env = "SLUICE_CONFIG", global = true, value_name = "TOML")]
+    config: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -129,6 +136,16 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| "info".into()),
         )
         .init();
+    let settings = match &cli.listen.config {
+        Some(p) => match Settings::read(p) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("sluice: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => Settings::default(),
+    };
     match cli.cmd {
         Some(Cmd::Validate { path, endpoints }) => validate(path, &endpoints),
         Some(Cmd::Run {
@@ -161,13 +178,17 @@ fn main() -> ExitCode {
             let Some((plan, _)) = load(Source::Path(path), &endpoints) else {
                 return ExitCode::from(2);
             };
-            let engine = EngineOptions {
+            let engine = settings.engine(EngineOptions {
                 backend_tls,
                 ..EngineOptions::default()
-            };
-            serve(plan, cli.listen, Duration::from_secs(grace), engine, None)
+            });
+            let server = settings.server(ServerOptions {
+                grace: Duration::from_secs(grace),
+                ..ServerOptions::default()
+            });
+            serve(plan, cli.listen, server, engine, None)
         }
-        None => serve_default(cli.listen),
+        None => serve_default(cli.listen, &settings),
     }
 }
 
@@ -347,7 +368,7 @@ fn https_listener(listen: &Listen) -> Result<Option<(std::net::TcpListener, TlsA
 fn serve(
     plan: Plan,
     listen: Listen,
-    grace: Duration,
+    opts: ServerOptions,
     engine_opts: EngineOptions,
     banner: Option<&dyn Fn(SocketAddr)>,
 ) -> ExitCode {
@@ -402,10 +423,6 @@ fn serve(
     );
     let plan = Arc::new(plan);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let opts = ServerOptions {
-        grace,
-        ..ServerOptions::default()
-    };
     let mut workers = Vec::with_capacity(threads);
     // Each worker reports once its runtime and listener are set up; "listening" is printed after all.
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
@@ -441,7 +458,7 @@ fn serve(
                     .enable_all()
                     .build()
                     .expect("tokio runtime");
-                rt.block_on(async move {
+                let served = rt.block_on(async move {
                     let l = tokio::net::TcpListener::from_std(l)?;
                     let tls = match tls {
                         Some((l, acceptor, seat)) => Some(TlsListener {
@@ -457,7 +474,11 @@ fn serve(
                         let _ = stop.wait_for(|s| *s).await;
                     };
                     sluice_transport::serve(l, engine, stopped, opts, seat, tls).await
-                })
+                });
+                // Every connection is done: what is left (a mediation thread past its deadline,
+                // idle back-end connections) must not hold the exit.
+                rt.shutdown_background();
+                served
             });
         match w {
             Ok(w) => workers.push(w),
@@ -505,7 +526,7 @@ fn serve(
 }
 
 /// `sluice` with no command: the embedded example with the built-in echo service behind it.
-fn serve_default(listen: Listen) -> ExitCode {
+fn serve_default(listen: Listen, settings: &Settings) -> ExitCode {
     // The measuring kit's echo back-end, on one thread of its own.
     let echo = match sluice_echo::EchoServer::bind_and_start(
         ([127, 0, 0, 1], 0).into(),
@@ -531,11 +552,15 @@ fn serve_default(listen: Listen) -> ExitCode {
              Try:\n  curl -s http://localhost:{port}/services/EchoProxy -H 'Content-Type: text/xml' -H 'SOAPAction: urn:echo' \\\n    -d '<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\"><soapenv:Body><hello>world</hello></soapenv:Body></soapenv:Envelope>'\n  curl -s http://localhost:{port}/services/HeaderRoutingProxy -H 'Content-Type: text/xml' -H 'routing: gold' -d '<a/>'\n  curl -s http://localhost:{port}/services/HeaderRoutingProxy -H 'Content-Type: text/xml' -d '<a/>'\n  curl -s http://localhost:{port}/orders/42\n  curl -s http://localhost:{port}/orders -H 'Content-Type: application/xml' -d '<order><id>7</id></order>'\n"
         );
     };
+    let server = settings.server(ServerOptions {
+        grace: Duration::from_secs(5),
+        ..ServerOptions::default()
+    });
     let code = serve(
         plan,
         listen,
-        Duration::from_secs(5),
-        EngineOptions::default(),
+        server,
+        settings.engine(EngineOptions::default()),
         Some(&banner),
     );
     echo.stop();

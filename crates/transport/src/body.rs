@@ -74,9 +74,161 @@ impl std::fmt::Display for StalledError {
 }
 impl std::error::Error for StalledError {}
 
+/// How slowly a client may send its request body. A slow mobile client passes with room; a client
+/// that trickles bytes to hold a connection (and the back-end connection its body is relayed on) does
+/// not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BodyPace {
+    /// No rate is asked for before this much time has passed since the body was first waited for.
+    pub grace: Duration,
+    /// After the grace period, the bytes received must average at least this many per second.
+    pub min_rate: u64,
+    /// The whole body must have come within this time of the first wait for it.
+    pub deadline: Duration,
+}
+
+impl Default for BodyPace {
+    fn default() -> Self {
+        BodyPace {
+            grace: Duration::from_secs(10),
+            min_rate: 1024,
+            deadline: Duration::from_secs(300),
+        }
+    }
+}
+
+/// A client's request body sent slower than its [`BodyPace`] allows: answered 408.
+#[derive(Debug)]
+pub struct TooSlow(pub String);
+
+impl std::fmt::Display for TooSlow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for TooSlow {}
+
+/// What a failure to read the client's request body means: [`TooSlow`] is the client's timeout
+/// (408), anything else a bad request (400).
+pub fn request_body_error(e: BoxError, context: String) -> sluice_mediation::Error {
+    use sluice_mediation::ErrorKind;
+    let kind = if e.is::<TooSlow>() {
+        ErrorKind::ClientTimeout
+    } else {
+        ErrorKind::BadRequest
+    };
+    sluice_mediation::Error::new(kind, context).with_source(e)
+}
+
+/// A client's request body, held to a [`BodyPace`]. The clock is read only once the body has to be
+/// waited for: a body that is there at once (the usual case) costs no clock read and no timer.
+pub struct ClientBody {
+    inner: Incoming,
+    pace: BodyPace,
+    /// When the body was first waited for.
+    since: Option<tokio::time::Instant>,
+    read: u64,
+    timer: Option<Pin<Box<Sleep>>>,
+}
+
+impl ClientBody {
+    pub fn new(inner: Incoming, pace: BodyPace) -> Self {
+        ClientBody {
+            inner,
+            pace,
+            since: None,
+            read: 0,
+            timer: None,
+        }
+    }
+
+    /// Why the body is too slow at `now`, if it is.
+    fn too_slow(&self, since: tokio::time::Instant, now: tokio::time::Instant) -> Option<String> {
+        let took = now.saturating_duration_since(since);
+        if took >= self.pace.deadline {
+            return Some(format!(
+                "the request body did not arrive within {} s",
+                self.pace.deadline.as_secs()
+            ));
+        }
+        let owed = (self.pace.min_rate as u128 * took.as_millis()) / 1000;
+        (took >= self.pace.grace && (self.read as u128) < owed).then(|| {
+            format!(
+                "the request body came slower than {} bytes/s ({} bytes in {} ms)",
+                self.pace.min_rate,
+                self.read,
+                took.as_millis()
+            )
+        })
+    }
+
+    /// When the body becomes too slow if nothing more comes.
+    fn next_check(&self, since: tokio::time::Instant) -> tokio::time::Instant {
+        let paid = match self.pace.min_rate {
+            0 => self.pace.deadline,
+            r => Duration::from_millis(self.read.saturating_mul(1000) / r + 1),
+        };
+        since + paid.max(self.pace.grace).min(self.pace.deadline)
+    }
+
+    fn poll_pending(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        loop {
+            let now = tokio::time::Instant::now();
+            let since = *self.since.get_or_insert(now);
+            if let Some(why) = self.too_slow(since, now) {
+                self.timer = None;
+                return Poll::Ready(Some(Err(Box::new(TooSlow(why)))));
+            }
+            let at = self.next_check(since);
+            let timer = self
+                .timer
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
+            if timer.deadline() != at {
+                timer.as_mut().reset(at);
+            }
+            if timer.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+        }
+    }
+}
+
+impl Body for ClientBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(f))) => {
+                if let Some(d) = f.data_ref() {
+                    this.read += d.len() as u64;
+                }
+                Poll::Ready(Some(Ok(f)))
+            }
+            Poll::Ready(r) => Poll::Ready(r.map(|r| r.map_err(Into::into))),
+            Poll::Pending => this.poll_pending(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
 /// A body arriving from one side: a client's request or a back-end's response.
 pub enum Inbound {
-    Client(Incoming),
+    Client(ClientBody),
     Backend(BackendBody),
 }
 
@@ -89,9 +241,7 @@ impl Body for Inbound {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         match self.get_mut() {
-            Inbound::Client(b) => Pin::new(b)
-                .poll_frame(cx)
-                .map(|f| f.map(|r| r.map_err(Into::into))),
+            Inbound::Client(b) => Pin::new(b).poll_frame(cx),
             Inbound::Backend(b) => Pin::new(b).poll_frame(cx),
         }
     }

@@ -332,7 +332,8 @@ fn is_https(ep: &EndpointPlan) -> bool {
 }
 
 /// How the request body goes on the wire: its `Content-Length` when the message has one (the client's,
-/// relayed with the stream, or the length of bytes made in memory), else chunked.
+/// relayed with the stream, or the length of bytes made in memory), else chunked; a relayed stream
+/// that is known to be empty (a GET without a body) goes without any body, as it came.
 fn request_framing(headers: &HeaderMap, body: &RelayBody) -> RequestFraming {
     match body {
         RelayBody::Empty => RequestFraming::Empty,
@@ -342,6 +343,7 @@ fn request_framing(headers: &HeaderMap, body: &RelayBody) -> RequestFraming {
             .and_then(|v| h1::parse_length(v.as_bytes()).ok())
         {
             Some(n) => RequestFraming::Length(n),
+            None if body.is_end_stream() => RequestFraming::Empty,
             None => RequestFraming::Chunked,
         },
     }
@@ -371,11 +373,10 @@ impl Failure {
             Failure::Protocol(e) => {
                 Error::new(ErrorKind::BackendProtocol, ep.describe()).with_source(e)
             }
-            Failure::Body(e) => Error::new(
-                ErrorKind::BadRequest,
+            Failure::Body(e) => crate::body::request_body_error(
+                e,
                 format!("reading the request body for {} failed", ep.describe()),
-            )
-            .with_source(e),
+            ),
             Failure::Length(m) => Error::new(ErrorKind::Internal, m),
         }
     }

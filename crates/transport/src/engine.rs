@@ -2,10 +2,14 @@
 //! the answer to the client. Mediation runs synchronously between the awaits; bodies nobody reads are
 //! relayed as streams.
 
-use crate::body::{Activity, IdleTimeout, Inbound, RelayBody};
+use crate::body::{
+    request_body_error, Activity, BodyPace, ClientBody, IdleTimeout, Inbound, RelayBody,
+};
+use crate::buffered::{BodyBudget, Gathered};
 use crate::client::{BackendBody, BackendClient, Unsent};
 use crate::h1;
 use crate::headers::strip_hop_by_hop;
+use crate::offload::{Offload, Work};
 use crate::server::Transport;
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
@@ -49,6 +53,14 @@ pub struct EngineOptions {
     pub backend_idle_timeout: Duration,
     /// Whom https back-ends are trusted by ([`crate::tls::client_config`]).
     pub backend_tls: Arc<rustls::ClientConfig>,
+    /// How slowly a client may send its request body before it is answered 408.
+    pub body_pace: BodyPace,
+    /// Where large messages are mediated (one pool shared by every worker's engine).
+    pub offload: Offload,
+    /// The largest request head (request target and headers) in bytes: 431 past it.
+    pub max_head: usize,
+    /// What bodies read into memory may hold at once, process-wide (shared by every engine).
+    pub body_budget: Arc<BodyBudget>,
 }
 
 /// How often the serving loop calls [`Engine::sweep_backends`].
@@ -63,6 +75,10 @@ impl Default for EngineOptions {
             max_hops: 8,
             backend_idle_timeout: Duration::from_secs(60),
             backend_tls: crate::tls::default_client_config(),
+            body_pace: BodyPace::default(),
+            offload: Offload::new(Default::default()),
+            max_head: 64 * 1024,
+            body_budget: BodyBudget::new(1024 * 1024 * 1024),
         }
     }
 }
@@ -122,6 +138,19 @@ impl Engine {
         &self.plan
     }
 
+    /// Runs `work` on `msg`: here, or for a large message on the pool's thread ([`Offload`]).
+    async fn mediate(&self, msg: &mut Message, work: Work<'_>) -> Result<Flow, Error> {
+        if !self.opts.offload.wants(msg) {
+            return work.run(msg);
+        }
+        self.opts.offload.run(msg, work.owned()).await
+    }
+
+    /// A client's request body, held to the pace the options set.
+    fn client_body(&self, body: hyper::body::Incoming) -> Inbound {
+        Inbound::Client(ClientBody::new(body, self.opts.body_pace))
+    }
+
     /// A request that came in on `transport`'s listener.
     pub async fn handle(
         self: Arc<Self>,
@@ -129,6 +158,9 @@ impl Engine {
         transport: Transport,
     ) -> Response<RelayBody> {
         let (parts, body) = req.into_parts();
+        if let Some(refused) = refuse_head(&parts, self.opts.max_head) {
+            return refused;
+        }
         let path = parts.uri.path();
         let rest = match path.strip_prefix("/services") {
             Some(r) if r.is_empty() || r == "/" => return self.listing(),
@@ -226,7 +258,7 @@ impl Engine {
                 }
                 // Read and dropped, unless the client waits for 100 Continue to send it.
                 if !parts.headers.contains_key(header::EXPECT) {
-                    discard(Some(Inbound::Client(body))).await;
+                    discard(Some(self.client_body(body))).await;
                 }
                 let allow = |status: StatusCode, methods: &[Method], text: String| {
                     let list: Vec<&str> = methods.iter().map(Method::as_str).collect();
@@ -294,7 +326,7 @@ impl Engine {
         mut msg: Message,
         body: hyper::body::Incoming,
     ) -> Response<RelayBody> {
-        let mut stream = Some(Inbound::Client(body));
+        let mut stream = Some(self.client_body(body));
         match proxy.request_body_need(&msg.headers) {
             BodyNeed::None => {}
             BodyNeed::Headers => match self.read_head(&proxy.in_seq, stream.take()).await {
@@ -310,7 +342,7 @@ impl Engine {
                 Err(e) => return self.default_fault(msg.soap, &e),
             },
         }
-        let flow = match exec::run(&proxy.in_seq.steps, &mut msg) {
+        let flow = match self.mediate(&mut msg, Work::Seq(&proxy.in_seq)).await {
             Ok(f) => f,
             Err(e) => return self.fault_flow(proxy, msg, e, stream).await,
         };
@@ -484,7 +516,7 @@ impl Engine {
             let (Some(k), Some(mut msg)) = (go_on, kept) else {
                 return accepted();
             };
-            let flow = match exec::resume(k, &mut msg) {
+            let flow = match self.mediate(&mut msg, Work::Resume(k)).await {
                 Ok(f) => f,
                 Err(e) => return self.send_failed(proxy, msg, NotSent::plain(e), depth).await,
             };
@@ -533,8 +565,8 @@ impl Engine {
                 }
             }
             let flow = match rest {
-                Ok(k) => exec::resume(k, &mut rmsg),
-                Err(out) => exec::run(&out.steps, &mut rmsg),
+                Ok(k) => self.mediate(&mut rmsg, Work::Resume(k)).await,
+                Err(out) => self.mediate(&mut rmsg, Work::Seq(out)).await,
             };
             let next = match flow {
                 Err(e) => {
@@ -609,7 +641,7 @@ impl Engine {
                 return self.default_fault(msg.soap, &e);
             }
         }
-        let flow = match exec::run(&out.steps, &mut msg) {
+        let flow = match self.mediate(&mut msg, Work::Seq(&out)).await {
             Ok(f) => f,
             Err(e) => {
                 return self
@@ -675,7 +707,7 @@ impl Engine {
                 // The target's sequence, or else its endpoint (Synapse's Target); a sequence that
                 // ends without sending ends the copy, with no answer of its own.
                 let flow = match (&t.sequence, &t.endpoint) {
-                    (Some(seq), _) => match exec::run(&seq.steps, &mut copy) {
+                    (Some(seq), _) => match self.mediate(&mut copy, Work::Seq(seq)).await {
                         Ok(Flow::Continue) => return accepted(),
                         Ok(f) => f,
                         Err(e) => return self.fault_flow(proxy, copy, e, None).await,
@@ -727,7 +759,12 @@ impl Engine {
         stream: Option<Inbound>,
     ) -> Response<RelayBody> {
         tracing::warn!(proxy = %proxy.name, kind = ?err.kind, "{}", err.reason());
-        let Some(fs) = &proxy.fault_seq else {
+        // A run stopped on its deadline left no message to run a fault sequence on.
+        let fs = proxy
+            .fault_seq
+            .as_ref()
+            .filter(|_| err.kind != ErrorKind::Stopped);
+        let Some(fs) = fs else {
             discard(stream).await;
             return self.default_fault(msg.soap, &err);
         };
@@ -747,7 +784,7 @@ impl Engine {
         let soap = msg.soap;
         // The body it would send is there: in memory, or the stream nothing consumed.
         let sendable = !matches!(msg.body, Body::Stream | Body::Head(_)) || stream.is_some();
-        match exec::run(&fs.steps, &mut msg) {
+        match self.mediate(&mut msg, Work::Seq(fs)).await {
             // On the request path, loopback goes through the out-sequence (Synapse).
             Ok(Flow::Loopback) if !msg.is_response() && proxy.out_seq.is_some() => {
                 Box::pin(self.loopback(proxy, msg, stream, Depth::InFault)).await
@@ -830,11 +867,7 @@ impl Engine {
         } else {
             "request"
         };
-        let rest = self.buffer(stream.take(), what).await?;
-        let mut all = Gathered::default();
-        all.push(before);
-        all.push(rest);
-        msg.body = Body::Bytes(all.finish());
+        msg.body = Body::Bytes(self.buffer_after(before, stream.take(), what).await?);
         Ok(())
     }
 
@@ -888,11 +921,11 @@ impl Engine {
         let Some(mut s) = stream else {
             return Ok((Bytes::new(), None));
         };
+        // Not sized by the announced length, nor refused by it: most of it is relayed, not read.
         let mut start = Gathered::default();
         while let Some(frame) = s.frame().await {
-            let frame = frame.map_err(|e| {
-                Error::new(ErrorKind::BadRequest, "reading the request body failed").with_source(e)
-            })?;
+            let frame = frame
+                .map_err(|e| request_body_error(e, "reading the request body failed".into()))?;
             let Ok(data) = frame.into_data() else {
                 continue; // trailers: not relayed, as for a buffered body
             };
@@ -901,6 +934,7 @@ impl Engine {
             // came before this frame, not on the total.
             let probe = start.bytes().len() <= HEAD_PROBE_LIMIT;
             start.push(data);
+            start.count(&self.opts.body_budget)?;
             let head = start.bytes();
             if head.len() > self.opts.max_buffered_body {
                 return Err(too_large("request", self.opts.max_buffered_body));
@@ -916,10 +950,34 @@ impl Engine {
     }
 
     async fn buffer(&self, stream: Option<Inbound>, what: &str) -> Result<Bytes, Error> {
+        self.buffer_after(Bytes::new(), stream, what).await
+    }
+
+    /// Where a body read into memory gathers: refused at once when it announces a length over the
+    /// limit, else sized for the length it announces.
+    fn gathering(&self, s: &Inbound, what: &str) -> Result<Gathered, Error> {
+        let limit = self.opts.max_buffered_body;
+        let expect = http_body::Body::size_hint(s).exact().unwrap_or(0);
+        if expect > limit as u64 {
+            return Err(too_large(what, limit));
+        }
+        Ok(Gathered::expecting(expect as usize))
+    }
+
+    /// `start` (already read) and then the rest of `stream`, read into memory within the limits:
+    /// the body limit (413) and the process-wide budget of bodies in memory (503).
+    async fn buffer_after(
+        &self,
+        start: Bytes,
+        stream: Option<Inbound>,
+        what: &str,
+    ) -> Result<Bytes, Error> {
         let Some(s) = stream else {
-            return Ok(Bytes::new());
+            return Ok(start);
         };
         let limit = self.opts.max_buffered_body;
+        let mut body_bytes = self.gathering(&s, what)?;
+        body_bytes.push(start);
         let mut body = http_body_util::Limited::new(s, limit);
         let failed = |e: Box<dyn std::error::Error + Send + Sync>| {
             if e.downcast_ref::<http_body_util::LengthLimitError>()
@@ -927,18 +985,14 @@ impl Engine {
             {
                 too_large(what, limit)
             } else {
-                Error::new(
-                    ErrorKind::BadRequest,
-                    format!("reading the {what} body failed"),
-                )
-                .with_source(e)
+                request_body_error(e, format!("reading the {what} body failed"))
             }
         };
-        let mut body_bytes = Gathered::default();
         while let Some(frame) = body.frame().await {
             // Trailers are not part of the message.
             if let Ok(data) = frame.map_err(failed)?.into_data() {
                 body_bytes.push(data);
+                body_bytes.count(&self.opts.body_budget)?;
             }
         }
         Ok(body_bytes.finish())
@@ -1378,6 +1432,47 @@ fn client_response(
     r
 }
 
+/// The longest method Sluice takes (the longest registered HTTP method is 17 bytes).
+pub const MAX_METHOD_LEN: usize = 32;
+
+/// A request head to refuse: 400 as RFC 9112 says for HTTP/1.1 without exactly one Host, or a method
+/// longer than [`MAX_METHOD_LEN`] (hyper has already refused one that is not a token); 431 for a
+/// head over `max_head` bytes that hyper's buffer let through (it took it in one read).
+fn refuse_head(parts: &http::request::Parts, max_head: usize) -> Option<Response<RelayBody>> {
+    let mut hosts = parts.headers.get_all(header::HOST).iter();
+    let why = match (hosts.next(), hosts.next()) {
+        (_, Some(_)) => "more than one Host header",
+        (None, _) if parts.version == http::Version::HTTP_11 => "an HTTP/1.1 request without Host",
+        _ if parts.method.as_str().len() > MAX_METHOD_LEN => "a method longer than 32 bytes",
+        _ => {
+            // Each line's name, value and the 4 bytes of ": " and CRLF.
+            let head = parts.uri.path_and_query().map_or(0, |p| p.as_str().len())
+                + parts
+                    .headers
+                    .iter()
+                    .map(|(k, v)| k.as_str().len() + v.len() + 4)
+                    .sum::<usize>();
+            if head <= max_head {
+                return None;
+            }
+            let e = Error::new(
+                ErrorKind::BadRequest,
+                format!("the request head is larger than {max_head} bytes"),
+            );
+            let status = StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE;
+            let mut r = error_response(fault_version(&parts.headers), &e, status);
+            r.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return Some(r);
+        }
+    };
+    let e = Error::new(ErrorKind::BadRequest, why);
+    let mut r = error_response(fault_version(&parts.headers), &e, StatusCode::BAD_REQUEST);
+    r.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    Some(r)
+}
+
 fn fault_version(headers: &HeaderMap) -> FaultVersion {
     sluice_mediation::message::soap_version(headers)
 }
@@ -1399,6 +1494,10 @@ pub fn error_response(soap: FaultVersion, e: &Error, status: StatusCode) -> Resp
         header::CONTENT_TYPE,
         HeaderValue::from_static(fault::content_type(soap)),
     );
+    if e.kind == ErrorKind::Overloaded {
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
     r
 }
 
@@ -1480,37 +1579,6 @@ async fn discard(stream: Option<Inbound>) {
     let _ = tokio::time::timeout(Duration::from_secs(5), drain).await;
 }
 
-/// Body frames read so far: kept as the one frame they are while there is one (a small message, the
-/// usual case: no copy), joined once a second frame comes.
-#[derive(Default)]
-struct Gathered {
-    first: Bytes,
-    joined: Option<bytes::BytesMut>,
-}
-
-impl Gathered {
-    fn push(&mut self, data: Bytes) {
-        match &mut self.joined {
-            Some(j) => j.extend_from_slice(&data),
-            None if self.first.is_empty() => self.first = data,
-            None => {
-                let mut j = bytes::BytesMut::with_capacity(self.first.len() + data.len());
-                j.extend_from_slice(&self.first);
-                j.extend_from_slice(&data);
-                self.joined = Some(j);
-            }
-        }
-    }
-
-    fn bytes(&self) -> &[u8] {
-        self.joined.as_deref().unwrap_or(&self.first)
-    }
-
-    fn finish(self) -> Bytes {
-        self.joined.map_or(self.first, bytes::BytesMut::freeze)
-    }
-}
-
 /// Sets a response's `Content-Length` to `len`, leaving one header that already says so as it is (a
 /// body relayed unchanged keeps the back-end's: no formatting, no new value). Requests need none:
 /// the back-end client writes their framing itself.
@@ -1530,23 +1598,6 @@ fn set_length(headers: &mut HeaderMap, len: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn gathered_frames_keep_one_frame_and_join_more_in_order() {
-        let one = Bytes::from_static(b"<a>whole</a>");
-        let mut g = Gathered::default();
-        g.push(one.clone());
-        assert_eq!(g.bytes(), &one[..]);
-        let kept = g.finish();
-        assert_eq!(kept.as_ptr(), one.as_ptr(), "one frame is kept, not copied");
-        let mut g = Gathered::default();
-        for piece in ["", "<a>", "", "wh", "ole</a>"] {
-            g.push(Bytes::from_static(piece.as_bytes()));
-        }
-        assert_eq!(g.bytes(), b"<a>whole</a>");
-        assert_eq!(g.finish(), one);
-        assert!(Gathered::default().finish().is_empty());
-    }
 
     #[test]
     fn set_length_keeps_one_matching_header_and_replaces_the_rest() {

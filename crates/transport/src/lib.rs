@@ -1,10 +1,12 @@
 //! HTTP transport: the listener, the pooled back-end client, and the request life that drives mediation.
 
 pub mod body;
+pub mod buffered;
 pub mod client;
 pub mod engine;
 pub mod h1;
 pub mod headers;
+pub mod offload;
 pub mod server;
 pub mod tls;
 

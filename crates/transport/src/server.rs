@@ -34,6 +34,8 @@ pub struct ServerOptions {
     pub grace: Duration,
     /// A client must send its request head within this time.
     pub header_read_timeout: Duration,
+    /// The largest request head (request line and headers): a larger one is answered 431.
+    pub max_head: usize,
 }
 
 impl Default for ServerOptions {
@@ -41,6 +43,7 @@ impl Default for ServerOptions {
         ServerOptions {
             grace: Duration::from_secs(30),
             header_read_timeout: Duration::from_secs(30),
+            max_head: 64 * 1024,
         }
     }
 }
@@ -83,6 +86,9 @@ pub async fn serve(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(opts.header_read_timeout)
+        // hyper answers 431 to a head that does not fit its buffer; the buffer also bounds what a
+        // connection holds of a body at once (hyper's own minimum is 8 KiB).
+        .max_buf_size(opts.max_head.max(8192))
         .keep_alive(true)
         .writev(false);
     tokio::pin!(shutdown);

@@ -1,0 +1,177 @@
+//! The `--config` file: Sluice's limits and timeouts, in TOML, under the section names WSO2 MI's
+//! `deployment.toml` uses (`[transport.http]`, `[mediation]`). Every key is optional; an unknown key
+//! is an error with its line, so a typo never passes silently.
+
+use serde::Deserialize;
+use sluice_transport::body::BodyPace;
+use sluice_transport::buffered::BodyBudget;
+use sluice_transport::offload::{Offload, OffloadOptions};
+use sluice_transport::{EngineOptions, ServerOptions};
+use std::path::Path;
+use std::time::Duration;
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    #[serde(default)]
+    transport: Transport,
+    #[serde(default)]
+    mediation: Mediation,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(deny_unknown_fields)]
+struct Transport {
+    #[serde(default)]
+    http: Http,
+}
+
+/// `[transport.http]`.
+#[derive(Deserialize, Default, Debug)]
+#[serde(deny_unknown_fields)]
+struct Http {
+    /// The largest request head in bytes (431 past it).
+    max_header_size: Option<usize>,
+    /// Seconds a client has to send its request head.
+    header_read_timeout: Option<u64>,
+    /// Bytes per second a request body must average once its grace period is over (408 if not).
+    request_body_min_rate: Option<u64>,
+    /// Seconds before the minimum rate applies.
+    request_body_grace: Option<u64>,
+    /// Seconds a whole request body may take.
+    request_body_timeout: Option<u64>,
+    /// The largest body read into memory for a mediator, in bytes (413 past it).
+    max_body_size: Option<usize>,
+    /// What all bodies read into memory may hold at once, in bytes (503 past it).
+    max_buffered_bytes: Option<usize>,
+}
+
+/// `[mediation]`.
+#[derive(Deserialize, Default, Debug)]
+#[serde(deny_unknown_fields)]
+struct Mediation {
+    /// Messages whose body in memory has at least this many bytes are mediated off the event loop.
+    offload_above: Option<usize>,
+    /// How many of those run at once.
+    offload_threads: Option<usize>,
+    /// Milliseconds such a mediation may take.
+    deadline: Option<u64>,
+}
+
+impl Settings {
+    pub fn read(path: &Path) -> Result<Settings, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        Settings::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    pub fn parse(text: &str) -> Result<Settings, String> {
+        let s: Settings = toml::from_str(text).map_err(|e| e.to_string())?;
+        let h = &s.transport.http;
+        if h.request_body_timeout == Some(0) || s.mediation.deadline == Some(0) {
+            return Err("a timeout of 0 would refuse every request".into());
+        }
+        if s.mediation.offload_threads == Some(0) {
+            return Err("offload_threads must be at least 1".into());
+        }
+        Ok(s)
+    }
+
+    /// The engine's options: the defaults, with what the file sets.
+    pub fn engine(&self, mut e: EngineOptions) -> EngineOptions {
+        let h = &self.transport.http;
+        let pace = BodyPace::default();
+        e.body_pace = BodyPace {
+            grace: h.request_body_grace.map_or(pace.grace, Duration::from_secs),
+            min_rate: h.request_body_min_rate.unwrap_or(pace.min_rate),
+            deadline: h
+                .request_body_timeout
+                .map_or(pace.deadline, Duration::from_secs),
+        };
+        if let Some(n) = h.max_body_size {
+            e.max_buffered_body = n;
+        }
+        if let Some(n) = h.max_header_size {
+            e.max_head = n;
+        }
+        if let Some(n) = h.max_buffered_bytes {
+            e.body_budget = BodyBudget::new(n);
+        }
+        let m = &self.mediation;
+        let d = OffloadOptions::default();
+        e.offload = Offload::new(OffloadOptions {
+            above: m.offload_above.unwrap_or(d.above),
+            threads: m.offload_threads.unwrap_or(d.threads),
+            deadline: m.deadline.map_or(d.deadline, Duration::from_millis),
+        });
+        e
+    }
+
+    /// The listener's options: the defaults, with what the file sets.
+    pub fn server(&self, mut s: ServerOptions) -> ServerOptions {
+        let h = &self.transport.http;
+        if let Some(n) = h.max_header_size {
+            s.max_head = n;
+        }
+        if let Some(t) = h.header_read_timeout {
+            s.header_read_timeout = Duration::from_secs(t);
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_reaches_its_option() {
+        let s = Settings::parse(
+            "[transport.http]\nmax_header_size = 8192\nheader_read_timeout = 5\n\
+             request_body_min_rate = 10\nrequest_body_grace = 2\nrequest_body_timeout = 60\n\
+             max_body_size = 1000\nmax_buffered_bytes = 5000\n\
+             [mediation]\noffload_above = 100\noffload_threads = 3\ndeadline = 250\n",
+        )
+        .unwrap();
+        let e = s.engine(EngineOptions::default());
+        assert_eq!(
+            e.body_pace,
+            BodyPace {
+                grace: Duration::from_secs(2),
+                min_rate: 10,
+                deadline: Duration::from_secs(60)
+            }
+        );
+        assert_eq!(e.max_buffered_body, 1000);
+        assert_eq!(e.body_budget.cap(), 5000);
+        let o = e.offload.options();
+        assert_eq!(
+            (o.above, o.threads, o.deadline),
+            (100, 3, Duration::from_millis(250))
+        );
+        let v = s.server(ServerOptions::default());
+        assert_eq!(v.max_head, 8192);
+        assert_eq!(v.header_read_timeout, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn an_empty_file_keeps_the_defaults() {
+        let e = Settings::parse("")
+            .unwrap()
+            .engine(EngineOptions::default());
+        let d = EngineOptions::default();
+        assert_eq!(e.body_pace, d.body_pace);
+        assert_eq!(e.max_buffered_body, d.max_buffered_body);
+        assert_eq!(e.body_budget.cap(), d.body_budget.cap());
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_refused_with_their_line() {
+        let e = Settings::parse("[transport.http]\nmax_body_sise = 5\n").unwrap_err();
+        assert!(e.contains("max_body_sise") && e.contains("line 2"), "{e}");
+        let e = Settings::parse("[mediation]\ndeadline = \"soon\"\n").unwrap_err();
+        assert!(e.contains("line 2"), "{e}");
+        assert!(Settings::parse("[mediation]\ndeadline = 0\n").is_err());
+        assert!(Settings::parse("[mediation]\noffload_threads = 0\n").is_err());
+    }
+}

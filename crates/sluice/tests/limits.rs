@@ -1,0 +1,303 @@
+//! Issue 30's regressions: no request can stall a worker or exhaust memory. Strict request heads,
+//! slow bodies cut, bodies in memory bounded, large messages mediated off the event loop with a
+//! deadline, and a body-less GET relayed without a body.
+
+mod common;
+use common::*;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Writes a `--config` file for one test and gives its path.
+fn settings(name: &str, toml: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("sluice-limits-{}-{name}.toml", std::process::id()));
+    std::fs::write(&p, toml).unwrap();
+    p
+}
+
+/// Sluice on the WSO2 CAR, its back-end at `backend`, with the settings file if any.
+fn start(backend: SocketAddr, config: Option<&PathBuf>) -> Sluice {
+    let capp = capp();
+    let ep = format!("RealService=http://{backend}/service/EchoService");
+    let mut args = vec!["run", capp.to_str().unwrap(), "--endpoint", &ep];
+    if let Some(c) = config {
+        args.extend(["--config", c.to_str().unwrap()]);
+    }
+    Sluice::start(&args)
+}
+
+/// Sends `bytes` on a new connection and reads what comes back until the server closes it (or 20 s
+/// pass, which fails the test).
+async fn exchange(addr: SocketAddr, bytes: &[u8]) -> String {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(bytes).await.unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut out))
+        .await
+        .expect("the server answers and closes")
+        .ok();
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn status_of(answer: &str) -> u16 {
+    answer
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {answer:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_heads_are_held_to_rfc_9112() {
+    let be = backend().await;
+    let s = start(be.addr, None);
+    let body = "<a/>";
+    let post = |method: &str, headers: &str| {
+        format!(
+            "{method} /services/DirectProxy HTTP/1.1\r\n{headers}Content-Type: text/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let host = "Host: sluice\r\n";
+    // What was fine stays fine: HTTP/1.1 with one Host, HTTP/1.0 without one.
+    assert_eq!(
+        status_of(&exchange(s.addr, post("POST", host).as_bytes()).await),
+        200
+    );
+    let old = format!(
+        "POST /services/DirectProxy HTTP/1.0\r\nContent-Type: text/xml\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    assert_eq!(status_of(&exchange(s.addr, old.as_bytes()).await), 200);
+
+    let no_host = exchange(s.addr, post("POST", "").as_bytes()).await;
+    assert_eq!(status_of(&no_host), 400, "{no_host}");
+    assert!(no_host.contains("without Host"), "{no_host}");
+    let two = exchange(s.addr, post("POST", &format!("{host}{host}")).as_bytes()).await;
+    assert_eq!(status_of(&two), 400, "{two}");
+    assert!(two.contains("more than one Host"), "{two}");
+    let long = exchange(s.addr, post(&"X".repeat(10_000), host).as_bytes()).await;
+    assert_eq!(status_of(&long), 400, "{long}");
+    let not_token = exchange(s.addr, post("PO(ST", host).as_bytes()).await;
+    assert_eq!(status_of(&not_token), 400, "{not_token}");
+    // One header of 420 KiB, and many that add up past 64 KiB.
+    let big = format!("{host}X-Big: {}\r\n", "a".repeat(420 * 1024));
+    assert_eq!(
+        status_of(&exchange(s.addr, post("POST", &big).as_bytes()).await),
+        431
+    );
+    let many: String = (0..90)
+        .map(|i| format!("X-H{i}: {}\r\n", "b".repeat(1000)))
+        .collect();
+    let many = format!("{host}{many}");
+    assert_eq!(
+        status_of(&exchange(s.addr, post("POST", &many).as_bytes()).await),
+        431
+    );
+    // Nothing refused reached the back-end.
+    assert_eq!(be.seen.lock().unwrap().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_get_without_a_body_is_relayed_without_one() {
+    let be = backend().await;
+    let s = start(be.addr, None);
+    let mut c = Conn::open(s.addr).await;
+    let r = c.get("/services/DirectProxy").await.unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = c
+        .send_with("DELETE", "/services/DirectProxy", &[], bytes::Bytes::new())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let seen = be.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2);
+    for s in &seen {
+        assert!(
+            !s.headers.contains_key("transfer-encoding"),
+            "{} went out with {:?}",
+            s.method,
+            s.headers
+        );
+        assert_eq!(s.body.as_deref(), None, "{} had a body", s.method);
+    }
+}
+
+/// A client that sends its head and then one byte of its body at a time, slowly: answered 408 once
+/// the grace period is over, and the back-end connection its body was relayed on is closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trickled_body_is_cut_and_its_backend_connection_released() {
+    let (closed_tx, mut closed_rx) = tokio::sync::mpsc::unbounded_channel::<usize>();
+    let (be, _h) = raw_backend(move |mut s| {
+        let closed = closed_tx.clone();
+        async move {
+            // Reads what is relayed until Sluice closes the connection.
+            let mut buf = [0u8; 4096];
+            let mut n = 0;
+            loop {
+                match s.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(k) => n += k,
+                }
+            }
+            let _ = closed.send(n);
+        }
+    })
+    .await;
+    let cfg = settings(
+        "trickle",
+        "[transport.http]\nrequest_body_grace = 1\nrequest_body_min_rate = 100\n",
+    );
+    let s = start(be, Some(&cfg));
+    let mut c = TcpStream::connect(s.addr).await.unwrap();
+    c.write_all(b"POST /services/DirectProxy HTTP/1.1\r\nHost: x\r\nContent-Type: text/xml\r\nContent-Length: 1000\r\n\r\n<")
+        .await
+        .unwrap();
+    let began = Instant::now();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    // One byte every 200 ms: 5 bytes a second against the 100 asked for.
+    loop {
+        tokio::select! {
+            r = c.read(&mut buf) => match r {
+                Ok(0) | Err(_) => break,
+                Ok(k) => answer.extend_from_slice(&buf[..k]),
+            },
+            _ = tokio::time::sleep(Duration::from_millis(200)) => {
+                if c.write_all(b"a").await.is_err() {
+                    break;
+                }
+            }
+        }
+        assert!(began.elapsed() < Duration::from_secs(30), "never cut off");
+    }
+    let answer = String::from_utf8_lossy(&answer);
+    assert_eq!(status_of(&answer), 408, "{answer}");
+    assert!(answer.contains("slower than 100 bytes/s"), "{answer}");
+    let relayed = tokio::time::timeout(Duration::from_secs(10), closed_rx.recv())
+        .await
+        .expect("the back-end connection is closed")
+        .unwrap();
+    assert!(relayed > 0, "the head went to the back-end before the cut");
+    let _ = std::fs::remove_file(cfg);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_in_memory_are_bounded_per_message_and_in_all() {
+    let be = backend().await;
+    let cfg = settings(
+        "budget",
+        "[transport.http]\nmax_body_size = 500000\nmax_buffered_bytes = 50000\n",
+    );
+    let s = start(be.addr, Some(&cfg));
+    // A length over the limit is refused before any of the body is read: only the head is sent.
+    let head = "POST /services/CBRProxy HTTP/1.1\r\nHost: x\r\nContent-Type: text/xml\r\nContent-Length: 200000000\r\n\r\n";
+    let refused = exchange(s.addr, head.as_bytes()).await;
+    assert_eq!(status_of(&refused), 413, "{refused}");
+    // Within the message limit but past what all bodies may hold: 503 with Retry-After.
+    let mut c = Conn::open(s.addr).await;
+    let big = payload("100000B_buyStocks.xml");
+    let r = c
+        .post("/services/CBRProxy", SOAP_HEADERS, big)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert_eq!(r.header("retry-after"), "1");
+    // Small bodies are not counted, and a refused one left nothing held.
+    let mut c = Conn::open(s.addr).await;
+    let small = payload("1000B_buyStocks.xml");
+    let r = c
+        .post("/services/CBRProxy", SOAP_HEADERS, small)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let _ = std::fs::remove_file(cfg);
+}
+
+/// A large message is mediated off the event loop, with a deadline: past it the client gets a
+/// fault, and the worker serves others all along.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_mediation_has_a_deadline_and_others_are_served_meanwhile() {
+    let be = backend().await;
+    let cfg = settings(
+        "deadline",
+        "[mediation]\noffload_above = 65536\noffload_threads = 1\ndeadline = 100\n",
+    );
+    let s = Sluice::start(&[
+        "run",
+        capp().to_str().unwrap(),
+        "--endpoint",
+        &format!("RealService=http://{}/service/EchoService", be.addr),
+        "--config",
+        cfg.to_str().unwrap(),
+        "--workers",
+        "1",
+    ]);
+    // About 20 MB for XSLTProxy: libxslt takes far longer than 100 ms over it.
+    let order = "<order><price>1.0</price><volume>10</volume><symbol>IBM</symbol></order>";
+    let mut big = String::from("<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\"><soapenv:Body><buyStocks>");
+    while big.len() < 20_000_000 {
+        big.push_str(order);
+    }
+    big.push_str("</buyStocks></soapenv:Body></soapenv:Envelope>");
+    let addr = s.addr;
+    let heavy = tokio::spawn(async move {
+        let mut c = Conn::open(addr).await;
+        let r = c
+            .post("/services/XSLTProxy", SOAP_HEADERS, big.into())
+            .await
+            .unwrap();
+        (Instant::now(), r)
+    });
+    // The one worker keeps answering while the heavy message is mediated, and after its answer,
+    // while libxslt still runs on the mediation thread (a run is stopped between mediators).
+    let mut c = Conn::open(s.addr).await;
+    let (mut served, mut slowest) = (0, Duration::ZERO);
+    let mut answered: Option<Instant> = None;
+    while answered.is_none_or(|t| t.elapsed() < Duration::from_secs(1)) {
+        let sent = Instant::now();
+        let r = c
+            .post(
+                "/services/DirectProxy",
+                SOAP_HEADERS,
+                payload("1000B_buyStocks.xml"),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.status, 200);
+        slowest = slowest.max(sent.elapsed());
+        served += 1;
+        if answered.is_none() && heavy.is_finished() {
+            answered = Some(Instant::now());
+        }
+        assert!(served < 100_000);
+    }
+    let (_, r) = heavy.await.unwrap();
+    assert_eq!(r.status, 500, "{}", r.text());
+    assert!(r.text().contains("deadline of 100 ms"), "{}", r.text());
+    // A wide bound: mediated on the event loop, libxslt over 20 MB would hold it for seconds.
+    assert!(
+        slowest < Duration::from_millis(500),
+        "a DirectProxy request waited {slowest:?} ({served} served)"
+    );
+    let _ = std::fs::remove_file(cfg);
+}
+
+/// The settings file's errors stop Sluice before it starts, with the line.
+#[test]
+fn a_bad_settings_file_is_refused_with_its_line() {
+    let cfg = settings("bad", "[transport.http]\nmax_body_sise = 5\n");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["--config", cfg.to_str().unwrap(), "--port", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("max_body_sise") && err.contains("line 2"),
+        "{err}"
+    );
+    let _ = std::fs::remove_file(cfg);
+}
