@@ -27,6 +27,12 @@ pub enum XmlErrorKind {
     TooDeep,
     /// The document declares entities (DTD `<!ENTITY ...>`), which is refused.
     EntityDeclaration,
+    /// An element carries more attributes (namespace declarations included) than
+    /// [`crate::Limits::max_attributes`].
+    TooManyAttributes,
+    /// More namespace declarations would be in scope at once than
+    /// [`crate::Limits::max_namespaces`].
+    TooManyNamespaces,
     /// The input is not well-formed XML (or otherwise failed to parse).
     Malformed,
     /// An XSLT stylesheet failed to compile.
@@ -138,6 +144,8 @@ impl fmt::Display for XmlError {
             XmlErrorKind::InputTooLarge => "input too large",
             XmlErrorKind::TooDeep => "document too deep",
             XmlErrorKind::EntityDeclaration => "entity declarations are not allowed",
+            XmlErrorKind::TooManyAttributes => "too many attributes",
+            XmlErrorKind::TooManyNamespaces => "too many namespace declarations",
             XmlErrorKind::Malformed => "malformed XML",
             XmlErrorKind::XsltCompile => "XSLT compilation failed",
             XmlErrorKind::XsltTransform => "XSLT transformation failed",

@@ -2,7 +2,8 @@
 //!
 //! * [`parse_untrusted`]: secure parsing (no network, no external entities,
 //!   no DTD loading, no XInclude, entity declarations refused, size and depth
-//!   limits).
+//!   limits, and a linear pre-scan refusing elements with too many attributes
+//!   and too many namespace declarations in scope).
 //! * [`Stylesheet`]: XSLT 1.0 through libxslt, with file and network access
 //!   forbidden; compiled stylesheets are `Send + Sync`.
 //! * [`XPath`]: XPath 1.0 compiled once, evaluated in a context each thread keeps;
@@ -52,6 +53,7 @@ mod document;
 mod edit;
 mod error;
 mod ffi;
+mod guard;
 pub mod names;
 mod parse;
 mod schema;
@@ -64,7 +66,7 @@ pub use document::{
 };
 pub use edit::{Fragment, Placement};
 pub use error::{XmlError, XmlErrorKind};
-pub use parse::{parse_untrusted, Limits};
+pub use parse::{parse_untrusted, Limits, DEFAULT_MAX_ATTRIBUTES, DEFAULT_MAX_NAMESPACES};
 pub use schema::{Invalid, Schema};
 pub use xpath::{VariableResolver, XPath, XPathValue};
 pub use xslt::Stylesheet;
