@@ -91,9 +91,6 @@ impl Settings {
         if let Some(n) = h.max_body_size {
             e.max_buffered_body = n;
         }
-        if let Some(n) = h.max_header_size {
-            e.max_head = n;
-        }
         if let Some(n) = h.max_buffered_bytes {
             e.body_budget = BodyBudget::new(n);
         }

@@ -174,7 +174,15 @@ impl BackendClient {
         let mut pools = self.inner.pool.lock().unwrap_or_else(|p| p.into_inner());
         for pool in pools.iter_mut() {
             pool.retain(|_, conns| {
-                conns.retain_mut(|c| now - c.idle_since <= max_idle && c.is_usable());
+                conns.retain_mut(|c| {
+                    // Idle through a whole sweep: its read buffer goes back to the allocator (a
+                    // connection in steady use keeps it, and reads with no allocation).
+                    if now > c.idle_since {
+                        c.rbuf = BytesMut::new();
+                        c.read_size = READ_MIN;
+                    }
+                    now - c.idle_since <= max_idle && c.is_usable()
+                });
                 !conns.is_empty()
             });
         }

@@ -57,8 +57,6 @@ pub struct EngineOptions {
     pub body_pace: BodyPace,
     /// Where large messages are mediated (one pool shared by every worker's engine).
     pub offload: Offload,
-    /// The largest request head (request target and headers) in bytes: 431 past it.
-    pub max_head: usize,
     /// What bodies read into memory may hold at once, process-wide (shared by every engine).
     pub body_budget: Arc<BodyBudget>,
 }
@@ -77,7 +75,6 @@ impl Default for EngineOptions {
             backend_tls: crate::tls::default_client_config(),
             body_pace: BodyPace::default(),
             offload: Offload::new(Default::default()),
-            max_head: 64 * 1024,
             body_budget: BodyBudget::new(1024 * 1024 * 1024),
         }
     }
@@ -158,7 +155,7 @@ impl Engine {
         transport: Transport,
     ) -> Response<RelayBody> {
         let (parts, body) = req.into_parts();
-        if let Some(refused) = refuse_head(&parts, self.opts.max_head) {
+        if let Some(refused) = refuse_head(&parts) {
             return refused;
         }
         let path = parts.uri.path();
@@ -1435,36 +1432,16 @@ fn client_response(
 /// The longest method Sluice takes (the longest registered HTTP method is 17 bytes).
 pub const MAX_METHOD_LEN: usize = 32;
 
-/// A request head to refuse: 400 as RFC 9112 says for HTTP/1.1 without exactly one Host, or a method
-/// longer than [`MAX_METHOD_LEN`] (hyper has already refused one that is not a token); 431 for a
-/// head over `max_head` bytes that hyper's buffer let through (it took it in one read).
-fn refuse_head(parts: &http::request::Parts, max_head: usize) -> Option<Response<RelayBody>> {
+/// A request head RFC 9112 says to refuse with 400: HTTP/1.1 without exactly one Host, or a method
+/// longer than [`MAX_METHOD_LEN`] (hyper has already refused one that is not a token, and a head
+/// over the limit with 431).
+fn refuse_head(parts: &http::request::Parts) -> Option<Response<RelayBody>> {
     let mut hosts = parts.headers.get_all(header::HOST).iter();
     let why = match (hosts.next(), hosts.next()) {
         (_, Some(_)) => "more than one Host header",
         (None, _) if parts.version == http::Version::HTTP_11 => "an HTTP/1.1 request without Host",
         _ if parts.method.as_str().len() > MAX_METHOD_LEN => "a method longer than 32 bytes",
-        _ => {
-            // Each line's name, value and the 4 bytes of ": " and CRLF.
-            let head = parts.uri.path_and_query().map_or(0, |p| p.as_str().len())
-                + parts
-                    .headers
-                    .iter()
-                    .map(|(k, v)| k.as_str().len() + v.len() + 4)
-                    .sum::<usize>();
-            if head <= max_head {
-                return None;
-            }
-            let e = Error::new(
-                ErrorKind::BadRequest,
-                format!("the request head is larger than {max_head} bytes"),
-            );
-            let status = StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE;
-            let mut r = error_response(fault_version(&parts.headers), &e, status);
-            r.headers_mut()
-                .insert(header::CONNECTION, HeaderValue::from_static("close"));
-            return Some(r);
-        }
+        _ => return None,
     };
     let e = Error::new(ErrorKind::BadRequest, why);
     let mut r = error_response(fault_version(&parts.headers), &e, StatusCode::BAD_REQUEST);

@@ -86,9 +86,8 @@ pub async fn serve(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(opts.header_read_timeout)
-        // hyper answers 431 to a head that does not fit its buffer; the buffer also bounds what a
-        // connection holds of a body at once (hyper's own minimum is 8 KiB).
-        .max_buf_size(opts.max_head.max(8192))
+        // hyper answers 431 to a longer head (and closes the connection).
+        .max_header_size(opts.max_head)
         .keep_alive(true)
         .writev(false);
     tokio::pin!(shutdown);
