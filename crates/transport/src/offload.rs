@@ -85,6 +85,9 @@ impl Offload {
             let _permit = permit;
             let r = work.run(&mut taken);
             taken.stop = None;
+            // A large run's trees are gone: their memory goes back now, not when the thread next
+            // allocates (it may idle until it exits).
+            sluice_xml::release_free_memory();
             (taken, r)
         });
         match tokio::time::timeout_at(deadline, job).await {

@@ -136,6 +136,8 @@ pub async fn serve(
         let accepted = tokio::select! {
             _ = sweep.tick() => {
                 engine.sweep_backends();
+                // Memory freed since the last tick goes back to the system, busy or idle.
+                sluice_xml::release_free_memory();
                 continue;
             }
             r = seat.accept(&listener) => r.map(|(s, c)| (s, c, None)),

@@ -113,6 +113,16 @@ mod mem {
     }
 }
 
+/// Lets mimalloc (the allocator of the sluice binary and, through `init`, of libxml2) return the
+/// calling thread's free memory to the system. It does so on its own only while the thread
+/// allocates: a worker that went idle after a peak would keep the peak's pages resident. Cheap
+/// enough to call once a second from each event loop.
+pub fn release_free_memory() {
+    // SAFETY: takes no arguments and touches only the calling thread's heap and mimalloc's own
+    // thread-safe arena state.
+    unsafe { libmimalloc_sys::mi_collect(false) }
+}
+
 pub(crate) fn init() {
     static INIT: Once = Once::new();
     INIT.call_once(|| {
