@@ -97,6 +97,37 @@ impl Default for BodyPace {
     }
 }
 
+impl BodyPace {
+    /// Why a body of which `read` bytes came in `took` is too slow, if it is.
+    fn too_slow(&self, read: u64, took: Duration) -> Option<String> {
+        if took >= self.deadline {
+            return Some(format!(
+                "the request body did not arrive within {} s",
+                self.deadline.as_secs()
+            ));
+        }
+        let owed = (u128::from(self.min_rate) * took.as_millis()) / 1000;
+        (took >= self.grace && u128::from(read) < owed).then(|| {
+            format!(
+                "the request body came slower than {} bytes/s ({read} bytes in {} ms)",
+                self.min_rate,
+                took.as_millis()
+            )
+        })
+    }
+
+    /// How long after the first wait a body of which `read` bytes came is too slow, if nothing
+    /// more comes. Rounded up, so that a timer set to it always finds the body too slow when it
+    /// fires (never a wake-up with nothing to do).
+    fn next_check(&self, read: u64) -> Duration {
+        let paid = match self.min_rate {
+            0 => self.deadline,
+            r => Duration::from_millis(read.saturating_add(1).saturating_mul(1000).div_ceil(r)),
+        };
+        paid.max(self.grace).min(self.deadline)
+    }
+}
+
 /// A client's request body sent slower than its [`BodyPace`] allows: answered 408.
 #[derive(Debug)]
 pub struct TooSlow(pub String);
@@ -142,47 +173,23 @@ impl ClientBody {
         }
     }
 
-    /// Why the body is too slow at `now`, if it is.
-    fn too_slow(&self, since: tokio::time::Instant, now: tokio::time::Instant) -> Option<String> {
-        let took = now.saturating_duration_since(since);
-        if took >= self.pace.deadline {
-            return Some(format!(
-                "the request body did not arrive within {} s",
-                self.pace.deadline.as_secs()
-            ));
-        }
-        let owed = (self.pace.min_rate as u128 * took.as_millis()) / 1000;
-        (took >= self.pace.grace && (self.read as u128) < owed).then(|| {
-            format!(
-                "the request body came slower than {} bytes/s ({} bytes in {} ms)",
-                self.pace.min_rate,
-                self.read,
-                took.as_millis()
-            )
-        })
-    }
-
-    /// When the body becomes too slow if nothing more comes.
-    fn next_check(&self, since: tokio::time::Instant) -> tokio::time::Instant {
-        let paid = match self.pace.min_rate {
-            0 => self.pace.deadline,
-            r => Duration::from_millis(self.read.saturating_mul(1000) / r + 1),
-        };
-        since + paid.max(self.pace.grace).min(self.pace.deadline)
-    }
-
     fn poll_pending(
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        loop {
+        // Twice at most: a timer that fired is checked once more, and then the body is too slow
+        // (see `next_check`).
+        for _ in 0..2 {
             let now = tokio::time::Instant::now();
             let since = *self.since.get_or_insert(now);
-            if let Some(why) = self.too_slow(since, now) {
+            if let Some(why) = self
+                .pace
+                .too_slow(self.read, now.saturating_duration_since(since))
+            {
                 self.timer = None;
                 return Poll::Ready(Some(Err(Box::new(TooSlow(why)))));
             }
-            let at = self.next_check(since);
+            let at = since + self.pace.next_check(self.read);
             let timer = self
                 .timer
                 .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
@@ -193,6 +200,9 @@ impl ClientBody {
                 return Poll::Pending;
             }
         }
+        Poll::Ready(Some(Err(Box::new(TooSlow(
+            "the request body came too slowly".into(),
+        )))))
     }
 }
 
@@ -411,3 +421,60 @@ impl Body for RelayBody {
 }
 
 use std::future::Future;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_is_too_slow_exactly_when_its_next_check_comes() {
+        for pace in [
+            BodyPace::default(),
+            BodyPace {
+                grace: Duration::from_secs(1),
+                min_rate: 100,
+                deadline: Duration::from_secs(60),
+            },
+            BodyPace {
+                grace: Duration::ZERO,
+                min_rate: 3,
+                deadline: Duration::from_secs(5),
+            },
+            BodyPace {
+                grace: Duration::from_secs(2),
+                min_rate: 0,
+                deadline: Duration::from_secs(7),
+            },
+        ] {
+            for read in [0, 1, 2, 7, 999, 1000, 1001, 12_345, 1 << 20, 1 << 30] {
+                let at = pace.next_check(read);
+                assert!(
+                    pace.too_slow(read, at).is_some(),
+                    "{pace:?}: {read} bytes at {at:?}"
+                );
+                if let Some(before) = at.checked_sub(Duration::from_millis(1)) {
+                    assert!(
+                        pace.too_slow(read, before).is_none(),
+                        "{pace:?}: {read} bytes at {before:?}, before {at:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_slow_mobile_client_passes_and_a_trickle_does_not() {
+        let pace = BodyPace::default();
+        // 20 KiB/s for a 1 MiB upload: 51 s, within the rate all along.
+        for s in 1..=51u64 {
+            assert!(pace
+                .too_slow(s * 20 * 1024, Duration::from_secs(s))
+                .is_none());
+        }
+        // A byte every 5 s is cut at the end of the grace period.
+        assert!(pace.too_slow(2, Duration::from_secs(10)).is_some());
+        assert!(pace.too_slow(1, Duration::from_secs(9)).is_none());
+        // Fast enough, but not done within the deadline.
+        assert!(pace.too_slow(u64::MAX, Duration::from_secs(300)).is_some());
+    }
+}
