@@ -8,6 +8,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use sluice_balance::{Counted, Seat};
 use std::convert::Infallible;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpStream};
@@ -45,6 +46,25 @@ impl Default for ServerOptions {
             header_read_timeout: Duration::from_secs(30),
             max_head: 64 * 1024,
         }
+    }
+}
+
+/// Serves a connection to its end, or until shutdown starts if by then it has not begun a request
+/// (`None`): a client that connected and sent no complete head holds nothing in flight.
+async fn until_closing_unless_begun<F: Future>(
+    conn: F,
+    mut closing: tokio::sync::watch::Receiver<bool>,
+    began: Arc<AtomicBool>,
+) -> Option<F::Output> {
+    let idle_at_close = async {
+        let _ = closing.wait_for(|c| *c).await;
+        if began.load(Ordering::Relaxed) {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        r = conn => Some(r),
+        _ = idle_at_close => None,
     }
 }
 
@@ -94,17 +114,26 @@ pub async fn serve(
     let mut last_warning: Option<Instant> = None;
     let mut sweep = tokio::time::interval(crate::engine::BACKEND_SWEEP_INTERVAL);
     sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Set when shutdown starts: connections that never began a request close then (hyper's graceful
+    // shutdown would wait for their first head until the header read timeout).
+    let (closing_tx, closing) = tokio::sync::watch::channel(false);
     // A connection served here: its task holds the balance's count until it ends.
     let start = |stream: TcpStream, count: Counted| {
         let engine = engine.clone();
+        let began = Arc::new(AtomicBool::new(false));
+        let began_here = began.clone();
         let svc = service_fn(move |req| {
             let engine = engine.clone();
+            began_here.store(true, Ordering::Relaxed);
             async move { Ok::<_, Infallible>(engine.handle(req, Transport::Http).await) }
         });
         let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc));
+        let closing = closing.clone();
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!("connection ended: {e}");
+            match until_closing_unless_begun(conn, closing, began).await {
+                Some(Err(e)) => tracing::debug!("connection ended: {e}"),
+                Some(Ok(())) => {}
+                None => tracing::debug!("connection closed at shutdown before any request"),
             }
             drop(count);
         });
@@ -112,17 +141,21 @@ pub async fn serve(
     // An https connection: the handshake in its own task, then served as the others.
     let start_tls = |stream: TcpStream, count: Counted, acceptor: TlsAcceptor| {
         let engine = engine.clone();
+        let began = Arc::new(AtomicBool::new(false));
+        let began_here = began.clone();
         let svc = service_fn(move |req| {
             let engine = engine.clone();
+            began_here.store(true, Ordering::Relaxed);
             async move { Ok::<_, Infallible>(engine.handle(req, Transport::Https).await) }
         });
         let (watcher, builder) = (graceful.watcher(), builder.clone());
         let handshake_timeout = opts.header_read_timeout;
+        let closing = closing.clone();
         tokio::spawn(async move {
             match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
                 Ok(Ok(tls)) => {
                     let conn = watcher.watch(builder.serve_connection(TokioIo::new(tls), svc));
-                    if let Err(e) = conn.await {
+                    if let Some(Err(e)) = until_closing_unless_begun(conn, closing, began).await {
                         tracing::debug!("https connection ended: {e}");
                     }
                 }
@@ -176,6 +209,7 @@ pub async fn serve(
             start_tls(stream, count, t.acceptor.clone());
         }
     }
+    let _ = closing_tx.send(true);
     tracing::info!(
         "shutting down: no new connections; waiting up to {:?} for in-flight requests",
         opts.grace
