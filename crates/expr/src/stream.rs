@@ -11,7 +11,11 @@
 //!
 //! Evaluation gives exactly what [`crate::Expr::eval_string`] / [`crate::Expr::eval_bool`] give through
 //! libxml2, or `None` ("use libxml2") whenever that is not certain: a DOCTYPE, a processing instruction, an
-//! encoding other than UTF-8, anything malformed or deeper than libxml2's limit before the answer is known.
+//! encoding other than UTF-8, anything malformed or deeper than libxml2's limit before the answer is known,
+//! and an element with more attributes, or more namespace declarations in scope, than Sluice's parse
+//! accepts (1,000 each: `sluice_xml::Limits`). Reading stays linear in the attributes and declarations
+//! up to there: repeats are found by sorting past a few attributes, prefixes through a
+//! [`PrefixIndex`] past a few bindings.
 //! Reading stops as soon as the answer is decided, so malformed content *after* that point is not seen
 //! (the libxml2 path would fault on it). Likewise, under a `//` path, the later siblings named as its
 //! first step (every `order` after the first under `//order[1]/symbol`) are found by searching for
@@ -29,7 +33,7 @@
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::name::ResolveResult;
 use quick_xml::NsReader;
-use sluice_xml::names::{is_ncname, name_classes, NAME_START};
+use sluice_xml::names::{is_ncname, name_classes, PrefixIndex, NAME_START};
 use std::borrow::Cow;
 
 /// libxml2's nesting limit as Sluice parses (`sluice_xml::Limits::default().max_depth`).
@@ -40,6 +44,18 @@ const INERT_STACK: usize = 16;
 const MAX_BYTES: usize = 64 * 1024 * 1024;
 const MAX_STEPS: usize = 32;
 const MAX_PREDS: usize = 8;
+/// An element with more attributes (namespace declarations included) is left to libxml2
+/// (`Halt::Refuse`), where Sluice's parse refuses it (`sluice_xml::Limits::max_attributes`).
+const MAX_ATTRS: usize = sluice_xml::DEFAULT_MAX_ATTRIBUTES;
+/// More namespace declarations in scope at once are left to libxml2, as [`MAX_ATTRS`] more
+/// attributes (`sluice_xml::Limits::max_namespaces`).
+const MAX_BINDINGS: usize = sluice_xml::DEFAULT_MAX_NAMESPACES;
+/// Up to this many attributes on an element are checked for repeats pair by pair (the usual none to
+/// three, where that is cheapest); more, by sorting.
+const FEW_ATTRS: usize = 16;
+/// Up to this many namespace bindings in scope are searched from the innermost; more, through a
+/// [`PrefixIndex`].
+const FEW_BINDINGS: usize = 16;
 
 const SOAP11_ENV: &str = "http://schemas.xmlsoap.org/soap/envelope/";
 const SOAP12_ENV: &str = "http://www.w3.org/2003/05/soap-envelope";
@@ -937,7 +953,7 @@ impl StreamPath {
         run: &Run<'_>,
         known: &mut KnownNames<'_>,
         scratch: &mut InertScratch<'_>,
-        bindings: &[(&str, &str, usize)],
+        (bindings, index): (&[(&str, &str, usize)], &PrefixIndex<'_>),
     ) -> usize {
         let InertScratch {
             stack,
@@ -1001,7 +1017,7 @@ impl StreamPath {
                     // them is left to the general reader, and so is `<xml:b>`.
                     let named = colon == 0
                         || std::str::from_utf8(&xml[from..from + colon])
-                            .is_ok_and(|p| bound(bindings, p).is_some());
+                            .is_ok_and(|p| bound(bindings, index, p).is_some());
                     let inert = named
                         && mask != u64::MAX
                         && top < below
@@ -1483,6 +1499,8 @@ impl StreamPath {
             raw_attrs,
             attrs,
         } = &mut tags;
+        // Where the innermost binding of each prefix is, once there are many (see `bind`).
+        let mut index = PrefixIndex::default();
         let mut known = KnownNames {
             slots: known,
             valid: 0,
@@ -1541,6 +1559,9 @@ impl StreamPath {
                 };
                 for &[ps, pl, us, ul, depth] in &m.bindings {
                     bindings.push((piece(ps, pl)?, piece(us, ul)?, depth));
+                }
+                if bindings.len() > FEW_BINDINGS {
+                    index_all(bindings, &mut index);
                 }
                 for &(k, entry) in &m.known {
                     known.set(k, entry);
@@ -1642,9 +1663,7 @@ impl StreamPath {
                     };
                     run.end().ok_or(Refuse)?;
                     names.pop();
-                    while bindings.last().is_some_and(|b| b.2 > run.depth) {
-                        bindings.pop();
-                    }
+                    unbind_deeper(bindings, &mut index, run.depth);
                     run.advance();
                     i = gt + 1;
                 }
@@ -1677,7 +1696,14 @@ impl StreamPath {
                     // After an inert element, the next is likely inert too: read them in bulk.
                     // Not again where it last stopped: a child it gave up on is the general reading's.
                     if inert_before && lt != span_stop && run.quiet() {
-                        let j = self.inert_span(xml, lt, &run, &mut known, &mut scratch, bindings);
+                        let j = self.inert_span(
+                            xml,
+                            lt,
+                            &run,
+                            &mut known,
+                            &mut scratch,
+                            (bindings, &index),
+                        );
                         if j > lt {
                             i = j;
                             span_stop = j;
@@ -1695,7 +1721,7 @@ impl StreamPath {
                                 let prefix = text(from, from + colon)?;
                                 if prefix == "xml"
                                     || prefix == "xmlns"
-                                    || bound(bindings, prefix).is_none()
+                                    || bound(bindings, &index, prefix).is_none()
                                 {
                                     return Err(Bail);
                                 }
@@ -1726,7 +1752,7 @@ impl StreamPath {
                                             &run,
                                             &mut known,
                                             &mut scratch,
-                                            bindings,
+                                            (bindings, &index),
                                         );
                                     }
                                 }
@@ -1795,11 +1821,15 @@ impl StreamPath {
                         }
                         break (gt, empty, name_end, raw);
                     };
+                    if raw_attrs.len() > MAX_ATTRS {
+                        return Err(Refuse);
+                    }
                     let depth = run.depth + 1;
                     attrs.clear();
+                    let few = raw_attrs.len() <= FEW_ATTRS;
                     for (k, &(key, value, class)) in raw_attrs.iter().enumerate() {
                         if (class & V_QNAME == 0 && !is_qname(key))
-                            || raw_attrs[..k].iter().any(|(other, _, _)| *other == key)
+                            || (few && raw_attrs[..k].iter().any(|(other, _, _)| *other == key))
                         {
                             return Err(Bail);
                         }
@@ -1817,26 +1847,39 @@ impl StreamPath {
                             {
                                 return Err(Bail);
                             }
-                            bindings.push((prefix, value, depth));
+                            bind(bindings, &mut index, (prefix, value, depth));
+                            if bindings.len() > MAX_BINDINGS {
+                                return Err(Refuse);
+                            }
                         }
+                    }
+                    if !few && repeated(raw_attrs.len(), |k| raw_attrs[k].0) {
+                        return Err(Bail);
                     }
                     for &(key, value, class) in raw_attrs.iter() {
                         let (ns, local) = match split_colon(key) {
                             _ if key == "xmlns" => continue,
                             Some(("xmlns", _)) => continue,
                             Some(("xml", local)) => (Some(XML_NS), local),
-                            Some((prefix, local)) => (bound(bindings, prefix).ok_or(Bail)?, local),
+                            Some((prefix, local)) => {
+                                (bound(bindings, &index, prefix).ok_or(Bail)?, local)
+                            }
                             None => (None, key),
                         };
-                        if attrs.iter().any(|(an, al, _)| *an == ns && *al == local) {
+                        if few && attrs.iter().any(|(an, al, _)| *an == ns && *al == local) {
                             return Err(Bail);
                         }
                         attrs.push((ns, local, attr_value_classed(value, class).ok_or(Bail)?));
                     }
+                    if !few && repeated(attrs.len(), |k| (attrs[k].0, attrs[k].1)) {
+                        return Err(Bail);
+                    }
                     let (ns, local) = match split_colon(raw) {
                         Some(("xml", _)) => return Err(Bail),
-                        Some((prefix, local)) => (bound(bindings, prefix).ok_or(Bail)?, local),
-                        None => (bound(bindings, "").unwrap_or(None), raw),
+                        Some((prefix, local)) => {
+                            (bound(bindings, &index, prefix).ok_or(Bail)?, local)
+                        }
+                        None => (bound(bindings, &index, "").unwrap_or(None), raw),
                     };
                     run.open(ns, local, attrs).ok_or(Refuse)?;
                     run.advance();
@@ -1847,9 +1890,7 @@ impl StreamPath {
                         }
                         run.end().ok_or(Refuse)?;
                         names.pop();
-                        while bindings.last().is_some_and(|b| b.2 > run.depth) {
-                            bindings.pop();
-                        }
+                        unbind_deeper(bindings, &mut index, run.depth);
                         run.advance();
                     }
                     i = gt + 1;
@@ -2236,18 +2277,86 @@ struct InertScratch<'a> {
 }
 
 /// The namespace bound to `prefix` ("" for the default), innermost first: `Some(None)` for no
-/// namespace (`xmlns=""`, or no default declared), `None` for an unbound prefix.
-fn bound<'a>(bindings: &[(&str, &'a str, usize)], prefix: &str) -> Option<Option<&'a str>> {
-    match bindings
-        .iter()
-        .rev()
-        .find(|b| short_eq(b.0.as_bytes(), prefix.as_bytes()))
-    {
+/// namespace (`xmlns=""`, or no default declared), `None` for an unbound prefix. `index` covers
+/// `bindings` once there are many (see [`bind`]), and is empty before.
+fn bound<'a>(
+    bindings: &[(&str, &'a str, usize)],
+    index: &PrefixIndex<'_>,
+    prefix: &str,
+) -> Option<Option<&'a str>> {
+    let found = if index.is_empty() {
+        bindings
+            .iter()
+            .rev()
+            .find(|b| short_eq(b.0.as_bytes(), prefix.as_bytes()))
+    } else {
+        index.get(prefix).and_then(|k| bindings.get(k))
+    };
+    match found {
         Some((_, "", _)) => Some(None),
         Some((_, uri, _)) => Some(Some(uri)),
         None if prefix.is_empty() => Some(None),
         None => None,
     }
+}
+
+/// `bindings.push(b)`, keeping `index` up to date: it starts covering every binding once there are
+/// more than [`FEW_BINDINGS`], and goes on until none is left.
+fn bind<'x>(
+    bindings: &mut Vec<(&'x str, &'x str, usize)>,
+    index: &mut PrefixIndex<'x>,
+    b: (&'x str, &'x str, usize),
+) {
+    bindings.push(b);
+    if !index.is_empty() {
+        index.push(b.0);
+    } else if bindings.len() > FEW_BINDINGS {
+        index_all(bindings, index);
+    }
+}
+
+/// [`bind`]'s index, made for the bindings so far.
+#[cold]
+fn index_all<'x>(bindings: &[(&'x str, &'x str, usize)], index: &mut PrefixIndex<'x>) {
+    for &(prefix, _, _) in &bindings[index.len()..] {
+        index.push(prefix);
+    }
+}
+
+/// The bindings declared deeper than `depth` go out of scope (with [`bind`]'s index).
+fn unbind_deeper<'x>(
+    bindings: &mut Vec<(&'x str, &'x str, usize)>,
+    index: &mut PrefixIndex<'x>,
+    depth: usize,
+) {
+    while let Some(&(prefix, _, d)) = bindings.last() {
+        if d <= depth {
+            break;
+        }
+        bindings.pop();
+        if !index.is_empty() {
+            index.pop(prefix);
+        }
+    }
+}
+
+/// Whether two of `n` items have the same key, found by sorting their indices (in a buffer the
+/// thread keeps for it): for elements with many attributes, where comparing every pair would be
+/// quadratic.
+#[cold]
+fn repeated<K: Ord>(n: usize, key: impl Fn(usize) -> K) -> bool {
+    thread_local! {
+        static ORDER: std::cell::Cell<Vec<u32>> = const { std::cell::Cell::new(Vec::new()) };
+    }
+    let mut order = ORDER.take();
+    order.clear();
+    order.extend((0..n).filter_map(|k| u32::try_from(k).ok()));
+    order.sort_unstable_by_key(|&k| key(k as usize));
+    let found = order
+        .windows(2)
+        .any(|w| key(w[0] as usize) == key(w[1] as usize));
+    ORDER.set(spare(order));
+    found
 }
 
 // What an attribute value holds that matters, from [`value_class`].
@@ -2303,7 +2412,8 @@ fn bytes_class(v: &[u8]) -> u8 {
 
 /// The attributes of a start tag (what follows the name, up to `>` or `/>`): checks their syntax and
 /// splits them into (name, raw value, [`value_class`] of the value, with [`V_QNAME`]) in one pass.
-/// False for anything outside `(S name S? = S? quoted-value)* S?`.
+/// False for anything outside `(S name S? = S? quoted-value)* S?`. Stops, true, once `out` holds
+/// more than [`MAX_ATTRS`]: the caller leaves such an element to libxml2.
 fn read_attributes<'a>(raw: &'a str, out: &mut Vec<(&'a str, &'a str, u8)>) -> bool {
     let b = raw.as_bytes();
     let mut i = 0;
@@ -2354,6 +2464,9 @@ fn read_attributes<'a>(raw: &'a str, out: &mut Vec<(&'a str, &'a str, u8)>) -> b
         };
         let value = &raw[from..from + len];
         out.push((key, value, value_class(value.as_bytes()) | checked));
+        if out.len() > MAX_ATTRS {
+            return true;
+        }
         i = from + len + 1;
     }
 }
@@ -3167,7 +3280,12 @@ impl Run<'_> {
         if !attributes_syntax_ok(e.attributes_raw()) {
             return None;
         }
-        for a in e.attributes() {
+        // quick-xml checks names for repeats itself (by hash past 32 attributes); namespace
+        // declarations in scope it holds to 128 (more: an error, and libxml2 decides).
+        for (n, a) in e.attributes().enumerate() {
+            if n >= MAX_ATTRS {
+                return None;
+            }
             let a = a.ok()?;
             let qkey = a.key;
             let key: &str = qkey.0;
@@ -3192,10 +3310,13 @@ impl Run<'_> {
                 Cow::Borrowed(s) => attr_value(s)?,
                 Cow::Owned(s) => Cow::Owned(attr_value(&s)?.into_owned()),
             };
-            if attrs.iter().any(|(n, al, _)| *n == ans && *al == l) {
+            if attrs.len() < FEW_ATTRS && attrs.iter().any(|(n, al, _)| *n == ans && *al == l) {
                 return None;
             }
             attrs.push((ans, l, v));
+        }
+        if attrs.len() > FEW_ATTRS && repeated(attrs.len(), |k| (attrs[k].0, attrs[k].1)) {
+            return None;
         }
         self.open(ns, local, &attrs)
     }
@@ -5270,6 +5391,141 @@ mod tests {
     /// Truncated and corrupted documents never panic; when libxml2 still accepts one, a streaming answer
     /// must equal its answer, and when libxml2 refuses one, reading it to the end tag by tag must refuse
     /// it too (read by name, the insides of later siblings are not checked).
+    /// Elements with many attributes and many namespace declarations in scope (issue 30): read in
+    /// time linear in them, with libxml2's answer while libxml2 accepts the document, and no answer
+    /// (never another one) past Sluice's limits, where libxml2 refuses it.
+    #[test]
+    fn many_attributes_and_declarations_answer_as_libxml2_or_not_at_all() {
+        let attrs = |n: usize| -> String { (0..n).map(|k| format!(" a{k}=\"{k}\"")).collect() };
+        let exprs = [
+            "/r/x",
+            "boolean(/r/@a7)",
+            "/r/@a150",
+            "//x/text()",
+            "count(//*)",
+            "//x[@id='2']",
+        ];
+        // Answers only where the document keeps within the limits (libxml2 refuses it past them).
+        // Reading to the end never answers a document libxml2 refuses; stopping at the answer
+        // does not see what follows (the module doc), so only `early` elements must refuse it.
+        let agree = |doc: &str, within: bool, early: bool| {
+            let doc = doc.as_bytes();
+            let lib = parse(doc).map(Lib);
+            assert_eq!(lib.is_some(), within, "libxml2 on {}", show(doc));
+            for text in exprs {
+                let s = sp(text);
+                match &lib {
+                    Some(lib) => assert!(check(doc, lib, text, &s), "{text} undecided"),
+                    None => {
+                        for mode in [Mode::String, Mode::Bool] {
+                            assert!(s.run(doc, mode, true).is_none(), "{text}");
+                            // The general reader too (quick-xml's), where the fast one bails.
+                            assert!(s.run_slow(doc, mode, true).is_none(), "{text}");
+                            if early {
+                                assert!(s.run(doc, mode, false).is_none(), "{text}");
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        for n in [3, 17, 200, 999, 1000, 1001, 5000, 1_000_000] {
+            let within = n <= 1000;
+            agree(&format!("<r{}><x id='2'>t</x></r>", attrs(n)), within, true);
+            // On an inner element, after the answer to some paths could be known.
+            agree(
+                &format!("<r a7='7' a150='1'><x id='2'>t</x><y{}/></r>", attrs(n)),
+                within,
+                false,
+            );
+            if n <= 5000 {
+                // A repeat, last: libxml2 refuses the document.
+                agree(
+                    &format!("<r{} a0='again'><x>t</x></r>", attrs(n)),
+                    false,
+                    true,
+                );
+            }
+        }
+        // The same expanded name through two prefixes, last: libxml2 reports a namespace error
+        // and still builds the tree; streaming leaves it to libxml2, or answers the same.
+        for n in [5, 300] {
+            let doc = format!(
+                "<r xmlns:p='urn:u' xmlns:q='urn:u'{} p:z='1' q:z='2'><x>t</x></r>",
+                attrs(n)
+            );
+            let lib = parse(doc.as_bytes()).map(Lib).unwrap();
+            for text in exprs {
+                let s = sp(text);
+                check(doc.as_bytes(), &lib, text, &s);
+                assert!(s.run_fast(doc.as_bytes(), Mode::String, true).is_err());
+            }
+        }
+        // Many declarations, the outermost used by every element and attribute.
+        let decls = |tag: &str, n: usize| -> String {
+            (0..n)
+                .map(|k| format!(" xmlns:{tag}{k}='urn:{tag}{k}'"))
+                .collect()
+        };
+        let orders: String = (0..300)
+            .map(|k| format!("<p0:order p0:id='{k}'><p0:symbol>S{k}</p0:symbol></p0:order>"))
+            .collect();
+        let body = |outer: &str, inner: &str| {
+            format!(
+                "<r xmlns:p0='{M}'{outer}><m:buyStocks xmlns:m='{M}'{inner}>{orders}</m:buyStocks></r>"
+            )
+        };
+        let paths = [
+            "count(//m:order)",
+            "//m:order[3]/m:symbol",
+            "//m:order[@m:id='250']/m:symbol",
+            "/r/m:buyStocks/m:order[300]/m:symbol",
+        ];
+        for (doc, within) in [
+            (body(&decls("q", 990), ""), true),
+            (body(&decls("q", 500), &decls("s", 490)), true),
+            // 1,001 and more in scope.
+            (body(&decls("q", 600), &decls("s", 600)), false),
+        ] {
+            let bytes = doc.as_bytes();
+            let lib = parse(bytes).map(Lib);
+            assert_eq!(lib.is_some(), within);
+            for text in paths {
+                let s = sp(text);
+                match &lib {
+                    Some(lib) => assert!(check(bytes, lib, text, &s), "{text} undecided"),
+                    None => assert!(s.run(bytes, Mode::String, true).is_none(), "{text}"),
+                }
+            }
+        }
+        // Many bindings restored from a memo (they are in the first bytes): read through the
+        // index made for them, as on the first reading.
+        let head = format!(
+            "<r{} xmlns:p0='{M}'><m:buyStocks xmlns:m='{M}'>",
+            decls("q", 40)
+        );
+        let s = sp("//m:order[2]/m:symbol");
+        let before = MEMO_HITS.get();
+        for k in 0..12 {
+            let doc = format!(
+                "{head}{orders}<m:order><m:symbol>X{k}</m:symbol></m:order></m:buyStocks></r>"
+            );
+            let lib = parse(doc.as_bytes()).map(Lib).unwrap();
+            assert!(check(doc.as_bytes(), &lib, "//m:order[2]/m:symbol", &s));
+        }
+        assert!(MEMO_HITS.get() > before, "no reading from a memo");
+        // Bindings go out of scope with their elements, the index with them.
+        let doc = format!(
+            "<r xmlns:p0='urn:other'><a{}><p0:order/></a><p0:order xmlns:p0='{M}'/><b{}/><m:order xmlns:m='{M}'/></r>",
+            decls("q", 40),
+            decls("s", 40)
+        );
+        let lib = parse(doc.as_bytes()).map(Lib).unwrap();
+        for text in ["count(//m:order)", "count(/r/m:order)"] {
+            assert!(check(doc.as_bytes(), &lib, text, &sp(text)));
+        }
+    }
+
     #[test]
     fn mutated_documents_never_panic() {
         let mut r = Rng(0x2545_f491_4f6c_dd1d);

@@ -366,7 +366,7 @@ fn scan_all(v: &[u8], limits: &Limits) -> Result<(), Excess> {
                 Step::ToEnd => break,
             },
             Some(_) => {
-                let t = tag(v, lt);
+                let t = tag(v, lt, max_attrs.saturating_sub(d_attrs));
                 let attrs = t.values + d_attrs;
                 if attrs > max_attrs {
                     return Err(Excess::Attributes {
@@ -450,7 +450,8 @@ struct Tag {
     end: usize,
 }
 
-fn tag(v: &[u8], lt: usize) -> Tag {
+/// Reading stops once there are more than `cap` values: the element is refused anyway.
+fn tag(v: &[u8], lt: usize, cap: usize) -> Tag {
     let (mut values, mut decls) = (0, 0);
     // Where the name part before the next quoted value starts.
     let mut seg = lt + 1;
@@ -469,6 +470,9 @@ fn tag(v: &[u8], lt: usize) -> Tag {
             b'<' => break,
             b'"' | b'\'' => {
                 values += 1;
+                if values > cap {
+                    break;
+                }
                 if mentions_xmlns(&v[seg..j]) {
                     decls += 1;
                 }

@@ -1,5 +1,8 @@
 //! Byte classes of ASCII XML names, for the readers that scan names straight from the bytes (the
 //! streaming XPath reader and the streaming XSLT tokenizer). Non-ASCII names are left to libxml2.
+//! And [`PrefixIndex`], their namespace lookup once many bindings are in scope.
+
+use std::collections::HashMap;
 
 /// The bit of a byte that can start a name: an ASCII letter or `_`.
 pub const NAME_START: u8 = 1;
@@ -49,9 +52,85 @@ pub fn is_ncname(s: &str) -> bool {
     b.first().is_some_and(|&c| starts_name(c)) && ncname_end(b, 1) == b.len()
 }
 
+/// Where the innermost binding of each prefix is in a reader's list of the namespace bindings in
+/// scope (outermost first), for when there are many: a reverse scan of the list per prefixed name
+/// would make a document with many declarations and many prefixed names quadratic. The list stays
+/// the reader's; the index covers its first [`PrefixIndex::len`] bindings, pushed and popped with
+/// them.
+#[derive(Debug, Default)]
+pub struct PrefixIndex<'a> {
+    /// Prefix ("" for the default namespace) to the index of its innermost binding; made at the
+    /// first push (an index that stays empty, the usual case, costs nothing to make).
+    latest: Option<HashMap<&'a str, usize>>,
+    /// Per binding, the index of the binding of the same prefix it hides, or [`HIDES_NONE`].
+    hides: Vec<usize>,
+}
+
+const HIDES_NONE: usize = usize::MAX;
+
+impl<'a> PrefixIndex<'a> {
+    /// How many bindings (the first ones of the list) it covers.
+    pub fn len(&self) -> usize {
+        self.hides.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.hides.is_empty()
+    }
+
+    /// The next binding of the list (index [`PrefixIndex::len`]) binds `prefix`.
+    pub fn push(&mut self, prefix: &'a str) {
+        let at = self.hides.len();
+        let latest = self.latest.get_or_insert_with(HashMap::new);
+        let hidden = latest.insert(prefix, at).unwrap_or(HIDES_NONE);
+        self.hides.push(hidden);
+    }
+
+    /// The last binding, which binds `prefix`, goes out of scope.
+    pub fn pop(&mut self, prefix: &str) {
+        let (Some(hidden), Some(latest)) = (self.hides.pop(), self.latest.as_mut()) else {
+            return;
+        };
+        if hidden == HIDES_NONE {
+            latest.remove(prefix);
+        } else if let Some(at) = latest.get_mut(prefix) {
+            *at = hidden;
+        }
+    }
+
+    /// The index of the innermost binding of `prefix`.
+    pub fn get(&self, prefix: &str) -> Option<usize> {
+        self.latest.as_ref()?.get(prefix).copied()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_index_follows_a_list_of_bindings() {
+        let mut list: Vec<&str> = Vec::new();
+        let mut index = PrefixIndex::default();
+        let innermost = |list: &[&str], p: &str| list.iter().rposition(|q| *q == p);
+        // Pushes and pops in a fixed pattern, with prefixes that repeat.
+        let prefixes = ["a", "", "b", "a", "c", "", "a", "b"];
+        let mut seed = 7u32;
+        for step in 0..2000 {
+            seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            if list.is_empty() || !(seed >> 16).is_multiple_of(3) {
+                let p = prefixes[(seed >> 8) as usize % prefixes.len()];
+                list.push(p);
+                index.push(p);
+            } else if let Some(p) = list.pop() {
+                index.pop(p);
+            }
+            assert_eq!(index.len(), list.len(), "step {step}");
+            for p in ["a", "", "b", "c", "d"] {
+                assert_eq!(index.get(p), innermost(&list, p), "step {step}: {p:?}");
+            }
+        }
+    }
 
     #[test]
     fn classes_follow_the_ascii_name_rules() {
