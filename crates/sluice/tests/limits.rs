@@ -301,3 +301,65 @@ fn a_bad_settings_file_is_refused_with_its_line() {
     );
     let _ = std::fs::remove_file(cfg);
 }
+
+/// The attack of issue 30: one CBRProxy message whose element carries 1,000,000 attributes (12 MB).
+/// It is answered by the readers (linear: the streaming reader hands it to libxml2's guard, which
+/// refuses it as MI's Woodstox would), not by the mediation deadline, and the worker answers
+/// DirectProxy requests all along.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_million_attributes_are_refused_and_the_worker_stays_responsive() {
+    let be = backend().await;
+    let s = Sluice::start(&[
+        "run",
+        capp().to_str().unwrap(),
+        "--endpoint",
+        &format!("RealService=http://{}/service/EchoService", be.addr),
+        "--workers",
+        "1",
+    ]);
+    let mut attrs = String::with_capacity(13_000_000);
+    for i in 0..1_000_000 {
+        attrs.push_str(&format!(" a{i}=\"1\""));
+    }
+    let body = format!(
+        "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\"><soapenv:Body>\
+         <m:buyStocks xmlns:m=\"http://services.samples/xsd\"{attrs}><order><symbol>IBM</symbol>\
+         </order></m:buyStocks></soapenv:Body></soapenv:Envelope>"
+    );
+    let addr = s.addr;
+    let heavy = tokio::spawn(async move {
+        let mut c = Conn::open(addr).await;
+        c.post("/services/CBRProxy", SOAP_HEADERS, body.into())
+            .await
+            .unwrap()
+    });
+    let mut c = Conn::open(s.addr).await;
+    let (mut served, mut slowest) = (0, Duration::ZERO);
+    while !heavy.is_finished() {
+        let sent = Instant::now();
+        let r = c
+            .post(
+                "/services/DirectProxy",
+                SOAP_HEADERS,
+                payload("1000B_buyStocks.xml"),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.status, 200);
+        slowest = slowest.max(sent.elapsed());
+        served += 1;
+        assert!(served < 100_000);
+    }
+    let r = heavy.await.unwrap();
+    let text = r.text();
+    assert_eq!(r.status, 400, "{text}");
+    assert!(
+        text.contains("attributes") && text.contains("the limit is 1000"),
+        "{text}"
+    );
+    assert!(!text.contains("deadline"), "{text}");
+    assert!(
+        slowest < Duration::from_millis(500),
+        "a DirectProxy request waited {slowest:?} ({served} served)"
+    );
+}
