@@ -6,8 +6,9 @@
 //! attribute values are normalised as a parser without a DTD does; namespace prefixes are resolved.
 
 pub(crate) use sluice_xml::names::is_ncname;
-use sluice_xml::names::{ncname_end, starts_name};
+use sluice_xml::names::{ncname_end, starts_name, PrefixIndex};
 use std::borrow::Cow;
+use std::collections::HashSet;
 
 pub(crate) const XML_NS: &str = "http://www.w3.org/XML/1998/namespace";
 const XMLNS_NS: &str = "http://www.w3.org/2000/xmlns/";
@@ -15,6 +16,15 @@ const XMLNS_NS: &str = "http://www.w3.org/2000/xmlns/";
 pub(crate) const MAX_DEPTH: usize = 250;
 /// `sluice_xml::Limits::default().max_bytes`.
 pub(crate) const MAX_BYTES: usize = 64 * 1024 * 1024;
+/// An element with more attributes (namespace declarations included) is left to libxslt, whose
+/// parse refuses it (`sluice_xml::Limits::max_attributes`).
+const MAX_ATTRS: usize = sluice_xml::DEFAULT_MAX_ATTRIBUTES;
+/// More namespace declarations in scope are left to libxslt likewise
+/// (`sluice_xml::Limits::max_namespaces`).
+const MAX_BINDINGS: usize = sluice_xml::DEFAULT_MAX_NAMESPACES;
+/// Up to this many attributes (or declarations) on an element are checked for repeats pair by
+/// pair; more, by sorting.
+pub(crate) const FEW: usize = 16;
 
 /// An attribute of a start tag (namespace declarations are not attributes).
 #[derive(Debug, Clone)]
@@ -58,6 +68,9 @@ pub(crate) struct Tokenizer<'a> {
     scan: Scan<'a>,
     /// In-scope declarations (prefix, URI), innermost last.
     ns: Vec<(&'a str, &'a str)>,
+    /// Where the innermost declaration of each prefix is in `ns` while it holds more than [`FEW`]
+    /// (empty otherwise): a scan per prefixed name would be quadratic.
+    index: PrefixIndex<'a>,
     marks: Vec<usize>,
     depth: usize,
     root_seen: bool,
@@ -414,6 +427,7 @@ impl<'a> Tokenizer<'a> {
             base: start,
             scan,
             ns: Vec::new(),
+            index: PrefixIndex::default(),
             marks: Vec::new(),
             depth: 0,
             root_seen: false,
@@ -452,20 +466,32 @@ impl<'a> Tokenizer<'a> {
         }
     }
 
+    #[inline(always)]
     fn lookup(&self, prefix: &str) -> Option<&'a str> {
         if prefix == "xml" {
             return Some(XML_NS);
         }
-        for &(p, u) in self.ns.iter().rev() {
-            if p == prefix {
-                return Some(u);
+        if self.ns.len() <= FEW {
+            for &(p, u) in self.ns.iter().rev() {
+                if p == prefix {
+                    return Some(u);
+                }
             }
+        } else if let Some(u) = self.indexed(prefix) {
+            return Some(u);
         }
         if prefix.is_empty() {
             Some("")
         } else {
             None
         }
+    }
+
+    /// [`Tokenizer::lookup`] through the index (many declarations in scope).
+    #[cold]
+    fn indexed(&self, prefix: &str) -> Option<&'a str> {
+        let k = self.index.get(prefix)?;
+        self.ns.get(k).map(|&(_, u)| u)
     }
 
     /// A child element that holds only plain text, `<name>text</name>` (an ASCII name without a
@@ -595,7 +621,11 @@ impl<'a> Tokenizer<'a> {
                     }
                     self.depth -= 1;
                     let m = self.marks.pop()?;
-                    self.ns.truncate(m);
+                    if self.ns.len() <= FEW {
+                        self.ns.truncate(m);
+                    } else {
+                        self.unindex(m);
+                    }
                     return Some(Tok::End);
                 }
                 Ev::Eof => {
@@ -605,6 +635,33 @@ impl<'a> Tokenizer<'a> {
                     return Some(Tok::Eof);
                 }
             }
+        }
+    }
+
+    /// With more than [`FEW`] declarations in scope: refuses more than [`MAX_BINDINGS`], and the
+    /// index takes in those it does not cover yet.
+    #[cold]
+    fn index_new(&mut self) -> Option<()> {
+        if self.ns.len() > MAX_BINDINGS {
+            return None;
+        }
+        for &(p, _) in &self.ns[self.index.len()..] {
+            self.index.push(p);
+        }
+        Some(())
+    }
+
+    /// The declarations past the first `m` go out of scope, and out of the index (all of it once
+    /// no more than [`FEW`] are left).
+    #[cold]
+    fn unindex(&mut self, m: usize) {
+        while self.ns.len() > m {
+            if let Some((p, _)) = self.ns.pop() {
+                self.index.pop(p);
+            }
+        }
+        if self.ns.len() <= FEW {
+            self.index.clear();
         }
     }
 
@@ -629,7 +686,12 @@ impl<'a> Tokenizer<'a> {
             ..Start::default()
         };
         let mut raw_attrs: Vec<(&'a str, &'a str)> = Vec::new();
+        let mut count = 0;
         scan_attrs(&content[name_len..], |n, v| {
+            count += 1;
+            if count > MAX_ATTRS {
+                return None;
+            }
             // Both borrow from `content`: rebase them to the input's lifetime.
             let n = rebase(content, n)?;
             let v = rebase(content, v)?;
@@ -639,8 +701,12 @@ impl<'a> Tokenizer<'a> {
                 if (n != "xmlns" && !is_ncname(p)) || !ns_decl_ok(p, v) {
                     return None;
                 }
-                if st.decls.iter().any(|(q, _)| *q == p) {
-                    return None;
+                if st.decls.len() < FEW {
+                    for &(q, _) in &st.decls {
+                        if q == p {
+                            return None;
+                        }
+                    }
                 }
                 st.decls.push((p, v));
             } else {
@@ -648,17 +714,31 @@ impl<'a> Tokenizer<'a> {
             }
             Some(())
         })?;
-        if self.depth == 0 {
-            for (p, u) in std::mem::take(&mut self.inherited) {
-                if !st.decls.iter().any(|(q, _)| *q == p) {
-                    st.decls.push((p, u));
+        if st.decls.len() > FEW && repeated(st.decls.len(), |k| st.decls[k].0) {
+            return None;
+        }
+        if self.depth == 0 && !self.inherited.is_empty() {
+            let inherited = std::mem::take(&mut self.inherited);
+            if st.decls.len() <= FEW {
+                for (p, u) in inherited {
+                    if !st.decls.iter().any(|(q, _)| *q == p) {
+                        st.decls.push((p, u));
+                    }
                 }
+            } else {
+                let own: HashSet<&str> = st.decls.iter().map(|&(q, _)| q).collect();
+                st.decls
+                    .extend(inherited.into_iter().filter(|(p, _)| !own.contains(p)));
             }
         }
         self.marks.push(self.ns.len());
         self.ns.extend(st.decls.iter().copied());
+        if self.ns.len() > FEW {
+            self.index_new()?;
+        }
         self.depth += 1;
         st.uri = self.lookup(prefix)?;
+        let few = raw_attrs.len() <= FEW;
         for (n, v) in raw_attrs {
             let (p, l) = split_qname(n)?;
             let uri = if p.is_empty() { "" } else { self.lookup(p)? };
@@ -666,12 +746,12 @@ impl<'a> Tokenizer<'a> {
                 return None;
             }
             let value = attr_value(v)?;
-            if st
-                .attrs
-                .iter()
-                .any(|a| a.local == l && (a.uri == uri && (!uri.is_empty() || a.prefix == p)))
-            {
-                return None;
+            if few {
+                for a in &st.attrs {
+                    if a.local == l && (a.uri == uri && (!uri.is_empty() || a.prefix == p)) {
+                        return None;
+                    }
+                }
             }
             st.attrs.push(Attr {
                 prefix: p,
@@ -680,8 +760,22 @@ impl<'a> Tokenizer<'a> {
                 value,
             });
         }
+        // The key the pairwise check compares: the prefix only matters without a namespace.
+        let key = |a: &Attr<'a>| (a.local, a.uri, if a.uri.is_empty() { a.prefix } else { "" });
+        if !few && repeated(st.attrs.len(), |k| key(&st.attrs[k])) {
+            return None;
+        }
         Some(st)
     }
+}
+
+/// Whether two of `n` items have the same key, found by sorting their indices: for elements with
+/// many attributes or declarations, where comparing every pair would be quadratic.
+#[cold]
+pub(crate) fn repeated<K: Ord>(n: usize, key: impl Fn(usize) -> K) -> bool {
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_unstable_by_key(|&k| key(k));
+    order.windows(2).any(|w| key(w[0]) == key(w[1]))
 }
 
 /// A namespace declaration we reproduce exactly: libxml2 writes URIs unescaped, so keep to plain ones.
@@ -896,6 +990,93 @@ mod tests {
             }
         }
         assert!(toks("<a><_b>x</_b><b.1-c/></a>").is_some());
+    }
+
+    /// Elements with many attributes and namespace declarations (issue 30): tokenized in time
+    /// linear in them as libxml2 reads them, and refused past Sluice's limits (where libxml2
+    /// refuses the document) or on a repeat, wherever it is.
+    #[test]
+    fn many_attributes_and_declarations() {
+        let attrs = |n: usize| -> String { (0..n).map(|k| format!(" a{k}='{k}'")).collect() };
+        let libxml2 = |doc: &str| sluice_xml::Document::parse(doc.as_bytes()).ok();
+        for n in [3, 17, 200, 999, 1000, 1001, 5000, 1_000_000] {
+            for doc in [
+                format!("<r{}><x/></r>", attrs(n)),
+                format!("<r><x{}/></r>", attrs(n)),
+            ] {
+                let lib = libxml2(&doc);
+                assert_eq!(lib.is_some(), n <= 1000, "libxml2, {n}");
+                let got = toks(&doc);
+                assert_eq!(got.is_some(), n <= 1000, "{n}");
+                if let (Some(lib), Some(got)) = (lib, got) {
+                    let with = |e: sluice_xml::Node<'_>| e.attributes().count();
+                    let root = lib.root_element().unwrap();
+                    let most = with(root).max(root.child_elements().map(with).max().unwrap_or(0));
+                    assert_eq!(most, n);
+                    let last = format!("(\"\", \"a{}\", \"{}\")", n - 1, n - 1);
+                    assert!(got.iter().any(|t| t.contains(&last)), "{n}");
+                }
+            }
+            if n <= 5000 {
+                // A repeat, last.
+                assert!(toks(&format!("<r{} a0='x'/>", attrs(n))).is_none(), "{n}");
+                let decls: String = (0..n).map(|k| format!(" xmlns:p{k}='u{k}'")).collect();
+                assert!(toks(&format!("<r{decls} xmlns:p0='v'/>")).is_none(), "{n}");
+                // The same expanded name through two prefixes, last.
+                let doc = format!("<r xmlns:p='u' xmlns:q='u'{} p:z='1' q:z='2'/>", attrs(n));
+                assert!(toks(&doc).is_none(), "{n}");
+            }
+        }
+        // Many declarations in scope, the outermost used by every element and attribute; an
+        // inner one hiding it for a while.
+        let decls = |tag: &str, n: usize| -> String {
+            (0..n)
+                .map(|k| format!(" xmlns:{tag}{k}='urn:{tag}{k}'"))
+                .collect()
+        };
+        let kids: String = (0..200).map(|k| format!("<p0:e p0:k='{k}'/>")).collect();
+        for (doc, within) in [
+            (
+                format!(
+                    "<r xmlns:p0='urn:m'{}>{kids}<s xmlns:p0='urn:n'><p0:e/></s>{kids}</r>",
+                    decls("q", 990)
+                ),
+                true,
+            ),
+            (
+                format!(
+                    "<r xmlns:p0='urn:m'{}><s{}>{kids}</s></r>",
+                    decls("q", 500),
+                    decls("t", 490)
+                ),
+                true,
+            ),
+            (
+                format!(
+                    "<r xmlns:p0='urn:m'{}><s{}>{kids}</s></r>",
+                    decls("q", 600),
+                    decls("t", 600)
+                ),
+                false,
+            ),
+        ] {
+            assert_eq!(libxml2(&doc).is_some(), within);
+            let Some(got) = toks(&doc) else {
+                assert!(!within, "refused");
+                continue;
+            };
+            assert!(within);
+            let elements: Vec<&String> = got.iter().filter(|t| t.starts_with("<urn:")).collect();
+            assert!(elements.len() >= 200);
+            for t in &elements {
+                let inner = t.contains("<urn:n|");
+                let uri = if inner { "urn:n" } else { "urn:m" };
+                assert!(t.starts_with(&format!("<{uri}|e|")), "{t}");
+                if !inner {
+                    assert!(t.contains("(\"urn:m\", \"k\""), "{t}");
+                }
+            }
+        }
     }
 
     /// Text is scanned byte by byte up to [`SHORT_TEXT`] bytes and by memchr after: carriage returns

@@ -4,7 +4,8 @@
 //! namespaces in scope around it are returned, so that the transformed child can be spliced between
 //! the untouched bytes before and after it.
 
-use crate::input::{Start, Tok, Tokenizer};
+use crate::input::{Start, Tok, Tokenizer, FEW};
+use std::collections::HashSet;
 
 const SOAP11_ENV: &str = "http://schemas.xmlsoap.org/soap/envelope/";
 const SOAP12_ENV: &str = "http://www.w3.org/2003/05/soap-envelope";
@@ -72,16 +73,36 @@ pub(crate) fn seek_body_child<'a>(tok: &mut Tokenizer<'a>) -> Option<Seek<'a>> {
                     s.prefix
                 };
                 let start = tok.offset(name)?.checked_sub(1)?;
+                // The innermost binding of each prefix in scope; by hash past a few (the
+                // pairwise checks would be quadratic in the declarations).
+                let outer = tok.outer_scope();
+                let many = outer.len() > FEW || s.decls.len() > FEW;
                 let mut scope: Vec<(&str, &str)> = Vec::new();
-                for &(p, u) in tok.outer_scope().iter().rev() {
-                    if !scope.iter().any(|(q, _)| *q == p) {
+                let mut seen: HashSet<&str> = HashSet::new();
+                for &(p, u) in outer.iter().rev() {
+                    let new = if many {
+                        seen.insert(p)
+                    } else {
+                        !scope.iter().any(|(q, _)| *q == p)
+                    };
+                    if new {
                         scope.push((p, u));
                     }
                 }
                 scope.retain(|(_, u)| !u.is_empty());
                 scope.reverse();
+                let own: HashSet<&str> = if many {
+                    s.decls.iter().map(|&(q, _)| q).collect()
+                } else {
+                    HashSet::new()
+                };
                 for &(p, u) in &scope {
-                    if !s.decls.iter().any(|(q, _)| *q == p) {
+                    let declared = if many {
+                        own.contains(p)
+                    } else {
+                        s.decls.iter().any(|(q, _)| *q == p)
+                    };
+                    if !declared {
                         s.decls.push((p, u));
                     }
                 }

@@ -98,6 +98,14 @@ impl<'a> PrefixIndex<'a> {
         }
     }
 
+    /// Covers no binding any more.
+    pub fn clear(&mut self) {
+        self.hides.clear();
+        if let Some(latest) = self.latest.as_mut() {
+            latest.clear();
+        }
+    }
+
     /// The index of the innermost binding of `prefix`.
     pub fn get(&self, prefix: &str) -> Option<usize> {
         self.latest.as_ref()?.get(prefix).copied()
@@ -124,6 +132,10 @@ mod tests {
                 index.push(p);
             } else if let Some(p) = list.pop() {
                 index.pop(p);
+            }
+            if step % 700 == 699 {
+                list.clear();
+                index.clear();
             }
             assert_eq!(index.len(), list.len(), "step {step}");
             for p in ["a", "", "b", "c", "d"] {
