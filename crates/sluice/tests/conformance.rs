@@ -4,10 +4,14 @@ mod common;
 use common::*;
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 #[derive(Deserialize)]
 struct Suite {
     endpoints: Vec<String>,
+    /// Sluice's `SLUICE_LOG` for this suite (default `info`), e.g. to see the log mediator's
+    /// DEBUG and TRACE categories.
+    log_filter: Option<String>,
     cases: Vec<Case>,
 }
 
@@ -47,6 +51,13 @@ struct Expect {
     /// Headers the response must not have.
     #[serde(default)]
     absent: Vec<String>,
+    /// Lines Sluice must write to stderr during the case, each whole, as [`log_text`] shows them.
+    #[serde(default)]
+    log: Vec<String>,
+    /// Text that must not be in what Sluice wrote during the case. Checked once every `log` line
+    /// is there, so one of those must be written after anything this could match.
+    #[serde(default)]
+    log_absent: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -74,11 +85,12 @@ async fn run_suite(dir: &std::path::Path) -> Vec<String> {
         args.push(format!("{e}=http://{}/backend", be.addr));
     }
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    let s = Sluice::start(&argv);
+    let s = Sluice::start_logging(&argv, suite.log_filter.as_deref().unwrap_or("info"));
     let mut failures = Vec::new();
     assert!(!suite.cases.is_empty());
     for case in &suite.cases {
         let before = be.seen.lock().unwrap().len();
+        let log_from = s.stderr().len();
         let mut c = Conn::open(s.addr).await;
         let headers: Vec<(&str, &str)> = case
             .request
@@ -132,6 +144,7 @@ async fn run_suite(dir: &std::path::Path) -> Vec<String> {
         if case.expect.echoed && r.body != body {
             why.push(format!("body {:?} is not the request body", r.text()));
         }
+        why.extend(check_log(&s, log_from, &case.expect));
         if let Some(b) = &case.backend {
             let seen = be.seen.lock().unwrap()[before..].to_vec();
             if let Some(n) = b.count {
@@ -184,6 +197,85 @@ async fn run_suite(dir: &std::path::Path) -> Vec<String> {
         }
     }
     failures
+}
+
+/// What the case's `log` and `log_absent` find wrong in what Sluice wrote to stderr since
+/// `from`. The lines come through a reader thread, so this waits (boundedly) for the expected ones.
+fn check_log(s: &Sluice, from: usize, expect: &Expect) -> Vec<String> {
+    if expect.log.is_empty() && expect.log_absent.is_empty() {
+        return Vec::new();
+    }
+    if expect.log.is_empty() {
+        // Without a line to wait for, an absent one could merely not have arrived yet.
+        return vec!["log_absent needs a log line written after it".into()];
+    }
+    let sluice = s.addr.to_string();
+    let has = |text: &str, line: &str| text.contains(&format!("\n{line}\n"));
+    let raw = tokio::task::block_in_place(|| {
+        s.stderr_until(Duration::from_secs(10), |all| {
+            let text = log_text(&all[from..], &sluice);
+            expect.log.iter().all(|l| has(&text, l))
+        })
+    });
+    let text = log_text(&raw[from..], &sluice);
+    let mut why = Vec::new();
+    for line in &expect.log {
+        if !has(&text, line) {
+            why.push(format!("log lacks the line {line:?}; it has:{text}"));
+        }
+    }
+    for needle in &expect.log_absent {
+        if text.contains(needle.as_str()) {
+            why.push(format!("log has {needle:?}; it has:{text}"));
+        }
+    }
+    why
+}
+
+/// Sluice's stderr as cases state it: starting with a newline, without colour codes or each
+/// line's timestamp (a line reads `INFO sluice::log: ... proxy=P`), with every message id
+/// (`urn:uuid:sluice-<pid>-<n>`, new in each run) written `{id}` and Sluice's own address
+/// (`sluice`, as in a Host header) written `{sluice}`.
+fn log_text(raw: &str, sluice: &str) -> String {
+    let mut plain = String::with_capacity(raw.len());
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // An ANSI escape: ESC [ parameters, then one final byte from @ to ~.
+            for c in chars.by_ref() {
+                if ('@'..='~').contains(&c) && c != '[' {
+                    break;
+                }
+            }
+        } else {
+            plain.push(c);
+        }
+    }
+    let mut out = String::with_capacity(plain.len() + 1);
+    for line in plain.split_inclusive('\n') {
+        out.push('\n');
+        let line = match line.split_once(' ') {
+            Some((ts, rest))
+                if ts.ends_with('Z') && ts.starts_with(|c: char| c.is_ascii_digit()) =>
+            {
+                rest.trim_start()
+            }
+            _ => line,
+        };
+        out.push_str(line.strip_suffix('\n').unwrap_or(line));
+    }
+    out.push('\n');
+    const ID: &str = "urn:uuid:sluice-";
+    let mut text = String::with_capacity(out.len());
+    let mut rest = out.as_str();
+    while let Some(at) = rest.find(ID) {
+        text.push_str(&rest[..at]);
+        text.push_str("{id}");
+        rest =
+            rest[at + ID.len()..].trim_start_matches(|c: char| c.is_ascii_hexdigit() || c == '-');
+    }
+    text.push_str(rest);
+    text.replace(sluice, "{sluice}")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -86,10 +86,15 @@ impl Sluice {
     }
 
     pub fn start(args: &[&str]) -> Sluice {
+        Sluice::start_logging(args, "info")
+    }
+
+    /// Sluice with `filter` as its `SLUICE_LOG` (e.g. `info,sluice::log=trace`).
+    pub fn start_logging(args: &[&str], filter: &str) -> Sluice {
         let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(args)
             .args(["--port", "0", "--host", "127.0.0.1"])
-            .env("SLUICE_LOG", "info")
+            .env("SLUICE_LOG", filter)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -147,11 +152,14 @@ impl Sluice {
     /// [`Sluice::stderr`] through a reader thread, so one written just before a response (or just
     /// after the listening line) may not be there yet when the test looks.
     pub fn stderr_with(&self, needle: &str, within: Duration) -> String {
+        self.stderr_until(within, |s| s.contains(needle))
+    }
+
+    /// Sluice's stderr once `done` holds for it, or as it is after `within`.
+    pub fn stderr_until(&self, within: Duration, mut done: impl FnMut(&str) -> bool) -> String {
         let (text, grew) = &*self.stderr;
         let s = text.lock().unwrap();
-        let (s, _) = grew
-            .wait_timeout_while(s, within, |s| !s.contains(needle))
-            .unwrap();
+        let (s, _) = grew.wait_timeout_while(s, within, |s| !done(s)).unwrap();
         s.clone()
     }
 
