@@ -1227,4 +1227,100 @@ mod tests {
         // In a filter.
         assert_eq!(sel("$.orders[?(@.tags.length() > 1)].p", &v), [json!(3)]);
     }
+
+    /// Deterministic mutation fuzzing of the compiler and of selection: valid paths of every kind
+    /// with characters replaced, deleted, inserted (the path syntax's own, white space and
+    /// multi-byte ones, where a byte index would fall inside a character), spans duplicated and
+    /// tails cut must compile or be refused, never panic; a compiled one selects without panicking,
+    /// a definite path selects one value at most, and its text compiles again to the same selection.
+    #[test]
+    fn mutated_paths_never_panic() {
+        let seeds = [
+            "$",
+            "$.order.symbol",
+            "$['order']['qty']",
+            "$[\"odd key\"]",
+            "$.order.tags[-1]",
+            "$.order.tags[0,2]",
+            "$.order.tags[1:]",
+            "$.order.tags[:-1]",
+            "$.orders[*].symbol",
+            "$..symbol",
+            "$..[1]",
+            "$..*",
+            "$.order['symbol','qty']",
+            "$.orders[?(@.price > 1.6 && @.symbol != 'IBM')].symbol",
+            "$.orders[?(@.symbol =~ /i.m/i || !@.note)]",
+            "$.orders[?(@.tags anyof ['x'] && @.tags size 2)]",
+            "$.orders[?((@.price >= 2 || @['symbol'] in ['SUN','X']) && @.price < $.limit)]",
+            "$.orders[?(@.tags[0] == 'a' || @.symbol == \"S\\\"N\")]",
+            "$.orders[*].tags.length()",
+            "$.deep..a[?(@.length() > 1)]",
+            "$.prices.avg()",
+        ];
+        let doc = json!({
+            "limit": 2,
+            "order": {"symbol": "IBM", "qty": 3, "tags": ["a", "b", "c"]},
+            "orders": [
+                {"symbol": "IBM", "price": 1.5, "tags": ["a", "x"]},
+                {"symbol": "SUN", "price": 2, "tags": []},
+                {"symbol": "MSFT", "price": 2.5, "note": null}
+            ],
+            "odd key": true,
+            "prices": [1, 2.5, "x"],
+            "deep": {"a": {"a": {"a": [1, [2, [3]], {"a": "é"}]}}}
+        });
+        let mut state: u64 = 0x51_7cc1_b727_220a;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let specials: Vec<char> = "$.[]()?@*:,'\"/\\=!<>~&|- 0-1aé\u{0}\u{1F600}"
+            .chars()
+            .collect();
+        let (mut compiled, mut rounds) = (0, 0);
+        for seed in seeds.iter().cycle().take(20_000) {
+            rounds += 1;
+            let mut chars: Vec<char> = seed.chars().collect();
+            for _ in 0..1 + next() % 4 {
+                let at = (next() as usize) % (chars.len() + 1);
+                match next() % 5 {
+                    0 if at < chars.len() => {
+                        chars[at] = specials[(next() as usize) % specials.len()];
+                    }
+                    1 if at < chars.len() => {
+                        chars.remove(at);
+                    }
+                    2 => chars.insert(at, specials[(next() as usize) % specials.len()]),
+                    3 => {
+                        let end = (at + 1 + (next() as usize) % 8).min(chars.len());
+                        let span: Vec<char> = chars[at..end].to_vec();
+                        chars.splice(at..at, span);
+                    }
+                    _ => chars.truncate(at),
+                }
+            }
+            let text: String = chars.into_iter().collect();
+            let Ok(path) = JsonPath::compile(&text) else {
+                continue;
+            };
+            compiled += 1;
+            let found = path.select(&doc);
+            if path.is_definite() {
+                assert!(found.len() <= 1, "{text}: definite, selected {found:?}");
+            }
+            let (values, one) = path.evaluate(&doc);
+            assert!(
+                !one || values.len() <= 1,
+                "{text}: one value, gave {values:?}"
+            );
+            let again = JsonPath::compile(path.as_str())
+                .unwrap_or_else(|e| panic!("{text}: compiled, but its text does not: {e}"));
+            assert_eq!(again.select(&doc), found, "{text}");
+        }
+        // The edits leave enough paths valid for the selection checks to mean something.
+        assert!(compiled * 5 > rounds, "{compiled} of {rounds} compiled");
+    }
 }
