@@ -288,4 +288,92 @@ mod tests {
             .contains("unterminated"));
         assert!(DateFormat::parse("yyyy-MM-dd 'T' ''").is_ok());
     }
+
+    /// Deterministic mutation fuzzing of the pattern compiler: Java patterns with characters
+    /// replaced, deleted, inserted (quotes, letters Java knows and does not, multi-byte ones),
+    /// spans duplicated and tails cut must compile or be refused, never panic; a compiled one
+    /// formats times at both ends of the zone range and of the year without panicking, and any
+    /// text without quotes, quoted, compiles and formats as itself.
+    #[test]
+    fn mutated_patterns_never_panic() {
+        let seeds = [
+            "yyyy-MM-dd'T'HH:mm:ss.SSSXXX",
+            "yyyyMMddHHmmss",
+            "dd/MMM/yy h:mm a",
+            "EEEE, MMMM d, yyyy G",
+            "EEE D u k K",
+            "Z z X XX",
+            "'it''s' hh 'o''clock'",
+            "YYYY 'week' w W F",
+            "M/d/yy, h:mm a",
+            "''",
+        ];
+        let times = [
+            FixedOffset::east_opt(5 * 3600 + 1800)
+                .unwrap()
+                .with_ymd_and_hms(2026, 3, 7, 14, 5, 9)
+                .unwrap(),
+            FixedOffset::west_opt(12 * 3600)
+                .unwrap()
+                .with_ymd_and_hms(2026, 12, 31, 23, 59, 59)
+                .unwrap(),
+            FixedOffset::east_opt(14 * 3600)
+                .unwrap()
+                .with_ymd_and_hms(2028, 1, 1, 0, 0, 0)
+                .unwrap(),
+            FixedOffset::east_opt(0)
+                .unwrap()
+                .with_ymd_and_hms(-44, 2, 29, 12, 0, 0)
+                .unwrap(),
+        ];
+        let mut state: u64 = 0x3c6e_f372_fe94_f82b;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let specials: Vec<char> = "'yMdHhmsSEaZXzwWFYGuDkKLTqb -:/.,é\u{1F600}"
+            .chars()
+            .collect();
+        let (mut compiled, mut rounds) = (0, 0);
+        for seed in seeds.iter().cycle().take(20_000) {
+            rounds += 1;
+            let mut chars: Vec<char> = seed.chars().collect();
+            for _ in 0..1 + next() % 4 {
+                let at = (next() as usize) % (chars.len() + 1);
+                match next() % 5 {
+                    0 if at < chars.len() => {
+                        chars[at] = specials[(next() as usize) % specials.len()];
+                    }
+                    1 if at < chars.len() => {
+                        chars.remove(at);
+                    }
+                    2 => chars.insert(at, specials[(next() as usize) % specials.len()]),
+                    3 => {
+                        let end = (at + 1 + (next() as usize) % 8).min(chars.len());
+                        let span: Vec<char> = chars[at..end].to_vec();
+                        chars.splice(at..at, span);
+                    }
+                    _ => chars.truncate(at),
+                }
+            }
+            let text: String = chars.into_iter().collect();
+            if let Ok(f) = DateFormat::parse(&text) {
+                compiled += 1;
+                for t in &times {
+                    let _ = f.format(t);
+                }
+            }
+            // (Only text without quotes: Java reads `''` as a quote even where a quoted run
+            // ends, so text with quotes has no quoting that always gives it back.)
+            let plain: String = text.chars().filter(|&c| c != '\'').collect();
+            if !plain.is_empty() {
+                let quoted = format!("'{plain}'");
+                let f = DateFormat::parse(&quoted).unwrap_or_else(|e| panic!("{quoted}: {e}"));
+                assert_eq!(f.format(&times[0]), plain, "{quoted}");
+            }
+        }
+        assert!(compiled * 5 > rounds, "{compiled} of {rounds} compiled");
+    }
 }
