@@ -274,4 +274,75 @@ mod tests {
             "http://h/a%20b/%C3%A9/%41/%3Cx%3E?k=v&w"
         );
     }
+
+    /// Deterministic mutation fuzzing of the template compiler: templates with every operator, with
+    /// characters replaced, deleted, inserted (braces, operators, modifiers, `%`, white space,
+    /// multi-byte ones), spans duplicated and tails cut must compile or be refused, never panic. A
+    /// compiled one expands without panicking to a URI: only unreserved and reserved characters and
+    /// `%`, its literal head first, whatever the values (none, empty, plain, or full of characters
+    /// to encode and `%` at the very end).
+    #[test]
+    fn mutated_templates_never_panic() {
+        let seeds = [
+            "http://h:9000/orders/{uri.var.id}{?query.param.q}",
+            "http://h/{+path}/here{#frag}",
+            "/items{/id,x}{;p,q}{.ext}",
+            "/map?fixed=yes{&x,y,empty}",
+            "{var}{+hello}{#x,hello,y}",
+            "http://h/a b/é/%41/<x>?k=v&w",
+            "/s/{uri.var.a}/t/{uri.var.b}?z={query.param.z}",
+        ];
+        let mut state: u64 = 0x6a09_e667_f3bc_c908;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let specials: Vec<char> = "{}+#./;?&*:,%=_ x9é\u{1F600}".chars().collect();
+        let (mut compiled, mut rounds) = (0, 0);
+        for seed in seeds.iter().cycle().take(20_000) {
+            rounds += 1;
+            let mut chars: Vec<char> = seed.chars().collect();
+            for _ in 0..1 + next() % 4 {
+                let at = (next() as usize) % (chars.len() + 1);
+                match next() % 5 {
+                    0 if at < chars.len() => {
+                        chars[at] = specials[(next() as usize) % specials.len()];
+                    }
+                    1 if at < chars.len() => {
+                        chars.remove(at);
+                    }
+                    2 => chars.insert(at, specials[(next() as usize) % specials.len()]),
+                    3 => {
+                        let end = (at + 1 + (next() as usize) % 8).min(chars.len());
+                        let span: Vec<char> = chars[at..end].to_vec();
+                        chars.splice(at..at, span);
+                    }
+                    _ => chars.truncate(at),
+                }
+            }
+            let text: String = chars.into_iter().collect();
+            let Ok(t) = UriTemplate::parse(&text) else {
+                continue;
+            };
+            compiled += 1;
+            for kind in 0..4 {
+                let url = t.expand(|name| match kind {
+                    0 => None,
+                    1 => Some(""),
+                    2 => (name.len() % 2 == 0).then_some("value"),
+                    _ => Some("a b/c?d#e&f=g;h,é%4%zz%41\u{0}{}<>\"\\%"),
+                });
+                assert!(url.starts_with(t.literal_head()), "{text}: {url}");
+                assert!(
+                    url.bytes()
+                        .all(|b| b.is_ascii_alphanumeric()
+                            || b"-._~:/?#[]@!$&'()*+,;=%".contains(&b)),
+                    "{text}: {url}"
+                );
+            }
+        }
+        assert!(compiled * 5 > rounds, "{compiled} of {rounds} compiled");
+    }
 }
