@@ -528,4 +528,182 @@ mod tests {
         assert!(m("/exact", "/exact/"));
         assert!(!m("/exact", "/exact/more"));
     }
+
+    /// Deterministic mutation fuzzing of uri-templates, url-mappings and routing: each round
+    /// mutates a template, a url-mapping and a request path (characters replaced, deleted,
+    /// inserted: braces, `+`, `*`, `?`, `&`, `=`, `%`, `/`, multi-byte ones; spans duplicated;
+    /// tails cut). Nothing panics; a template that compiles matches a path written from it (but for
+    /// one ending in `/`), binding its variables in order; a request is routed only to the API whose context is the longest
+    /// one holding its path (whole segments), with the rest after that context as its postfix, to
+    /// a resource of that API that takes its method; and `NoApi` only when no context holds it.
+    #[test]
+    fn mutated_templates_and_paths_never_panic() {
+        const ROUNDS: usize = 10_000;
+        let templates = [
+            "/orders/{id}",
+            "/o/{a}/items/{b}/",
+            "/files/{+path}",
+            "/{id}.json",
+            "/s?a={a}&b={b}",
+            "/a/*",
+            "/x/{uri.var-1}/y*",
+        ];
+        let mappings = ["/items/*", "/*", "*.jsp", "/exact", "/"];
+        // Coprime lengths, so that the rounds meet every template with every path and method.
+        let paths = [
+            "/shop/orders/42",
+            "/shop/o/x/items/y/",
+            "/shop/admin/files/a/b.txt",
+            "/orders/7.json?x=1",
+            "/shop/s?a=1&b=x%20y",
+            "/shop/a/b/c",
+            "/shop/x/v/y/z",
+            "/shop/items/new?x=1",
+            "/shopping/x.jsp",
+            "/shop/exact/",
+            "/orders/é/%zz/",
+        ];
+        let methods = [Method::GET, Method::POST, Method::OPTIONS, Method::DELETE];
+        let mut state: u64 = 0xbb67_ae85_84ca_a73b;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let specials: Vec<char> = "{}+*?&=%/.#;: x7é\u{1F600}".chars().collect();
+        let mut mutate = |seed: &str| -> String {
+            let mut chars: Vec<char> = seed.chars().collect();
+            for _ in 0..1 + next() % 4 {
+                let at = (next() as usize) % (chars.len() + 1);
+                match next() % 5 {
+                    0 if at < chars.len() => {
+                        chars[at] = specials[(next() as usize) % specials.len()];
+                    }
+                    1 if at < chars.len() => {
+                        chars.remove(at);
+                    }
+                    2 => chars.insert(at, specials[(next() as usize) % specials.len()]),
+                    3 => {
+                        let end = (at + 1 + (next() as usize) % 8).min(chars.len());
+                        let span: Vec<char> = chars[at..end].to_vec();
+                        chars.splice(at..at, span);
+                    }
+                    _ => chars.truncate(at),
+                }
+            }
+            chars.into_iter().collect()
+        };
+        let service = Arc::new(ProxyPlan::empty("A"));
+        let (mut compiled, mut routed) = (0, 0);
+        for round in 0..ROUNDS {
+            let text = mutate(templates[round % templates.len()]);
+            let mapping = mutate(mappings[round % mappings.len()]);
+            // Every other path keeps its first five characters, so that more of them reach an API.
+            let path = match paths[round % paths.len()].split_at(5) {
+                (head, tail) if round % 2 == 1 => format!("{head}{}", mutate(tail)),
+                _ => mutate(paths[round % paths.len()]),
+            };
+            let method = &methods[(round / 2) % methods.len()];
+            if let Ok(t) = Template::parse(&text) {
+                compiled += 1;
+                // The template's own text with a value for each variable (one that stops at
+                // neither a reserved character nor the text after it) and something for a final
+                // `*` after a literal.
+                let (mut written, mut values) = (String::new(), Vec::new());
+                let mut rest = text.as_str();
+                while let Some(open) = rest.find('{') {
+                    written.push_str(&rest[..open]);
+                    let after = &rest[open + rest[open..].find('}').unwrap() + 1..];
+                    let v = if after.starts_with('7') { "q" } else { "7" };
+                    written.push_str(v);
+                    values.push(v.to_owned());
+                    rest = after;
+                }
+                match rest.strip_suffix('*') {
+                    Some(r) => {
+                        written.push_str(r);
+                        if !r.is_empty() || written.is_empty() {
+                            written.push('x');
+                        }
+                    }
+                    None => written.push_str(rest),
+                }
+                let names = t.parts.iter().filter_map(|p| match p {
+                    TPart::Segment(n) | TPart::Rest(n) => Some(n.clone()),
+                    _ => None,
+                });
+                let want: Vec<(String, String)> = names.zip(values).collect();
+                let (p, q) = match written.split_once('?') {
+                    Some((p, q)) => (p, Some(q)),
+                    None => (written.as_str(), None),
+                };
+                // Not when it ends in `/`: the template drops one final `/` and the request path
+                // (not its query) too, so `/a//` and `/s?q={q}/` do not take their own text.
+                if !written.ends_with('/') {
+                    assert_eq!(t.matches(p, q), Some(want), "{text} on {written}");
+                }
+            }
+            let resources = || {
+                let template = Template::parse(&text).map_or(Pattern::Any, Pattern::Template);
+                let seeds = templates
+                    .iter()
+                    .map(|t| (vec![], Pattern::Template(Template::parse(t).unwrap())));
+                [
+                    (vec![Method::GET], template),
+                    (vec![Method::POST], Pattern::mapping(&mapping)),
+                    (vec![Method::DELETE], Pattern::mapping("/exact")),
+                ]
+                .into_iter()
+                .chain(seeds)
+                .map(|(methods, pattern)| ResourcePlan {
+                    methods,
+                    pattern,
+                    service: service.clone(),
+                })
+                .collect()
+            };
+            let apis: Vec<Arc<ApiPlan>> = ["/shop", "/shop/admin", "/orders"]
+                .into_iter()
+                .map(|context| {
+                    Arc::new(ApiPlan {
+                        name: "A".into(),
+                        context: context.into(),
+                        resources: resources(),
+                    })
+                })
+                .collect();
+            // Written out here rather than with `under`, which `route` itself uses.
+            let request_path = path.split_once('?').map_or(path.as_str(), |(p, _)| p);
+            let holds = |context: &str| {
+                request_path == context || request_path.starts_with(&format!("{context}/"))
+            };
+            let longest = apis
+                .iter()
+                .filter(|a| holds(&a.context))
+                .map(|a| a.context.len())
+                .max();
+            match route(&apis, method, &path) {
+                Ok(r) => {
+                    routed += 1;
+                    assert!(holds(&r.api.context), "{path} in {}", r.api.context);
+                    assert_eq!(Some(r.api.context.len()), longest, "{path}");
+                    assert_eq!(format!("{}{}", r.api.context, r.postfix), path);
+                    assert!(r.api.resources.iter().any(|x| std::ptr::eq(x, r.resource)));
+                    assert!(
+                        r.resource.methods.is_empty() || r.resource.methods.contains(method),
+                        "{method} {path} to {:?}",
+                        r.resource.methods
+                    );
+                }
+                Err(Miss::NoApi) => assert_eq!(longest, None, "{path}"),
+                Err(_) => assert!(longest.is_some(), "{path}"),
+            }
+        }
+        // Enough templates compile and requests reach a resource for the checks to mean something.
+        assert!(
+            compiled * 5 > ROUNDS && routed * 20 > ROUNDS,
+            "{compiled} {routed}"
+        );
+    }
 }
