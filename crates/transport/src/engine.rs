@@ -140,7 +140,8 @@ impl Engine {
         if !self.opts.offload.wants(msg) {
             return work.run(msg);
         }
-        self.opts.offload.run(msg, work.owned()).await
+        // Boxed: the hand-over's state stays out of every request's future.
+        Box::pin(self.opts.offload.run(msg, work.owned())).await
     }
 
     /// A client's request body, held to the pace the options set.
@@ -341,7 +342,7 @@ impl Engine {
         }
         let flow = match self.mediate(&mut msg, Work::Seq(&proxy.in_seq)).await {
             Ok(f) => f,
-            Err(e) => return self.fault_flow(proxy, msg, e, stream).await,
+            Err(e) => return Box::pin(self.fault_flow(proxy, msg, e, stream)).await,
         };
         self.request_decided(proxy, msg, stream, flow, Depth::Normal)
             .await
@@ -707,7 +708,7 @@ impl Engine {
                     (Some(seq), _) => match self.mediate(&mut copy, Work::Seq(seq)).await {
                         Ok(Flow::Continue) => return accepted(),
                         Ok(f) => f,
-                        Err(e) => return self.fault_flow(proxy, copy, e, None).await,
+                        Err(e) => return Box::pin(self.fault_flow(proxy, copy, e, None)).await,
                     },
                     (None, Some(ep)) => Flow::Send(Some(ep.clone())),
                     // Only a `to`: the copy goes to that address.
@@ -833,7 +834,8 @@ impl Engine {
             skip_fault_sequence,
         } = failed;
         if depth == Depth::Normal && skip_fault_sequence.is_none() {
-            return self.fault_flow(proxy, msg, e, stream).await;
+            // Boxed: the fault path's state stays out of every request's future.
+            return Box::pin(self.fault_flow(proxy, msg, e, stream)).await;
         }
         let why = skip_fault_sequence.unwrap_or("in a fault sequence");
         tracing::warn!(proxy = %proxy.name, "{} ({why})", e.reason());
@@ -1542,7 +1544,8 @@ fn accepted() -> Response<RelayBody> {
 async fn discard(stream: Option<Inbound>) {
     const MAX: usize = 4 * 1024 * 1024;
     let Some(mut s) = stream else { return };
-    let drain = async {
+    // Boxed: most calls have nothing to drain, and the drain's state stays out of their futures.
+    let drain = Box::pin(async move {
         let mut n = 0usize;
         while let Some(Ok(frame)) = s.frame().await {
             if let Some(d) = frame.data_ref() {
@@ -1552,7 +1555,7 @@ async fn discard(stream: Option<Inbound>) {
                 }
             }
         }
-    };
+    });
     let _ = tokio::time::timeout(Duration::from_secs(5), drain).await;
 }
 

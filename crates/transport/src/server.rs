@@ -49,23 +49,12 @@ impl Default for ServerOptions {
     }
 }
 
-/// Serves a connection to its end, or until shutdown starts if by then it has not begun a request
-/// (`None`): a client that connected and sent no complete head holds nothing in flight.
-async fn until_closing_unless_begun<F: Future>(
-    conn: F,
-    mut closing: tokio::sync::watch::Receiver<bool>,
+/// A connection's task and whether it has begun a request: at shutdown the ones that have not (a
+/// client that connected and sent no complete head holds nothing in flight) are ended at once;
+/// hyper's graceful shutdown would wait for their first head until the header read timeout.
+struct Fresh {
     began: Arc<AtomicBool>,
-) -> Option<F::Output> {
-    let idle_at_close = async {
-        let _ = closing.wait_for(|c| *c).await;
-        if began.load(Ordering::Relaxed) {
-            std::future::pending::<()>().await;
-        }
-    };
-    tokio::select! {
-        r = conn => Some(r),
-        _ = idle_at_close => None,
-    }
+    task: tokio::task::AbortHandle,
 }
 
 /// Whether an accept error means the process is out of file descriptors (or the system is): then
@@ -114,9 +103,8 @@ pub async fn serve(
     let mut last_warning: Option<Instant> = None;
     let mut sweep = tokio::time::interval(crate::engine::BACKEND_SWEEP_INTERVAL);
     sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // Set when shutdown starts: connections that never began a request close then (hyper's graceful
-    // shutdown would wait for their first head until the header read timeout).
-    let (closing_tx, closing) = tokio::sync::watch::channel(false);
+    // Every connection's task until it ends (pruned at each sweep), for shutdown.
+    let mut fresh: Vec<Fresh> = Vec::new();
     // A connection served here: its task holds the balance's count until it ends.
     let start = |stream: TcpStream, count: Counted| {
         let engine = engine.clone();
@@ -128,15 +116,16 @@ pub async fn serve(
             async move { Ok::<_, Infallible>(engine.handle(req, Transport::Http).await) }
         });
         let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc));
-        let closing = closing.clone();
-        tokio::spawn(async move {
-            match until_closing_unless_begun(conn, closing, began).await {
-                Some(Err(e)) => tracing::debug!("connection ended: {e}"),
-                Some(Ok(())) => {}
-                None => tracing::debug!("connection closed at shutdown before any request"),
+        let task = tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!("connection ended: {e}");
             }
             drop(count);
         });
+        Fresh {
+            began,
+            task: task.abort_handle(),
+        }
     };
     // An https connection: the handshake in its own task, then served as the others.
     let start_tls = |stream: TcpStream, count: Counted, acceptor: TlsAcceptor| {
@@ -150,12 +139,11 @@ pub async fn serve(
         });
         let (watcher, builder) = (graceful.watcher(), builder.clone());
         let handshake_timeout = opts.header_read_timeout;
-        let closing = closing.clone();
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
                 Ok(Ok(tls)) => {
                     let conn = watcher.watch(builder.serve_connection(TokioIo::new(tls), svc));
-                    if let Some(Err(e)) = until_closing_unless_begun(conn, closing, began).await {
+                    if let Err(e) = conn.await {
                         tracing::debug!("https connection ended: {e}");
                     }
                 }
@@ -164,11 +152,16 @@ pub async fn serve(
             }
             drop(count);
         });
+        Fresh {
+            began,
+            task: task.abort_handle(),
+        }
     };
     loop {
         let accepted = tokio::select! {
             _ = sweep.tick() => {
                 engine.sweep_backends();
+                fresh.retain(|f| !f.task.is_finished() && !f.began.load(Ordering::Relaxed));
                 // Memory freed since the last tick goes back to the system, busy or idle.
                 sluice_xml::release_free_memory();
                 continue;
@@ -180,10 +173,10 @@ pub async fn serve(
         match accepted {
             Ok((stream, count, acceptor)) => {
                 let _ = stream.set_nodelay(true);
-                match acceptor {
+                fresh.push(match acceptor {
                     None => start(stream, count),
                     Some(a) => start_tls(stream, count, a),
-                }
+                });
             }
             Err(e) if out_of_descriptors(&e) => {
                 if last_warning.is_none_or(|t| t.elapsed() > Duration::from_secs(5)) {
@@ -201,15 +194,22 @@ pub async fn serve(
     drop(listener);
     // Connections another worker handed over just before: served like the rest.
     for (stream, count) in seat.close() {
-        start(stream, count);
+        fresh.push(start(stream, count));
     }
     if let Some(mut t) = tls {
         drop(t.listener);
         for (stream, count) in t.seat.close() {
-            start_tls(stream, count, t.acceptor.clone());
+            fresh.push(start_tls(stream, count, t.acceptor.clone()));
         }
     }
-    let _ = closing_tx.send(true);
+    let idle = fresh
+        .iter()
+        .filter(|f| !f.began.load(Ordering::Relaxed))
+        .inspect(|f| f.task.abort())
+        .count();
+    if idle > 0 {
+        tracing::debug!("closed {idle} connection(s) that had not begun a request");
+    }
     tracing::info!(
         "shutting down: no new connections; waiting up to {:?} for in-flight requests",
         opts.grace
