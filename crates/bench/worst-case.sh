@@ -18,7 +18,8 @@ sluice=${SLUICE:-$rel/sluice}
 capp=${CAPP:-../shared/reference/wso2-perf/performance-ei/capp}
 out=$(mktemp -d)
 pids=()
-trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$out"' EXIT
+# Older Sluices could not stop while a worker was stuck in a quadratic parse: KILL after TERM.
+trap 'kill "${pids[@]}" 2>/dev/null || true; sleep 2; kill -9 "${pids[@]}" 2>/dev/null || true; rm -rf "$out"' EXIT
 
 echo_port=$((20000 + RANDOM % 10000))
 port=$((echo_port + 1))
