@@ -4707,10 +4707,70 @@ mod tests {
         "//order[@id='1'][1]/symbol = 'IBM'",
     ];
 
+    /// What follows a memo's place in the memo tests (the content of the element whose start tag
+    /// ends the memo's prefix): short, so that the bytes after stay within [`MEMO_MAX`].
+    const AFTER_MEMO: &[&str] = &[
+        "IBM",
+        "MSFT",
+        "SUN",
+        "",
+        " ",
+        "\n    ",
+        "<![CDATA[ORCL]]>",
+        "<![CDATA[<IBM> &amp; ]]>",
+        "<![CDATA[]]>",
+        "A&amp;B",
+        "&#73;&#x42;M",
+        "&lt;x&gt;",
+        "&quot;&apos;",
+        "I<!-- c -->BM",
+        "<!-- only a comment -->",
+        "IB<![CDATA[M]]>&#33;",
+        "x\r\ny",
+        "\u{e9}\u{20ac}",
+        "1.5",
+    ];
+
+    /// What follows a memo's place: one of [`AFTER_MEMO`], or a long text (plain, with
+    /// references, or multibyte), each time another. A memo of the reader's state reads it every
+    /// time; a memo of the answer would answer what the reading that made it read.
+    fn after_memo(r: &mut Rng) -> String {
+        let n = 500 + r.below(9000);
+        match r.below(AFTER_MEMO.len() + 3) {
+            k if k < AFTER_MEMO.len() => AFTER_MEMO[k].to_owned(),
+            k if k == AFTER_MEMO.len() => format!("{}{n}", "L".repeat(n)),
+            k if k == AFTER_MEMO.len() + 1 => format!("{}{n}", "L&amp;&#76;".repeat(n / 8)),
+            _ => format!("{}{n}", "\u{e9}L\u{20ac}".repeat(n / 6)),
+        }
+    }
+
+    /// `head` with the content of each `routing` header element (prefixed or not) replaced by one
+    /// of [`AFTER_MEMO`]: what follows the memo of a path into the header.
+    fn revalue_headers(r: &mut Rng, head: &str) -> String {
+        let mut out = String::with_capacity(head.len());
+        let mut rest = head;
+        while let Some(at) = ["<routing", "<t:routing"]
+            .iter()
+            .filter_map(|tag| rest.find(tag))
+            .min()
+        {
+            let gt = at + rest[at..].find('>').unwrap() + 1;
+            let end = gt + rest[gt..].find("</").unwrap();
+            out.push_str(&rest[..gt]);
+            out.push_str(r.pick(AFTER_MEMO));
+            rest = &rest[end..];
+        }
+        out.push_str(rest);
+        out
+    }
+
     /// A reading whose document begins with the bytes before the place of the last memo made for its
     /// path on this thread starts from that memo: whatever follows, and whichever beginning came
     /// before, the answers are libxml2's. The documents of a round share one of two generated
-    /// beginnings (an envelope down to the payload's start tag) and differ in their orders.
+    /// beginnings (an envelope down to the payload's start tag) and differ in what follows: the
+    /// first order's content (where the memo of a `//order` path is made), the orders after it,
+    /// and, every other document of the rounds with any path, the header's text (where the memo
+    /// of a path into the header is made).
     #[test]
     fn readings_start_from_the_memo_of_a_shared_beginning() {
         let mut r = Rng(0x5851_f42d_4c95_7f2d);
@@ -4734,18 +4794,33 @@ mod tests {
             let Some(s) = StreamPath::compile(&text, &ns()) else {
                 continue;
             };
-            for k in [0, 0, 1, 0, 1, 1, 0, 0] {
+            let e = Expr::compile(&text, &ns()).unwrap();
+            let firsts = [after_memo(&mut r), after_memo(&mut r)];
+            for (j, k) in [0, 0, 1, 0, 1, 1, 0, 0].into_iter().enumerate() {
                 let (head, tail) = &heads[k];
-                let mut doc = head.clone();
-                // The same first order (and text before it), then others.
-                doc.push_str("\n<order><symbol>IBM</symbol></order>");
+                let mut doc = if round % 2 == 1 && j % 2 == 1 {
+                    revalue_headers(&mut r, head)
+                } else {
+                    head.clone()
+                };
+                // The same start of a first order (and text before it), its symbol holding one of
+                // the round's two contents, then other orders. (Two, not one for each document:
+                // where a path's memo is made past an element no step tests, that element's
+                // content is in the memo's prefix, which the next document must begin with.)
+                doc.push_str("\n<order><symbol>");
+                doc.push_str(&firsts[r.below(2)]);
+                doc.push_str("</symbol></order>");
                 gen_orders(&mut r, &mut doc);
                 doc.push_str(tail);
                 let lib = Lib(parse(doc.as_bytes()).unwrap_or_else(|| panic!("generated:\n{doc}")));
                 // The document's first reading as routing makes it: from a memo or not.
                 let before = MEMO_HITS.get();
-                s.eval_string(doc.as_bytes());
+                let first = s.eval_string(doc.as_bytes());
                 let hit = MEMO_HITS.get() > before;
+                if let Some(first) = first {
+                    let want = e.eval_string(&lib).unwrap();
+                    assert_eq!(first, want, "first reading {text} (memo: {hit})\n{doc}");
+                }
                 readings += 1;
                 hits += usize::from(hit);
                 if round % 2 == 0 {
@@ -4778,30 +4853,46 @@ mod tests {
     /// How often memos are made: once for a client that keeps sending alike messages, at once again
     /// when another such client follows, rarely when no two messages begin alike, and, for two
     /// clients in turn, rarely too, one of them then reading from its memo.
+    ///
+    /// Each message's first symbol (what follows the memo's place) holds another content, the
+    /// answer compared with libxml2's.
     #[test]
     fn memos_are_made_again_when_they_pay() {
-        let e = sp("//order[1]/symbol");
-        let client = |k: usize| ENVELOPE.replace("xsd", &format!("{k:03}"));
-        // (hits, makings) over `docs`, read in turn.
-        let read = |docs: &[String], times: usize| {
+        let text = "//order[1]/symbol";
+        let (e, lib_e) = (sp(text), Expr::compile(text, &ns()).unwrap());
+        let mut r = Rng(0x2f2b_6c8a_91d3_5e07);
+        // Client `c`'s message (its beginning, down to the first symbol's start tag, is the
+        // client's own), that symbol holding `first`.
+        let message = |c: usize, first: &str| {
+            ENVELOPE.replace("xsd", &format!("{c:03}")).replacen(
+                "<symbol>IBM<",
+                &format!("<symbol>{first}<"),
+                1,
+            )
+        };
+        // (hits, makings) over messages from `clients`, in turn.
+        let mut read = |clients: &[usize], times: usize| {
             let (h, m) = (MEMO_HITS.get(), MEMO_MAKINGS.get());
             for k in 0..times {
-                let doc = &docs[k % docs.len()];
-                assert_eq!(e.eval_string(doc.as_bytes()).as_deref(), Some("IBM"));
+                let doc = message(clients[k % clients.len()], &after_memo(&mut r));
+                let got = e.eval_string(doc.as_bytes());
+                let lib = Lib(parse(doc.as_bytes()).unwrap());
+                let want = lib_e.eval_string(&lib).unwrap();
+                assert_eq!(got.as_deref(), Some(&*want), "{doc}");
             }
             (MEMO_HITS.get() - h, MEMO_MAKINGS.get() - m)
         };
-        assert_eq!(read(&[client(0)], 50), (49, 1));
-        assert_eq!(read(&[client(1)], 50), (49, 1));
-        let (hits, makings) = read(&[client(0), client(1)], 400);
+        assert_eq!(read(&[0], 50), (49, 1));
+        assert_eq!(read(&[1], 50), (49, 1));
+        let (hits, makings) = read(&[0, 1], 400);
         assert!(hits >= 150, "{hits} hits for two clients in turn");
         assert!(makings <= 10, "{makings} makings for two clients in turn");
-        let unique: Vec<String> = (2..402).map(client).collect();
+        let unique: Vec<usize> = (2..402).collect();
         let (hits, makings) = read(&unique, 400);
         assert_eq!(hits, 0);
         assert!(makings <= 14, "{makings} makings for 400 messages");
         // A client alone after those: its memo is made within the longest wait.
-        let (hits, makings) = read(&[client(3)], 1000);
+        let (hits, makings) = read(&[3], 1000);
         assert!(hits >= 1000 - u64::from(MEMO_WAIT) - 1, "{hits} hits");
         assert_eq!(makings, 1);
     }
@@ -5499,19 +5590,38 @@ mod tests {
             }
         }
         // Many bindings restored from a memo (they are in the first bytes): read through the
-        // index made for them, as on the first reading.
+        // index made for them, as on the first reading. What follows the memo's place (the
+        // first order's symbol's start tag) differs from one message to the next: the first
+        // two symbols' content, and the last order's.
         let head = format!(
             "<r{} xmlns:p0='{M}'><m:buyStocks xmlns:m='{M}'>",
             decls("q", 40)
         );
-        let s = sp("//m:order[2]/m:symbol");
+        let texts = [
+            "//m:order[2]/m:symbol",
+            "//m:order[1]/m:symbol",
+            "//m:symbol",
+        ];
+        let paths: Vec<StreamPath> = texts.iter().map(|t| sp(t)).collect();
+        let mut r = Rng(0x6a09_e667_f3bc_c909);
         let before = MEMO_HITS.get();
-        for k in 0..12 {
+        for k in 0..24 {
+            let orders: String = (0..300)
+                .map(|j| {
+                    let symbol = match j {
+                        0 | 1 => after_memo(&mut r),
+                        _ => format!("S{j}"),
+                    };
+                    format!("<p0:order p0:id='{j}'><p0:symbol>{symbol}</p0:symbol></p0:order>")
+                })
+                .collect();
             let doc = format!(
                 "{head}{orders}<m:order><m:symbol>X{k}</m:symbol></m:order></m:buyStocks></r>"
             );
             let lib = parse(doc.as_bytes()).map(Lib).unwrap();
-            assert!(check(doc.as_bytes(), &lib, "//m:order[2]/m:symbol", &s));
+            for (text, s) in texts.iter().zip(&paths) {
+                assert!(check(doc.as_bytes(), &lib, text, s));
+            }
         }
         assert!(MEMO_HITS.get() > before, "no reading from a memo");
         // Bindings go out of scope with their elements, the index with them.
