@@ -1,6 +1,8 @@
 //! Sluice's measuring kit: the load generator, the WSO2 benchmark matrix with peers, payloads and
 //! reports. `cargo run --release -p sluice-bench -- --help`.
 
+pub mod adversarial;
+pub mod hostile;
 pub mod load;
 pub mod matrix;
 pub mod micro;
@@ -8,3 +10,5 @@ pub mod payload;
 pub mod procfs;
 pub mod report;
 pub mod stats;
+pub mod stress;
+pub mod stress_client;

@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use sluice_bench::matrix::{self, MatrixSpec};
-use sluice_bench::{load, micro, payload, report, stats::Summary};
+use sluice_bench::{adversarial, load, micro, payload, report, stats::Summary, stress};
 use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -45,6 +45,16 @@ enum Cmd {
         #[arg(long)]
         only: Option<String>,
     },
+    /// The CPU cost per KB of each reader Sluice owns (streaming XPath, streaming XSLT, JsonPath,
+    /// config, the back-end response-head parser) on hostile inputs, as a request pays it (libxml2
+    /// or libxslt where a streaming reader bails), and its ratio to the normal WSO2 payload of the
+    /// same size. Each case runs in a child process, stopped at --cap. Markdown on stdout.
+    Adversarial(AdversarialArgs),
+    /// Resource figures under abuse, against a Sluice it starts (fresh for each scenario) on the
+    /// WSO2 artifacts with the echo back-end: a. many keep-alive connections held, b. many users
+    /// with a back-end delay, c. slow request bodies, d. a large body (Content-Length, chunked).
+    /// Peak RSS and descriptors, errors by kind, RSS after idling. Markdown on stdout.
+    Stress(StressArgs),
     /// Prints a buyStocks SOAP payload of the given size (WSO2's shape).
     Payload {
         #[arg(long)]
@@ -118,6 +128,101 @@ struct MatrixArgs {
 }
 
 #[derive(clap::Args)]
+struct AdversarialArgs {
+    /// Input sizes in bytes.
+    #[arg(long, value_delimiter = ',', default_value = "10240,10485760")]
+    sizes: Vec<usize>,
+    /// Readers (default all): xpath-cbr, xpath-header, xslt, jsonpath, config, h1-head.
+    #[arg(long, value_delimiter = ',')]
+    readers: Option<Vec<String>>,
+    /// Cases (default all; the normal one always runs): attributes, namespaces, siblings,
+    /// long-name, deep-200, deep-beyond, huge-text, charrefs, long-charrefs, chunked,
+    /// chunked-siblings.
+    #[arg(long, value_delimiter = ',')]
+    cases: Option<Vec<String>>,
+    /// Seconds of calls per case after the first call.
+    #[arg(long, default_value_t = 0.5)]
+    budget: f64,
+    /// Seconds after which a case is stopped and reported over the cap.
+    #[arg(long, default_value_t = 5.0)]
+    cap: f64,
+    /// Bytes per chunk in the chunked cases.
+    #[arg(long, default_value_t = 16)]
+    chunk: usize,
+    /// The WSO2 artifacts (default: <reference>/performance-ei/capp).
+    #[arg(long)]
+    capp: Option<PathBuf>,
+    /// WSO2's perf reference folder (default: ../shared/reference/wso2-perf from the repository).
+    #[arg(long)]
+    reference: Option<PathBuf>,
+    /// One case in this process, its figure printed as JSON: READER,CASE,SIZE (what the command
+    /// runs in each child).
+    #[arg(long, hide = true)]
+    cell: Option<String>,
+}
+
+#[derive(clap::Args)]
+struct StressArgs {
+    /// Scenarios to run among a, b, c, d.
+    #[arg(long, value_delimiter = ',', default_value = "a,b,c,d")]
+    only: Vec<char>,
+    /// The sluice binary (default: beside this one, i.e. target/release/sluice).
+    #[arg(long)]
+    sluice: Option<PathBuf>,
+    /// An extra argument for `sluice run` (repeatable).
+    #[arg(long = "sluice-arg", allow_hyphen_values = true)]
+    sluice_args: Vec<String>,
+    /// The WSO2 artifacts (default: <reference>/performance-ei/capp).
+    #[arg(long)]
+    capp: Option<PathBuf>,
+    /// WSO2's perf reference folder (default: ../shared/reference/wso2-perf from the repository).
+    #[arg(long)]
+    reference: Option<PathBuf>,
+    /// Seconds of idling sampled (each second) after every scenario.
+    #[arg(long, default_value_t = 10)]
+    idle: u64,
+    /// a: keep-alive connections.
+    #[arg(long, default_value_t = 10_000)]
+    conns: usize,
+    /// a: seconds the connections are held after the last answer.
+    #[arg(long, default_value_t = 5.0)]
+    hold: f64,
+    /// b: users.
+    #[arg(long, default_value_t = 500)]
+    users: usize,
+    /// b: body size in bytes.
+    #[arg(long, default_value_t = 10_240)]
+    size: usize,
+    /// b: back-end delay in ms.
+    #[arg(long, default_value_t = 1000)]
+    delay_ms: u64,
+    /// b: measured seconds.
+    #[arg(long, default_value_t = 15.0)]
+    duration: f64,
+    /// c: slow clients.
+    #[arg(long, default_value_t = 200)]
+    slow_clients: usize,
+    /// c: their Content-Length.
+    #[arg(long, default_value_t = 1000)]
+    slow_length: usize,
+    /// c: shortest gap between two body bytes, seconds.
+    #[arg(long, default_value_t = 2.0)]
+    gap_min: f64,
+    /// c: longest gap between two body bytes, seconds.
+    #[arg(long, default_value_t = 5.0)]
+    gap_max: f64,
+    /// c: the longest the scenario runs, seconds.
+    #[arg(long, default_value_t = 60.0)]
+    slow_max: f64,
+    /// d: the body in MiB.
+    #[arg(long, default_value_t = 200)]
+    large_mib: usize,
+    /// d: the longest one request may take, seconds.
+    #[arg(long, default_value_t = 60.0)]
+    large_max: f64,
+}
+
+#[derive(clap::Args)]
 struct LoadArgs {
     /// http://host:port/path
     url: String,
@@ -171,6 +276,8 @@ fn main() -> ExitCode {
             };
             run_micro(&sizes, budget, only.as_deref())
         }
+        Cmd::Adversarial(a) => run_adversarial(a),
+        Cmd::Stress(a) => run_stress(a),
         Cmd::Payload { size, ibm } => {
             print!("{}", payload::generate(size, ibm));
             Ok(())
@@ -195,6 +302,112 @@ fn run_micro(sizes: &[usize], budget: micro::Budget, only: Option<&str>) -> Resu
         only,
     )?;
     print!("{}", micro::table(&t));
+    Ok(())
+}
+
+/// The WSO2 reference folder and capp folder from the flags or their defaults.
+fn wso2_folders(
+    capp: Option<PathBuf>,
+    reference: Option<PathBuf>,
+) -> Result<(PathBuf, Option<PathBuf>), String> {
+    let reference = reference
+        .or_else(|| Some(repo_root().join("../shared/reference/wso2-perf")))
+        .filter(|p| p.is_dir());
+    match (capp, &reference) {
+        (Some(c), _) => Ok((c, reference)),
+        (None, Some(r)) => Ok((r.join("performance-ei/capp"), reference)),
+        (None, None) => Err("no WSO2 reference folder found; pass --capp or --reference".into()),
+    }
+}
+
+/// The sluice binary: the flag's, else the one beside this program.
+fn sluice_binary(flag: Option<PathBuf>) -> Result<PathBuf, String> {
+    let sluice = flag.unwrap_or_else(|| {
+        std::env::current_exe()
+            .ok()
+            .and_then(|p| p.parent().map(|d| d.join("sluice")))
+            .unwrap_or_else(|| PathBuf::from("sluice"))
+    });
+    if !sluice.exists() {
+        return Err(format!(
+            "{} not found: build it first (cargo build --release -p sluice) or pass --sluice",
+            sluice.display()
+        ));
+    }
+    Ok(sluice)
+}
+
+fn run_stress(a: StressArgs) -> Result<(), String> {
+    let (capp, reference) = wso2_folders(a.capp, a.reference)?;
+    let sluice = sluice_binary(a.sluice)?;
+    let secs = Duration::from_secs_f64;
+    let spec = stress::StressSpec {
+        sluice_args: a.sluice_args,
+        only: a.only,
+        idle: Duration::from_secs(a.idle),
+        conns: a.conns,
+        hold: secs(a.hold),
+        users: a.users,
+        size: a.size,
+        delay_ms: a.delay_ms,
+        duration: secs(a.duration),
+        slow_clients: a.slow_clients,
+        slow_length: a.slow_length,
+        gap_min: secs(a.gap_min),
+        gap_max: secs(a.gap_max),
+        slow_max: secs(a.slow_max),
+        large_mib: a.large_mib,
+        large_max: secs(a.large_max),
+        ..stress::StressSpec::defaults(sluice, capp, reference)
+    };
+    let outcomes = stress::run(&spec).map_err(|e| e.to_string())?;
+    print!("{}", stress::table(&outcomes));
+    Ok(())
+}
+
+fn run_adversarial(a: AdversarialArgs) -> Result<(), String> {
+    let (capp, reference) = wso2_folders(a.capp, a.reference)?;
+    let readers = match a.readers {
+        None => adversarial::Reader::ALL.to_vec(),
+        Some(v) => v
+            .iter()
+            .map(|k| adversarial::Reader::from_key(k).ok_or(format!("unknown reader '{k}'")))
+            .collect::<Result<_, _>>()?,
+    };
+    let cases = match a.cases {
+        None => sluice_bench::hostile::Case::ALL.to_vec(),
+        Some(v) => v
+            .iter()
+            .map(|k| sluice_bench::hostile::Case::from_key(k).ok_or(format!("unknown case '{k}'")))
+            .collect::<Result<_, _>>()?,
+    };
+    let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
+    let spec = adversarial::Spec {
+        capp,
+        reference,
+        sizes: a.sizes,
+        readers,
+        cases,
+        budget: Duration::from_secs_f64(a.budget),
+        cap: Duration::from_secs_f64(a.cap),
+        chunk: a.chunk,
+        isolation: adversarial::Isolation::Process(exe),
+        progress: true,
+    };
+    if let Some(cell) = a.cell {
+        let parts: Vec<&str> = cell.split(',').collect();
+        let [reader, case, size] = parts[..] else {
+            return Err(format!("--cell {cell}: want READER,CASE,SIZE"));
+        };
+        let reader = adversarial::Reader::from_key(reader).ok_or("unknown reader")?;
+        let case = sluice_bench::hostile::Case::from_key(case).ok_or("unknown case")?;
+        let size = size
+            .parse()
+            .map_err(|_| format!("--cell {cell}: bad size"))?;
+        return adversarial::cell_main(&spec, reader, case, size);
+    }
+    let figs = adversarial::run(&spec)?;
+    print!("{}", adversarial::table(&figs));
     Ok(())
 }
 

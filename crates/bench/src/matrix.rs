@@ -249,17 +249,17 @@ impl MatrixSpec {
 }
 
 /// A server under test: where to send requests and which processes to account.
-struct Target {
+pub(crate) struct Target {
     key: String,
     label: String,
-    addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
     /// The path a peer is sent every scenario to (Sluice's depends on the scenario: [`sluice_path`]).
     path_prefix: String,
     child: Option<Child>,
 }
 
 impl Target {
-    fn pids(&self) -> Vec<u32> {
+    pub(crate) fn pids(&self) -> Vec<u32> {
         self.child
             .as_ref()
             .map(|c| procfs::tree(c.id()))
@@ -434,7 +434,11 @@ fn with_log(e: std::io::Error, log: &Path) -> std::io::Error {
     std::io::Error::other(format!("{e}\n{log}"))
 }
 
-fn start_sluice(spec: &MatrixSpec, echo: SocketAddr, dir: &Path) -> std::io::Result<Target> {
+pub(crate) fn start_sluice(
+    spec: &MatrixSpec,
+    echo: SocketAddr,
+    dir: &Path,
+) -> std::io::Result<Target> {
     let log = std::fs::File::create(dir.join("sluice.log"))?;
     let mut child = proxy_command(spec.pin.as_ref(), &spec.sluice)
         .arg("run")

@@ -96,17 +96,20 @@ fn time_cooled(budget: Budget, mut cool: impl FnMut() -> bool, mut f: impl FnMut
 }
 
 /// The `xsl:stylesheet` element's text in a CAR local entry file.
-fn sheet(capp: &Path, entry: &str) -> Result<StreamSheet, String> {
+pub(crate) fn sheet_text(capp: &Path, entry: &str) -> Result<String, String> {
     let file = capp.join(format!("{entry}_1.0.0/{entry}-1.0.0.xml"));
     let s = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-    let text = s
-        .find("<xsl:stylesheet")
+    s.find("<xsl:stylesheet")
         .and_then(|a| {
             let close = "</xsl:stylesheet>";
-            s.rfind(close).map(|b| &s[a..b + close.len()])
+            s.rfind(close).map(|b| s[a..b + close.len()].to_owned())
         })
-        .ok_or_else(|| format!("{}: no xsl:stylesheet", file.display()))?;
-    StreamSheet::compile(text.as_bytes())
+        .ok_or_else(|| format!("{}: no xsl:stylesheet", file.display()))
+}
+
+/// The stylesheet of a CAR local entry, compiled for the streaming XSLT.
+fn sheet(capp: &Path, entry: &str) -> Result<StreamSheet, String> {
+    StreamSheet::compile(sheet_text(capp, entry)?.as_bytes())
         .ok_or_else(|| format!("{entry}: outside the streaming XSLT subset"))
 }
 
