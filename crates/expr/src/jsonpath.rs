@@ -14,6 +14,8 @@
 
 use serde_json::Value;
 use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 /// One step of a path.
 #[derive(Clone, Debug)]
@@ -254,12 +256,115 @@ fn select_steps<'v>(steps: &[Step], start: &'v Value, root: &'v Value) -> Vec<&'
     let mut current = vec![start];
     for step in steps {
         let mut next = Vec::new();
-        for v in current {
-            apply(step, v, root, &mut next);
+        match step {
+            Step::Deep(inner) if current.len() > 1 => {
+                deep_from_each(inner, &current, root, &mut next)
+            }
+            _ => {
+                for v in current {
+                    apply(step, v, root, &mut next);
+                }
+            }
         }
         current = next;
     }
     current
+}
+
+/// `..inner` from each of `starts` in turn, the same values as [`apply`] from each gives, but
+/// each node scanned once: where one start lies in another's subtree (`$..a..b` over nested
+/// `a`s, `$..*..b`), the matches in its subtree are taken again instead of scanning it again,
+/// so the time is linear in the nodes scanned plus the length of the answer (which has the
+/// repeats Jayway's has), not their size times their depth.
+fn deep_from_each<'v>(
+    inner: &Step,
+    starts: &[&'v Value],
+    root: &'v Value,
+    out: &mut Vec<&'v Value>,
+) {
+    // For each start that has members or elements, once scanned, where its matches are in
+    // `found` (a scalar's scan is the step alone: done again, it costs no more).
+    let mut spans: Spans = starts
+        .iter()
+        .filter(|v| matches!(v, Value::Object(_) | Value::Array(_)))
+        .map(|&v| (v as *const Value, None))
+        .collect();
+    let mut found = Vec::new();
+    for &v in starts {
+        let (a, b) = match spans.get(&(v as *const Value)) {
+            Some(&Some(span)) => span,
+            _ => scan(inner, v, root, &mut spans, &mut found),
+        };
+        out.extend_from_slice(&found[a..b]);
+    }
+}
+
+/// [`deep_from_each`]'s starts, by address.
+type Spans = HashMap<*const Value, Option<(usize, usize)>, BuildHasherDefault<AddressHasher>>;
+
+/// Hashes an address with a multiplication (a node's address is unique while the document
+/// lives; SipHash would cost more than the rest of the scan).
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_usize(usize::from(b) ^ self.0 as usize);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        // The product's high bits depend on every bit of the address (its low ones are zero):
+        // rotated down to where the table takes its index.
+        self.0 = (n as u64)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(32);
+    }
+}
+
+/// [`deep_from_each`]'s scan of `v`'s subtree: its matches pushed onto `found`, in document
+/// order; returns where they are.
+fn scan<'v>(
+    inner: &Step,
+    v: &'v Value,
+    root: &'v Value,
+    spans: &mut Spans,
+    found: &mut Vec<&'v Value>,
+) -> (usize, usize) {
+    let a = found.len();
+    let start = match v {
+        Value::Object(_) | Value::Array(_) => spans.get(&(v as *const Value)).copied(),
+        _ => {
+            apply(inner, v, root, found);
+            return (a, found.len());
+        }
+    };
+    if let Some(Some((from, to))) = start {
+        // A start scanned before, inside this subtree: its matches again, where this scan
+        // has got to.
+        found.extend_from_within(from..to);
+        return (a, found.len());
+    }
+    apply(inner, v, root, found);
+    match v {
+        Value::Object(m) => m.values().for_each(|c| {
+            scan(inner, c, root, spans, found);
+        }),
+        Value::Array(e) => e.iter().for_each(|c| {
+            scan(inner, c, root, spans, found);
+        }),
+        _ => {}
+    }
+    let span = (a, found.len());
+    if start.is_some() {
+        spans.insert(v, Some(span));
+    }
+    span
 }
 
 /// `step` applied to `v`, its results pushed onto `out`.
@@ -626,10 +731,6 @@ fn relate(l: &Value, op: Op, r: &Value) -> bool {
         (Value::String(x), Value::String(y)) => Some(x.cmp(y)),
         _ => None,
     };
-    let within = |x: &Value, set: &Value| match set {
-        Value::Array(a) => a.iter().any(|e| same(x, e)),
-        _ => false,
-    };
     let len = |x: &Value| match x {
         Value::Array(a) => Some(a.len()),
         Value::Object(m) => Some(m.len()),
@@ -648,7 +749,7 @@ fn relate(l: &Value, op: Op, r: &Value) -> bool {
             _ => false,
         },
         Op::All => match (l, r) {
-            (Value::Array(_), Value::Array(want)) => want.iter().all(|w| within(w, l)),
+            (Value::Array(_), Value::Array(want)) => within_each(want, l, true),
             _ => false,
         },
         Op::ExistsIs => false,
@@ -658,9 +759,9 @@ fn relate(l: &Value, op: Op, r: &Value) -> bool {
         Op::Ge => matches!(order(), Some(Ordering::Greater | Ordering::Equal)),
         Op::In => within(l, r),
         Op::Nin => matches!(r, Value::Array(_)) && !within(l, r),
-        Op::SubsetOf => matches!(l, Value::Array(a) if a.iter().all(|e| within(e, r))),
-        Op::AnyOf => matches!(l, Value::Array(a) if a.iter().any(|e| within(e, r))),
-        Op::NoneOf => matches!(l, Value::Array(a) if !a.iter().any(|e| within(e, r))),
+        Op::SubsetOf => matches!(l, Value::Array(a) if within_each(a, r, true)),
+        Op::AnyOf => matches!(l, Value::Array(a) if within_each(a, r, false)),
+        Op::NoneOf => matches!(l, Value::Array(a) if !within_each(a, r, false)),
         // As Jayway: the size argument taken as a whole number.
         Op::Size => match (l, len(l), r.as_f64()) {
             (Value::Array(_) | Value::String(_), Some(n), Some(want)) => n as f64 == want.trunc(),
@@ -671,6 +772,177 @@ fn relate(l: &Value, op: Op, r: &Value) -> bool {
             _ => false,
         },
     }
+}
+
+/// Whether `set` is an array with an element `x` is [`same`] to.
+fn within(x: &Value, set: &Value) -> bool {
+    match set {
+        Value::Array(a) => a.iter().any(|e| same(x, e)),
+        _ => false,
+    }
+}
+
+/// Below this many elements on either side, or this many pairs, [`within_each`] compares every
+/// pair (cheaper than making a [`Members`]).
+const FEW_MEMBERS: usize = 8;
+const FEW_PAIRS: usize = 256;
+
+/// Whether every one of `xs` (`all`) or some one is [`within`] `set`: with both long (two arrays
+/// from the message), through a [`Members`] of `set`, in time linear in their lengths instead of
+/// their product.
+fn within_each(xs: &[Value], set: &Value, all: bool) -> bool {
+    let Value::Array(elements) = set else {
+        return all && xs.is_empty();
+    };
+    let (n, m) = (xs.len(), elements.len());
+    if n.min(m) <= FEW_MEMBERS || n.saturating_mul(m) <= FEW_PAIRS {
+        return if all {
+            xs.iter().all(|x| within(x, set))
+        } else {
+            xs.iter().any(|x| within(x, set))
+        };
+    }
+    let members = Members::new(elements);
+    if all {
+        xs.iter().all(|x| members.has(x))
+    } else {
+        xs.iter().any(|x| members.has(x))
+    }
+}
+
+/// The elements of an array indexed by what [`same`] compares of them: `has(x)` is
+/// `within(x, array)`. [`same`] is not an equivalence (a number is the same as any string that
+/// parses to it, a string only as a number that prints as it), so each kind of value `x` can be
+/// is looked up by its own key: a number by its value among the numbers and the strings that
+/// parse to one; a string by its text among the strings and the numbers' texts; arrays and
+/// objects by a hash that [`same`] values share ([`same_hash`]), then compared.
+struct Members<'v> {
+    /// [`number_key`]s of the numbers, and of the strings that parse (trimmed) to a number.
+    numbers: HashSet<u64>,
+    /// The strings, and the numbers as they print.
+    texts: HashSet<Cow<'v, str>>,
+    null: bool,
+    /// Whether `false`, `true` is there.
+    bools: [bool; 2],
+    nested: HashMap<u64, Vec<&'v Value>>,
+}
+
+impl<'v> Members<'v> {
+    fn new(elements: &'v [Value]) -> Members<'v> {
+        let mut m = Members {
+            numbers: HashSet::new(),
+            texts: HashSet::new(),
+            null: false,
+            bools: [false; 2],
+            nested: HashMap::new(),
+        };
+        for e in elements {
+            match e {
+                Value::Null => m.null = true,
+                Value::Bool(b) => m.bools[usize::from(*b)] = true,
+                Value::Number(n) => {
+                    // Always a value: serde_json's `arbitrary_precision` is off.
+                    if let Some(f) = n.as_f64() {
+                        m.numbers.insert(number_key(f));
+                    }
+                    m.texts.insert(Cow::Owned(n.to_string()));
+                }
+                Value::String(s) => {
+                    if let Some(f) = numeric(s) {
+                        m.numbers.insert(number_key(f));
+                    }
+                    m.texts.insert(Cow::Borrowed(s));
+                }
+                Value::Array(_) | Value::Object(_) => {
+                    m.nested.entry(same_hash(e)).or_default().push(e);
+                }
+            }
+        }
+        m
+    }
+
+    fn has(&self, x: &Value) -> bool {
+        match x {
+            Value::Null => self.null,
+            Value::Bool(b) => self.bools[usize::from(*b)],
+            Value::Number(n) => n
+                .as_f64()
+                .is_some_and(|f| self.numbers.contains(&number_key(f))),
+            Value::String(s) => self.texts.contains(s.as_str()),
+            Value::Array(_) | Value::Object(_) => self
+                .nested
+                .get(&same_hash(x))
+                .is_some_and(|c| c.iter().any(|e| same(x, e))),
+        }
+    }
+}
+
+/// A string's number, as [`same`] parses it for a number it is compared with (NaN equals none).
+fn numeric(s: &str) -> Option<f64> {
+    s.trim().parse::<f64>().ok().filter(|f| !f.is_nan())
+}
+
+/// A number's key: equal numbers (`0.0 == -0.0`), equal keys.
+fn number_key(f: f64) -> u64 {
+    if f == 0.0 {
+        0
+    } else {
+        f.to_bits()
+    }
+}
+
+/// A hash that values [`same`] to each other share (within arrays, a number and a string that
+/// parses to it hash alike: a string is the same as a number only when it is its text, which
+/// parses to it); objects as [`equal_hash`].
+fn same_hash(v: &Value) -> u64 {
+    fn feed(v: &Value, h: &mut std::collections::hash_map::DefaultHasher) {
+        match v {
+            Value::Null => 0u8.hash(h),
+            Value::Bool(b) => (1u8, b).hash(h),
+            Value::Number(n) => (2u8, n.as_f64().map(number_key)).hash(h),
+            Value::String(s) => match numeric(s) {
+                Some(f) => (2u8, Some(number_key(f))).hash(h),
+                None => (3u8, s).hash(h),
+            },
+            Value::Array(a) => {
+                (4u8, a.len()).hash(h);
+                a.iter().for_each(|e| feed(e, h));
+            }
+            Value::Object(_) => (5u8, equal_hash(v)).hash(h),
+        }
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    feed(v, &mut h);
+    h.finish()
+}
+
+/// A hash that equal values (serde_json's `==`, what [`same`] uses for objects) share: numbers
+/// of the same kind and value, object members in any order.
+fn equal_hash(v: &Value) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    match v {
+        Value::Null => 0u8.hash(&mut h),
+        Value::Bool(b) => (1u8, b).hash(&mut h),
+        Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
+            (Some(u), _, _) => (6u8, u).hash(&mut h),
+            (None, Some(i), _) => (7u8, i).hash(&mut h),
+            (None, None, f) => (8u8, f.map(number_key)).hash(&mut h),
+        },
+        Value::String(s) => (3u8, s).hash(&mut h),
+        Value::Array(a) => {
+            (4u8, a.len()).hash(&mut h);
+            a.iter().for_each(|e| equal_hash(e).hash(&mut h));
+        }
+        Value::Object(m) => {
+            let members = m.iter().fold(0u64, |sum, (k, e)| {
+                let mut one = std::collections::hash_map::DefaultHasher::new();
+                (k, equal_hash(e)).hash(&mut one);
+                sum.wrapping_add(one.finish())
+            });
+            (5u8, m.len(), members).hash(&mut h);
+        }
+    }
+    h.finish()
 }
 
 struct FilterParser<'s> {
@@ -956,8 +1228,9 @@ impl<'s> FilterParser<'s> {
 
 #[cfg(test)]
 mod tests {
-    use super::JsonPath;
+    use super::{relate, same, strictly_same, JsonPath, Op, Step};
     use serde_json::{json, Value};
+    use std::borrow::Cow;
 
     fn sel(path: &str, v: &Value) -> Vec<Value> {
         JsonPath::compile(path)
@@ -965,6 +1238,16 @@ mod tests {
             .select(v)
             .into_iter()
             .map(|c| c.into_owned())
+            .collect()
+    }
+
+    /// Where the values `path` selects in `v` are.
+    fn sel_refs(path: &str, v: &Value) -> Vec<*const Value> {
+        JsonPath::compile(path)
+            .unwrap()
+            .select(v)
+            .iter()
+            .map(|c| &**c as *const Value)
             .collect()
     }
 
@@ -1226,6 +1509,423 @@ mod tests {
         assert!(sel("$.nothing.length()", &v).is_empty());
         // In a filter.
         assert_eq!(sel("$.orders[?(@.tags.length() > 1)].p", &v), [json!(3)]);
+    }
+
+    /// [`relate`] as it was before [`super::within_each`]: every pair compared, the reference
+    /// for `within_each_answers_as_every_pair_compared`.
+    fn old_relate(l: &Value, op: Op, r: &Value) -> bool {
+        use std::cmp::Ordering;
+        let order = || match (l, r) {
+            (Value::Number(x), Value::Number(y)) => x.as_f64()?.partial_cmp(&y.as_f64()?),
+            (Value::String(x), Value::String(y)) => Some(x.cmp(y)),
+            _ => None,
+        };
+        let within = |x: &Value, set: &Value| match set {
+            Value::Array(a) => a.iter().any(|e| same(x, e)),
+            _ => false,
+        };
+        let len = |x: &Value| match x {
+            Value::Array(a) => Some(a.len()),
+            Value::Object(m) => Some(m.len()),
+            // Java counts UTF-16 units.
+            Value::String(s) => Some(s.encode_utf16().count()),
+            _ => None,
+        };
+        match op {
+            Op::Eq => same(l, r),
+            Op::Ne => !same(l, r),
+            Op::StrictEq => strictly_same(l, r),
+            Op::StrictNe => !strictly_same(l, r),
+            Op::Contains => match (l, r) {
+                (Value::Array(_), _) => within(r, l),
+                (Value::String(x), Value::String(y)) => x.contains(y.as_str()),
+                _ => false,
+            },
+            Op::All => match (l, r) {
+                (Value::Array(_), Value::Array(want)) => want.iter().all(|w| within(w, l)),
+                _ => false,
+            },
+            Op::ExistsIs => false,
+            Op::Lt => order() == Some(Ordering::Less),
+            Op::Le => matches!(order(), Some(Ordering::Less | Ordering::Equal)),
+            Op::Gt => order() == Some(Ordering::Greater),
+            Op::Ge => matches!(order(), Some(Ordering::Greater | Ordering::Equal)),
+            Op::In => within(l, r),
+            Op::Nin => matches!(r, Value::Array(_)) && !within(l, r),
+            Op::SubsetOf => matches!(l, Value::Array(a) if a.iter().all(|e| within(e, r))),
+            Op::AnyOf => matches!(l, Value::Array(a) if a.iter().any(|e| within(e, r))),
+            Op::NoneOf => matches!(l, Value::Array(a) if !a.iter().any(|e| within(e, r))),
+            // As Jayway: the size argument taken as a whole number.
+            Op::Size => match (l, len(l), r.as_f64()) {
+                (Value::Array(_) | Value::String(_), Some(n), Some(want)) => {
+                    n as f64 == want.trunc()
+                }
+                _ => false,
+            },
+            Op::Empty => match (len(l), r) {
+                (Some(n), Value::Bool(want)) => (n == 0) == *want,
+                _ => false,
+            },
+        }
+    }
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    /// Numbers of every kind serde_json keeps (unsigned, negative, floating, `-0.0`, past 2^53),
+    /// strings that parse to them or nearly (white space, `+`, exponents, `inf`, `NaN`, their
+    /// printed texts), and the rest: where `same` is not plain equality.
+    const NUMBERS: &[&str] = &[
+        "0",
+        "-0",
+        "0.0",
+        "-0.0",
+        "1",
+        "1.0",
+        "1e0",
+        "10",
+        "-1",
+        "-1.0",
+        "0.1",
+        "0.30000000000000004",
+        "1.5",
+        "2",
+        "9007199254740992",
+        "9007199254740993",
+        "18446744073709551615",
+        "-9223372036854775808",
+        "1e21",
+        "1e300",
+    ];
+    const STRINGS: &[&str] = &[
+        "1",
+        "1.0",
+        " 1 ",
+        "01",
+        "1e0",
+        "+1",
+        "-0",
+        "0",
+        "0.0",
+        "-0.0",
+        "inf",
+        "NaN",
+        "nan",
+        "abc",
+        "",
+        "true",
+        "null",
+        "1.5",
+        "2",
+        " 2",
+        "\t2\n",
+        "0.1",
+        "9007199254740992",
+        "9007199254740993",
+        "18446744073709551615",
+        "1e21",
+        "1e+21",
+        "1e300",
+        "\u{e9}",
+    ];
+
+    fn gen_value(r: &mut Rng, depth: usize) -> Value {
+        match r.below(if depth < 2 { 12 } else { 9 }) {
+            0..=2 => serde_json::from_str(NUMBERS[r.below(NUMBERS.len())]).unwrap(),
+            3..=5 => json!(STRINGS[r.below(STRINGS.len())]),
+            6 => json!(r.below(2) == 0),
+            7 => Value::Null,
+            8 => json!(format!("s{}", r.below(40))),
+            9 | 10 => Value::Array((0..r.below(4)).map(|_| gen_value(r, depth + 1)).collect()),
+            _ => {
+                // Members in either order, so that equal objects differ in order.
+                let mut members: Vec<(String, Value)> = (0..r.below(3))
+                    .map(|_| {
+                        (
+                            ["a", "b", "c"][r.below(3)].to_owned(),
+                            gen_value(r, depth + 1),
+                        )
+                    })
+                    .collect();
+                members.dedup_by(|x, y| x.0 == y.0);
+                if r.below(2) == 0 {
+                    members.reverse();
+                }
+                Value::Object(members.into_iter().collect())
+            }
+        }
+    }
+
+    /// An array of up to `max` values, half the time drawn from `pool` (so that both sides share
+    /// values, spelled alike or not).
+    fn gen_array(r: &mut Rng, pool: &[Value], max: usize) -> Vec<Value> {
+        (0..r.below(max + 1))
+            .map(|_| match r.below(2) {
+                0 if !pool.is_empty() => pool[r.below(pool.len())].clone(),
+                _ => gen_value(r, 0),
+            })
+            .collect()
+    }
+
+    /// The operators that look values up in an array (`in`, `nin`, `contains`, `all`,
+    /// `subsetof`, `anyof`, `noneof`), on generated arrays of numbers, strings, booleans, nulls,
+    /// objects and arrays, short and long (compared pair by pair, or through an index), answer
+    /// as every pair compared with `same` did.
+    #[test]
+    fn within_each_answers_as_every_pair_compared() {
+        let mut r = Rng(0x3c6e_f372_fe94_f82b);
+        let ops = [
+            Op::In,
+            Op::Nin,
+            Op::Contains,
+            Op::All,
+            Op::SubsetOf,
+            Op::AnyOf,
+            Op::NoneOf,
+        ];
+        // Per operator: answers true, false; pairs of arrays both long enough for an index.
+        let mut seen = [(0, 0); 7];
+        let mut indexed = 0;
+        for round in 0..3000 {
+            let max = [4, 12, 40, 120][round % 4];
+            let pool: Vec<Value> = (0..1 + r.below(30)).map(|_| gen_value(&mut r, 0)).collect();
+            let (a, b) = (gen_array(&mut r, &pool, max), gen_array(&mut r, &pool, max));
+            if a.len().min(b.len()) > super::FEW_MEMBERS && a.len() * b.len() > super::FEW_PAIRS {
+                indexed += 1;
+            }
+            // One side a subset of the other now and then: `all`, `subsetof` hold.
+            let sub: Vec<Value> = b.iter().filter(|_| r.below(3) == 0).cloned().collect();
+            let x = gen_value(&mut r, 0);
+            let (a, b, sub) = (Value::Array(a), Value::Array(b), Value::Array(sub));
+            for (k, &op) in ops.iter().enumerate() {
+                for (l, rt) in [
+                    (&a, &b),
+                    (&sub, &b),
+                    (&b, &sub),
+                    (&x, &b),
+                    (&a, &x),
+                    (&x, &x),
+                ] {
+                    let want = old_relate(l, op, rt);
+                    assert_eq!(relate(l, op, rt), want, "{op:?}\n{l}\n{rt}");
+                    if want {
+                        seen[k].0 += 1;
+                    } else {
+                        seen[k].1 += 1;
+                    }
+                }
+            }
+        }
+        eprintln!("{indexed} of 3000 pairs indexed; (true, false) per operator: {seen:?}");
+        assert!(indexed >= 1000, "{indexed} pairs indexed");
+        for (k, (t, f)) in seen.iter().enumerate() {
+            assert!(*t >= 500 && *f >= 500, "{:?}: {t} true, {f} false", ops[k]);
+        }
+        // Each kind of value found through the index, spelled otherwise: a number through a
+        // string that parses to it, a string through a number that prints as it, `-0.0` as
+        // `0`, objects in another order, arrays of those.
+        // `v` after 40 strings of its own (`pad` apart: the probes' and the set's differ).
+        let long = |pad: &str, v: Value| {
+            let mut a: Vec<Value> = (0..40).map(|k| json!(format!("{pad}{k}"))).collect();
+            a.push(v);
+            Value::Array(a)
+        };
+        for (x, set) in [
+            (json!(1), json!(" 1.0 ")),
+            (json!("1.0"), json!(1.0)),
+            (json!(0), serde_json::from_str::<Value>("-0.0").unwrap()),
+            (json!({"a": 1, "b": [2]}), json!({"b": [2], "a": 1})),
+            (json!([1, "2", {"c": null}]), json!(["1", 2, {"c": null}])),
+        ] {
+            let (probes, set) = (long("p", x), long("s", set));
+            assert!(relate(&probes, Op::AnyOf, &set), "{probes} {set}");
+            assert!(old_relate(&probes, Op::AnyOf, &set));
+        }
+        // And what differs only in spelling is not: "1.0" is no "1", 1 no 1.0 inside an object.
+        for (x, set) in [
+            (json!("1.0"), json!("1")),
+            (json!({"a": 1}), json!({"a": 1.0})),
+            (json!(["1.0"]), json!([1])),
+        ] {
+            let (probes, set) = (long("p", x), long("s", set));
+            assert!(!relate(&probes, Op::AnyOf, &set), "{probes} {set}");
+            assert!(!old_relate(&probes, Op::AnyOf, &set));
+        }
+    }
+
+    /// A deep scan from many values at once (`$..a..b`, `$..*..b`, a value twice) selects what
+    /// the scan from each in turn selects, in the same order and as often (Jayway repeats a match
+    /// under nested starts), on generated nested documents.
+    #[test]
+    fn deep_scans_from_many_starts_select_as_from_each() {
+        fn gen_doc(r: &mut Rng, depth: usize) -> Value {
+            let leaf = |r: &mut Rng| match r.below(3) {
+                0 => json!(r.below(5)),
+                1 => json!(["x", "y"][r.below(2)]),
+                _ => Value::Null,
+            };
+            if depth >= 6 || r.below(5) == 0 {
+                return leaf(r);
+            }
+            if r.below(3) == 0 {
+                Value::Array((0..r.below(4)).map(|_| gen_doc(r, depth + 1)).collect())
+            } else {
+                let mut m = serde_json::Map::new();
+                for _ in 0..r.below(4) {
+                    m.insert(
+                        ["a", "b", "c"][r.below(3)].to_owned(),
+                        gen_doc(r, depth + 1),
+                    );
+                }
+                Value::Object(m)
+            }
+        }
+        let cases = [
+            ("$..a", "..b"),
+            ("$..a", "..a"),
+            ("$..*", "..b"),
+            ("$..*", "..*"),
+            ("$..a", "..[0]"),
+            ("$..[*]", "..a"),
+            ("$..a", "..[?(@.b)]"),
+            ("$..[0,0]", "..b"),
+            ("$..a[0,0,-1]", "..c"),
+            ("$..b", "..*"),
+        ];
+        let mut r = Rng(0xbb67_ae85_84ca_a73b);
+        let (mut many, mut nested) = (0, 0);
+        for _ in 0..300 {
+            let doc = gen_doc(&mut r, 0);
+            for (first, then) in cases {
+                let starts = JsonPath::compile(first).unwrap().select(&doc);
+                let whole = sel(&format!("{first}{then}"), &doc);
+                // From each start alone (one start: the scan as it always was).
+                let each = JsonPath::compile(&format!("${then}")).unwrap();
+                let mut want = Vec::new();
+                for v in &starts {
+                    want.extend(each.select(v).into_iter().map(|c| c.into_owned()));
+                }
+                assert_eq!(whole, want, "{first}{then} on {doc}");
+                many += usize::from(starts.len() > 1);
+                // A start below another (found again, not scanned again).
+                let below: std::collections::HashSet<*const Value> =
+                    starts.iter().flat_map(|v| sel_refs("$..*", v)).collect();
+                nested += usize::from(
+                    starts
+                        .iter()
+                        .any(|v| below.contains(&(&**v as *const Value))),
+                );
+            }
+        }
+        // Paths list a start before those below it; in the other order (and with repeats), the
+        // matches below a start scanned first are taken again inside the later scan.
+        for _ in 0..300 {
+            let doc = gen_doc(&mut r, 0);
+            let mut starts: Vec<&Value> = JsonPath::compile("$..*")
+                .unwrap()
+                .select(&doc)
+                .into_iter()
+                .map(|c| match c {
+                    Cow::Borrowed(v) => v,
+                    Cow::Owned(_) => unreachable!(),
+                })
+                .collect();
+            starts.reverse();
+            let again: Vec<&Value> = starts.iter().step_by(3).copied().collect();
+            starts.extend(again);
+            for inner in [
+                Step::Names(vec!["b".into()]),
+                Step::Wild,
+                Step::Indexes(vec![0]),
+            ] {
+                let mut got = Vec::new();
+                super::deep_from_each(&inner, &starts, &doc, &mut got);
+                let (deep, mut want) = (Step::Deep(Box::new(inner)), Vec::new());
+                for v in &starts {
+                    super::apply(&deep, v, &doc, &mut want);
+                }
+                assert_eq!(got, want, "{doc}");
+            }
+        }
+        eprintln!("{many} with many starts, {nested} with a start below another");
+        assert!(
+            many >= 1000 && nested >= 500,
+            "{many} with many starts, {nested} nested"
+        );
+    }
+
+    /// Documents that made membership filters and nested deep scans cost the product of their
+    /// sizes: how long each path takes (a measurement to read, not an assertion; run with
+    /// `--ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn adversarial_sizes_timings() {
+        use std::time::Instant;
+        for n in [1_000usize, 4_000, 16_000] {
+            // Two long arrays from the message, of strings, numbers and numeric strings: one
+            // item's tags all allowed but found last (the allowed list reversed), the other's
+            // none allowed (every probe a miss).
+            let allowed: Vec<Value> = (0..n)
+                .map(|k| match k % 3 {
+                    0 => json!(format!("s{k}")),
+                    1 => json!(k),
+                    _ => json!(format!("{k}.5")),
+                })
+                .collect();
+            let hits: Vec<Value> = allowed.iter().rev().cloned().collect();
+            let misses: Vec<Value> = (0..n)
+                .map(|k| match k % 2 {
+                    0 => json!(format!("t{k}")),
+                    _ => json!(k as f64 + 0.25),
+                })
+                .collect();
+            let doc =
+                json!({"allowed": allowed, "hits": [{"tags": hits}], "misses": [{"tags": misses}]});
+            for (op, items) in [
+                ("subsetof", "hits"),
+                ("all", "hits"),
+                ("anyof", "misses"),
+                ("noneof", "misses"),
+            ] {
+                let path = format!("$.{items}[?(@.tags {op} $.allowed)]");
+                let p = JsonPath::compile(&path).unwrap();
+                let t = Instant::now();
+                let found = p.select(&doc).len();
+                eprintln!("{op:>8} n={n:>6}: {:>9.1?} ({found})", t.elapsed());
+            }
+        }
+        // `..a..b` over `a`s nested `depth` deep, each level with `width` other members: every
+        // `a` scanned again from each `a` above it (as often as there are `a`s above it).
+        for (depth, width) in [(50usize, 100usize), (100, 100), (100, 1_000)] {
+            let mut v = json!({"b": 1});
+            for level in 0..depth {
+                let mut m = serde_json::Map::new();
+                for k in 0..width {
+                    m.insert(format!("x{k}"), json!([level, k, "pad"]));
+                }
+                m.insert("a".into(), v);
+                v = Value::Object(m);
+            }
+            for path in ["$..a..b", "$..a..x0", "$..a..nothing", "$..[?(@..b)].x0"] {
+                let p = JsonPath::compile(path).unwrap();
+                let t = Instant::now();
+                let found = p.select(&v).len();
+                eprintln!(
+                    "{path:>16} depth={depth} width={width}: {:>9.1?} ({found})",
+                    t.elapsed()
+                );
+            }
+        }
     }
 
     /// Deterministic mutation fuzzing of the compiler and of selection: valid paths of every kind
