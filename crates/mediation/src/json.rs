@@ -231,9 +231,8 @@ fn value(e: Node<'_>, out: &mut String) -> Result<(), String> {
                 sep(out);
                 key(&named, out);
                 out.push('[');
-                let (next, _) = group(n.next_sibling(), &named, out)?;
+                c = group(n.next_sibling(), &named, out)?;
                 out.push(']');
-                c = next;
                 continue;
             }
             NodeKind::Element => (n.name().to_owned(), std::mem::take(&mut unnamed_pi)),
@@ -244,35 +243,51 @@ fn value(e: Node<'_>, out: &mut String) -> Result<(), String> {
         };
         sep(out);
         key(&name, out);
-        let mark = out.len();
-        let (next, count) = group(Some(n), &name, out)?;
-        if count > 1 || array {
-            out.insert(mark, '[');
+        // Known before the run is written: a `[` put in after it would move all it wrote, once
+        // for every level of nested runs.
+        let array = array || another_in_run(n, &name);
+        if array {
+            out.push('[');
+        }
+        c = group(Some(n), &name, out)?;
+        if array {
             out.push(']');
         }
-        c = next;
     }
     out.push('}');
     Ok(())
 }
 
+/// Whether the run of elements named `name` that element `n` begins (as [`group`] reads it) has
+/// more than `n`.
+fn another_in_run(n: Node<'_>, name: &str) -> bool {
+    let mut c = n.next_sibling();
+    while let Some(s) = c {
+        match s.kind() {
+            NodeKind::Element => return s.name() == name,
+            NodeKind::ProcessingInstruction if s.name() == "xml-multiple" => return false,
+            _ => {}
+        }
+        c = s.next_sibling();
+    }
+    false
+}
+
 /// The values of the consecutive elements named `name` from `c` on (whitespace and comments
-/// between them do not break the run), comma-separated: where the run ends, and how many there
-/// were.
+/// between them do not break the run), comma-separated: where the run ends.
 fn group<'a>(
     mut c: Option<Node<'a>>,
     name: &str,
     out: &mut String,
-) -> Result<(Option<Node<'a>>, usize), String> {
-    let mut count = 0;
+) -> Result<Option<Node<'a>>, String> {
+    let mut first = true;
     while let Some(n) = c {
         match n.kind() {
             NodeKind::Element if n.name() == name => {
-                if count > 0 {
+                if !std::mem::take(&mut first) {
                     out.push(',');
                 }
                 value(n, out)?;
-                count += 1;
             }
             NodeKind::Element => break,
             // Another instruction starts its own array.
@@ -281,7 +296,7 @@ fn group<'a>(
         }
         c = n.next_sibling();
     }
-    Ok((c, count))
+    Ok(c)
 }
 
 /// A `jsonArray` element's children as a JSON array.
@@ -601,6 +616,331 @@ mod tests {
         );
         // A no-break space is text, not indentation.
         assert_eq!(json("<r>\u{a0}</r>"), "{\"r\":\"\u{a0}\"}");
+    }
+
+    /// [`xml_to_json`] as it was before runs were known to be arrays before being written (a `[`
+    /// inserted where the run began, moving what was written since): the reference for
+    /// `xml_to_json_writes_as_when_it_inserted`.
+    fn old_xml_to_json(e: Node<'_>) -> Result<String, String> {
+        let mut out = String::new();
+        match e.name() {
+            "jsonObject" => old_value(e, &mut out)?,
+            "jsonArray" => old_array_of(e, &mut out)?,
+            name => {
+                out.push('{');
+                key(name, &mut out);
+                old_value(e, &mut out)?;
+                out.push('}');
+            }
+        }
+        Ok(out)
+    }
+
+    fn old_value(e: Node<'_>, out: &mut String) -> Result<(), String> {
+        let (text, elements) = own_text(e)?;
+        let mut attrs = e.attributes().peekable();
+        let multiple = e
+            .children()
+            .any(|c| c.kind() == NodeKind::ProcessingInstruction && c.name() == "xml-multiple");
+        if attrs.peek().is_none() && !elements && !multiple {
+            match text {
+                Some(t) => primitive(&t, out),
+                None => out.push_str("null"),
+            }
+            return Ok(());
+        }
+        if attrs.peek().is_none() {
+            let mut kids = e.child_elements();
+            if let (Some(only), None) = (kids.next(), kids.next()) {
+                match only.name() {
+                    "jsonArray" => return old_array_of(only, out),
+                    "jsonObject" => return old_value(only, out),
+                    _ => {}
+                }
+            }
+        }
+        out.push('{');
+        let mut first = true;
+        let mut sep = |out: &mut String| {
+            if !std::mem::take(&mut first) {
+                out.push(',');
+            }
+        };
+        for a in attrs {
+            sep(out);
+            out.push_str("\"@");
+            out.push_str(a.name());
+            out.push_str("\":");
+            string(&a.text_content(), out);
+        }
+        if let Some(t) = text {
+            sep(out);
+            key("$", out);
+            primitive(&t, out);
+        }
+        let mut unnamed_pi = false;
+        let mut c = e.first_child();
+        while let Some(n) = c {
+            let (name, array) = match n.kind() {
+                NodeKind::ProcessingInstruction if n.name() == "xml-multiple" => {
+                    let named = n.text_content().trim().to_owned();
+                    if named.is_empty() {
+                        unnamed_pi = true;
+                        c = n.next_sibling();
+                        continue;
+                    }
+                    sep(out);
+                    key(&named, out);
+                    out.push('[');
+                    let (next, _) = old_group(n.next_sibling(), &named, out)?;
+                    out.push(']');
+                    c = next;
+                    continue;
+                }
+                NodeKind::Element => (n.name().to_owned(), std::mem::take(&mut unnamed_pi)),
+                _ => {
+                    c = n.next_sibling();
+                    continue;
+                }
+            };
+            sep(out);
+            key(&name, out);
+            let mark = out.len();
+            let (next, count) = old_group(Some(n), &name, out)?;
+            if count > 1 || array {
+                SHIFTED.set(SHIFTED.get() + (out.len() - mark) as u64);
+                out.insert(mark, '[');
+                out.push(']');
+            }
+            c = next;
+        }
+        out.push('}');
+        Ok(())
+    }
+
+    thread_local! {
+        /// The bytes [`old_value`] moved to insert its `[`s.
+        static SHIFTED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+
+    fn old_group<'a>(
+        mut c: Option<Node<'a>>,
+        name: &str,
+        out: &mut String,
+    ) -> Result<(Option<Node<'a>>, usize), String> {
+        let mut count = 0;
+        while let Some(n) = c {
+            match n.kind() {
+                NodeKind::Element if n.name() == name => {
+                    if count > 0 {
+                        out.push(',');
+                    }
+                    old_value(n, out)?;
+                    count += 1;
+                }
+                NodeKind::Element => break,
+                NodeKind::ProcessingInstruction if n.name() == "xml-multiple" => break,
+                _ => {}
+            }
+            c = n.next_sibling();
+        }
+        Ok((c, count))
+    }
+
+    fn old_array_of(a: Node<'_>, out: &mut String) -> Result<(), String> {
+        out.push('[');
+        for (k, c) in a.child_elements().enumerate() {
+            if k > 0 {
+                out.push(',');
+            }
+            old_value(c, out)?;
+        }
+        out.push(']');
+        Ok(())
+    }
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+        fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+            xs[self.below(xs.len())]
+        }
+    }
+
+    /// Content for a generated element `depth` deep: runs of one name (of one, two or more,
+    /// nested or not), runs broken by whitespace, comments or another name, `<?xml-multiple?>`
+    /// instructions (named, for a name that follows or not, and unnamed), `jsonArray` and
+    /// `jsonObject` wrappers, attributes, text of every kind, now and then text beside elements
+    /// (refused).
+    fn gen_content(r: &mut Rng, s: &mut String, depth: usize) {
+        const NAMES: &[&str] = &["a", "b", "c", "_JsonReader_PD_1", "jsonElement"];
+        const TEXT: &[&str] = &[
+            "1",
+            "-2.50",
+            "1e3",
+            "007",
+            "true",
+            "null",
+            "x",
+            "a&amp;b",
+            "\"q\"",
+            " ",
+            "\t\\",
+            "<![CDATA[<c>]]>",
+            "",
+        ];
+        const GAP: &[&str] = &["", "", "\n  ", " ", "<!-- c -->", "<?other x?>"];
+        if depth >= 6 || r.below(4) == 0 {
+            s.push_str(r.pick(TEXT));
+            return;
+        }
+        if r.below(300) == 0 {
+            s.push_str("mixed");
+        }
+        for _ in 0..r.below(5) {
+            s.push_str(r.pick(GAP));
+            match r.below(10) {
+                0 => {
+                    let name = r.pick(NAMES);
+                    s.push_str(&format!("<?xml-multiple {name}?>"));
+                }
+                1 => s.push_str("<?xml-multiple?>"),
+                2 if depth > 0 => {
+                    let w = r.pick(&["jsonArray", "jsonObject"]);
+                    s.push_str(&format!("<{w}>"));
+                    gen_content(r, s, depth + 1);
+                    s.push_str(&format!("</{w}>"));
+                }
+                _ => {
+                    // A run of one name.
+                    let name = r.pick(NAMES);
+                    for _ in 0..1 + r.below(3) {
+                        s.push_str(r.pick(GAP));
+                        s.push('<');
+                        s.push_str(name);
+                        if r.below(5) == 0 {
+                            s.push_str(" id=\"7\" m:k='x' xmlns:m='urn:m'");
+                        }
+                        if r.below(6) == 0 {
+                            s.push_str("/>");
+                            continue;
+                        }
+                        s.push('>');
+                        gen_content(r, s, depth + 1);
+                        s.push_str(&format!("</{name}>"));
+                    }
+                }
+            }
+        }
+        s.push_str(r.pick(GAP));
+    }
+
+    /// The conversion, on generated nested documents (and their roots unwrapped when they are
+    /// JSON-to-XML's), writes what the conversion that inserted `[` after the fact wrote, and
+    /// refuses what it refused.
+    #[test]
+    fn xml_to_json_writes_as_when_it_inserted() {
+        let mut r = Rng(0x1f83_d9ab_fb41_bd6b);
+        let (mut written, mut arrays, mut refused) = (0, 0, 0);
+        for k in 0..3000 {
+            let root = ["r", "jsonObject", "jsonArray"][k % 3];
+            let mut doc = format!("<{root}>");
+            gen_content(&mut r, &mut doc, 0);
+            doc.push_str(&format!("</{root}>"));
+            let d = sluice_xml::Document::parse(doc.as_bytes())
+                .unwrap_or_else(|e| panic!("{doc}: {e}"));
+            let e = d.root_element().unwrap();
+            let got = xml_to_json(e);
+            assert_eq!(got, old_xml_to_json(e), "{doc}");
+            match got {
+                Ok(j) => {
+                    written += 1;
+                    arrays += usize::from(j.contains("[{") || j.contains(":["));
+                    serde_json::from_str::<serde_json::Value>(&j)
+                        .unwrap_or_else(|e| panic!("{doc}\n{j}: {e}"));
+                }
+                Err(_) => refused += 1,
+            }
+        }
+        eprintln!("{written} written ({arrays} with an array), {refused} refused");
+        assert!(
+            written >= 2000 && arrays >= 1000 && refused >= 20,
+            "{written} {arrays} {refused}"
+        );
+    }
+
+    /// Repeated elements nested as deep as libxml2 reads (each level a run of two), around a
+    /// payload: written as the inserting conversion wrote it, which moved the payload once for
+    /// every level.
+    #[test]
+    fn deeply_nested_runs() {
+        let (depth, payload) = (250, 2000);
+        let doc = nested_runs(depth, payload, 0);
+        let d = sluice_xml::Document::parse(doc.as_bytes()).unwrap();
+        let got = xml_to_json(d.root_element().unwrap()).unwrap();
+        assert_eq!(got, old_xml_to_json(d.root_element().unwrap()).unwrap());
+        // (Deeper than serde_json reads: spelled out.)
+        let inner: Vec<String> = (0..payload)
+            .map(|k| format!(r#"{{"q":{k},"s":"text {k}"}}"#))
+            .collect();
+        let want = format!(
+            r#"{{"r":{}{{"p":[{}]}}{}}}"#,
+            r#"{"a":["#.repeat(depth),
+            inner.join(","),
+            r#",{"z":null}]}"#.repeat(depth)
+        );
+        assert!(got == want, "{got}");
+    }
+
+    /// `depth` levels of a run of two `a`s (the first holding the next level), around `payload`
+    /// `p`s, each with a text `long` bytes longer than `text {k}`.
+    fn nested_runs(depth: usize, payload: usize, long: usize) -> String {
+        let mut doc = String::from("<r>");
+        doc.push_str(&"<a>".repeat(depth));
+        let pad = "x".repeat(long);
+        for k in 0..payload {
+            doc.push_str(&format!("<p><q>{k}</q><s>text {k}{pad}</s></p>"));
+        }
+        doc.push_str(&"</a><a><z/></a>".repeat(depth));
+        doc.push_str("</r>");
+        doc
+    }
+
+    /// How long nested runs take to convert (a measurement to read, not an assertion; run with
+    /// `--ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn nested_runs_timings() {
+        for (depth, payload, long) in [
+            (50, 20_000, 0),
+            (250, 20_000, 0),
+            (250, 100_000, 0),
+            (50, 1_000, 10_000),
+            (250, 1_000, 10_000),
+        ] {
+            let doc = nested_runs(depth, payload, long);
+            let d = sluice_xml::Document::parse(doc.as_bytes()).unwrap();
+            let e = d.root_element().unwrap();
+            let t = std::time::Instant::now();
+            let n = xml_to_json(e).unwrap().len();
+            let new = t.elapsed();
+            SHIFTED.set(0);
+            let t = std::time::Instant::now();
+            old_xml_to_json(e).unwrap();
+            let old = t.elapsed();
+            eprintln!(
+                "depth {depth}, {n} bytes of JSON: {new:?} (inserting: {old:?}, {} MB moved)",
+                SHIFTED.get() >> 20
+            );
+        }
     }
 
     #[test]
