@@ -279,20 +279,24 @@ impl Readers {
     }
 
     /// The transport's head probe (`Engine::read_head`): the body arrives `chunk` bytes at a time;
-    /// after each piece, while what came before it is within the probe limit, the header
-    /// expression is tried on everything so far; once decided the run evaluates it on those bytes.
-    /// Undecided, the whole body is read and evaluated.
+    /// after a piece, while what came before it is within the probe limit and what there is has
+    /// at least doubled since the last try, the header expression is tried on everything so far;
+    /// once decided the run evaluates it on those bytes. Undecided, the whole body is read and
+    /// evaluated.
     fn head_probe(&self, input: &[u8]) -> Did {
         let limit = sluice_transport::engine::HEAD_PROBE_LIMIT;
         let mut got = Vec::new();
-        let mut at = 0;
+        let (mut at, mut probed) = (0, 0);
         while at < input.len() {
-            let probe = got.len() <= limit;
             let end = (at + self.chunk).min(input.len());
+            let probe = got.len() <= limit && got.len() + (end - at) >= 2 * probed;
             got.extend_from_slice(&input[at..end]);
             at = end;
             if at == input.len() {
                 break;
+            }
+            if probe {
+                probed = got.len();
             }
             if probe && self.header.decided_by(&got) {
                 return match xpath(&self.header, &got) {
@@ -379,23 +383,37 @@ fn config(input: &[u8]) -> Did {
     }
 }
 
-/// The back-end client's reading of a response head (`client.rs`): the head is parsed again over
-/// everything read after each read, the reads 8 KiB growing to 64 KiB as they fill, or `chunk`
-/// bytes each (a back-end trickling its head).
+/// The back-end client's reading of a response head (`client.rs`): the head is parsed over
+/// everything read, again after a read that brought a blank line once a first parse found it
+/// partial; the reads 8 KiB growing to 64 KiB as they fill, or `chunk` bytes each (a back-end
+/// trickling its head).
 fn h1_head(input: &[u8], chunk: Option<usize>) -> Did {
     let mut buf = Vec::new();
     let (mut at, mut read) = (0, 8 * 1024);
+    let mut partial_at: Option<usize> = None;
     while at < input.len() {
         let end = (at + chunk.unwrap_or(read)).min(input.len());
         buf.extend_from_slice(&input[at..end]);
         at = end;
         read = (read * 2).min(64 * 1024);
+        // As client.rs does: after a partial head, parse again only once a blank line came.
+        let worth = match partial_at {
+            None => true,
+            Some(p) => {
+                buf.len() > sluice_transport::h1::MAX_HEAD
+                    || sluice_transport::h1::has_blank_line(&buf[p.saturating_sub(2)..])
+            }
+        };
+        if !worth {
+            partial_at = Some(buf.len());
+            continue;
+        }
         match sluice_transport::h1::parse_response_head(&buf, &http::Method::POST) {
             Ok(Some((head, _))) => {
                 std::hint::black_box(head.headers.len());
                 return Cow::Borrowed("parsed");
             }
-            Ok(None) => {}
+            Ok(None) => partial_at = Some(buf.len()),
             Err(e) => return refused(format!("{e} (after {} KiB read)", buf.len() >> 10)),
         }
     }

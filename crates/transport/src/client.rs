@@ -637,6 +637,10 @@ async fn exchange(
     method: &Method,
 ) -> Result<h1::ResponseHead, Failure> {
     let mut write_failed: Option<io::Error> = None;
+    // After a partial head: how much of it was read then. The head is parsed again only once a
+    // blank line has come after that (a back-end that trickles its head byte by byte would
+    // otherwise cost the square of its length).
+    let mut partial_at: Option<usize> = None;
     poll_fn(|cx| {
         if write_failed.is_none() && !writer.is_done() {
             match writer.poll_write(&mut conn.io, cx) {
@@ -646,15 +650,24 @@ async fn exchange(
             }
         }
         loop {
-            if !conn.rbuf.is_empty() {
+            let worth_parsing = match partial_at {
+                None => !conn.rbuf.is_empty(),
+                Some(at) => {
+                    conn.rbuf.len() > h1::MAX_HEAD
+                        || h1::has_blank_line(&conn.rbuf[at.saturating_sub(2)..])
+                }
+            };
+            if worth_parsing {
                 match h1::parse_response_head(&conn.rbuf, method) {
                     Ok(Some((head, n))) => {
                         conn.rbuf.advance(n);
                         return Poll::Ready(Ok(head));
                     }
-                    Ok(None) => {}
+                    Ok(None) => partial_at = Some(conn.rbuf.len()),
                     Err(e) => return Poll::Ready(Err(Failure::Protocol(e))),
                 }
+            } else if partial_at.is_some() {
+                partial_at = Some(conn.rbuf.len());
             }
             match ready!(conn.poll_read(cx)) {
                 Ok(0) => {
@@ -740,6 +753,10 @@ impl Body for BackendBody {
         if let Some(w) = this.writer.as_mut() {
             match w.poll_write(&mut conn.io, cx) {
                 Poll::Ready(Ok(())) => this.writer = None,
+                // The client's own body failed (it stopped, or came too slowly): the back-end waits
+                // for the rest of it, so its answer would never end. The relay ends here, and the
+                // back-end connection is closed.
+                Poll::Ready(Err(Failure::Body(e))) => return this.fail(Failure::Body(e)),
                 // The request could not be sent whole: the response may still be, but the connection
                 // is not reused (`writer` stays, so `finish` closes it).
                 Poll::Ready(Err(_)) => {

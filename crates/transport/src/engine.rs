@@ -922,6 +922,7 @@ impl Engine {
         };
         // Not sized by the announced length, nor refused by it: most of it is relayed, not read.
         let mut start = Gathered::default();
+        let mut probed = 0;
         while let Some(frame) = s.frame().await {
             let frame = frame
                 .map_err(|e| request_body_error(e, "reading the request body failed".into()))?;
@@ -931,7 +932,11 @@ impl Engine {
             // Whether to look again: the start read so far was within the probe limit. A frame can
             // be larger than the limit (hyper reads up to ~400 KiB at once), so the check is on what
             // came before this frame, not on the total.
-            let probe = start.bytes().len() <= HEAD_PROBE_LIMIT;
+            let before = start.bytes().len();
+            // And at least twice what was looked at last: each look reads the start again from
+            // its beginning, so a body in many small frames costs at most twice its length in
+            // looks, not its length times its frames.
+            let probe = before <= HEAD_PROBE_LIMIT && before + data.len() >= 2 * probed;
             start.push(data);
             start.count(&self.opts.body_budget)?;
             let head = start.bytes();
@@ -941,8 +946,11 @@ impl Engine {
             if hyper::body::Body::is_end_stream(&s) {
                 break; // all of it is here: no need to relay a stream after it
             }
-            if probe && seq.decided_by_head(head) {
-                return Ok((start.finish(), Some(s)));
+            if probe {
+                probed = head.len();
+                if seq.decided_by_head(head) {
+                    return Ok((start.finish(), Some(s)));
+                }
             }
         }
         Ok((start.finish(), None))

@@ -123,6 +123,15 @@ pub struct ResponseHead {
     pub keep_alive: bool,
 }
 
+/// Whether `buf` holds the blank line that ends a head: a line feed followed by a line feed, or
+/// by a carriage return and a line feed.
+pub fn has_blank_line(buf: &[u8]) -> bool {
+    memchr::memchr_iter(b'\n', buf).any(|i| match &buf[i + 1..] {
+        [b'\n', ..] | [b'\r', b'\n', ..] => true,
+        _ => false,
+    })
+}
+
 /// Parses a response head from the start of `buf`: `Ok(None)` when more bytes are needed, else the head
 /// and the number of bytes it took. Interim (1xx) responses are skipped: the count includes them.
 pub fn parse_response_head(
@@ -382,6 +391,26 @@ impl ChunkedDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_blank_line_is_found_wherever_it_ends() {
+        for (buf, want) in [
+            (&b"HTTP/1.1 200 OK\r\nA: b\r\n\r\n"[..], true),
+            (b"HTTP/1.1 200 OK\nA: b\n\n", true),
+            (b"\r\n", false),
+            (b"HTTP/1.1 200 OK\r\nA: b\r\n", false),
+            (b"HTTP/1.1 200 OK\r\nA: b\r\n\r", false),
+            (b"\n\r\n", true),
+            (b"", false),
+        ] {
+            assert_eq!(
+                has_blank_line(buf),
+                want,
+                "{:?}",
+                String::from_utf8_lossy(buf)
+            );
+        }
+    }
 
     fn decode_all(
         input: &[u8],
