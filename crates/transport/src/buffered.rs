@@ -12,6 +12,9 @@ use std::sync::Arc;
 /// message.
 pub const COUNTED_FROM: usize = 64 * 1024;
 
+/// A body's buffer growing to this size or more gives its old one back to the system at once.
+const RELEASE_FROM: usize = 8 * 1024 * 1024;
+
 /// The bytes that bodies read into memory hold across the process, against a cap.
 #[derive(Debug)]
 pub struct BodyBudget {
@@ -102,21 +105,41 @@ pub struct Gathered {
     joined: Option<BytesMut>,
     /// The length the body announced (0: unknown).
     expect: usize,
+    /// The most the body may hold (0: no limit of its own), which its buffer never grows past.
+    limit: usize,
     held: Option<Held>,
 }
 
 impl Gathered {
-    /// Frames of a body expected to be `expect` bytes long (0 if unknown).
-    pub fn expecting(expect: usize) -> Self {
+    /// Frames of a body expected to be `expect` bytes long (0 if unknown), of at most `limit` bytes.
+    pub fn expecting(expect: usize, limit: usize) -> Self {
         Gathered {
             expect,
+            limit,
             ..Gathered::default()
         }
     }
 
     pub fn push(&mut self, data: Bytes) {
         match &mut self.joined {
-            Some(j) => j.extend_from_slice(&data),
+            Some(j) => {
+                // Grown by doubling, but never past the limit: a body refused at 64 MiB must not
+                // have taken a 128 MiB buffer on its way there.
+                let need = j.len() + data.len();
+                if need > j.capacity() && self.limit > 0 {
+                    // A buffer of its own size (BytesMut::reserve would double past the limit).
+                    let grown = (2 * j.len()).clamp(need, self.limit.max(need));
+                    let mut bigger = BytesMut::with_capacity(grown);
+                    bigger.extend_from_slice(j);
+                    *j = bigger;
+                    // The buffer given up goes back to the system now: while a body grows to
+                    // tens of MiB, the halves left behind would otherwise add up to its size.
+                    if grown >= RELEASE_FROM {
+                        sluice_xml::release_free_memory_now();
+                    }
+                }
+                j.extend_from_slice(&data)
+            }
             None if self.first.is_empty() => self.first = data,
             None => {
                 let len = self.first.len() + data.len();
@@ -177,12 +200,23 @@ mod tests {
 
     #[test]
     fn a_body_of_announced_length_is_joined_into_one_buffer_of_that_length() {
-        let mut g = Gathered::expecting(300_000);
+        let mut g = Gathered::expecting(300_000, 1 << 20);
         for _ in 0..3 {
             g.push(Bytes::from(vec![b'x'; 100_000]));
         }
         assert_eq!(g.joined.as_ref().unwrap().capacity(), 300_000);
         assert_eq!(g.finish().len(), 300_000);
+    }
+
+    #[test]
+    fn an_unannounced_body_grows_by_doubling_but_never_past_its_limit() {
+        let mut g = Gathered::expecting(0, 250_000);
+        for _ in 0..25 {
+            g.push(Bytes::from(vec![b'x'; 10_000]));
+        }
+        let j = g.joined.as_ref().unwrap();
+        assert_eq!(j.len(), 250_000);
+        assert!(j.capacity() < 300_000, "capacity {}", j.capacity());
     }
 
     #[test]
@@ -194,7 +228,7 @@ mod tests {
         small.count(&budget).unwrap();
         assert_eq!(budget.used(), 0, "small bodies are not counted");
 
-        let mut a = Gathered::expecting(200_000);
+        let mut a = Gathered::expecting(200_000, 1 << 20);
         a.push(frame());
         a.count(&budget).unwrap();
         a.push(frame());
@@ -205,7 +239,7 @@ mod tests {
         drop(a);
         assert_eq!(budget.used(), 200_000, "a copy still holds it");
 
-        let mut b = Gathered::expecting(200_000);
+        let mut b = Gathered::expecting(200_000, 1 << 20);
         b.push(frame());
         b.push(frame());
         let e = b.count(&budget).unwrap_err();

@@ -968,7 +968,7 @@ impl Engine {
         if expect > limit as u64 {
             return Err(too_large(what, limit));
         }
-        Ok(Gathered::expecting(expect as usize))
+        Ok(Gathered::expecting(expect as usize, limit))
     }
 
     /// `start` (already read) and then the rest of `stream`, read into memory within the limits:
