@@ -19,13 +19,50 @@ fn settings(name: &str, toml: &str) -> PathBuf {
 
 /// Sluice on the WSO2 CAR, its back-end at `backend`, with the settings file if any.
 fn start(backend: SocketAddr, config: Option<&PathBuf>) -> Sluice {
+    start_with(backend, config, &[])
+}
+
+/// [`start`], with more arguments.
+fn start_with(backend: SocketAddr, config: Option<&PathBuf>, more: &[&str]) -> Sluice {
     let capp = capp();
     let ep = format!("RealService=http://{backend}/service/EchoService");
     let mut args = vec!["run", capp.to_str().unwrap(), "--endpoint", &ep];
     if let Some(c) = config {
         args.extend(["--config", c.to_str().unwrap()]);
     }
+    args.extend(more);
     Sluice::start(&args)
+}
+
+/// Sends DirectProxy requests one after the other until `heavy` has finished and then for `after`
+/// more: how many were answered (each 200) and the slowest.
+async fn serve_direct_while<T>(
+    addr: SocketAddr,
+    heavy: &tokio::task::JoinHandle<T>,
+    after: Duration,
+) -> (usize, Duration) {
+    let mut c = Conn::open(addr).await;
+    let (mut served, mut slowest) = (0, Duration::ZERO);
+    let mut finished: Option<Instant> = None;
+    while finished.is_none_or(|t| t.elapsed() < after) {
+        let sent = Instant::now();
+        let r = c
+            .post(
+                "/services/DirectProxy",
+                SOAP_HEADERS,
+                payload("1000B_buyStocks.xml"),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.status, 200);
+        slowest = slowest.max(sent.elapsed());
+        served += 1;
+        if finished.is_none() && heavy.is_finished() {
+            finished = Some(Instant::now());
+        }
+        assert!(served < 100_000);
+    }
+    (served, slowest)
 }
 
 /// Sends `bytes` on a new connection and reads what comes back until the server closes it (or 20 s
@@ -225,16 +262,7 @@ async fn large_mediation_has_a_deadline_and_others_are_served_meanwhile() {
         "deadline",
         "[mediation]\noffload_above = 65536\noffload_threads = 1\ndeadline = 100\n",
     );
-    let s = Sluice::start(&[
-        "run",
-        capp().to_str().unwrap(),
-        "--endpoint",
-        &format!("RealService=http://{}/service/EchoService", be.addr),
-        "--config",
-        cfg.to_str().unwrap(),
-        "--workers",
-        "1",
-    ]);
+    let s = start_with(be.addr, Some(&cfg), &["--workers", "1"]);
     // About 20 MB for XSLTProxy: libxslt takes far longer than 100 ms over it.
     let order = "<order><price>1.0</price><volume>10</volume><symbol>IBM</symbol></order>";
     let mut big = String::from("<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\"><soapenv:Body><buyStocks>");
@@ -253,27 +281,7 @@ async fn large_mediation_has_a_deadline_and_others_are_served_meanwhile() {
     });
     // The one worker keeps answering while the heavy message is mediated, and after its answer,
     // while libxslt still runs on the mediation thread (a run is stopped between mediators).
-    let mut c = Conn::open(s.addr).await;
-    let (mut served, mut slowest) = (0, Duration::ZERO);
-    let mut answered: Option<Instant> = None;
-    while answered.is_none_or(|t| t.elapsed() < Duration::from_secs(1)) {
-        let sent = Instant::now();
-        let r = c
-            .post(
-                "/services/DirectProxy",
-                SOAP_HEADERS,
-                payload("1000B_buyStocks.xml"),
-            )
-            .await
-            .unwrap();
-        assert_eq!(r.status, 200);
-        slowest = slowest.max(sent.elapsed());
-        served += 1;
-        if answered.is_none() && heavy.is_finished() {
-            answered = Some(Instant::now());
-        }
-        assert!(served < 100_000);
-    }
+    let (served, slowest) = serve_direct_while(s.addr, &heavy, Duration::from_secs(1)).await;
     let (_, r) = heavy.await.unwrap();
     assert_eq!(r.status, 500, "{}", r.text());
     assert!(r.text().contains("deadline of 100 ms"), "{}", r.text());
@@ -309,14 +317,7 @@ fn a_bad_settings_file_is_refused_with_its_line() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_million_attributes_are_refused_and_the_worker_stays_responsive() {
     let be = backend().await;
-    let s = Sluice::start(&[
-        "run",
-        capp().to_str().unwrap(),
-        "--endpoint",
-        &format!("RealService=http://{}/service/EchoService", be.addr),
-        "--workers",
-        "1",
-    ]);
+    let s = start_with(be.addr, None, &["--workers", "1"]);
     let mut attrs = String::with_capacity(13_000_000);
     for i in 0..1_000_000 {
         attrs.push_str(&format!(" a{i}=\"1\""));
@@ -333,23 +334,7 @@ async fn a_million_attributes_are_refused_and_the_worker_stays_responsive() {
             .await
             .unwrap()
     });
-    let mut c = Conn::open(s.addr).await;
-    let (mut served, mut slowest) = (0, Duration::ZERO);
-    while !heavy.is_finished() {
-        let sent = Instant::now();
-        let r = c
-            .post(
-                "/services/DirectProxy",
-                SOAP_HEADERS,
-                payload("1000B_buyStocks.xml"),
-            )
-            .await
-            .unwrap();
-        assert_eq!(r.status, 200);
-        slowest = slowest.max(sent.elapsed());
-        served += 1;
-        assert!(served < 100_000);
-    }
+    let (served, slowest) = serve_direct_while(s.addr, &heavy, Duration::ZERO).await;
     let r = heavy.await.unwrap();
     let text = r.text();
     assert_eq!(r.status, 400, "{text}");
