@@ -64,15 +64,26 @@ impl IdleTimeout {
     }
 }
 
-#[derive(Debug)]
-pub struct StalledError(pub String);
+/// An error that is its message (the kind is its type: the engine tells them apart by type).
+macro_rules! message_error {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub struct $name(pub String);
 
-impl std::fmt::Display for StalledError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+        impl std::error::Error for $name {}
+    };
 }
-impl std::error::Error for StalledError {}
+
+message_error!(
+    /// A relayed stream that made no progress for its idle timeout.
+    StalledError
+);
 
 /// How slowly a client may send its request body. A slow mobile client passes with room; a client
 /// that trickles bytes to hold a connection (and the back-end connection its body is relayed on) does
@@ -128,16 +139,10 @@ impl BodyPace {
     }
 }
 
-/// A client's request body sent slower than its [`BodyPace`] allows: answered 408.
-#[derive(Debug)]
-pub struct TooSlow(pub String);
-
-impl std::fmt::Display for TooSlow {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-impl std::error::Error for TooSlow {}
+message_error!(
+    /// A client's request body sent slower than its [`BodyPace`] allows: answered 408.
+    TooSlow
+);
 
 /// What a failure to read the client's request body means: [`TooSlow`] is the client's timeout
 /// (408), anything else a bad request (400).

@@ -126,10 +126,8 @@ pub struct ResponseHead {
 /// Whether `buf` holds the blank line that ends a head: a line feed followed by a line feed, or
 /// by a carriage return and a line feed.
 pub fn has_blank_line(buf: &[u8]) -> bool {
-    memchr::memchr_iter(b'\n', buf).any(|i| match &buf[i + 1..] {
-        [b'\n', ..] | [b'\r', b'\n', ..] => true,
-        _ => false,
-    })
+    memchr::memchr_iter(b'\n', buf)
+        .any(|i| matches!(&buf[i + 1..], [b'\n', ..] | [b'\r', b'\n', ..]))
 }
 
 /// Parses a response head from the start of `buf`: `Ok(None)` when more bytes are needed, else the head
