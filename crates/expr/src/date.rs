@@ -225,6 +225,7 @@ fn zone(out: &mut String, minutes: i32, colon: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{mutate, Rng};
     use chrono::FixedOffset;
 
     fn at(pattern: &str) -> String {
@@ -326,39 +327,14 @@ mod tests {
                 .with_ymd_and_hms(-44, 2, 29, 12, 0, 0)
                 .unwrap(),
         ];
-        let mut state: u64 = 0x3c6e_f372_fe94_f82b;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = Rng(0x3c6e_f372_fe94_f82b);
         let specials: Vec<char> = "'yMdHhmsSEaZXzwWFYGuDkKLTqb -:/.,é\u{1F600}"
             .chars()
             .collect();
         let (mut compiled, mut rounds) = (0, 0);
         for seed in seeds.iter().cycle().take(20_000) {
             rounds += 1;
-            let mut chars: Vec<char> = seed.chars().collect();
-            for _ in 0..1 + next() % 4 {
-                let at = (next() as usize) % (chars.len() + 1);
-                match next() % 5 {
-                    0 if at < chars.len() => {
-                        chars[at] = specials[(next() as usize) % specials.len()];
-                    }
-                    1 if at < chars.len() => {
-                        chars.remove(at);
-                    }
-                    2 => chars.insert(at, specials[(next() as usize) % specials.len()]),
-                    3 => {
-                        let end = (at + 1 + (next() as usize) % 8).min(chars.len());
-                        let span: Vec<char> = chars[at..end].to_vec();
-                        chars.splice(at..at, span);
-                    }
-                    _ => chars.truncate(at),
-                }
-            }
-            let text: String = chars.into_iter().collect();
+            let text = mutate(seed, &specials, &mut rng);
             if let Ok(f) = DateFormat::parse(&text) {
                 compiled += 1;
                 for t in &times {

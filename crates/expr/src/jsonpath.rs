@@ -1229,6 +1229,7 @@ impl<'s> FilterParser<'s> {
 #[cfg(test)]
 mod tests {
     use super::{relate, same, strictly_same, JsonPath, Op, Step};
+    use crate::testing::{mutate, Rng};
     use serde_json::{json, Value};
     use std::borrow::Cow;
 
@@ -1566,19 +1567,6 @@ mod tests {
                 (Some(n), Value::Bool(want)) => (n == 0) == *want,
                 _ => false,
             },
-        }
-    }
-
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
         }
     }
 
@@ -1970,39 +1958,14 @@ mod tests {
             "prices": [1, 2.5, "x"],
             "deep": {"a": {"a": {"a": [1, [2, [3]], {"a": "é"}]}}}
         });
-        let mut state: u64 = 0x51_7cc1_b727_220a;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = Rng(0x51_7cc1_b727_220a);
         let specials: Vec<char> = "$.[]()?@*:,'\"/\\=!<>~&|- 0-1aé\u{0}\u{1F600}"
             .chars()
             .collect();
         let (mut compiled, mut rounds) = (0, 0);
         for seed in seeds.iter().cycle().take(20_000) {
             rounds += 1;
-            let mut chars: Vec<char> = seed.chars().collect();
-            for _ in 0..1 + next() % 4 {
-                let at = (next() as usize) % (chars.len() + 1);
-                match next() % 5 {
-                    0 if at < chars.len() => {
-                        chars[at] = specials[(next() as usize) % specials.len()];
-                    }
-                    1 if at < chars.len() => {
-                        chars.remove(at);
-                    }
-                    2 => chars.insert(at, specials[(next() as usize) % specials.len()]),
-                    3 => {
-                        let end = (at + 1 + (next() as usize) % 8).min(chars.len());
-                        let span: Vec<char> = chars[at..end].to_vec();
-                        chars.splice(at..at, span);
-                    }
-                    _ => chars.truncate(at),
-                }
-            }
-            let text: String = chars.into_iter().collect();
+            let text = mutate(seed, &specials, &mut rng);
             let Ok(path) = JsonPath::compile(&text) else {
                 continue;
             };

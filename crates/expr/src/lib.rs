@@ -19,6 +19,9 @@ mod functions;
 mod jsonpath;
 mod stream;
 mod synapse;
+/// Helpers for the workspace's deterministic mutation tests.
+#[doc(hidden)]
+pub mod testing;
 
 pub use jsonpath::JsonPath;
 use std::borrow::Cow;

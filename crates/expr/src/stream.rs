@@ -3955,6 +3955,7 @@ fn attr_value_classed(raw: &str, class: u8) -> Option<Cow<'_, str>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::Rng;
     use crate::{Env, Expr, PropScope};
 
     const M: &str = "http://services.samples/xsd";
@@ -4302,25 +4303,6 @@ mod tests {
 
     // -----------------------------------------------------------------------------------------------
     // Differential testing against libxml2.
-
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-        fn chance(&mut self, percent: u64) -> bool {
-            self.next() % 100 < percent
-        }
-        fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-            xs[self.below(xs.len())]
-        }
-    }
 
     const WS: &[&str] = &["", "", "\n", "\n    ", " ", "\r\n  ", "\t"];
     /// Element content: escaped text, references, CDATA, comments splitting text nodes.

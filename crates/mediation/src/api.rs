@@ -374,6 +374,7 @@ fn under(path: &str, context: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sluice_expr::testing::{mutate, Rng};
 
     fn t(text: &str, path: &str, query: Option<&str>) -> Option<Vec<(String, String)>> {
         Template::parse(text).unwrap().matches(path, query)
@@ -564,45 +565,18 @@ mod tests {
             "/orders/é/%zz/",
         ];
         let methods = [Method::GET, Method::POST, Method::OPTIONS, Method::DELETE];
-        let mut state: u64 = 0xbb67_ae85_84ca_a73b;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = Rng(0xbb67_ae85_84ca_a73b);
         let specials: Vec<char> = "{}+*?&=%/.#;: x7é\u{1F600}".chars().collect();
-        let mut mutate = |seed: &str| -> String {
-            let mut chars: Vec<char> = seed.chars().collect();
-            for _ in 0..1 + next() % 4 {
-                let at = (next() as usize) % (chars.len() + 1);
-                match next() % 5 {
-                    0 if at < chars.len() => {
-                        chars[at] = specials[(next() as usize) % specials.len()];
-                    }
-                    1 if at < chars.len() => {
-                        chars.remove(at);
-                    }
-                    2 => chars.insert(at, specials[(next() as usize) % specials.len()]),
-                    3 => {
-                        let end = (at + 1 + (next() as usize) % 8).min(chars.len());
-                        let span: Vec<char> = chars[at..end].to_vec();
-                        chars.splice(at..at, span);
-                    }
-                    _ => chars.truncate(at),
-                }
-            }
-            chars.into_iter().collect()
-        };
+        let mut edit = |seed: &str| mutate(seed, &specials, &mut rng);
         let service = Arc::new(ProxyPlan::empty("A"));
         let (mut compiled, mut routed) = (0, 0);
         for round in 0..ROUNDS {
-            let text = mutate(templates[round % templates.len()]);
-            let mapping = mutate(mappings[round % mappings.len()]);
+            let text = edit(templates[round % templates.len()]);
+            let mapping = edit(mappings[round % mappings.len()]);
             // Every other path keeps its first five characters, so that more of them reach an API.
             let path = match paths[round % paths.len()].split_at(5) {
-                (head, tail) if round % 2 == 1 => format!("{head}{}", mutate(tail)),
-                _ => mutate(paths[round % paths.len()]),
+                (head, tail) if round % 2 == 1 => format!("{head}{}", edit(tail)),
+                _ => edit(paths[round % paths.len()]),
             };
             let method = &methods[(round / 2) % methods.len()];
             if let Ok(t) = Template::parse(&text) {

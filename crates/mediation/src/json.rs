@@ -523,6 +523,7 @@ fn to_xml(v: &serde_json::Value, pis: bool) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sluice_expr::testing::Rng;
 
     fn json(xml: &str) -> String {
         let d = sluice_xml::Document::parse(xml.as_bytes()).unwrap();
@@ -757,22 +758,6 @@ mod tests {
         }
         out.push(']');
         Ok(())
-    }
-
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-        fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-            xs[self.below(xs.len())]
-        }
     }
 
     /// Content for a generated element `depth` deep: runs of one name (of one, two or more,

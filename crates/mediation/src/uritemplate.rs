@@ -202,6 +202,7 @@ fn encode(v: &str, reserved: bool, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sluice_expr::testing::{mutate, Rng};
 
     /// RFC 6570's level 1 to 3 examples (section 1.2).
     #[test]
@@ -292,37 +293,12 @@ mod tests {
             "http://h/a b/é/%41/<x>?k=v&w",
             "/s/{uri.var.a}/t/{uri.var.b}?z={query.param.z}",
         ];
-        let mut state: u64 = 0x6a09_e667_f3bc_c908;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = Rng(0x6a09_e667_f3bc_c908);
         let specials: Vec<char> = "{}+#./;?&*:,%=_ x9é\u{1F600}".chars().collect();
         let (mut compiled, mut rounds) = (0, 0);
         for seed in seeds.iter().cycle().take(20_000) {
             rounds += 1;
-            let mut chars: Vec<char> = seed.chars().collect();
-            for _ in 0..1 + next() % 4 {
-                let at = (next() as usize) % (chars.len() + 1);
-                match next() % 5 {
-                    0 if at < chars.len() => {
-                        chars[at] = specials[(next() as usize) % specials.len()];
-                    }
-                    1 if at < chars.len() => {
-                        chars.remove(at);
-                    }
-                    2 => chars.insert(at, specials[(next() as usize) % specials.len()]),
-                    3 => {
-                        let end = (at + 1 + (next() as usize) % 8).min(chars.len());
-                        let span: Vec<char> = chars[at..end].to_vec();
-                        chars.splice(at..at, span);
-                    }
-                    _ => chars.truncate(at),
-                }
-            }
-            let text: String = chars.into_iter().collect();
+            let text = mutate(seed, &specials, &mut rng);
             let Ok(t) = UriTemplate::parse(&text) else {
                 continue;
             };
