@@ -38,8 +38,9 @@ use std::borrow::Cow;
 
 /// libxml2's nesting limit as Sluice parses (`sluice_xml::Limits::default().max_depth`).
 const MAX_DEPTH: usize = 256;
-/// How deep [`StreamPath::inert_span`] follows elements inside an inert child.
-const INERT_STACK: usize = 16;
+/// How deep [`StreamPath::inert_span`] follows elements inside an inert child: as deep as a document
+/// may go, so that a deep inert subtree is read in one span rather than a level at a time.
+const INERT_STACK: usize = MAX_DEPTH;
 /// `sluice_xml::Limits::default().max_bytes`.
 const MAX_BYTES: usize = 64 * 1024 * 1024;
 const MAX_STEPS: usize = 32;
@@ -942,10 +943,14 @@ impl StreamPath {
     /// `//` path once its position predicates are used up (every `order` after the first). A child is
     /// inert when [`Run::inert_child`] says so; below it, every element whose name the first step of
     /// a `//` path does not test is (its parent matched no step). The caller has checked that nothing
-    /// collects text here ([`Run::quiet`]). Returns where the general reading goes on: the first `<`
-    /// (or the end of the input) after the last complete child read and the plain text after it, or
-    /// `i` when the first child is not one this reads (an unbound prefix, attributes, references,
-    /// comments or non-ASCII text inside, or deeper than [`INERT_STACK`]).
+    /// collects text here ([`Run::quiet`]). Returns where the general reading goes on and how many
+    /// elements it must open first (the first that many of `scratch.stack`, outermost first): the
+    /// first `<` (or the end of the input) after the last complete child read and the plain text
+    /// after it, with none open; or, inside a child, the tag or text this does not read (an unbound
+    /// prefix, attributes, references, comments or non-ASCII text, deeper than [`INERT_STACK`] or
+    /// [`MAX_DEPTH`]), with the elements around it open. Handing those over instead of starting the
+    /// child again keeps the reading linear in the depth: else every level of a deep child would be
+    /// read again from each of its ancestors.
     fn inert_span(
         &self,
         xml: &[u8],
@@ -954,7 +959,7 @@ impl StreamPath {
         known: &mut KnownNames<'_>,
         scratch: &mut InertScratch<'_>,
         (bindings, index): (&[(&str, &str, usize)], &PrefixIndex<'_>),
-    ) -> usize {
+    ) -> (usize, usize) {
         let InertScratch {
             stack,
             bang,
@@ -965,8 +970,8 @@ impl StreamPath {
         let mut needle = self.needle.is_some();
         let descendant = self.path.descendant;
         let mut top = 0;
-        // Where the reading goes on if the current child turns out not to be one this reads.
-        let mut done = i;
+        // Where the current child starts (for `sibling`).
+        let mut child = i;
         // The current element's state does not change here: its last answer for a name's steps.
         let mut last: Option<(u64, bool)> = None;
         // Whether `sibling` holds a pattern learned in this call.
@@ -977,11 +982,11 @@ impl StreamPath {
             } else {
                 match text_end(xml, i) {
                     (lt, seen) if seen & UNPLAIN == 0 => lt,
-                    _ => return if top == 0 { i } else { done },
+                    _ => return (i, top),
                 }
             };
             if top == 0 {
-                done = lt;
+                child = lt;
                 // A child with the same markup as the last one read tag by tag is read as that.
                 if let Some(end) = pattern.then(|| sibling.read(xml, lt)).flatten() {
                     i = end;
@@ -993,7 +998,7 @@ impl StreamPath {
                     let (start, len) = stack[top - 1];
                     let gt = lt + 2 + len;
                     if xml.get(gt) != Some(&b'>') || !same_name(xml, lt + 2, start, len) {
-                        return done;
+                        return (lt, top);
                     }
                     top -= 1;
                     i = gt + 1;
@@ -1002,15 +1007,15 @@ impl StreamPath {
                             pattern = true;
                             sibling.missed = 0;
                         }
-                        sibling.learn(xml, done, i);
+                        sibling.learn(xml, child, i);
                     }
                 }
-                None | Some(b'/' | b'!' | b'?') => return done,
+                None | Some(b'/' | b'!' | b'?') => return (lt, top),
                 Some(_) => {
                     let from = lt + 1;
                     let Some((gt, empty, name_end, colon, mask)) = self.known_tag(xml, from, known)
                     else {
-                        return done;
+                        return (lt, top);
                     };
                     // A prefix must be bound (the bindings do not change here: no element in the
                     // span has attributes to declare one). `xml` and `xmlns` never are: declaring
@@ -1034,7 +1039,7 @@ impl StreamPath {
                             !(descendant && mask & 1 != 0)
                         };
                     if !inert {
-                        return done;
+                        return (lt, top);
                     }
                     // A sibling named as the first step: it and its like next siblings by name search.
                     if top == 0 && needle && !empty && mask & 1 != 0 {
@@ -1696,7 +1701,7 @@ impl StreamPath {
                     // After an inert element, the next is likely inert too: read them in bulk.
                     // Not again where it last stopped: a child it gave up on is the general reading's.
                     if inert_before && lt != span_stop && run.quiet() {
-                        let j = self.inert_span(
+                        let (j, open) = self.inert_span(
                             xml,
                             lt,
                             &run,
@@ -1704,6 +1709,9 @@ impl StreamPath {
                             &mut scratch,
                             (bindings, &index),
                         );
+                        if open > 0 {
+                            run.open_handed(names, &scratch.stack[..open]);
+                        }
                         if j > lt {
                             i = j;
                             span_stop = j;
@@ -1746,7 +1754,8 @@ impl StreamPath {
                                     names.push((from, name_end - from));
                                     // Its content: nothing in it can match (its frame is fresh).
                                     if run.quiet() {
-                                        i = self.inert_span(
+                                        let open;
+                                        (i, open) = self.inert_span(
                                             xml,
                                             i,
                                             &run,
@@ -1754,6 +1763,11 @@ impl StreamPath {
                                             &mut scratch,
                                             (bindings, &index),
                                         );
+                                        if open > 0 {
+                                            run.open_handed(names, &scratch.stack[..open]);
+                                        }
+                                        // Where it stopped is the general reading's.
+                                        span_stop = i;
                                     }
                                 }
                             }
@@ -3556,6 +3570,16 @@ impl Run<'_> {
         self.depth = d;
     }
 
+    /// Opens the elements [`StreamPath::inert_span`] hands over (their names' start and length,
+    /// outermost first), as the general reading would have opened them.
+    #[cold]
+    fn open_handed(&mut self, names: &mut Vec<(usize, usize)>, open: &[(usize, usize)]) {
+        for &name in open {
+            self.open_inert();
+            names.push(name);
+        }
+    }
+
     fn end(&mut self) -> Option<()> {
         if self.depth == 0 {
             return None;
@@ -5009,15 +5033,15 @@ mod tests {
         }
     }
 
-    /// Inert siblings whose subtrees reach the span's own nesting limit ([`INERT_STACK`]) and the
-    /// document's ([`MAX_DEPTH`], libxml2's), and inert children the span hands back to the general
-    /// reader (an end tag with white space, a reference, a comment): the same answers as libxml2, or
-    /// none where libxml2 refuses the document.
+    /// Inert siblings whose subtrees reach the document's nesting limit ([`MAX_DEPTH`], libxml2's, and
+    /// the span's), and inert children the span hands back to the general reader, at their top or
+    /// deep inside with the elements around open (an end tag with white space, a reference, a
+    /// comment): the same answers as libxml2, or none where libxml2 refuses the document.
     #[test]
     fn inert_spans_at_their_limits() {
         let texts = ["//order[1]/symbol", "count(//b)", "//order[2]/symbol"];
         for wrap in [0, 200, 235, 240, 250] {
-            for nest in [1, INERT_STACK - 1, INERT_STACK, INERT_STACK + 1, 20] {
+            for nest in [1, 15, 16, 17, 20] {
                 let inner = format!("{}x{}", "<b>".repeat(nest), "</b>".repeat(nest));
                 let doc = format!(
                     "{}<order><symbol>s</symbol></order><order>{inner}<symbol>t</symbol></order>\
@@ -5049,6 +5073,9 @@ mod tests {
             "<order><b>x &amp; y</b></order>",
             "<order><b>x<!-- c --></b></order>",
             "<order><b>x</b><c/><d>é</d></order>",
+            "<order><b><c><d>x</d ></c></b></order>",
+            "<order><b><c><d>x &amp; y</d></c><c><d>z<!-- c --></d></c></b></order>",
+            "<order><b><c><d>é</d><order>o</order></c></b><b><c><d a='1'>x</d></c></b></order>",
         ] {
             let doc = format!(
                 "<r><order><symbol>s</symbol></order><order><c>1</c></order>{odd}<order><c>2</c></order></r>"
@@ -5059,6 +5086,31 @@ mod tests {
                     check(doc.as_bytes(), &lib, text, &sp(text)),
                     "{text}: {doc}"
                 );
+            }
+        }
+        // What the span does not read deep inside an inert child is handed over with the elements
+        // around it open, and the fast reader goes on from there (not back to libxml2).
+        for odd in [
+            "<e a='1'>x</e>",
+            "<e>x &amp; y</e>",
+            "<e>x</e >",
+            "<e>é</e>",
+        ] {
+            let doc = format!(
+                "<r><order><c>1</c>{}{odd}{}<symbol>s</symbol></order><order><symbol>t</symbol></order></r>",
+                "<b>".repeat(100),
+                "</b>".repeat(100)
+            );
+            let lib = Lib(parse(doc.as_bytes()).unwrap());
+            for text in ["//order[1]/symbol", "//order[2]/symbol"] {
+                let s = sp(text);
+                assert!(check(doc.as_bytes(), &lib, text, &s), "{text}: {odd}");
+                for mode in [Mode::String, Mode::Bool] {
+                    assert!(
+                        s.run_fast(doc.as_bytes(), mode, true).is_ok(),
+                        "{text}: {odd}"
+                    );
+                }
             }
         }
     }
