@@ -29,6 +29,20 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Runs a [`Work`] on a message: here, or for a large message on the pool's thread ([`Offload`]).
+/// A macro, not an async method: the usual run (here) then costs no future of its own.
+macro_rules! mediate {
+    ($engine:expr, $msg:expr, $work:expr) => {{
+        let work = $work;
+        if $engine.opts.offload.wants(&$msg) {
+            // Boxed: the hand-over's state stays out of every request's future.
+            Box::pin($engine.opts.offload.run(&mut $msg, work.owned())).await
+        } else {
+            work.run(&mut $msg)
+        }
+    }};
+}
+
 /// How much of a body is read looking for the end of what header-only expressions need, before the
 /// body is read whole instead (a SOAP header is rarely more than a few KiB).
 pub const HEAD_PROBE_LIMIT: usize = 256 * 1024;
@@ -133,15 +147,6 @@ impl Engine {
 
     pub fn plan(&self) -> &Plan {
         &self.plan
-    }
-
-    /// Runs `work` on `msg`: here, or for a large message on the pool's thread ([`Offload`]).
-    async fn mediate(&self, msg: &mut Message, work: Work<'_>) -> Result<Flow, Error> {
-        if !self.opts.offload.wants(msg) {
-            return work.run(msg);
-        }
-        // Boxed: the hand-over's state stays out of every request's future.
-        Box::pin(self.opts.offload.run(msg, work.owned())).await
     }
 
     /// A client's request body, held to the pace the options set.
@@ -340,7 +345,7 @@ impl Engine {
                 Err(e) => return self.default_fault(msg.soap, &e),
             },
         }
-        let flow = match self.mediate(&mut msg, Work::Seq(&proxy.in_seq)).await {
+        let flow = match mediate!(self, msg, Work::Seq(&proxy.in_seq)) {
             Ok(f) => f,
             Err(e) => return Box::pin(self.fault_flow(proxy, msg, e, stream)).await,
         };
@@ -514,7 +519,7 @@ impl Engine {
             let (Some(k), Some(mut msg)) = (go_on, kept) else {
                 return accepted();
             };
-            let flow = match self.mediate(&mut msg, Work::Resume(k)).await {
+            let flow = match mediate!(self, msg, Work::Resume(k)) {
                 Ok(f) => f,
                 Err(e) => return self.send_failed(proxy, msg, NotSent::plain(e), depth).await,
             };
@@ -563,8 +568,8 @@ impl Engine {
                 }
             }
             let flow = match rest {
-                Ok(k) => self.mediate(&mut rmsg, Work::Resume(k)).await,
-                Err(out) => self.mediate(&mut rmsg, Work::Seq(out)).await,
+                Ok(k) => mediate!(self, rmsg, Work::Resume(k)),
+                Err(out) => mediate!(self, rmsg, Work::Seq(out)),
             };
             let next = match flow {
                 Err(e) => {
@@ -639,7 +644,7 @@ impl Engine {
                 return self.default_fault(msg.soap, &e);
             }
         }
-        let flow = match self.mediate(&mut msg, Work::Seq(&out)).await {
+        let flow = match mediate!(self, msg, Work::Seq(&out)) {
             Ok(f) => f,
             Err(e) => {
                 return self
@@ -705,7 +710,7 @@ impl Engine {
                 // The target's sequence, or else its endpoint (Synapse's Target); a sequence that
                 // ends without sending ends the copy, with no answer of its own.
                 let flow = match (&t.sequence, &t.endpoint) {
-                    (Some(seq), _) => match self.mediate(&mut copy, Work::Seq(seq)).await {
+                    (Some(seq), _) => match mediate!(self, copy, Work::Seq(seq)) {
                         Ok(Flow::Continue) => return accepted(),
                         Ok(f) => f,
                         Err(e) => return Box::pin(self.fault_flow(proxy, copy, e, None)).await,
@@ -782,7 +787,7 @@ impl Engine {
         let soap = msg.soap;
         // The body it would send is there: in memory, or the stream nothing consumed.
         let sendable = !matches!(msg.body, Body::Stream | Body::Head(_)) || stream.is_some();
-        match self.mediate(&mut msg, Work::Seq(fs)).await {
+        match mediate!(self, msg, Work::Seq(fs)) {
             // On the request path, loopback goes through the out-sequence (Synapse).
             Ok(Flow::Loopback) if !msg.is_response() && proxy.out_seq.is_some() => {
                 Box::pin(self.loopback(proxy, msg, stream, Depth::InFault)).await
