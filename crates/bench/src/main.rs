@@ -413,29 +413,8 @@ fn run_adversarial(a: AdversarialArgs) -> Result<(), String> {
 
 fn run_matrix(a: MatrixArgs) -> Result<(), String> {
     let q = a.quick;
-    let reference = a
-        .reference
-        .or_else(|| Some(repo_root().join("../shared/reference/wso2-perf")))
-        .filter(|p| p.is_dir());
-    let capp = match (a.capp, &reference) {
-        (Some(c), _) => c,
-        (None, Some(r)) => r.join("performance-ei/capp"),
-        (None, None) => {
-            return Err("no WSO2 reference folder found; pass --capp or --reference".into())
-        }
-    };
-    let sluice = a.sluice.unwrap_or_else(|| {
-        std::env::current_exe()
-            .ok()
-            .and_then(|p| p.parent().map(|d| d.join("sluice")))
-            .unwrap_or_else(|| PathBuf::from("sluice"))
-    });
-    if !sluice.exists() {
-        return Err(format!(
-            "{} not found: build it first (cargo build --release -p sluice) or pass --sluice",
-            sluice.display()
-        ));
-    }
+    let (capp, reference) = wso2_folders(a.capp, a.reference)?;
+    let sluice = sluice_binary(a.sluice)?;
     let mut spec = MatrixSpec::defaults(q, sluice, capp, reference);
     if let Some(v) = a.scenarios {
         spec.scenarios = v;
