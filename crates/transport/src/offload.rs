@@ -160,8 +160,8 @@ impl Work<'_> {
 impl OwnedWork {
     fn run(self, msg: &mut Message) -> Result<Flow, Error> {
         match self {
-            OwnedWork::Seq(s) => exec::run(&s.steps, msg),
-            OwnedWork::Resume(k) => exec::resume(k, msg),
+            OwnedWork::Seq(s) => Work::Seq(&s).run(msg),
+            OwnedWork::Resume(k) => Work::Resume(k).run(msg),
         }
     }
 }
