@@ -1,0 +1,685 @@
+//! Endpoints: a reference by key or an inline definition, the kinds (address, http, default, failover,
+//! loadbalance), their timeout, suspension and retry settings, and endpoint templates.
+
+use super::{elements, text_of, FileParser};
+use crate::diag::Severity;
+use crate::model::*;
+use roxmltree::Node;
+use std::sync::Arc;
+
+impl FileParser<'_, '_> {
+    pub(super) fn endpoint_ref(&mut self, n: Node) -> Option<EndpointRef> {
+        if let Some(k) = n.attribute("key") {
+            return Some(EndpointRef::Key {
+                key: k.to_owned(),
+                loc: self.attr_loc(n, "key"),
+            });
+        }
+        self.endpoint(n).map(|e| EndpointRef::Inline(Box::new(e)))
+    }
+
+    pub(super) fn endpoint(&mut self, n: Node) -> Option<Endpoint> {
+        let name = n.attribute("name").map(str::to_owned);
+        let loc = self.loc(n);
+        if let Some(k) = n.attribute("key") {
+            return Some(Endpoint {
+                name,
+                loc,
+                kind: EndpointKind::Indirect(k.to_owned()),
+                properties: Vec::new(),
+            });
+        }
+        if let Some(template) = n.attribute("template") {
+            // The endpoint's own `name` and `uri` are parameters too.
+            let mut args: Vec<(String, String)> = ["name", "uri"]
+                .into_iter()
+                .filter_map(|a| n.attribute(a).map(|v| (a.to_owned(), v.to_owned())))
+                .collect();
+            for c in elements(n) {
+                if !self.check_synapse_ns(c) {
+                    continue;
+                }
+                match c.tag_name().name() {
+                    "parameter" => {
+                        let (Some(p), Some(v)) = (
+                            self.required_attr(c, "name"),
+                            c.attribute("value").map(str::to_owned),
+                        ) else {
+                            if c.attribute("value").is_none() {
+                                self.report(
+                                    Severity::Error,
+                                    c,
+                                    "missing required attribute 'value'",
+                                );
+                            }
+                            continue;
+                        };
+                        args.push((p, v));
+                    }
+                    "description" => {}
+                    other => self.report(
+                        Severity::Warning,
+                        c,
+                        format!("<{other}> in an endpoint made from a template: only its <parameter>s apply; ignored"),
+                    ),
+                }
+            }
+            return Some(Endpoint {
+                name,
+                loc,
+                kind: EndpointKind::Template {
+                    template: template.to_owned(),
+                    args,
+                },
+                properties: Vec::new(),
+            });
+        }
+        let mut kind = None;
+        let mut properties = Vec::new();
+        // A definition was there but was reported (and rejected): nothing more to say.
+        let mut defined = false;
+        for c in elements(n) {
+            if !self.check_synapse_ns(c) {
+                continue;
+            }
+            defined |= matches!(
+                c.tag_name().name(),
+                "address" | "http" | "default" | "failover" | "loadbalance"
+            );
+            match c.tag_name().name() {
+                "address" | "http" | "default" => {
+                    let flavor = match c.tag_name().name() {
+                        "address" => AddressKind::Address,
+                        "http" => AddressKind::Http,
+                        _ => AddressKind::Default,
+                    };
+                    kind = self
+                        .address(c, flavor)
+                        .map(|a| EndpointKind::Address(Box::new(a)))
+                }
+                "failover" => {
+                    let dynamic = !c
+                        .attribute("dynamic")
+                        .is_some_and(|v| v.eq_ignore_ascii_case("false"));
+                    kind = self
+                        .children(c, "failover")
+                        .map(|children| EndpointKind::Failover { dynamic, children });
+                }
+                "loadbalance" => kind = self.loadbalance(c),
+                "property" => match (c.attribute("name"), c.attribute("value")) {
+                    (Some(name), Some(value)) => properties.push(EndpointProperty {
+                        name: name.to_owned(),
+                        value: value.to_owned(),
+                        loc: self.loc(c),
+                    }),
+                    _ => self.report(
+                        Severity::Warning,
+                        c,
+                        "endpoint properties need 'name' and 'value' (expressions are not applied yet); ignored",
+                    ),
+                },
+                "description" | "parameter" => {}
+                k @ ("wsdl" | "recipientlist" | "template" | "session") => {
+                    self.report(
+                        Severity::Unsupported,
+                        c,
+                        format!("<{k}> endpoints are not supported yet"),
+                    );
+                    return None;
+                }
+                other => {
+                    self.report(
+                        Severity::Error,
+                        c,
+                        format!("unknown endpoint type <{other}>"),
+                    );
+                    return None;
+                }
+            }
+        }
+        match kind {
+            Some(kind) => Some(Endpoint {
+                name,
+                loc,
+                kind,
+                properties,
+            }),
+            None if defined => None,
+            None => {
+                self.report(
+                    Severity::Error,
+                    n,
+                    "endpoint has no definition (expected <address>, <http>, <default>, <failover> or <loadbalance>)",
+                );
+                None
+            }
+        }
+    }
+
+    /// The child endpoints of a `<failover>` or `<loadbalance>`; None when one was rejected (the
+    /// parent is not deployed) or there are none.
+    fn children(&mut self, n: Node, what: &str) -> Option<Vec<Endpoint>> {
+        let mut children = Vec::new();
+        let mut ok = true;
+        for c in elements(n) {
+            if !self.check_synapse_ns(c) {
+                continue;
+            }
+            match c.tag_name().name() {
+                "endpoint" => match self.endpoint(c) {
+                    Some(e) => children.push(e),
+                    None => ok = false,
+                },
+                "member" => {
+                    self.report(
+                        Severity::Unsupported,
+                        c,
+                        "<member> (dynamic load-balance membership) is not supported yet",
+                    );
+                    ok = false;
+                }
+                other => {
+                    self.report(
+                        Severity::Error,
+                        c,
+                        format!("unknown element <{other}> in <{what}> (expected <endpoint>)"),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        if ok && children.is_empty() {
+            self.report(
+                Severity::Error,
+                n,
+                format!("<{what}> has no child endpoints"),
+            );
+            ok = false;
+        }
+        ok.then_some(children)
+    }
+
+    fn loadbalance(&mut self, n: Node) -> Option<EndpointKind> {
+        const ROUND_ROBIN: &str = "org.apache.synapse.endpoints.algorithms.RoundRobin";
+        if let Some(a) = n.attribute("algorithm").filter(|a| *a != ROUND_ROBIN) {
+            self.report(
+                Severity::Unsupported,
+                n,
+                format!("load-balance algorithm '{a}' is not supported yet (only {ROUND_ROBIN})"),
+            );
+            return None;
+        }
+        let failover = !n
+            .attribute("failover")
+            .is_some_and(|v| v.eq_ignore_ascii_case("false"));
+        let children = self.children(n, "loadbalance")?;
+        Some(EndpointKind::Loadbalance { failover, children })
+    }
+
+    fn retry_config(&mut self, n: Node) -> RetryConfig {
+        let mut r = RetryConfig::default();
+        for c in elements(n) {
+            match c.tag_name().name() {
+                "disabledErrorCodes" => r.disabled = self.error_codes(c),
+                "enabledErrorCodes" => r.enabled = self.error_codes(c),
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!("unknown element <{other}> in <retryConfig>"),
+                ),
+            }
+        }
+        r
+    }
+
+    /// `<address uri>`, or `<http uri-template method>` (`http`): the same settings inside.
+    /// `<address uri>`, `<http uri-template method>` or `<default>` (the message's To address): the
+    /// same settings inside.
+    fn address(&mut self, n: Node, flavor: AddressKind) -> Option<AddressEndpoint> {
+        let http = flavor == AddressKind::Http;
+        let (uri, uri_loc) = match flavor {
+            AddressKind::Default => (String::new(), self.loc(n)),
+            _ => {
+                let attr = if http { "uri-template" } else { "uri" };
+                (self.required_attr(n, attr)?, self.attr_loc(n, attr))
+            }
+        };
+        let format = n.attribute("format").map(str::to_owned);
+        let method = match n.attribute("method").filter(|_| http) {
+            None => None,
+            Some(m) => {
+                let upper = m.to_ascii_uppercase();
+                if matches!(
+                    upper.as_str(),
+                    "GET" | "POST" | "PUT" | "DELETE" | "PATCH" | "HEAD" | "OPTIONS"
+                ) {
+                    Some(upper)
+                } else {
+                    // As Synapse: an unknown method keeps the request's.
+                    self.report(
+                        Severity::Warning,
+                        n,
+                        format!("method '{m}' is not get, post, put, delete, patch, head or options; the request's method is kept"),
+                    );
+                    None
+                }
+            }
+        };
+        let mut a = AddressEndpoint {
+            uri,
+            uri_loc,
+            format,
+            kind: flavor,
+            method,
+            timeout: None,
+            suspend_on_failure: SuspendOnFailure::default(),
+            mark_for_suspension: MarkForSuspension::default(),
+            retry: RetryConfig::default(),
+        };
+        let element = flavor.element();
+        for c in elements(n) {
+            match c.tag_name().name() {
+                "timeout" => a.timeout = Some(self.timeout(c)),
+                "suspendOnFailure" => a.suspend_on_failure = self.suspend_on_failure(c),
+                "markForSuspension" => a.mark_for_suspension = self.mark_for_suspension(c),
+                // Synapse's older form: seconds, with no progression.
+                "suspendDurationOnFailure" => {
+                    if let Some(secs) = self.number::<i64>(c) {
+                        a.suspend_on_failure.initial_duration_ms = Some(secs.saturating_mul(1000));
+                        a.suspend_on_failure.progression_factor = Some(1.0);
+                    }
+                }
+                "retryConfig" => a.retry = self.retry_config(c),
+                "enableAddressing" | "enableRM" | "description" | "property" => {
+                    self.report(Severity::Warning, c, "not implemented yet; ignored");
+                }
+                "enableSec" => {
+                    self.report(
+                        Severity::Unsupported,
+                        c,
+                        "WS-Security on endpoints is not supported yet",
+                    );
+                    return None;
+                }
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!("unknown element <{other}> in <{element}>"),
+                ),
+            }
+        }
+        Some(a)
+    }
+
+    fn number<T: std::str::FromStr>(&mut self, n: Node) -> Option<T> {
+        let t = text_of(n);
+        match t.parse() {
+            Ok(v) => Some(v),
+            Err(_) => {
+                self.report(
+                    Severity::Error,
+                    n,
+                    format!("expected a number, found '{t}'"),
+                );
+                None
+            }
+        }
+    }
+
+    fn error_codes(&mut self, n: Node) -> Vec<i64> {
+        let mut v = Vec::new();
+        for part in text_of(n)
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            match part.parse() {
+                Ok(c) => v.push(c),
+                Err(_) => self.report(Severity::Error, n, format!("'{part}' is not an error code")),
+            }
+        }
+        v
+    }
+
+    fn timeout(&mut self, n: Node) -> EndpointTimeout {
+        let mut t = EndpointTimeout {
+            loc: self.loc(n),
+            duration_ms: None,
+            action: TimeoutAction::Fault,
+        };
+        let mut explicit_action = false;
+        for c in elements(n) {
+            match c.tag_name().name() {
+                "duration" => t.duration_ms = self.number(c),
+                "responseAction" => {
+                    explicit_action = true;
+                    t.action = match text_of(c).as_str() {
+                        "fault" => TimeoutAction::Fault,
+                        "discard" => TimeoutAction::Discard,
+                        "never" => TimeoutAction::Never,
+                        other => {
+                            self.report(
+                                Severity::Error,
+                                c,
+                                format!(
+                                    "responseAction must be fault, discard or never, not '{other}'"
+                                ),
+                            );
+                            TimeoutAction::Fault
+                        }
+                    }
+                }
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!("unknown element <{other}> in <timeout>"),
+                ),
+            }
+        }
+        // Synapse: a duration without a responseAction discards on timeout... but users expect an answer;
+        // Sluice answers in both cases (see docs), so only the explicit value matters.
+        let _ = explicit_action;
+        t
+    }
+
+    fn suspend_on_failure(&mut self, n: Node) -> SuspendOnFailure {
+        let mut s = SuspendOnFailure::default();
+        for c in elements(n) {
+            match c.tag_name().name() {
+                "errorCodes" => s.error_codes = self.error_codes(c),
+                "initialDuration" => s.initial_duration_ms = self.number(c),
+                "progressionFactor" => s.progression_factor = self.number(c),
+                "maximumDuration" => s.maximum_duration_ms = self.number(c),
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!("unknown element <{other}> in <suspendOnFailure>"),
+                ),
+            }
+        }
+        s
+    }
+
+    fn mark_for_suspension(&mut self, n: Node) -> MarkForSuspension {
+        let mut m = MarkForSuspension::default();
+        for c in elements(n) {
+            match c.tag_name().name() {
+                "errorCodes" => m.error_codes = self.error_codes(c),
+                "retriesBeforeSuspension" => m.retries_before_suspension = self.number(c),
+                "retryDelay" => m.retry_delay_ms = self.number(c),
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!("unknown element <{other}> in <markForSuspension>"),
+                ),
+            }
+        }
+        m
+    }
+
+    /// An endpoint template: its parameters and its `<endpoint>`, kept as text with the places of
+    /// its `$param`s (read only when an endpoint names it, with the values put in).
+    pub(super) fn endpoint_template(&mut self, n: Node, name: String) -> Option<EndpointTemplate> {
+        let mut params: Vec<String> = Vec::new();
+        let mut endpoint = None;
+        for c in elements(n) {
+            if !self.check_synapse_ns(c) {
+                continue;
+            }
+            match c.tag_name().name() {
+                "parameter" => {
+                    if let Some(p) = self.required_attr(c, "name") {
+                        params.push(p.trim().to_owned());
+                    }
+                }
+                "endpoint" if endpoint.is_none() => endpoint = Some(c),
+                "description" => {}
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!("<{other}> in an endpoint template: it holds <parameter>s and one <endpoint>"),
+                ),
+            }
+        }
+        let e = endpoint?;
+        for implicit in ["name", "uri"] {
+            if !params.iter().any(|p| p == implicit) {
+                params.push(implicit.to_owned());
+            }
+        }
+        let base = e.range().start;
+        let mut slots = Vec::new();
+        let param_of = |v: &str| {
+            v.strip_prefix('$')
+                .filter(|p| params.iter().any(|d| d == p))
+                .map(str::to_owned)
+        };
+        for d in e.descendants().filter(|d| d.is_element()) {
+            for a in d.attributes() {
+                if let Some(p) = param_of(a.value()) {
+                    let r = a.range_value();
+                    slots.push((r.start - base..r.end - base, p, true));
+                }
+            }
+            // The whole text of an element with nothing else in it.
+            let mut kids = d.children();
+            if let (Some(t), None) = (kids.next(), kids.next()) {
+                if let Some(p) = t.text().filter(|_| t.is_text()).and_then(param_of) {
+                    let r = t.range();
+                    slots.push((r.start - base..r.end - base, p, false));
+                }
+            }
+        }
+        slots.sort_by_key(|s| s.0.start);
+        Some(EndpointTemplate {
+            name,
+            loc: self.loc(n),
+            params,
+            source: Arc::from(&self.text[e.range()]),
+            source_loc: self.loc(e),
+            namespaces: e
+                .namespaces()
+                .map(|ns| (ns.name().unwrap_or("").to_owned(), ns.uri().to_owned()))
+                .collect(),
+            slots,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::diag::Diagnostics;
+    use crate::model::*;
+    use crate::parse::instantiate_endpoint;
+    use crate::parse::tests::{parse, NS};
+
+    #[test]
+    fn endpoint_templates_put_in_whole_values_only() {
+        let (cfg, d) = parse(&format!(
+            r#"<definitions {NS}>
+<template name="T">
+  <parameter name="codes"/>
+  <parameter name="factor"/>
+  <endpoint name="$name">
+    <address uri="$uri" format="$fmt">
+      <suspendOnFailure>
+        <errorCodes>$codes</errorCodes>
+        <progressionFactor>$factor</progressionFactor>
+      </suspendOnFailure>
+    </address>
+  </endpoint>
+</template>
+<endpoint name="E" template="T" uri="http://h:1/a?x=1&amp;y=&quot;2&quot;">
+  <parameter name="codes" value="101504,101505"/>
+  <parameter name="factor" value="2.0"/>
+  <parameter name="fmt" value="pox"/>
+</endpoint>
+<endpoint name="Bad" template="T" uri="http://h/">
+  <parameter name="codes" value="x"/>
+</endpoint>
+</definitions>"#
+        ));
+        assert!(d.items.is_empty(), "{:?}", d.items);
+        let t = &cfg.endpoint_templates[0];
+        assert_eq!(t.params, ["codes", "factor", "name", "uri"]);
+        // `$fmt` is not a declared parameter: not a slot.
+        assert_eq!(t.slots.len(), 4);
+        let use_of = |name: &str| {
+            let e = cfg
+                .endpoints
+                .iter()
+                .find(|e| e.name.as_deref() == Some(name));
+            match &e.unwrap().kind {
+                EndpointKind::Template { template, args } => {
+                    assert_eq!(template, "T");
+                    args.clone()
+                }
+                k => panic!("{k:?}"),
+            }
+        };
+        let mut d = Diagnostics::default();
+        let e = instantiate_endpoint(t, &use_of("E"), "endpoint E", &mut d).unwrap();
+        assert!(d.items.is_empty(), "{:?}", d.items);
+        assert_eq!(e.name.as_deref(), Some("E"));
+        let EndpointKind::Address(a) = &e.kind else {
+            panic!("{:?}", e.kind)
+        };
+        // Escaped on the way in, read back as the value given.
+        assert_eq!(a.uri, "http://h:1/a?x=1&y=\"2\"");
+        assert_eq!(a.format.as_deref(), Some("$fmt"));
+        assert_eq!(a.suspend_on_failure.error_codes, [101504, 101505]);
+        assert_eq!(a.suspend_on_failure.progression_factor, Some(2.0));
+        // Mistakes are reported at their place in the template (`<errorCodes>`), for the use that
+        // made them.
+        let mut d = Diagnostics::default();
+        assert!(instantiate_endpoint(t, &use_of("Bad"), "endpoint Bad", &mut d).is_none());
+        let err = &d.items[0];
+        let at = (&*err.location.file, err.location.line, err.location.col);
+        assert_eq!(at, ("t.xml", 8, 9), "{err:?}");
+    }
+
+    #[test]
+    fn endpoint_template_parameters_win_over_attributes_and_are_escaped() {
+        let (cfg, d) = crate::load_str(
+            "t.xml",
+            &format!(
+                r#"<definitions {NS}>
+<template name="T"><endpoint><address uri='$uri'/></endpoint></template>
+<endpoint name="E" template="T" uri="http://a/"><parameter name="uri" value="http://b/'q'&amp;&lt;"/></endpoint>
+<template name="T"><endpoint><address uri="$uri"/></endpoint></template>
+</definitions>"#
+            ),
+        );
+        assert_eq!(d.items.len(), 1, "{:?}", d.items);
+        assert!(d.items[0].message.contains("duplicate template 'T'"));
+        let EndpointKind::Template { args, .. } = &cfg.endpoints[0].kind else {
+            panic!()
+        };
+        let mut d = Diagnostics::default();
+        let e = instantiate_endpoint(&cfg.endpoint_templates[0], args, "E", &mut d).unwrap();
+        let EndpointKind::Address(a) = &e.kind else {
+            panic!()
+        };
+        assert_eq!(a.uri, "http://b/'q'&<");
+    }
+
+    #[test]
+    fn suspension_settings_as_wso2_tooling_writes_them() {
+        // Integration Studio writes -1 for "unset"; Synapse reads these as signed numbers.
+        let (cfg, d) = parse(&format!(
+            r#"<definitions {NS}>
+  <endpoint name="E"><address uri="http://h/x">
+    <suspendOnFailure><errorCodes>101503, 101504</errorCodes><initialDuration>-1</initialDuration>
+      <progressionFactor>-1</progressionFactor><maximumDuration>0</maximumDuration></suspendOnFailure>
+    <markForSuspension><errorCodes>-1</errorCodes><retriesBeforeSuspension>0</retriesBeforeSuspension>
+      <retryDelay>0</retryDelay></markForSuspension>
+  </address></endpoint>
+  <endpoint name="Old"><address uri="http://h/y"><suspendDurationOnFailure>5</suspendDurationOnFailure></address></endpoint>
+</definitions>"#
+        ));
+        assert!(d.items.is_empty(), "{:?}", d.items);
+        let EndpointKind::Address(a) = &cfg.endpoints[0].kind else {
+            panic!()
+        };
+        assert_eq!(a.suspend_on_failure.error_codes, vec![101503, 101504]);
+        assert_eq!(a.suspend_on_failure.initial_duration_ms, Some(-1));
+        assert_eq!(a.suspend_on_failure.progression_factor, Some(-1.0));
+        assert_eq!(a.suspend_on_failure.maximum_duration_ms, Some(0));
+        assert_eq!(a.mark_for_suspension.error_codes, vec![-1]);
+        assert_eq!(a.mark_for_suspension.retries_before_suspension, Some(0));
+        let EndpointKind::Address(old) = &cfg.endpoints[1].kind else {
+            panic!()
+        };
+        assert_eq!(old.suspend_on_failure.initial_duration_ms, Some(5000));
+        assert_eq!(old.suspend_on_failure.progression_factor, Some(1.0));
+    }
+
+    #[test]
+    fn failover_and_loadbalance_endpoints() {
+        let (cfg, d) = parse(&format!(
+            r#"<definitions {NS}>
+  <endpoint name="F"><failover dynamic="false">
+    <endpoint name="A"><address uri="http://a/x"><retryConfig><disabledErrorCodes>101504</disabledErrorCodes></retryConfig></address></endpoint>
+    <endpoint key="B"/>
+  </failover></endpoint>
+  <endpoint name="L"><loadbalance algorithm="org.apache.synapse.endpoints.algorithms.RoundRobin" failover="False">
+    <endpoint><address uri="http://c/x"/></endpoint><endpoint key="F"/>
+  </loadbalance></endpoint>
+  <endpoint name="W"><loadbalance algorithm="org.example.Weighted"><endpoint key="B"/></loadbalance></endpoint>
+  <endpoint name="M"><loadbalance><member hostName="h" httpPort="80"/></loadbalance></endpoint>
+  <endpoint name="E"><failover/></endpoint>
+</definitions>"#
+        ));
+        let EndpointKind::Failover { dynamic, children } = &cfg.endpoints[0].kind else {
+            panic!("{:?}", cfg.endpoints[0].kind)
+        };
+        assert!(!dynamic);
+        assert_eq!(children.len(), 2);
+        let EndpointKind::Address(a) = &children[0].kind else {
+            panic!()
+        };
+        assert_eq!(a.retry.disabled, vec![101504]);
+        assert!(matches!(&children[1].kind, EndpointKind::Indirect(k) if k == "B"));
+        assert!(matches!(
+            &cfg.endpoints[1].kind,
+            EndpointKind::Loadbalance { failover: false, children } if children.len() == 2
+        ));
+        let msgs: Vec<String> = d.items.iter().map(|x| x.to_string()).collect();
+        assert_eq!(msgs.len(), 3, "{msgs:#?}");
+        assert!(msgs[0].contains("t.xml:9:") && msgs[0].contains("org.example.Weighted"));
+        assert!(msgs[1].contains("t.xml:10:") && msgs[1].contains("<member>"));
+        assert!(msgs[2].contains("t.xml:11:") && msgs[2].contains("no child endpoints"));
+        assert!(cfg.endpoints[2..]
+            .iter()
+            .all(|e| matches!(e.kind, EndpointKind::Rejected)));
+    }
+
+    #[test]
+    fn http_endpoints() {
+        let (cfg, d) = parse(&format!(
+            r#"<definitions {NS}>
+  <endpoint name="H"><http method="put" uri-template="http://h/o/{{uri.var.id}}"><timeout><duration>100</duration></timeout></http></endpoint>
+  <endpoint name="Bad"><http method="fetch" uri-template="http://h/"/></endpoint>
+</definitions>"#
+        ));
+        let EndpointKind::Address(a) = &cfg.endpoints[0].kind else {
+            panic!()
+        };
+        assert_eq!(a.kind, AddressKind::Http);
+        assert_eq!(a.uri, "http://h/o/{uri.var.id}");
+        assert_eq!(a.method.as_deref(), Some("PUT"));
+        assert_eq!(a.timeout.as_ref().and_then(|t| t.duration_ms), Some(100));
+        let msgs: Vec<String> = d.items.iter().map(|x| x.to_string()).collect();
+        assert_eq!(msgs.len(), 1, "{msgs:#?}");
+        assert!(
+            msgs[0].contains("t.xml:3:")
+                && msgs[0].contains("warning")
+                && msgs[0].contains("'fetch'"),
+            "{msgs:#?}"
+        );
+        let EndpointKind::Address(bad) = &cfg.endpoints[1].kind else {
+            panic!()
+        };
+        assert_eq!(bad.method, None);
+    }
+}
