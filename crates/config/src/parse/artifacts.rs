@@ -1,0 +1,576 @@
+//! Top-level artifacts: `<definitions>`, proxies, APIs and their resources, targets, named sequences,
+//! local entries and (sequence) templates.
+
+use super::{child, elements, is_synapse, Expect, FileParser};
+use crate::diag::Severity;
+use crate::model::*;
+use roxmltree::Node;
+
+/// Top-level artifacts Synapse defines that Sluice does not serve yet.
+const KNOWN_UNSUPPORTED_ARTIFACTS: &[&str] = &[
+    "inboundEndpoint",
+    "task",
+    "messageStore",
+    "messageProcessor",
+    "eventSource",
+    "executor",
+    "import",
+    "registry",
+    "priorityExecutor",
+];
+
+impl FileParser<'_, '_> {
+    pub(super) fn top_level(&mut self, root: Node, expect: Expect, cfg: &mut Config) {
+        let name = root.tag_name().name();
+        if !is_synapse(root) {
+            if expect == Expect::Any {
+                self.report(Severity::Note, root, "not a Synapse artifact (root element is not in the Synapse namespace); skipped");
+            } else {
+                self.check_synapse_ns(root);
+            }
+            return;
+        }
+        let ok = matches!(
+            (expect, name),
+            (Expect::Any, _)
+                | (Expect::Proxy, "proxy")
+                | (Expect::Endpoint, "endpoint")
+                | (Expect::Sequence, "sequence")
+                | (Expect::LocalEntry, "localEntry")
+                | (Expect::Api, "api")
+                | (Expect::Template, "template")
+        );
+        if !ok {
+            self.report(
+                Severity::Error,
+                root,
+                format!("artifact.xml declares {expect:?}, but the file holds <{name}>"),
+            );
+            return;
+        }
+        match name {
+            "definitions" => {
+                for c in elements(root) {
+                    if c.tag_name().name() == "definitions" {
+                        self.report(Severity::Error, c, "nested <definitions>");
+                        continue;
+                    }
+                    self.top_level(c, Expect::Any, cfg);
+                }
+            }
+            "proxy" => {
+                self.failed = false;
+                if let Some(mut p) = self.proxy(root) {
+                    p.rejected = self.failed;
+                    cfg.proxies.push(p);
+                }
+            }
+            "api" => {
+                self.failed = false;
+                if let Some(mut a) = self.api(root) {
+                    a.rejected = self.failed;
+                    cfg.apis.push(a);
+                }
+            }
+            "sequence" => {
+                self.failed = false;
+                let Some(name) = self.required_attr(root, "name") else {
+                    return;
+                };
+                self.artifact = Some(format!("sequence {name}"));
+                let sequence = self.sequence(root);
+                cfg.sequences.push(NamedSequence {
+                    name,
+                    sequence,
+                    rejected: self.failed,
+                });
+            }
+            "endpoint" => {
+                self.failed = false;
+                let Some(name) = root.attribute("name") else {
+                    self.report(Severity::Error, root, "a top-level endpoint needs a 'name'");
+                    return;
+                };
+                self.artifact = Some(format!("endpoint {name}"));
+                let e = self.endpoint(root);
+                let e = match e {
+                    Some(e) if !self.failed => e,
+                    _ => Endpoint {
+                        name: Some(name.to_owned()),
+                        loc: self.loc(root),
+                        kind: EndpointKind::Rejected,
+                        properties: Vec::new(),
+                    },
+                };
+                cfg.endpoints.push(e);
+            }
+            "localEntry" => {
+                if let Some(le) = self.local_entry(root) {
+                    cfg.local_entries.push(le);
+                }
+            }
+            "template" => {
+                self.failed = false;
+                let Some(name) = self.required_attr(root, "name") else {
+                    return;
+                };
+                self.artifact = Some(format!("template {name}"));
+                if child(root, "endpoint").is_some() {
+                    if let Some(t) = self.endpoint_template(root, name) {
+                        cfg.endpoint_templates.push(t);
+                    }
+                } else if let Some(t) = self.template(root, name) {
+                    cfg.templates.push(Template {
+                        rejected: self.failed,
+                        ..t
+                    });
+                }
+            }
+            other if KNOWN_UNSUPPORTED_ARTIFACTS.contains(&other) => {
+                self.artifact = root.attribute("name").map(|n| format!("{other} {n}"));
+                self.report(
+                    Severity::Unsupported,
+                    root,
+                    format!("<{other}> artifacts are not supported yet; not deployed"),
+                );
+            }
+            other => self.report(
+                Severity::Error,
+                root,
+                format!("unknown top-level element <{other}>"),
+            ),
+        }
+    }
+
+    fn proxy(&mut self, n: Node) -> Option<Proxy> {
+        let name = self.required_attr(n, "name")?;
+        self.artifact = Some(format!("proxy {name}"));
+        let start_on_load = match n.attribute("startOnLoad") {
+            None | Some("true") => true,
+            Some("false") => false,
+            Some(v) => {
+                self.report(
+                    Severity::Error,
+                    n,
+                    format!("startOnLoad must be true or false, not '{v}'"),
+                );
+                true
+            }
+        };
+        let transports = n
+            .attribute("transports")
+            .map(|t| {
+                t.split([' ', ','])
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_else(|| vec!["http".to_owned(), "https".to_owned()]);
+        let mut target = Target::default();
+        let mut publish_wsdl = None;
+        let mut security = None;
+        for c in elements(n) {
+            if !self.check_synapse_ns(c) {
+                continue;
+            }
+            match c.tag_name().name() {
+                "target" => target = self.target(c),
+                "publishWSDL" => publish_wsdl = self.publish_wsdl(c),
+                "enableSec" | "policy" => security = Some(self.loc(c)),
+                "description" | "parameter" => {}
+                "enableAddressing" | "enableRM" => {
+                    self.report(
+                        Severity::Warning,
+                        c,
+                        "WS-Addressing / WS-RM engagement is ignored",
+                    );
+                }
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!("unknown element <{other}> in <proxy>"),
+                ),
+            }
+        }
+        Some(Proxy {
+            name,
+            loc: self.loc(n),
+            start_on_load,
+            transports,
+            target,
+            publish_wsdl,
+            security,
+            rejected: false,
+        })
+    }
+
+    fn api(&mut self, n: Node) -> Option<Api> {
+        let name = self.required_attr(n, "name")?;
+        self.artifact = Some(format!("api {name}"));
+        let context = self.required_attr(n, "context")?;
+        if !context.starts_with('/') {
+            self.report(
+                Severity::Error,
+                n,
+                format!("the context '{context}' must start with '/'"),
+            );
+        }
+        let version = n.attribute("version").unwrap_or_default();
+        // Synapse matches a version only with a version-type of context or url.
+        let context = match (n.attribute("version-type"), version) {
+            (_, "") | (None | Some("none"), _) => context,
+            (Some("context"), v) if context.contains("{version}") => {
+                context.replace("{version}", v)
+            }
+            (Some("context"), _) => {
+                self.report(
+                    Severity::Error,
+                    n,
+                    "version-type=\"context\" needs '{version}' in the context",
+                );
+                context
+            }
+            (Some("url"), v) => format!("{}/{v}", context.trim_end_matches('/')),
+            (Some(other), _) => {
+                self.report(
+                    Severity::Error,
+                    n,
+                    format!("unknown version-type '{other}' (context, url or none)"),
+                );
+                context
+            }
+        };
+        for a in ["hostname", "port"] {
+            if n.attribute(a).is_some() {
+                self.report(
+                    Severity::Unsupported,
+                    n,
+                    format!("an API bound to a '{a}' is not supported yet"),
+                );
+            }
+        }
+        let mut resources = Vec::new();
+        let mut any = false;
+        for c in elements(n) {
+            if !self.check_synapse_ns(c) {
+                continue;
+            }
+            match c.tag_name().name() {
+                "resource" => {
+                    any = true;
+                    if let Some(r) = self.resource(c) {
+                        resources.push(r);
+                    }
+                }
+                "description" => {}
+                "handlers" => self.report(
+                    Severity::Unsupported,
+                    c,
+                    "API handlers are not supported yet",
+                ),
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!("unknown element <{other}> in <api>"),
+                ),
+            }
+        }
+        if !any {
+            self.report(Severity::Error, n, "an API needs at least one <resource>");
+        }
+        Some(Api {
+            name,
+            loc: self.loc(n),
+            context,
+            resources,
+            rejected: false,
+        })
+    }
+
+    fn resource(&mut self, n: Node) -> Option<ApiResource> {
+        let methods = n
+            .attribute("methods")
+            .map(|m| {
+                m.split([' ', ','])
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_ascii_uppercase)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let pattern = match (n.attribute("uri-template"), n.attribute("url-mapping")) {
+            (Some(_), Some(_)) => {
+                self.report(
+                    Severity::Error,
+                    n,
+                    "a resource takes a uri-template or a url-mapping, not both",
+                );
+                return None;
+            }
+            (Some(t), None) => ResourcePattern::UriTemplate(t.to_owned()),
+            (None, Some(m)) => ResourcePattern::UrlMapping(m.to_owned()),
+            (None, None) => ResourcePattern::Any,
+        };
+        for a in ["content-type", "user-agent"] {
+            if n.attribute(a).is_some() {
+                self.report(
+                    Severity::Unsupported,
+                    n,
+                    format!("a resource filtered on '{a}' is not supported yet"),
+                );
+            }
+        }
+        let mut t = Target::default();
+        self.sequences_of(n, &mut t, "resource");
+        if t.endpoint.is_some() {
+            self.report(Severity::Error, n, "a resource has no endpoint");
+        }
+        Some(ApiResource {
+            loc: self.loc(n),
+            methods,
+            pattern,
+            in_sequence: t.in_sequence,
+            out_sequence: t.out_sequence,
+            fault_sequence: t.fault_sequence,
+        })
+    }
+
+    fn target(&mut self, n: Node) -> Target {
+        let mut t = Target::default();
+        self.sequences_of(n, &mut t, "target");
+        t
+    }
+
+    /// The in-, out- and fault sequences (and endpoint) of a `<target>` or `<resource>`, given as
+    /// attributes naming sequences or as child elements.
+    fn sequences_of(&mut self, n: Node, t: &mut Target, what: &str) {
+        for (attr, slot) in [
+            ("inSequence", &mut t.in_sequence),
+            ("outSequence", &mut t.out_sequence),
+            ("faultSequence", &mut t.fault_sequence),
+        ] {
+            if let Some(k) = n.attribute(attr) {
+                *slot = Some(SequenceRef::Key {
+                    key: k.to_owned(),
+                    loc: self.attr_loc(n, attr),
+                });
+            }
+        }
+        if let Some(k) = n.attribute("endpoint") {
+            t.endpoint = Some(EndpointRef::Key {
+                key: k.to_owned(),
+                loc: self.attr_loc(n, "endpoint"),
+            });
+        }
+        for c in elements(n) {
+            if !self.check_synapse_ns(c) {
+                continue;
+            }
+            let name = c.tag_name().name();
+            let slot = match name {
+                "inSequence" => &mut t.in_sequence,
+                "outSequence" => &mut t.out_sequence,
+                "faultSequence" => &mut t.fault_sequence,
+                "endpoint" => {
+                    t.endpoint = self.endpoint_ref(c);
+                    continue;
+                }
+                "description" if what == "resource" => continue,
+                other => {
+                    self.report(
+                        Severity::Error,
+                        c,
+                        format!("unknown element <{other}> in <{what}>"),
+                    );
+                    continue;
+                }
+            };
+            if slot.is_some() {
+                self.report(
+                    Severity::Error,
+                    c,
+                    format!("<{name}> given twice (attribute and element?)"),
+                );
+            }
+            *slot = Some(SequenceRef::Inline(self.sequence(c)));
+        }
+    }
+
+    fn publish_wsdl(&mut self, n: Node) -> Option<PublishWsdl> {
+        let loc = self.loc(n);
+        let source = if let Some(k) = n.attribute("key") {
+            WsdlSource::Key(k.to_owned())
+        } else if let Some(u) = n.attribute("uri") {
+            WsdlSource::Uri(u.to_owned())
+        } else if let Some(c) = elements(n).next() {
+            WsdlSource::Inline(self.serialize_element(c))
+        } else {
+            self.report(
+                Severity::Error,
+                n,
+                "publishWSDL needs 'key', 'uri' or an inline WSDL",
+            );
+            return None;
+        };
+        Some(PublishWsdl { loc, source })
+    }
+
+    fn local_entry(&mut self, n: Node) -> Option<LocalEntry> {
+        let key = self.required_attr(n, "key")?;
+        self.artifact = Some(format!("local entry {key}"));
+        let loc = self.loc(n);
+        let value = if let Some(src) = n.attribute("src") {
+            LocalEntryValue::Src(src.to_owned())
+        } else if let Some(c) = elements(n).next() {
+            LocalEntryValue::Xml {
+                root: c.tag_name().name().to_owned(),
+                text: self.serialize_element(c),
+            }
+        } else {
+            LocalEntryValue::Text(n.text().unwrap_or("").trim().to_owned())
+        };
+        Some(LocalEntry { key, loc, value })
+    }
+
+    /// A `<template>`'s parameters and its `<sequence>`.
+    fn template(&mut self, n: Node, name: String) -> Option<Template> {
+        let mut params = Vec::new();
+        let mut sequence = None;
+        for c in elements(n) {
+            match c.tag_name().name() {
+                "parameter" => {
+                    let Some(p) = self.required_attr(c, "name") else {
+                        continue;
+                    };
+                    // As Java's Boolean.parseBoolean: "true" in any case, anything else false.
+                    let mandatory = c
+                        .attribute("isMandatory")
+                        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+                    params.push(TemplateParam {
+                        name: p,
+                        default: c.attribute("defaultValue").map(str::to_owned),
+                        mandatory,
+                    });
+                }
+                "sequence" if sequence.is_none() => sequence = Some(self.sequence(c)),
+                "description" => {}
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!(
+                        "<{other}> in <template>: a template holds <parameter>s and one <sequence>"
+                    ),
+                ),
+            }
+        }
+        let Some(sequence) = sequence else {
+            self.report(Severity::Error, n, "a template needs a <sequence>");
+            return None;
+        };
+        Some(Template {
+            name,
+            loc: self.loc(n),
+            params,
+            sequence,
+            rejected: false,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::*;
+    use crate::parse::tests::{parse, NS};
+
+    #[test]
+    fn proxy_with_inline_sequences_and_keyed_endpoint() {
+        let (cfg, d) = parse(&format!(
+            r#"<proxy name="P" transports="http" startOnLoad="false" {NS}>
+  <target endpoint="E" faultSequence="F">
+    <inSequence><log level="custom"><property name="a" expression="$trp:x"/></log></inSequence>
+    <outSequence><send/></outSequence>
+  </target>
+</proxy>"#
+        ));
+        assert!(d.items.is_empty(), "{:?}", d.items);
+        let p = &cfg.proxies[0];
+        assert!(!p.start_on_load && !p.rejected);
+        assert_eq!(p.transports, vec!["http"]);
+        assert!(matches!(&p.target.endpoint, Some(EndpointRef::Key { key, .. }) if key == "E"));
+        assert!(
+            matches!(&p.target.fault_sequence, Some(SequenceRef::Key { key, .. }) if key == "F")
+        );
+        let Some(SequenceRef::Inline(seq)) = &p.target.in_sequence else {
+            panic!()
+        };
+        let MediatorKind::Log(l) = &seq.mediators[0].kind else {
+            panic!()
+        };
+        assert_eq!(l.level, LogLevel::Custom);
+        assert_eq!(seq.mediators[0].loc.line, 3);
+    }
+
+    #[test]
+    fn apis_resources_and_call_parse_with_their_versions_and_refusals() {
+        let (cfg, d) = parse(&format!(
+            r#"<definitions {NS}>
+  <api name="A" context="/shop/" >
+    <resource methods="get POST" uri-template="/items/{{id}}" faultSequence="fault">
+      <inSequence><call blocking="true"><endpoint key="E"/></call><respond/></inSequence>
+    </resource>
+    <resource url-mapping="/x/*" inSequence="In"/>
+    <resource><inSequence><call/></inSequence><outSequence><send/></outSequence></resource>
+  </api>
+  <api name="V1" context="/v/{{version}}/s" version="1.0" version-type="context"><resource/></api>
+  <api name="V2" context="/w" version="2" version-type="url"><resource/></api>
+</definitions>"#
+        ));
+        assert!(d.items.is_empty(), "{:?}", d.items);
+        let a = &cfg.apis[0];
+        assert_eq!(a.context, "/shop/");
+        assert_eq!(a.resources.len(), 3);
+        let r = &a.resources[0];
+        assert_eq!(r.methods, ["GET", "POST"]);
+        assert_eq!(
+            r.pattern,
+            ResourcePattern::UriTemplate("/items/{id}".into())
+        );
+        assert!(matches!(&r.fault_sequence, Some(SequenceRef::Key { key, .. }) if key == "fault"));
+        let Some(SequenceRef::Inline(seq)) = &r.in_sequence else {
+            panic!()
+        };
+        assert!(matches!(
+            &seq.mediators[0].kind,
+            MediatorKind::Call {
+                endpoint: Some(EndpointRef::Key { key, .. }),
+                io: None,
+            } if key == "E"
+        ));
+        assert_eq!(
+            a.resources[1].pattern,
+            ResourcePattern::UrlMapping("/x/*".into())
+        );
+        assert!(a.resources[1].methods.is_empty());
+        assert!(
+            matches!(&a.resources[1].in_sequence, Some(SequenceRef::Key { key, .. }) if key == "In")
+        );
+        assert_eq!(a.resources[2].pattern, ResourcePattern::Any);
+        assert_eq!(cfg.apis[1].context, "/v/1.0/s");
+        assert_eq!(cfg.apis[2].context, "/w/2");
+        let (cfg, d) = parse(&format!(
+            r#"<definitions {NS}>
+  <api name="B" context="/b" hostname="h"><resource uri-template="/a" url-mapping="/b"/></api>
+  <api name="C" context="c"><resource><inSequence><call><target type="variable">v</target></call></inSequence></resource></api>
+</definitions>"#
+        ));
+        let msgs: Vec<String> = d.items.iter().map(|x| x.to_string()).collect();
+        assert_eq!(msgs.len(), 4, "{msgs:#?}");
+        assert!(
+            msgs[0].contains("unsupported") && msgs[0].contains("'hostname'"),
+            "{msgs:#?}"
+        );
+        assert!(msgs[1].contains("not both"), "{msgs:#?}");
+        assert!(msgs[2].contains("must start with '/'"), "{msgs:#?}");
+        assert!(msgs[3].contains("a variable target"), "{msgs:#?}");
+        assert!(cfg.apis.iter().all(|a| a.rejected));
+    }
+}
