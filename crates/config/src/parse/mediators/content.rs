@@ -1,0 +1,514 @@
+//! Mediators that change the message's content: xslt, payloadFactory, enrich, validate and makefault.
+
+use super::super::{child, elements, text_of};
+use super::FileParser;
+use crate::diag::Severity;
+use crate::model::*;
+use roxmltree::Node;
+
+impl FileParser<'_, '_> {
+    pub(super) fn xslt(&mut self, n: Node, fast: bool) -> Option<Xslt> {
+        let key = self.required_attr(n, "key")?;
+        if key.starts_with('{') {
+            self.report(
+                Severity::Unsupported,
+                n,
+                "dynamic stylesheet keys ({...}) are not supported yet",
+            );
+            return None;
+        }
+        let source = match n.attribute("source") {
+            Some(s) if fast => {
+                let _ = s;
+                self.report(
+                    Severity::Error,
+                    n,
+                    "fastXSLT transforms the whole message; it takes no 'source'",
+                );
+                return None;
+            }
+            Some(s) => Some(self.expr(n, "source", s)),
+            None => None,
+        };
+        let mut params = Vec::new();
+        for c in elements(n) {
+            match c.tag_name().name() {
+                "property" => params.extend(self.named_value(c, "stylesheet parameter")),
+                "feature" | "attribute" => {
+                    self.report(
+                        Severity::Warning,
+                        c,
+                        "XSLT processor features and attributes are ignored (libxslt)",
+                    );
+                }
+                "resource" => {
+                    self.report(
+                        Severity::Unsupported,
+                        c,
+                        "xsl:import/include resources mapped by <resource> are not supported yet",
+                    );
+                    return None;
+                }
+                "description" => {}
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!("unknown element <{other}> in <{}>", n.tag_name().name()),
+                ),
+            }
+        }
+        Some(Xslt {
+            key,
+            source,
+            params,
+            fast,
+        })
+    }
+
+    pub(super) fn payload_factory(&mut self, n: Node) -> Option<PayloadFactory> {
+        let media = match n.attribute("media-type").unwrap_or("xml") {
+            "xml" => PayloadMedia::Xml,
+            "json" => PayloadMedia::Json,
+            "text" => PayloadMedia::Text,
+            media => {
+                self.report(
+                    Severity::Error,
+                    n,
+                    format!("payloadFactory media-type must be xml, json or text, not '{media}'"),
+                );
+                return None;
+            }
+        };
+        let json = media != PayloadMedia::Xml;
+        if let Some(t) = n.attribute("template-type") {
+            if t != "default" {
+                self.report(
+                    Severity::Unsupported,
+                    n,
+                    format!("payloadFactory template-type=\"{t}\" is not supported yet"),
+                );
+                return None;
+            }
+        }
+        let mut format = None;
+        let mut args = Vec::new();
+        for c in elements(n) {
+            match c.tag_name().name() {
+                "format" => {
+                    let loc = self.loc(c);
+                    if let Some(k) = c.attribute("key") {
+                        format = Some((PayloadFormat::Key(k.to_owned()), loc));
+                    } else if json {
+                        // A JSON or text format is the element's text.
+                        let text: String = c
+                            .children()
+                            .filter(|t| t.is_text())
+                            .filter_map(|t| t.text())
+                            .collect();
+                        format = Some((PayloadFormat::Inline(text.trim().to_owned()), loc));
+                    } else if let Some(e) = elements(c).next() {
+                        format = Some((PayloadFormat::Inline(self.serialize_element(e)), loc));
+                    } else {
+                        self.report(
+                            Severity::Error,
+                            c,
+                            "an xml payloadFactory format needs an element or a 'key'",
+                        );
+                        return None;
+                    }
+                }
+                "args" => {
+                    for a in elements(c) {
+                        if a.tag_name().name() != "arg" {
+                            self.report(
+                                Severity::Error,
+                                a,
+                                format!("unknown element <{}> in <args>", a.tag_name().name()),
+                            );
+                            continue;
+                        }
+                        let json_path = match a.attribute("evaluator").unwrap_or("xml") {
+                            "xml" => false,
+                            "json" => true,
+                            ev => {
+                                self.report(
+                                    Severity::Error,
+                                    a,
+                                    format!("argument evaluator must be xml or json, not '{ev}'"),
+                                );
+                                return None;
+                            }
+                        };
+                        let literal = match a.attribute("literal").unwrap_or("false") {
+                            "true" => true,
+                            "false" => false,
+                            other => {
+                                self.report(
+                                    Severity::Error,
+                                    a,
+                                    format!("literal must be true or false, not '{other}'"),
+                                );
+                                return None;
+                            }
+                        };
+                        match self.value_or_expr(a) {
+                            Some(value) => args.push(PayloadArgSrc {
+                                value,
+                                json_path,
+                                literal,
+                            }),
+                            None => {
+                                self.report(
+                                    Severity::Error,
+                                    a,
+                                    "an argument needs 'value' or 'expression'",
+                                );
+                                return None;
+                            }
+                        }
+                    }
+                }
+                "description" => {}
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!("unknown element <{other}> in <payloadFactory>"),
+                ),
+            }
+        }
+        let Some((format, format_loc)) = format else {
+            self.report(Severity::Error, n, "payloadFactory needs a <format>");
+            return None;
+        };
+        Some(PayloadFactory {
+            media,
+            format,
+            format_loc,
+            args,
+        })
+    }
+
+    pub(super) fn enrich(&mut self, n: Node) -> Option<Enrich> {
+        let (Some(s), Some(t)) = (child(n, "source"), child(n, "target")) else {
+            self.report(Severity::Error, n, "enrich needs a <source> and a <target>");
+            return None;
+        };
+        let clone = match s.attribute("clone").unwrap_or("true") {
+            "true" => true,
+            "false" => false,
+            other => {
+                self.report(
+                    Severity::Error,
+                    s,
+                    format!("clone must be true or false, not '{other}'"),
+                );
+                return None;
+            }
+        };
+        let xpath = |p: &mut Self, e: Node| -> Option<ExprSrc> {
+            match e.attribute("xpath") {
+                Some(x) => Some(p.expr(e, "xpath", x)),
+                None => {
+                    p.report(Severity::Error, e, "type=\"custom\" needs an 'xpath'");
+                    None
+                }
+            }
+        };
+        let source_kind = match s.attribute("type").unwrap_or("custom") {
+            "custom" => EnrichSourceKind::Custom(xpath(self, s)?),
+            "envelope" => EnrichSourceKind::Envelope,
+            "body" => EnrichSourceKind::Body,
+            "property" => EnrichSourceKind::Property(self.required_attr(s, "property")?),
+            "inline" => {
+                if let Some(e) = elements(s).next() {
+                    EnrichSourceKind::InlineXml(self.serialize_element(e))
+                } else if let Some(k) = s.attribute("key") {
+                    EnrichSourceKind::InlineKey(k.to_owned())
+                } else {
+                    let text = text_of(s);
+                    if text.is_empty() {
+                        self.report(
+                            Severity::Error,
+                            s,
+                            "an inline source needs XML, text or a 'key'",
+                        );
+                        return None;
+                    }
+                    EnrichSourceKind::InlineText(text)
+                }
+            }
+            other => {
+                self.report(
+                    Severity::Unsupported,
+                    s,
+                    format!("enrich source type '{other}' is not supported"),
+                );
+                return None;
+            }
+        };
+        let action = match t.attribute("action").unwrap_or("replace") {
+            "replace" => EnrichAction::Replace,
+            "child" => EnrichAction::Child,
+            "sibling" => EnrichAction::Sibling,
+            other => {
+                self.report(
+                    Severity::Unsupported,
+                    t,
+                    format!("enrich target action '{other}' is not supported"),
+                );
+                return None;
+            }
+        };
+        let target_kind = match t.attribute("type").unwrap_or("custom") {
+            "custom" => EnrichTargetKind::Custom(xpath(self, t)?),
+            "envelope" => EnrichTargetKind::Envelope,
+            "body" => EnrichTargetKind::Body,
+            "property" => EnrichTargetKind::Property(self.required_attr(t, "property")?),
+            other => {
+                self.report(
+                    Severity::Unsupported,
+                    t,
+                    format!("enrich target type '{other}' is not supported"),
+                );
+                return None;
+            }
+        };
+        // Combinations Sluice does not run (reported here, with the position, instead of failing
+        // every message).
+        let msg_source = matches!(
+            source_kind,
+            EnrichSourceKind::Custom(_) | EnrichSourceKind::Body | EnrichSourceKind::Envelope
+        );
+        let msg_target = matches!(
+            target_kind,
+            EnrichTargetKind::Custom(_) | EnrichTargetKind::Body
+        );
+        if !clone && msg_source && msg_target {
+            self.report(
+                Severity::Unsupported,
+                s,
+                "clone=\"false\" (moving nodes inside the message) is not supported yet",
+            );
+            return None;
+        }
+        if matches!(target_kind, EnrichTargetKind::Property(_)) && action != EnrichAction::Replace {
+            self.report(
+                Severity::Unsupported,
+                t,
+                "a property target with action child or sibling is not supported yet",
+            );
+            return None;
+        }
+        if matches!(target_kind, EnrichTargetKind::Envelope)
+            && matches!(
+                source_kind,
+                EnrichSourceKind::Body | EnrichSourceKind::InlineText(_)
+            )
+        {
+            self.report(
+                Severity::Unsupported,
+                t,
+                "an envelope target needs a SOAP envelope as source (envelope, inline, property or custom)",
+            );
+            return None;
+        }
+        Some(Enrich {
+            source: EnrichSource {
+                kind: source_kind,
+                clone,
+                loc: self.loc(s),
+            },
+            target: EnrichTarget {
+                kind: target_kind,
+                action,
+                loc: self.loc(t),
+            },
+        })
+    }
+
+    pub(super) fn validate(&mut self, n: Node) -> Option<Validate> {
+        let source = n.attribute("source").map(|s| self.expr(n, "source", s));
+        let mut schemas = Vec::new();
+        let mut on_fail = None;
+        for c in elements(n) {
+            match c.tag_name().name() {
+                "schema" => {
+                    let Some(k) = self.required_attr(c, "key") else {
+                        continue;
+                    };
+                    if k.starts_with('{') {
+                        self.report(
+                            Severity::Unsupported,
+                            c,
+                            "dynamic schema keys ({...}) are not supported yet",
+                        );
+                        return None;
+                    }
+                    schemas.push((k, self.attr_loc(c, "key")));
+                }
+                "on-fail" => on_fail = Some(self.sequence(c)),
+                "feature" => self.report(
+                    Severity::Warning,
+                    c,
+                    "validator features are ignored (libxml2 XML Schema)",
+                ),
+                "resource" => {
+                    self.report(
+                        Severity::Unsupported,
+                        c,
+                        "schema imports mapped by <resource> are not supported yet",
+                    );
+                    return None;
+                }
+                "description" => {}
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!("unknown element <{other}> in <validate>"),
+                ),
+            }
+        }
+        if schemas.is_empty() {
+            self.report(
+                Severity::Error,
+                n,
+                "validate needs at least one <schema key>",
+            );
+            return None;
+        }
+        let Some(on_fail) = on_fail else {
+            self.report(Severity::Error, n, "validate needs an <on-fail> sequence");
+            return None;
+        };
+        Some(Validate {
+            source,
+            schemas,
+            on_fail,
+        })
+    }
+
+    pub(super) fn makefault(&mut self, n: Node) -> Option<MakeFault> {
+        let version = match n.attribute("version").unwrap_or("soap11") {
+            "soap11" => FaultVersion::Soap11,
+            "soap12" => FaultVersion::Soap12,
+            "pox" => FaultVersion::Pox,
+            other => {
+                self.report(
+                    Severity::Error,
+                    n,
+                    format!("version must be soap11, soap12 or pox, not '{other}'"),
+                );
+                return None;
+            }
+        };
+        let response = n.attribute("response") == Some("true");
+        let mut f = MakeFault {
+            version,
+            code: None,
+            reason: None,
+            role: None,
+            node: None,
+            detail: None,
+            response,
+        };
+        for c in elements(n) {
+            match c.tag_name().name() {
+                "code" => {
+                    let Some(v) = self.required_attr(c, "value") else {
+                        continue;
+                    };
+                    let (prefix, local) = match v.split_once(':') {
+                        Some((p, l)) => (Some(p), l),
+                        None => (None, v.as_str()),
+                    };
+                    match c.lookup_namespace_uri(prefix) {
+                        Some(uri) => f.code = Some((uri.to_owned(), local.to_owned())),
+                        None => self.report(
+                            Severity::Error,
+                            c,
+                            format!("fault code '{v}' uses an undeclared prefix"),
+                        ),
+                    }
+                }
+                "reason" => {
+                    f.reason = self.value_or_expr(c);
+                    if f.reason.is_none() {
+                        self.report(Severity::Error, c, "reason needs 'value' or 'expression'");
+                    }
+                }
+                "role" => f.role = Some(text_of(c)),
+                "node" => f.node = Some(text_of(c)),
+                "detail" => {
+                    f.detail = if let Some(v) = self.value_or_expr(c) {
+                        Some(FaultDetail::Value(v))
+                    } else if elements(c).next().is_some() {
+                        Some(FaultDetail::Xml(
+                            elements(c).map(|e| self.serialize_element(e)).collect(),
+                        ))
+                    } else {
+                        Some(FaultDetail::Value(ValueSrc::Literal(text_of(c))))
+                    }
+                }
+                "description" => {}
+                other => self.report(
+                    Severity::Error,
+                    c,
+                    format!("unknown element <{other}> in <makefault>"),
+                ),
+            }
+        }
+        if version != FaultVersion::Pox && f.code.is_none() {
+            self.report(Severity::Error, n, "a SOAP fault needs a <code>");
+        }
+        Some(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::*;
+    use crate::parse::tests::{parse, NS};
+
+    #[test]
+    fn content_mediators_parse_and_unsupported_forms_are_reported() {
+        let (cfg, d) = parse(&format!(
+            r#"<sequence name="S" {NS} xmlns:m="urn:m">
+  <payloadFactory media-type="xml"><format><m:a><m:b>$1</m:b></m:a></format><args><arg value="x"/><arg expression="//m:q" evaluator="xml"/></args></payloadFactory>
+  <enrich><source type="body" clone="true"/><target type="property" property="saved"/></enrich>
+  <validate source="//m:a"><schema key="xsd"/><on-fail><drop/></on-fail></validate>
+  <property name="om" type="OM"><m:x/></property>
+</sequence>"#
+        ));
+        assert!(d.items.is_empty(), "{:?}", d.items);
+        let m = &cfg.sequences[0].sequence.mediators;
+        let MediatorKind::PayloadFactory(pf) = &m[0].kind else {
+            panic!()
+        };
+        assert!(matches!(&pf.format, PayloadFormat::Inline(t) if t.contains(r#"xmlns:m="urn:m""#)));
+        assert_eq!(pf.args.len(), 2);
+        assert!(
+            matches!(&m[1].kind, MediatorKind::Enrich(e) if matches!(e.source.kind, EnrichSourceKind::Body))
+        );
+        assert!(matches!(&m[2].kind, MediatorKind::Validate(v) if v.schemas.len() == 1));
+        assert!(matches!(&m[3].kind, MediatorKind::Property(p) if p.ty == PropertyType::Om));
+        let (_, d) = parse(&format!(
+            r#"<sequence name="S" {NS}>
+  <payloadFactory media-type="csv"><format>a</format></payloadFactory>
+  <enrich><source type="custom" xpath="//a" clone="false"/><target type="body"/></enrich>
+  <enrich><source type="body"/><target type="envelope"/></enrich>
+  <payloadFactory media-type="json"><format>{{"a": "$1", "b": $2}}</format>
+    <args><arg evaluator="json" expression="$.x" literal="true"/><arg value="1"/></args></payloadFactory>
+  <payloadFactory><format><a/></format><args><arg evaluator="js" expression="x"/></args></payloadFactory>
+</sequence>"#
+        ));
+        let msgs: Vec<String> = d.items.iter().map(|x| x.to_string()).collect();
+        assert_eq!(msgs.len(), 4, "{msgs:#?}");
+        assert!(msgs[0].starts_with("t.xml:2:3: error:"), "{msgs:#?}");
+        assert!(msgs[1].contains("clone=\"false\""), "{msgs:#?}");
+        assert!(msgs[2].contains("envelope target"), "{msgs:#?}");
+        assert!(
+            msgs[3].contains("evaluator must be xml or json"),
+            "{msgs:#?}"
+        );
+    }
+}
