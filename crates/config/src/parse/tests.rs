@@ -1,0 +1,157 @@
+//! The parser as a whole: shared pieces, positions, and what spans the families.
+
+use super::*;
+
+pub(super) fn parse(text: &str) -> (Config, Diagnostics) {
+    let mut cfg = Config::default();
+    let mut d = Diagnostics::default();
+    parse_text("t.xml".into(), text, Expect::Any, &mut cfg, &mut d);
+    (cfg, d)
+}
+
+pub(super) const NS: &str = r#"xmlns="http://ws.apache.org/ns/synapse""#;
+
+#[test]
+fn start_tag_declarations() {
+    assert_eq!(
+        declared_in_start_tag(
+            r#"<m:a xmlns:m="urn:m" b='x xmlns:q="1"' xmlns = "d"><c xmlns:z="z"/></m:a>"#
+        ),
+        ["m", ""]
+    );
+    assert!(declared_in_start_tag("<a>").is_empty());
+    // Inline XML redeclaring what an ancestor declares keeps one declaration.
+    let (cfg, d) = parse(&format!(
+        r#"<sequence name="S" {NS} xmlns:m="urn:m"><enrich><source type="inline"><m:q xmlns:m="urn:m"><m:r/></m:q></source><target type="body"/></enrich></sequence>"#
+    ));
+    assert!(d.items.is_empty(), "{:?}", d.items);
+    let MediatorKind::Enrich(e) = &cfg.sequences[0].sequence.mediators[0].kind else {
+        panic!()
+    };
+    let EnrichSourceKind::InlineXml(x) = &e.source.kind else {
+        panic!()
+    };
+    assert_eq!(x, r#"<m:q xmlns:m="urn:m"><m:r/></m:q>"#);
+}
+
+#[test]
+fn every_problem_is_reported_with_its_position() {
+    let (cfg, d) = parse(&format!(
+        r#"<definitions {NS}>
+  <proxy name="A"><target><inSequence><cache/><bogus/></inSequence></target></proxy>
+  <endpoint name="E"><address uri="http://h/x"><timeout><duration>soon</duration></timeout></address></endpoint>
+  <sequence name="S"><property name="p" type="NUMBER" value="1"/></sequence>
+</definitions>"#
+    ));
+    let msgs: Vec<String> = d.items.iter().map(|x| x.to_string()).collect();
+    assert!(
+        msgs.iter()
+            .any(|m| m.starts_with("t.xml:2:39: unsupported: <cache>")),
+        "{msgs:#?}"
+    );
+    assert!(
+        msgs.iter()
+            .any(|m| m.starts_with("t.xml:2:47: error: <bogus>: unknown mediator")),
+        "{msgs:#?}"
+    );
+    assert!(
+        msgs.iter()
+            .any(|m| m.contains("expected a number, found 'soon'")),
+        "{msgs:#?}"
+    );
+    assert!(
+        msgs.iter()
+            .any(|m| m.contains("unknown property type 'NUMBER'")),
+        "{msgs:#?}"
+    );
+    assert!(
+        cfg.proxies[0].rejected,
+        "a proxy with a rejected mediator must not deploy"
+    );
+    assert!(cfg.sequences[0].rejected);
+}
+
+#[test]
+fn malformed_xml_and_foreign_roots() {
+    let (_, d) = parse("<proxy name='x'>\n<target></proxy>");
+    assert_eq!(d.items[0].severity, Severity::Error);
+    assert_eq!(d.items[0].location.line, 2);
+    let (cfg, d) =
+        parse("<xsl:stylesheet xmlns:xsl='http://www.w3.org/1999/XSL/Transform' version='1.0'/>");
+    assert_eq!(d.items[0].severity, Severity::Note);
+    assert!(cfg.proxies.is_empty());
+}
+
+#[test]
+fn inline_xml_keeps_only_the_namespaces_it_uses() {
+    let (cfg, d) = parse(&format!(
+        r#"<localEntry key="k" {NS} xmlns:unused="urn:u" xmlns:m="urn:m" xmlns:x="urn:x"><xsl:stylesheet xmlns:xsl="http://www.w3.org/1999/XSL/Transform" version="1.0"><xsl:template match="x:a"><m:b/></xsl:template></xsl:stylesheet></localEntry>"#
+    ));
+    assert!(d.items.is_empty());
+    let LocalEntryValue::Xml { text, root } = &cfg.local_entries[0].value else {
+        panic!()
+    };
+    assert_eq!(root, "stylesheet");
+    assert!(
+        text.contains(r#"xmlns:m="urn:m""#),
+        "used by an element: {text}"
+    );
+    assert!(
+        text.contains(r#"xmlns:x="urn:x""#),
+        "used inside an attribute value: {text}"
+    );
+    assert!(
+        !text.contains("urn:u") && !text.contains("ws.apache.org"),
+        "unused ones dropped: {text}"
+    );
+}
+
+/// Deterministic mutation fuzzing of the parser over the real WSO2 artifacts: byte flips, deletions
+/// and truncations must give diagnostics, never a panic.
+#[test]
+fn mutated_artifacts_never_panic() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/reference/wso2-perf/performance-ei/capp");
+    let mut seeds: Vec<Vec<u8>> = Vec::new();
+    for d in std::fs::read_dir(&dir)
+        .expect("reference artifacts")
+        .filter_map(Result::ok)
+    {
+        for f in std::fs::read_dir(d.path())
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+        {
+            if f.path().extension().is_some_and(|e| e == "xml") {
+                seeds.push(std::fs::read(f.path()).unwrap());
+            }
+        }
+    }
+    assert!(seeds.len() > 20);
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let specials = b"<>/=\"'&:;![]? \n";
+    for i in 0..3000 {
+        let mut b = seeds[i % seeds.len()].clone();
+        for _ in 0..(1 + next() % 4) {
+            if b.is_empty() {
+                break;
+            }
+            let at = (next() as usize) % b.len();
+            match next() % 3 {
+                0 => b[at] = specials[(next() as usize) % specials.len()],
+                1 => {
+                    b.remove(at);
+                }
+                _ => b.truncate(at),
+            }
+        }
+        let text = String::from_utf8_lossy(&b);
+        let _ = parse(&text);
+    }
+}
