@@ -5,7 +5,7 @@
 //! Single-threaded timing loops; the figures are per call and per byte (on a shared machine, compare
 //! runs taken back to back). A loop keeps the code and data of its case in the caches, which a
 //! server's other work does not: one case times the CBR reading with the caches cooled between calls
-//! (in the server it costs more still, see docs/benchmarks/2026-11-26-run-32.md).
+//! (in the server it costs more still, see docs/benchmarks/content-routing.md).
 
 use crate::payload;
 use sluice_expr::{Env, Expr, ExprError, PropScope, StreamPath};

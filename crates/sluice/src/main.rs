@@ -17,7 +17,7 @@ mod settings;
 use settings::Settings;
 
 /// mimalloc: per-thread free lists suit one runtime per core; measured faster than glibc malloc here
-/// (docs/benchmarks).
+/// (docs/benchmarks/HISTORY.md).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

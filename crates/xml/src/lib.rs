@@ -135,7 +135,7 @@ pub(crate) fn init() {
     INIT.call_once(|| {
         // libxml2 and libxslt allocate through xmlMalloc & co. Routed to mimalloc (the allocator the
         // sluice binary uses) they allocate several times faster than through glibc malloc, which was
-        // the largest cost in XSLT and XPath profiles (docs/benchmarks/).
+        // the largest cost in XSLT and XPath profiles (docs/benchmarks/HISTORY.md).
         // SAFETY: xmlMemSetup must run before any other libxml2 call, so no block allocated by the
         // previous functions can reach the new free function: this is the first libxml2 call of the
         // process (every entry point of this crate passes through `init`, and nothing else in Sluice
