@@ -1,7 +1,7 @@
 //! Top-level artifacts: `<definitions>`, proxies, APIs and their resources, targets, named sequences,
 //! local entries and (sequence) templates.
 
-use super::{child, elements, is_synapse, Expect, FileParser};
+use super::{child, elements, is_synapse, loose_bool, Expect, FileParser};
 use crate::diag::Severity;
 use crate::model::*;
 use roxmltree::Node;
@@ -19,6 +19,27 @@ const KNOWN_UNSUPPORTED_ARTIFACTS: &[&str] = &[
     "priorityExecutor",
 ];
 
+impl Expect {
+    /// Whether a file expected to hold `self` may have `root` as its root element.
+    fn admits(self, root: &str) -> bool {
+        matches!(
+            (self, root),
+            (Expect::Any, _)
+                | (Expect::Proxy, "proxy")
+                | (Expect::Endpoint, "endpoint")
+                | (Expect::Sequence, "sequence")
+                | (Expect::LocalEntry, "localEntry")
+                | (Expect::Api, "api")
+                | (Expect::Template, "template")
+        )
+    }
+}
+
+/// The words of a list written with spaces or commas between them.
+fn words(list: &str) -> impl Iterator<Item = &str> {
+    list.split([' ', ',']).filter(|s| !s.is_empty())
+}
+
 impl FileParser<'_, '_> {
     pub(super) fn top_level(&mut self, root: Node, expect: Expect, cfg: &mut Config) {
         let name = root.tag_name().name();
@@ -30,17 +51,7 @@ impl FileParser<'_, '_> {
             }
             return;
         }
-        let ok = matches!(
-            (expect, name),
-            (Expect::Any, _)
-                | (Expect::Proxy, "proxy")
-                | (Expect::Endpoint, "endpoint")
-                | (Expect::Sequence, "sequence")
-                | (Expect::LocalEntry, "localEntry")
-                | (Expect::Api, "api")
-                | (Expect::Template, "template")
-        );
-        if !ok {
+        if !expect.admits(name) {
             self.report(
                 Severity::Error,
                 root,
@@ -48,84 +59,16 @@ impl FileParser<'_, '_> {
             );
             return;
         }
+        // Each artifact is judged on its own: a problem in one keeps only that one from deploying.
+        self.failed = false;
         match name {
-            "definitions" => {
-                for c in elements(root) {
-                    if c.tag_name().name() == "definitions" {
-                        self.report(Severity::Error, c, "nested <definitions>");
-                        continue;
-                    }
-                    self.top_level(c, Expect::Any, cfg);
-                }
-            }
-            "proxy" => {
-                self.failed = false;
-                if let Some(mut p) = self.proxy(root) {
-                    p.rejected = self.failed;
-                    cfg.proxies.push(p);
-                }
-            }
-            "api" => {
-                self.failed = false;
-                if let Some(mut a) = self.api(root) {
-                    a.rejected = self.failed;
-                    cfg.apis.push(a);
-                }
-            }
-            "sequence" => {
-                self.failed = false;
-                let Some(name) = self.required_attr(root, "name") else {
-                    return;
-                };
-                self.artifact = Some(format!("sequence {name}"));
-                let sequence = self.sequence(root);
-                cfg.sequences.push(NamedSequence {
-                    name,
-                    sequence,
-                    rejected: self.failed,
-                });
-            }
-            "endpoint" => {
-                self.failed = false;
-                let Some(name) = root.attribute("name") else {
-                    self.report(Severity::Error, root, "a top-level endpoint needs a 'name'");
-                    return;
-                };
-                self.artifact = Some(format!("endpoint {name}"));
-                let e = self.endpoint(root);
-                let e = match e {
-                    Some(e) if !self.failed => e,
-                    _ => Endpoint {
-                        name: Some(name.to_owned()),
-                        loc: self.loc(root),
-                        kind: EndpointKind::Rejected,
-                        properties: Vec::new(),
-                    },
-                };
-                cfg.endpoints.push(e);
-            }
-            "localEntry" => {
-                if let Some(le) = self.local_entry(root) {
-                    cfg.local_entries.push(le);
-                }
-            }
-            "template" => {
-                self.failed = false;
-                let Some(name) = self.required_attr(root, "name") else {
-                    return;
-                };
-                self.artifact = Some(format!("template {name}"));
-                if child(root, "endpoint").is_some() {
-                    if let Some(t) = self.endpoint_template(root, name) {
-                        cfg.endpoint_templates.push(t);
-                    }
-                } else if let Some(t) = self.template(root, name) {
-                    cfg.templates.push(Template {
-                        rejected: self.failed,
-                        ..t
-                    });
-                }
-            }
+            "definitions" => self.definitions(root, cfg),
+            "proxy" => cfg.proxies.extend(self.proxy(root)),
+            "api" => cfg.apis.extend(self.api(root)),
+            "sequence" => cfg.sequences.extend(self.sequence_artifact(root)),
+            "endpoint" => cfg.endpoints.extend(self.endpoint_artifact(root)),
+            "localEntry" => cfg.local_entries.extend(self.local_entry(root)),
+            "template" => self.template_artifact(root, cfg),
             other if KNOWN_UNSUPPORTED_ARTIFACTS.contains(&other) => {
                 self.artifact = root.attribute("name").map(|n| format!("{other} {n}"));
                 self.report(
@@ -142,29 +85,23 @@ impl FileParser<'_, '_> {
         }
     }
 
+    fn definitions(&mut self, n: Node, cfg: &mut Config) {
+        for c in elements(n) {
+            if c.tag_name().name() == "definitions" {
+                self.report(Severity::Error, c, "nested <definitions>");
+                continue;
+            }
+            self.top_level(c, Expect::Any, cfg);
+        }
+    }
+
     fn proxy(&mut self, n: Node) -> Option<Proxy> {
         let name = self.required_attr(n, "name")?;
         self.artifact = Some(format!("proxy {name}"));
-        let start_on_load = match n.attribute("startOnLoad") {
-            None | Some("true") => true,
-            Some("false") => false,
-            Some(v) => {
-                self.report(
-                    Severity::Error,
-                    n,
-                    format!("startOnLoad must be true or false, not '{v}'"),
-                );
-                true
-            }
-        };
+        let start_on_load = self.true_or_false(n, "startOnLoad", true).unwrap_or(true);
         let transports = n
             .attribute("transports")
-            .map(|t| {
-                t.split([' ', ','])
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_owned)
-                    .collect()
-            })
+            .map(|t| words(t).map(str::to_owned).collect())
             .unwrap_or_else(|| vec!["http".to_owned(), "https".to_owned()]);
         let mut target = Target::default();
         let mut publish_wsdl = None;
@@ -185,11 +122,7 @@ impl FileParser<'_, '_> {
                         "WS-Addressing / WS-RM engagement is ignored",
                     );
                 }
-                other => self.report(
-                    Severity::Error,
-                    c,
-                    format!("unknown element <{other}> in <proxy>"),
-                ),
+                _ => self.unknown_child(c, "proxy"),
             }
         }
         Some(Proxy {
@@ -200,7 +133,7 @@ impl FileParser<'_, '_> {
             target,
             publish_wsdl,
             security,
-            rejected: false,
+            rejected: self.failed,
         })
     }
 
@@ -215,9 +148,53 @@ impl FileParser<'_, '_> {
                 format!("the context '{context}' must start with '/'"),
             );
         }
+        let context = self.versioned_context(n, context);
+        for a in ["hostname", "port"] {
+            if n.attribute(a).is_some() {
+                self.report(
+                    Severity::Unsupported,
+                    n,
+                    format!("an API bound to a '{a}' is not supported yet"),
+                );
+            }
+        }
+        let mut resources = Vec::new();
+        let mut any = false;
+        for c in elements(n) {
+            if !self.check_synapse_ns(c) {
+                continue;
+            }
+            match c.tag_name().name() {
+                "resource" => {
+                    any = true;
+                    resources.extend(self.resource(c));
+                }
+                "description" => {}
+                "handlers" => self.report(
+                    Severity::Unsupported,
+                    c,
+                    "API handlers are not supported yet",
+                ),
+                _ => self.unknown_child(c, "api"),
+            }
+        }
+        if !any {
+            self.report(Severity::Error, n, "an API needs at least one <resource>");
+        }
+        Some(Api {
+            name,
+            loc: self.loc(n),
+            context,
+            resources,
+            rejected: self.failed,
+        })
+    }
+
+    /// The API's context with its version in it, as its `version-type` says.
+    fn versioned_context(&mut self, n: Node, context: String) -> String {
         let version = n.attribute("version").unwrap_or_default();
         // Synapse matches a version only with a version-type of context or url.
-        let context = match (n.attribute("version-type"), version) {
+        match (n.attribute("version-type"), version) {
             (_, "") | (None | Some("none"), _) => context,
             (Some("context"), v) if context.contains("{version}") => {
                 context.replace("{version}", v)
@@ -239,63 +216,13 @@ impl FileParser<'_, '_> {
                 );
                 context
             }
-        };
-        for a in ["hostname", "port"] {
-            if n.attribute(a).is_some() {
-                self.report(
-                    Severity::Unsupported,
-                    n,
-                    format!("an API bound to a '{a}' is not supported yet"),
-                );
-            }
         }
-        let mut resources = Vec::new();
-        let mut any = false;
-        for c in elements(n) {
-            if !self.check_synapse_ns(c) {
-                continue;
-            }
-            match c.tag_name().name() {
-                "resource" => {
-                    any = true;
-                    if let Some(r) = self.resource(c) {
-                        resources.push(r);
-                    }
-                }
-                "description" => {}
-                "handlers" => self.report(
-                    Severity::Unsupported,
-                    c,
-                    "API handlers are not supported yet",
-                ),
-                other => self.report(
-                    Severity::Error,
-                    c,
-                    format!("unknown element <{other}> in <api>"),
-                ),
-            }
-        }
-        if !any {
-            self.report(Severity::Error, n, "an API needs at least one <resource>");
-        }
-        Some(Api {
-            name,
-            loc: self.loc(n),
-            context,
-            resources,
-            rejected: false,
-        })
     }
 
     fn resource(&mut self, n: Node) -> Option<ApiResource> {
         let methods = n
             .attribute("methods")
-            .map(|m| {
-                m.split([' ', ','])
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_ascii_uppercase)
-                    .collect()
-            })
+            .map(|m| words(m).map(str::to_ascii_uppercase).collect())
             .unwrap_or_default();
         let pattern = match (n.attribute("uri-template"), n.attribute("url-mapping")) {
             (Some(_), Some(_)) => {
@@ -348,18 +275,12 @@ impl FileParser<'_, '_> {
             ("outSequence", &mut t.out_sequence),
             ("faultSequence", &mut t.fault_sequence),
         ] {
-            if let Some(k) = n.attribute(attr) {
-                *slot = Some(SequenceRef::Key {
-                    key: k.to_owned(),
-                    loc: self.attr_loc(n, attr),
-                });
+            if let Some(r) = self.sequence_key(n, attr) {
+                *slot = Some(r);
             }
         }
-        if let Some(k) = n.attribute("endpoint") {
-            t.endpoint = Some(EndpointRef::Key {
-                key: k.to_owned(),
-                loc: self.attr_loc(n, "endpoint"),
-            });
+        if let Some(r) = self.endpoint_key(n, "endpoint") {
+            t.endpoint = Some(r);
         }
         for c in elements(n) {
             if !self.check_synapse_ns(c) {
@@ -375,12 +296,8 @@ impl FileParser<'_, '_> {
                     continue;
                 }
                 "description" if what == "resource" => continue,
-                other => {
-                    self.report(
-                        Severity::Error,
-                        c,
-                        format!("unknown element <{other}> in <{what}>"),
-                    );
+                _ => {
+                    self.unknown_child(c, what);
                     continue;
                 }
             };
@@ -414,6 +331,17 @@ impl FileParser<'_, '_> {
         Some(PublishWsdl { loc, source })
     }
 
+    fn sequence_artifact(&mut self, n: Node) -> Option<NamedSequence> {
+        let name = self.required_attr(n, "name")?;
+        self.artifact = Some(format!("sequence {name}"));
+        let sequence = self.sequence(n);
+        Some(NamedSequence {
+            name,
+            sequence,
+            rejected: self.failed,
+        })
+    }
+
     fn local_entry(&mut self, n: Node) -> Option<LocalEntry> {
         let key = self.required_attr(n, "key")?;
         self.artifact = Some(format!("local entry {key}"));
@@ -431,6 +359,20 @@ impl FileParser<'_, '_> {
         Some(LocalEntry { key, loc, value })
     }
 
+    /// A `<template>`: an endpoint template when it holds an `<endpoint>`, else a sequence template.
+    fn template_artifact(&mut self, n: Node, cfg: &mut Config) {
+        let Some(name) = self.required_attr(n, "name") else {
+            return;
+        };
+        self.artifact = Some(format!("template {name}"));
+        if child(n, "endpoint").is_some() {
+            cfg.endpoint_templates
+                .extend(self.endpoint_template(n, name));
+        } else {
+            cfg.templates.extend(self.template(n, name));
+        }
+    }
+
     /// A `<template>`'s parameters and its `<sequence>`.
     fn template(&mut self, n: Node, name: String) -> Option<Template> {
         let mut params = Vec::new();
@@ -441,14 +383,10 @@ impl FileParser<'_, '_> {
                     let Some(p) = self.required_attr(c, "name") else {
                         continue;
                     };
-                    // As Java's Boolean.parseBoolean: "true" in any case, anything else false.
-                    let mandatory = c
-                        .attribute("isMandatory")
-                        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
                     params.push(TemplateParam {
                         name: p,
                         default: c.attribute("defaultValue").map(str::to_owned),
-                        mandatory,
+                        mandatory: loose_bool(c, "isMandatory", false),
                     });
                 }
                 "sequence" if sequence.is_none() => sequence = Some(self.sequence(c)),
@@ -471,7 +409,7 @@ impl FileParser<'_, '_> {
             loc: self.loc(n),
             params,
             sequence,
-            rejected: false,
+            rejected: self.failed,
         })
     }
 }

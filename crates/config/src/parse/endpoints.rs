@@ -1,79 +1,110 @@
 //! Endpoints: a reference by key or an inline definition, the kinds (address, http, default, failover,
 //! loadbalance), their timeout, suspension and retry settings, and endpoint templates.
 
-use super::{elements, text_of, FileParser};
+use super::{elements, in_scope_namespaces, loose_bool, text_of, FileParser};
 use crate::diag::Severity;
 use crate::model::*;
 use roxmltree::Node;
+use std::ops::Range;
 use std::sync::Arc;
 
 impl FileParser<'_, '_> {
+    /// A top-level `<endpoint name>`. One with problems is kept as `Rejected`, so what uses it is not
+    /// deployed either.
+    pub(super) fn endpoint_artifact(&mut self, n: Node) -> Option<Endpoint> {
+        let Some(name) = n.attribute("name") else {
+            self.report(Severity::Error, n, "a top-level endpoint needs a 'name'");
+            return None;
+        };
+        self.artifact = Some(format!("endpoint {name}"));
+        match self.endpoint(n) {
+            Some(e) if !self.failed => Some(e),
+            _ => Some(Endpoint {
+                name: Some(name.to_owned()),
+                loc: self.loc(n),
+                kind: EndpointKind::Rejected,
+                properties: Vec::new(),
+            }),
+        }
+    }
+
+    /// A reference to a named endpoint in attribute `attr`, if there is one.
+    pub(super) fn endpoint_key(&self, n: Node, attr: &str) -> Option<EndpointRef> {
+        n.attribute(attr).map(|key| EndpointRef::Key {
+            key: key.to_owned(),
+            loc: self.attr_loc(n, attr),
+        })
+    }
+
+    /// An `<endpoint key>` or an inline `<endpoint>`.
     pub(super) fn endpoint_ref(&mut self, n: Node) -> Option<EndpointRef> {
-        if let Some(k) = n.attribute("key") {
-            return Some(EndpointRef::Key {
-                key: k.to_owned(),
-                loc: self.attr_loc(n, "key"),
-            });
+        if let Some(r) = self.endpoint_key(n, "key") {
+            return Some(r);
         }
         self.endpoint(n).map(|e| EndpointRef::Inline(Box::new(e)))
     }
 
+    /// An `<endpoint>`: one naming another (`key`), one made from a template, or a definition.
     pub(super) fn endpoint(&mut self, n: Node) -> Option<Endpoint> {
         let name = n.attribute("name").map(str::to_owned);
         let loc = self.loc(n);
-        if let Some(k) = n.attribute("key") {
-            return Some(Endpoint {
-                name,
-                loc,
-                kind: EndpointKind::Indirect(k.to_owned()),
-                properties: Vec::new(),
-            });
-        }
-        if let Some(template) = n.attribute("template") {
-            // The endpoint's own `name` and `uri` are parameters too.
-            let mut args: Vec<(String, String)> = ["name", "uri"]
-                .into_iter()
-                .filter_map(|a| n.attribute(a).map(|v| (a.to_owned(), v.to_owned())))
-                .collect();
-            for c in elements(n) {
-                if !self.check_synapse_ns(c) {
-                    continue;
-                }
-                match c.tag_name().name() {
-                    "parameter" => {
-                        let (Some(p), Some(v)) = (
-                            self.required_attr(c, "name"),
-                            c.attribute("value").map(str::to_owned),
-                        ) else {
-                            if c.attribute("value").is_none() {
-                                self.report(
-                                    Severity::Error,
-                                    c,
-                                    "missing required attribute 'value'",
-                                );
-                            }
-                            continue;
-                        };
-                        args.push((p, v));
-                    }
-                    "description" => {}
-                    other => self.report(
-                        Severity::Warning,
-                        c,
-                        format!("<{other}> in an endpoint made from a template: only its <parameter>s apply; ignored"),
-                    ),
-                }
+        let (kind, properties) = if let Some(k) = n.attribute("key") {
+            (EndpointKind::Indirect(k.to_owned()), Vec::new())
+        } else if let Some(template) = n.attribute("template") {
+            (self.template_use(n, template), Vec::new())
+        } else {
+            self.definition(n)?
+        };
+        Some(Endpoint {
+            name,
+            loc,
+            kind,
+            properties,
+        })
+    }
+
+    /// An `<endpoint template>`: the template's name and the values given for its parameters (put in
+    /// later, by [`super::instantiate_endpoint`]).
+    fn template_use(&mut self, n: Node, template: &str) -> EndpointKind {
+        // The endpoint's own `name` and `uri` are parameters too.
+        let mut args: Vec<(String, String)> = ["name", "uri"]
+            .into_iter()
+            .filter_map(|a| n.attribute(a).map(|v| (a.to_owned(), v.to_owned())))
+            .collect();
+        for c in elements(n) {
+            if !self.check_synapse_ns(c) {
+                continue;
             }
-            return Some(Endpoint {
-                name,
-                loc,
-                kind: EndpointKind::Template {
-                    template: template.to_owned(),
-                    args,
-                },
-                properties: Vec::new(),
-            });
+            match c.tag_name().name() {
+                "parameter" => {
+                    let (Some(p), Some(v)) = (
+                        self.required_attr(c, "name"),
+                        c.attribute("value").map(str::to_owned),
+                    ) else {
+                        if c.attribute("value").is_none() {
+                            self.report(Severity::Error, c, "missing required attribute 'value'");
+                        }
+                        continue;
+                    };
+                    args.push((p, v));
+                }
+                "description" => {}
+                other => self.report(
+                    Severity::Warning,
+                    c,
+                    format!("<{other}> in an endpoint made from a template: only its <parameter>s apply; ignored"),
+                ),
+            }
         }
+        EndpointKind::Template {
+            template: template.to_owned(),
+            args,
+        }
+    }
+
+    /// An endpoint defined in place: its kind and its properties. `None` when it has no valid kind
+    /// (reported).
+    fn definition(&mut self, n: Node) -> Option<(EndpointKind, Vec<EndpointProperty>)> {
         let mut kind = None;
         let mut properties = Vec::new();
         // A definition was there but was reported (and rejected): nothing more to say.
@@ -82,42 +113,12 @@ impl FileParser<'_, '_> {
             if !self.check_synapse_ns(c) {
                 continue;
             }
-            defined |= matches!(
-                c.tag_name().name(),
-                "address" | "http" | "default" | "failover" | "loadbalance"
-            );
             match c.tag_name().name() {
-                "address" | "http" | "default" => {
-                    let flavor = match c.tag_name().name() {
-                        "address" => AddressKind::Address,
-                        "http" => AddressKind::Http,
-                        _ => AddressKind::Default,
-                    };
-                    kind = self
-                        .address(c, flavor)
-                        .map(|a| EndpointKind::Address(Box::new(a)))
+                element @ ("address" | "http" | "default" | "failover" | "loadbalance") => {
+                    defined = true;
+                    kind = self.endpoint_kind(c, element);
                 }
-                "failover" => {
-                    let dynamic = !c
-                        .attribute("dynamic")
-                        .is_some_and(|v| v.eq_ignore_ascii_case("false"));
-                    kind = self
-                        .children(c, "failover")
-                        .map(|children| EndpointKind::Failover { dynamic, children });
-                }
-                "loadbalance" => kind = self.loadbalance(c),
-                "property" => match (c.attribute("name"), c.attribute("value")) {
-                    (Some(name), Some(value)) => properties.push(EndpointProperty {
-                        name: name.to_owned(),
-                        value: value.to_owned(),
-                        loc: self.loc(c),
-                    }),
-                    _ => self.report(
-                        Severity::Warning,
-                        c,
-                        "endpoint properties need 'name' and 'value' (expressions are not applied yet); ignored",
-                    ),
-                },
+                "property" => properties.extend(self.endpoint_property(c)),
                 "description" | "parameter" => {}
                 k @ ("wsdl" | "recipientlist" | "template" | "session") => {
                     self.report(
@@ -138,18 +139,45 @@ impl FileParser<'_, '_> {
             }
         }
         match kind {
-            Some(kind) => Some(Endpoint {
-                name,
-                loc,
-                kind,
-                properties,
-            }),
+            Some(kind) => Some((kind, properties)),
             None if defined => None,
             None => {
                 self.report(
                     Severity::Error,
                     n,
                     "endpoint has no definition (expected <address>, <http>, <default>, <failover> or <loadbalance>)",
+                );
+                None
+            }
+        }
+    }
+
+    /// The kind `c`, an `<address>`, `<http>`, `<default>`, `<failover>` or `<loadbalance>`, defines.
+    fn endpoint_kind(&mut self, c: Node, element: &str) -> Option<EndpointKind> {
+        let flavor = match element {
+            "address" => AddressKind::Address,
+            "http" => AddressKind::Http,
+            "default" => AddressKind::Default,
+            "failover" => return self.failover(c),
+            _ => return self.loadbalance(c),
+        };
+        self.address(c, flavor)
+            .map(|a| EndpointKind::Address(Box::new(a)))
+    }
+
+    /// An endpoint's `<property name value>`.
+    fn endpoint_property(&mut self, c: Node) -> Option<EndpointProperty> {
+        match (c.attribute("name"), c.attribute("value")) {
+            (Some(name), Some(value)) => Some(EndpointProperty {
+                name: name.to_owned(),
+                value: value.to_owned(),
+                loc: self.loc(c),
+            }),
+            _ => {
+                self.report(
+                    Severity::Warning,
+                    c,
+                    "endpoint properties need 'name' and 'value' (expressions are not applied yet); ignored",
                 );
                 None
             }
@@ -199,6 +227,12 @@ impl FileParser<'_, '_> {
         ok.then_some(children)
     }
 
+    fn failover(&mut self, n: Node) -> Option<EndpointKind> {
+        let dynamic = loose_bool(n, "dynamic", true);
+        let children = self.children(n, "failover")?;
+        Some(EndpointKind::Failover { dynamic, children })
+    }
+
     fn loadbalance(&mut self, n: Node) -> Option<EndpointKind> {
         const ROUND_ROBIN: &str = "org.apache.synapse.endpoints.algorithms.RoundRobin";
         if let Some(a) = n.attribute("algorithm").filter(|a| *a != ROUND_ROBIN) {
@@ -209,9 +243,7 @@ impl FileParser<'_, '_> {
             );
             return None;
         }
-        let failover = !n
-            .attribute("failover")
-            .is_some_and(|v| v.eq_ignore_ascii_case("false"));
+        let failover = loose_bool(n, "failover", true);
         let children = self.children(n, "loadbalance")?;
         Some(EndpointKind::Loadbalance { failover, children })
     }
@@ -222,17 +254,12 @@ impl FileParser<'_, '_> {
             match c.tag_name().name() {
                 "disabledErrorCodes" => r.disabled = self.error_codes(c),
                 "enabledErrorCodes" => r.enabled = self.error_codes(c),
-                other => self.report(
-                    Severity::Error,
-                    c,
-                    format!("unknown element <{other}> in <retryConfig>"),
-                ),
+                _ => self.unknown_child(c, "retryConfig"),
             }
         }
         r
     }
 
-    /// `<address uri>`, or `<http uri-template method>` (`http`): the same settings inside.
     /// `<address uri>`, `<http uri-template method>` or `<default>` (the message's To address): the
     /// same settings inside.
     fn address(&mut self, n: Node, flavor: AddressKind) -> Option<AddressEndpoint> {
@@ -246,24 +273,8 @@ impl FileParser<'_, '_> {
         };
         let format = n.attribute("format").map(str::to_owned);
         let method = match n.attribute("method").filter(|_| http) {
+            Some(m) => self.http_method(n, m),
             None => None,
-            Some(m) => {
-                let upper = m.to_ascii_uppercase();
-                if matches!(
-                    upper.as_str(),
-                    "GET" | "POST" | "PUT" | "DELETE" | "PATCH" | "HEAD" | "OPTIONS"
-                ) {
-                    Some(upper)
-                } else {
-                    // As Synapse: an unknown method keeps the request's.
-                    self.report(
-                        Severity::Warning,
-                        n,
-                        format!("method '{m}' is not get, post, put, delete, patch, head or options; the request's method is kept"),
-                    );
-                    None
-                }
-            }
         };
         let mut a = AddressEndpoint {
             uri,
@@ -276,7 +287,6 @@ impl FileParser<'_, '_> {
             mark_for_suspension: MarkForSuspension::default(),
             retry: RetryConfig::default(),
         };
-        let element = flavor.element();
         for c in elements(n) {
             match c.tag_name().name() {
                 "timeout" => a.timeout = Some(self.timeout(c)),
@@ -301,14 +311,28 @@ impl FileParser<'_, '_> {
                     );
                     return None;
                 }
-                other => self.report(
-                    Severity::Error,
-                    c,
-                    format!("unknown element <{other}> in <{element}>"),
-                ),
+                _ => self.unknown_child(c, flavor.element()),
             }
         }
         Some(a)
+    }
+
+    /// An `<http method>`, upper-cased; `None` (with a warning) for one HTTP endpoints do not send.
+    fn http_method(&mut self, n: Node, m: &str) -> Option<String> {
+        let upper = m.to_ascii_uppercase();
+        if matches!(
+            upper.as_str(),
+            "GET" | "POST" | "PUT" | "DELETE" | "PATCH" | "HEAD" | "OPTIONS"
+        ) {
+            return Some(upper);
+        }
+        // As Synapse: an unknown method keeps the request's.
+        self.report(
+            Severity::Warning,
+            n,
+            format!("method '{m}' is not get, post, put, delete, patch, head or options; the request's method is kept"),
+        );
+        None
     }
 
     fn number<T: std::str::FromStr>(&mut self, n: Node) -> Option<T> {
@@ -342,43 +366,29 @@ impl FileParser<'_, '_> {
     }
 
     fn timeout(&mut self, n: Node) -> EndpointTimeout {
+        // Synapse discards the response on timeout when no responseAction is given; Sluice answers in
+        // every case (see docs), so a missing one reads as fault.
         let mut t = EndpointTimeout {
             loc: self.loc(n),
             duration_ms: None,
             action: TimeoutAction::Fault,
         };
-        let mut explicit_action = false;
         for c in elements(n) {
             match c.tag_name().name() {
                 "duration" => t.duration_ms = self.number(c),
                 "responseAction" => {
-                    explicit_action = true;
-                    t.action = match text_of(c).as_str() {
-                        "fault" => TimeoutAction::Fault,
-                        "discard" => TimeoutAction::Discard,
-                        "never" => TimeoutAction::Never,
-                        other => {
-                            self.report(
-                                Severity::Error,
-                                c,
-                                format!(
-                                    "responseAction must be fault, discard or never, not '{other}'"
-                                ),
-                            );
-                            TimeoutAction::Fault
-                        }
-                    }
+                    let actions = [
+                        ("fault", TimeoutAction::Fault),
+                        ("discard", TimeoutAction::Discard),
+                        ("never", TimeoutAction::Never),
+                    ];
+                    t.action = self
+                        .one_of(c, "responseAction", &text_of(c), &actions)
+                        .unwrap_or(TimeoutAction::Fault);
                 }
-                other => self.report(
-                    Severity::Error,
-                    c,
-                    format!("unknown element <{other}> in <timeout>"),
-                ),
+                _ => self.unknown_child(c, "timeout"),
             }
         }
-        // Synapse: a duration without a responseAction discards on timeout... but users expect an answer;
-        // Sluice answers in both cases (see docs), so only the explicit value matters.
-        let _ = explicit_action;
         t
     }
 
@@ -390,11 +400,7 @@ impl FileParser<'_, '_> {
                 "initialDuration" => s.initial_duration_ms = self.number(c),
                 "progressionFactor" => s.progression_factor = self.number(c),
                 "maximumDuration" => s.maximum_duration_ms = self.number(c),
-                other => self.report(
-                    Severity::Error,
-                    c,
-                    format!("unknown element <{other}> in <suspendOnFailure>"),
-                ),
+                _ => self.unknown_child(c, "suspendOnFailure"),
             }
         }
         s
@@ -407,11 +413,7 @@ impl FileParser<'_, '_> {
                 "errorCodes" => m.error_codes = self.error_codes(c),
                 "retriesBeforeSuspension" => m.retries_before_suspension = self.number(c),
                 "retryDelay" => m.retry_delay_ms = self.number(c),
-                other => self.report(
-                    Severity::Error,
-                    c,
-                    format!("unknown element <{other}> in <markForSuspension>"),
-                ),
+                _ => self.unknown_child(c, "markForSuspension"),
             }
         }
         m
@@ -447,43 +449,47 @@ impl FileParser<'_, '_> {
                 params.push(implicit.to_owned());
             }
         }
-        let base = e.range().start;
-        let mut slots = Vec::new();
-        let param_of = |v: &str| {
-            v.strip_prefix('$')
-                .filter(|p| params.iter().any(|d| d == p))
-                .map(str::to_owned)
-        };
-        for d in e.descendants().filter(|d| d.is_element()) {
-            for a in d.attributes() {
-                if let Some(p) = param_of(a.value()) {
-                    let r = a.range_value();
-                    slots.push((r.start - base..r.end - base, p, true));
-                }
-            }
-            // The whole text of an element with nothing else in it.
-            let mut kids = d.children();
-            if let (Some(t), None) = (kids.next(), kids.next()) {
-                if let Some(p) = t.text().filter(|_| t.is_text()).and_then(param_of) {
-                    let r = t.range();
-                    slots.push((r.start - base..r.end - base, p, false));
-                }
-            }
-        }
-        slots.sort_by_key(|s| s.0.start);
+        let slots = param_slots(e, &params);
         Some(EndpointTemplate {
             name,
             loc: self.loc(n),
             params,
             source: Arc::from(&self.text[e.range()]),
             source_loc: self.loc(e),
-            namespaces: e
-                .namespaces()
-                .map(|ns| (ns.name().unwrap_or("").to_owned(), ns.uri().to_owned()))
-                .collect(),
+            namespaces: in_scope_namespaces(e),
             slots,
         })
     }
+}
+
+/// Where a declared parameter stands in `e` as a whole value, in order: the byte range from the
+/// start of `e`, the parameter, and whether it is an attribute value (else an element's text).
+fn param_slots(e: Node, params: &[String]) -> Vec<(Range<usize>, String, bool)> {
+    let base = e.range().start;
+    let mut slots = Vec::new();
+    let param_of = |v: &str| {
+        v.strip_prefix('$')
+            .filter(|p| params.iter().any(|d| d == p))
+            .map(str::to_owned)
+    };
+    for d in e.descendants().filter(|d| d.is_element()) {
+        for a in d.attributes() {
+            if let Some(p) = param_of(a.value()) {
+                let r = a.range_value();
+                slots.push((r.start - base..r.end - base, p, true));
+            }
+        }
+        // The whole text of an element with nothing else in it.
+        let mut kids = d.children();
+        if let (Some(t), None) = (kids.next(), kids.next()) {
+            if let Some(p) = t.text().filter(|_| t.is_text()).and_then(param_of) {
+                let r = t.range();
+                slots.push((r.start - base..r.end - base, p, false));
+            }
+        }
+    }
+    slots.sort_by_key(|s| s.0.start);
+    slots
 }
 
 #[cfg(test)]

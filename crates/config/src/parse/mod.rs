@@ -9,6 +9,8 @@ use std::sync::Arc;
 mod artifacts;
 mod endpoints;
 mod mediators;
+#[cfg(test)]
+mod tests;
 
 /// What a file is expected to hold (from a Carbon Application's artifact.xml), or anything.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,11 +91,7 @@ pub fn parse_text(
     cfg: &mut Config,
     diags: &mut Diagnostics,
 ) {
-    let opts = ParsingOptions {
-        allow_dtd: false,
-        ..ParsingOptions::default()
-    };
-    let doc = match Document::parse_with_options(text, opts) {
+    let doc = match read_xml(text) {
         Ok(d) => d,
         Err(e) => {
             let pos = e.pos();
@@ -162,11 +160,7 @@ pub fn instantiate_endpoint(
     text.push_str(&t.source[at..]);
     text.push_str("</sluice-endpoint-template>");
     let file = t.source_loc.file.clone();
-    let opts = ParsingOptions {
-        allow_dtd: false,
-        ..ParsingOptions::default()
-    };
-    let doc = match Document::parse_with_options(&text, opts) {
+    let doc = match read_xml(&text) {
         Ok(d) => d,
         Err(e) => {
             diags.push(
@@ -199,6 +193,15 @@ pub fn instantiate_endpoint(
     let n = elements(doc.root_element()).next()?;
     let e = p.endpoint(n)?;
     (!p.failed).then_some(e)
+}
+
+/// `text` as an XML document, DTDs refused.
+fn read_xml(text: &str) -> Result<Document<'_>, roxmltree::Error> {
+    let opts = ParsingOptions {
+        allow_dtd: false,
+        ..ParsingOptions::default()
+    };
+    Document::parse_with_options(text, opts)
 }
 
 /// The prefixes the start tag at the beginning of `src` (well-formed XML) declares, "" for the
@@ -278,6 +281,23 @@ fn text_of(n: Node) -> String {
     n.text().map(|t| t.trim().to_owned()).unwrap_or_default()
 }
 
+/// The namespaces in scope at `n`, as (prefix, URI) with "" for the default namespace.
+fn in_scope_namespaces(n: Node) -> Vec<(String, String)> {
+    n.namespaces()
+        .map(|ns| (ns.name().unwrap_or("").to_owned(), ns.uri().to_owned()))
+        .collect()
+}
+
+/// A boolean attribute read as Synapse reads it (Java's `Boolean.parseBoolean`, or its mirror when
+/// `default` is true): only the other word, in any case, turns the default over.
+fn loose_bool(n: Node, attr: &str, default: bool) -> bool {
+    let other = if default { "false" } else { "true" };
+    match n.attribute(attr) {
+        Some(v) if v.eq_ignore_ascii_case(other) => !default,
+        _ => default,
+    }
+}
+
 impl<'a, 'input> FileParser<'a, 'input> {
     /// The file position of byte `offset` of the text.
     fn at(&self, offset: usize) -> Location {
@@ -328,19 +348,24 @@ impl<'a, 'input> FileParser<'a, 'input> {
     }
 
     fn namespaces(&self, n: Node) -> Namespaces {
-        Arc::new(
-            n.namespaces()
-                .map(|ns| (ns.name().unwrap_or("").to_owned(), ns.uri().to_owned()))
-                .collect(),
-        )
+        Arc::new(in_scope_namespaces(n))
     }
 
+    /// An expression written in attribute `attr` of `n`, with the namespaces in scope there.
     fn expr(&self, n: Node, attr: &str, text: &str) -> ExprSrc {
         ExprSrc {
             text: text.to_owned(),
             ns: self.namespaces(n),
             loc: self.attr_loc(n, attr),
         }
+    }
+
+    /// A reference to a named sequence in attribute `attr`, if there is one.
+    fn sequence_key(&self, n: Node, attr: &str) -> Option<SequenceRef> {
+        n.attribute(attr).map(|key| SequenceRef::Key {
+            key: key.to_owned(),
+            loc: self.attr_loc(n, attr),
+        })
     }
 
     /// `value="..."` or `expression="..."` (exactly one of them).
@@ -387,6 +412,58 @@ impl<'a, 'input> FileParser<'a, 'input> {
             format!("element is in namespace '{ns}'; Synapse configuration elements must be in '{SYNAPSE_NS}'"),
         );
         false
+    }
+
+    /// Reports `c` as an element its parent, a `<parent>`, does not hold.
+    fn unknown_child(&mut self, c: Node, parent: &str) {
+        let msg = format!("unknown element <{}> in <{parent}>", c.tag_name().name());
+        self.report(Severity::Error, c, msg);
+    }
+
+    /// `value` as one of `options` (word, meaning). Anything else is reported as an error, "`what` must
+    /// be a, b or c, not 'value'", and gives `None`.
+    fn one_of<T: Copy>(
+        &mut self,
+        n: Node,
+        what: &str,
+        value: &str,
+        options: &[(&str, T)],
+    ) -> Option<T> {
+        if let Some(&(_, meaning)) = options.iter().find(|(word, _)| *word == value) {
+            return Some(meaning);
+        }
+        let words: Vec<&str> = options.iter().map(|(word, _)| *word).collect();
+        let list = match words.split_last() {
+            Some((last, [])) => (*last).to_owned(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        };
+        self.report(
+            Severity::Error,
+            n,
+            format!("{what} must be {list}, not '{value}'"),
+        );
+        None
+    }
+
+    /// Attribute `attr` (`default` when it is absent) as one of `options`, as [`Self::one_of`].
+    fn attr_one_of<T: Copy>(
+        &mut self,
+        n: Node,
+        attr: &str,
+        default: &str,
+        what: &str,
+        options: &[(&str, T)],
+    ) -> Option<T> {
+        let value = n.attribute(attr).unwrap_or(default);
+        self.one_of(n, what, value, options)
+    }
+
+    /// Attribute `attr` as exactly "true" or "false" (`default` when it is absent); anything else is
+    /// reported and gives `None`.
+    fn true_or_false(&mut self, n: Node, attr: &str, default: bool) -> Option<bool> {
+        let default = if default { "true" } else { "false" };
+        self.attr_one_of(n, attr, default, attr, &[("true", true), ("false", false)])
     }
 
     /// The source text of an element, with every namespace it inherits declared on its start tag, so the
@@ -445,5 +522,3 @@ impl<'a, 'input> FileParser<'a, 'input> {
         format!("{}{}{}", &src[..name_end], decls, &src[name_end..])
     }
 }
-#[cfg(test)]
-mod tests;
