@@ -360,6 +360,17 @@ impl<'a, 'input> FileParser<'a, 'input> {
         }
     }
 
+    /// The expression in attribute `attr`, if there is one.
+    fn expr_attr(&self, n: Node, attr: &str) -> Option<ExprSrc> {
+        n.attribute(attr).map(|text| self.expr(n, attr, text))
+    }
+
+    /// The expression in attribute `attr`, which must be there (reported when it is not).
+    fn required_expr(&mut self, n: Node, attr: &str) -> Option<ExprSrc> {
+        let text = self.required_attr(n, attr)?;
+        Some(self.expr(n, attr, &text))
+    }
+
     /// A reference to a named sequence in attribute `attr`, if there is one.
     fn sequence_key(&self, n: Node, attr: &str) -> Option<SequenceRef> {
         n.attribute(attr).map(|key| SequenceRef::Key {

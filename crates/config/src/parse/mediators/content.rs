@@ -17,19 +17,15 @@ impl FileParser<'_, '_> {
             );
             return None;
         }
-        let source = match n.attribute("source") {
-            Some(s) if fast => {
-                let _ = s;
-                self.report(
-                    Severity::Error,
-                    n,
-                    "fastXSLT transforms the whole message; it takes no 'source'",
-                );
-                return None;
-            }
-            Some(s) => Some(self.expr(n, "source", s)),
-            None => None,
-        };
+        if fast && n.attribute("source").is_some() {
+            self.report(
+                Severity::Error,
+                n,
+                "fastXSLT transforms the whole message; it takes no 'source'",
+            );
+            return None;
+        }
+        let source = self.expr_attr(n, "source");
         let mut params = Vec::new();
         for c in elements(n) {
             match c.tag_name().name() {
@@ -50,11 +46,7 @@ impl FileParser<'_, '_> {
                     return None;
                 }
                 "description" => {}
-                other => self.report(
-                    Severity::Error,
-                    c,
-                    format!("unknown element <{other}> in <{}>", n.tag_name().name()),
-                ),
+                _ => self.unknown_child(c, n.tag_name().name()),
             }
         }
         Some(Xslt {
@@ -66,20 +58,13 @@ impl FileParser<'_, '_> {
     }
 
     pub(super) fn payload_factory(&mut self, n: Node) -> Option<PayloadFactory> {
-        let media = match n.attribute("media-type").unwrap_or("xml") {
-            "xml" => PayloadMedia::Xml,
-            "json" => PayloadMedia::Json,
-            "text" => PayloadMedia::Text,
-            media => {
-                self.report(
-                    Severity::Error,
-                    n,
-                    format!("payloadFactory media-type must be xml, json or text, not '{media}'"),
-                );
-                return None;
-            }
-        };
-        let json = media != PayloadMedia::Xml;
+        let medias = [
+            ("xml", PayloadMedia::Xml),
+            ("json", PayloadMedia::Json),
+            ("text", PayloadMedia::Text),
+        ];
+        let media =
+            self.attr_one_of(n, "media-type", "xml", "payloadFactory media-type", &medias)?;
         if let Some(t) = n.attribute("template-type") {
             if t != "default" {
                 self.report(
@@ -94,86 +79,10 @@ impl FileParser<'_, '_> {
         let mut args = Vec::new();
         for c in elements(n) {
             match c.tag_name().name() {
-                "format" => {
-                    let loc = self.loc(c);
-                    if let Some(k) = c.attribute("key") {
-                        format = Some((PayloadFormat::Key(k.to_owned()), loc));
-                    } else if json {
-                        // A JSON or text format is the element's text.
-                        let text: String = c
-                            .children()
-                            .filter(|t| t.is_text())
-                            .filter_map(|t| t.text())
-                            .collect();
-                        format = Some((PayloadFormat::Inline(text.trim().to_owned()), loc));
-                    } else if let Some(e) = elements(c).next() {
-                        format = Some((PayloadFormat::Inline(self.serialize_element(e)), loc));
-                    } else {
-                        self.report(
-                            Severity::Error,
-                            c,
-                            "an xml payloadFactory format needs an element or a 'key'",
-                        );
-                        return None;
-                    }
-                }
-                "args" => {
-                    for a in elements(c) {
-                        if a.tag_name().name() != "arg" {
-                            self.report(
-                                Severity::Error,
-                                a,
-                                format!("unknown element <{}> in <args>", a.tag_name().name()),
-                            );
-                            continue;
-                        }
-                        let json_path = match a.attribute("evaluator").unwrap_or("xml") {
-                            "xml" => false,
-                            "json" => true,
-                            ev => {
-                                self.report(
-                                    Severity::Error,
-                                    a,
-                                    format!("argument evaluator must be xml or json, not '{ev}'"),
-                                );
-                                return None;
-                            }
-                        };
-                        let literal = match a.attribute("literal").unwrap_or("false") {
-                            "true" => true,
-                            "false" => false,
-                            other => {
-                                self.report(
-                                    Severity::Error,
-                                    a,
-                                    format!("literal must be true or false, not '{other}'"),
-                                );
-                                return None;
-                            }
-                        };
-                        match self.value_or_expr(a) {
-                            Some(value) => args.push(PayloadArgSrc {
-                                value,
-                                json_path,
-                                literal,
-                            }),
-                            None => {
-                                self.report(
-                                    Severity::Error,
-                                    a,
-                                    "an argument needs 'value' or 'expression'",
-                                );
-                                return None;
-                            }
-                        }
-                    }
-                }
+                "format" => format = Some((self.payload_format(c, media)?, self.loc(c))),
+                "args" => args.extend(self.payload_args(c)?),
                 "description" => {}
-                other => self.report(
-                    Severity::Error,
-                    c,
-                    format!("unknown element <{other}> in <payloadFactory>"),
-                ),
+                _ => self.unknown_child(c, "payloadFactory"),
             }
         }
         let Some((format, format_loc)) = format else {
@@ -188,55 +97,96 @@ impl FileParser<'_, '_> {
         })
     }
 
+    /// A payloadFactory's `<format>`: a `key`, or the template written inside.
+    fn payload_format(&mut self, c: Node, media: PayloadMedia) -> Option<PayloadFormat> {
+        if let Some(k) = c.attribute("key") {
+            return Some(PayloadFormat::Key(k.to_owned()));
+        }
+        if media != PayloadMedia::Xml {
+            // A JSON or text format is the element's text.
+            let text: String = c
+                .children()
+                .filter(|t| t.is_text())
+                .filter_map(|t| t.text())
+                .collect();
+            return Some(PayloadFormat::Inline(text.trim().to_owned()));
+        }
+        if let Some(e) = elements(c).next() {
+            return Some(PayloadFormat::Inline(self.serialize_element(e)));
+        }
+        self.report(
+            Severity::Error,
+            c,
+            "an xml payloadFactory format needs an element or a 'key'",
+        );
+        None
+    }
+
+    /// A payloadFactory's `<args>`; `None` when one of them is wrong (reported).
+    fn payload_args(&mut self, c: Node) -> Option<Vec<PayloadArgSrc>> {
+        let mut args = Vec::new();
+        for a in elements(c) {
+            if a.tag_name().name() != "arg" {
+                self.unknown_child(a, "args");
+                continue;
+            }
+            args.push(self.payload_arg(a)?);
+        }
+        Some(args)
+    }
+
+    fn payload_arg(&mut self, a: Node) -> Option<PayloadArgSrc> {
+        let evaluators = [("xml", false), ("json", true)];
+        let json_path =
+            self.attr_one_of(a, "evaluator", "xml", "argument evaluator", &evaluators)?;
+        let literal = self.true_or_false(a, "literal", false)?;
+        let Some(value) = self.value_or_expr(a) else {
+            self.report(
+                Severity::Error,
+                a,
+                "an argument needs 'value' or 'expression'",
+            );
+            return None;
+        };
+        Some(PayloadArgSrc {
+            value,
+            json_path,
+            literal,
+        })
+    }
+
     pub(super) fn enrich(&mut self, n: Node) -> Option<Enrich> {
         let (Some(s), Some(t)) = (child(n, "source"), child(n, "target")) else {
             self.report(Severity::Error, n, "enrich needs a <source> and a <target>");
             return None;
         };
-        let clone = match s.attribute("clone").unwrap_or("true") {
-            "true" => true,
-            "false" => false,
-            other => {
-                self.report(
-                    Severity::Error,
-                    s,
-                    format!("clone must be true or false, not '{other}'"),
-                );
-                return None;
-            }
+        let clone = self.true_or_false(s, "clone", true)?;
+        let source = EnrichSource {
+            kind: self.enrich_source(s)?,
+            clone,
+            loc: self.loc(s),
         };
-        let xpath = |p: &mut Self, e: Node| -> Option<ExprSrc> {
-            match e.attribute("xpath") {
-                Some(x) => Some(p.expr(e, "xpath", x)),
-                None => {
-                    p.report(Severity::Error, e, "type=\"custom\" needs an 'xpath'");
-                    None
-                }
-            }
-        };
-        let source_kind = match s.attribute("type").unwrap_or("custom") {
-            "custom" => EnrichSourceKind::Custom(xpath(self, s)?),
+        let target = self.enrich_target(t)?;
+        self.enrich_runs(&source, s, &target, t)?;
+        Some(Enrich { source, target })
+    }
+
+    /// `type="custom"`'s `xpath`.
+    fn custom_xpath(&mut self, e: Node) -> Option<ExprSrc> {
+        let x = self.expr_attr(e, "xpath");
+        if x.is_none() {
+            self.report(Severity::Error, e, "type=\"custom\" needs an 'xpath'");
+        }
+        x
+    }
+
+    fn enrich_source(&mut self, s: Node) -> Option<EnrichSourceKind> {
+        Some(match s.attribute("type").unwrap_or("custom") {
+            "custom" => EnrichSourceKind::Custom(self.custom_xpath(s)?),
             "envelope" => EnrichSourceKind::Envelope,
             "body" => EnrichSourceKind::Body,
             "property" => EnrichSourceKind::Property(self.required_attr(s, "property")?),
-            "inline" => {
-                if let Some(e) = elements(s).next() {
-                    EnrichSourceKind::InlineXml(self.serialize_element(e))
-                } else if let Some(k) = s.attribute("key") {
-                    EnrichSourceKind::InlineKey(k.to_owned())
-                } else {
-                    let text = text_of(s);
-                    if text.is_empty() {
-                        self.report(
-                            Severity::Error,
-                            s,
-                            "an inline source needs XML, text or a 'key'",
-                        );
-                        return None;
-                    }
-                    EnrichSourceKind::InlineText(text)
-                }
-            }
+            "inline" => self.inline_source(s, true)?,
             other => {
                 self.report(
                     Severity::Unsupported,
@@ -245,7 +195,10 @@ impl FileParser<'_, '_> {
                 );
                 return None;
             }
-        };
+        })
+    }
+
+    fn enrich_target(&mut self, t: Node) -> Option<EnrichTarget> {
         let action = match t.attribute("action").unwrap_or("replace") {
             "replace" => EnrichAction::Replace,
             "child" => EnrichAction::Child,
@@ -259,8 +212,8 @@ impl FileParser<'_, '_> {
                 return None;
             }
         };
-        let target_kind = match t.attribute("type").unwrap_or("custom") {
-            "custom" => EnrichTargetKind::Custom(xpath(self, t)?),
+        let kind = match t.attribute("type").unwrap_or("custom") {
+            "custom" => EnrichTargetKind::Custom(self.custom_xpath(t)?),
             "envelope" => EnrichTargetKind::Envelope,
             "body" => EnrichTargetKind::Body,
             "property" => EnrichTargetKind::Property(self.required_attr(t, "property")?),
@@ -273,17 +226,31 @@ impl FileParser<'_, '_> {
                 return None;
             }
         };
-        // Combinations Sluice does not run (reported here, with the position, instead of failing
-        // every message).
+        Some(EnrichTarget {
+            kind,
+            action,
+            loc: self.loc(t),
+        })
+    }
+
+    /// `None` for the combinations of source (`s`) and target (`t`) Sluice does not run: reported
+    /// here, with the position, instead of failing every message.
+    fn enrich_runs(
+        &mut self,
+        source: &EnrichSource,
+        s: Node,
+        target: &EnrichTarget,
+        t: Node,
+    ) -> Option<()> {
         let msg_source = matches!(
-            source_kind,
+            source.kind,
             EnrichSourceKind::Custom(_) | EnrichSourceKind::Body | EnrichSourceKind::Envelope
         );
         let msg_target = matches!(
-            target_kind,
+            target.kind,
             EnrichTargetKind::Custom(_) | EnrichTargetKind::Body
         );
-        if !clone && msg_source && msg_target {
+        if !source.clone && msg_source && msg_target {
             self.report(
                 Severity::Unsupported,
                 s,
@@ -291,7 +258,9 @@ impl FileParser<'_, '_> {
             );
             return None;
         }
-        if matches!(target_kind, EnrichTargetKind::Property(_)) && action != EnrichAction::Replace {
+        if matches!(target.kind, EnrichTargetKind::Property(_))
+            && target.action != EnrichAction::Replace
+        {
             self.report(
                 Severity::Unsupported,
                 t,
@@ -299,9 +268,9 @@ impl FileParser<'_, '_> {
             );
             return None;
         }
-        if matches!(target_kind, EnrichTargetKind::Envelope)
+        if matches!(target.kind, EnrichTargetKind::Envelope)
             && matches!(
-                source_kind,
+                source.kind,
                 EnrichSourceKind::Body | EnrichSourceKind::InlineText(_)
             )
         {
@@ -312,22 +281,11 @@ impl FileParser<'_, '_> {
             );
             return None;
         }
-        Some(Enrich {
-            source: EnrichSource {
-                kind: source_kind,
-                clone,
-                loc: self.loc(s),
-            },
-            target: EnrichTarget {
-                kind: target_kind,
-                action,
-                loc: self.loc(t),
-            },
-        })
+        Some(())
     }
 
     pub(super) fn validate(&mut self, n: Node) -> Option<Validate> {
-        let source = n.attribute("source").map(|s| self.expr(n, "source", s));
+        let source = self.expr_attr(n, "source");
         let mut schemas = Vec::new();
         let mut on_fail = None;
         for c in elements(n) {
@@ -361,11 +319,7 @@ impl FileParser<'_, '_> {
                     return None;
                 }
                 "description" => {}
-                other => self.report(
-                    Severity::Error,
-                    c,
-                    format!("unknown element <{other}> in <validate>"),
-                ),
+                _ => self.unknown_child(c, "validate"),
             }
         }
         if schemas.is_empty() {
@@ -388,19 +342,12 @@ impl FileParser<'_, '_> {
     }
 
     pub(super) fn makefault(&mut self, n: Node) -> Option<MakeFault> {
-        let version = match n.attribute("version").unwrap_or("soap11") {
-            "soap11" => FaultVersion::Soap11,
-            "soap12" => FaultVersion::Soap12,
-            "pox" => FaultVersion::Pox,
-            other => {
-                self.report(
-                    Severity::Error,
-                    n,
-                    format!("version must be soap11, soap12 or pox, not '{other}'"),
-                );
-                return None;
-            }
-        };
+        let versions = [
+            ("soap11", FaultVersion::Soap11),
+            ("soap12", FaultVersion::Soap12),
+            ("pox", FaultVersion::Pox),
+        ];
+        let version = self.attr_one_of(n, "version", "soap11", "version", &versions)?;
         let response = n.attribute("response") == Some("true");
         let mut f = MakeFault {
             version,
@@ -450,11 +397,7 @@ impl FileParser<'_, '_> {
                     }
                 }
                 "description" => {}
-                other => self.report(
-                    Severity::Error,
-                    c,
-                    format!("unknown element <{other}> in <makefault>"),
-                ),
+                _ => self.unknown_child(c, "makefault"),
             }
         }
         if version != FaultVersion::Pox && f.code.is_none() {

@@ -1,4 +1,5 @@
-//! The core mediators: log, property and header.
+//! The core mediators: log, property, header, a sequence by name and call-template (drop, loopback and
+//! respond have nothing to parse).
 
 use super::super::elements;
 use super::FileParser;
@@ -8,43 +9,31 @@ use roxmltree::Node;
 
 impl FileParser<'_, '_> {
     pub(super) fn log(&mut self, n: Node) -> Option<Log> {
-        let level = match n.attribute("level").unwrap_or("simple") {
-            "simple" => LogLevel::Simple,
-            "headers" => LogLevel::Headers,
-            "full" => LogLevel::Full,
-            "custom" => LogLevel::Custom,
-            other => {
-                self.report(
-                    Severity::Error,
-                    n,
-                    format!("log level must be simple, headers, full or custom, not '{other}'"),
-                );
-                return None;
-            }
-        };
-        let category = match n.attribute("category").unwrap_or("INFO") {
-            "TRACE" => LogCategory::Trace,
-            "DEBUG" => LogCategory::Debug,
-            "INFO" => LogCategory::Info,
-            "WARN" => LogCategory::Warn,
-            "ERROR" => LogCategory::Error,
-            "FATAL" => LogCategory::Fatal,
-            other => {
-                self.report(Severity::Error, n, format!("log category must be TRACE, DEBUG, INFO, WARN, ERROR or FATAL, not '{other}'"));
-                LogCategory::Info
-            }
-        };
+        let levels = [
+            ("simple", LogLevel::Simple),
+            ("headers", LogLevel::Headers),
+            ("full", LogLevel::Full),
+            ("custom", LogLevel::Custom),
+        ];
+        let level = self.attr_one_of(n, "level", "simple", "log level", &levels)?;
+        let categories = [
+            ("TRACE", LogCategory::Trace),
+            ("DEBUG", LogCategory::Debug),
+            ("INFO", LogCategory::Info),
+            ("WARN", LogCategory::Warn),
+            ("ERROR", LogCategory::Error),
+            ("FATAL", LogCategory::Fatal),
+        ];
+        let category = self
+            .attr_one_of(n, "category", "INFO", "log category", &categories)
+            .unwrap_or(LogCategory::Info);
         let separator = n.attribute("separator").unwrap_or(", ").to_owned();
         let mut properties = Vec::new();
         for c in elements(n) {
             match c.tag_name().name() {
                 "property" => properties.extend(self.named_value(c, "log property")),
                 "description" => {}
-                other => self.report(
-                    Severity::Error,
-                    c,
-                    format!("unknown element <{other}> in <log>"),
-                ),
+                _ => self.unknown_child(c, "log"),
             }
         }
         Some(Log {
@@ -58,7 +47,7 @@ impl FileParser<'_, '_> {
     pub(super) fn property(&mut self, n: Node) -> Option<Property> {
         let name = self.required_attr(n, "name")?;
         let scope = self.scope(n)?;
-        let ty = match n.attribute("type").unwrap_or("STRING") {
+        let mut ty = match n.attribute("type").unwrap_or("STRING") {
             "STRING" => PropertyType::String,
             "INTEGER" => PropertyType::Integer,
             "BOOLEAN" => PropertyType::Boolean,
@@ -76,35 +65,19 @@ impl FileParser<'_, '_> {
                 return None;
             }
         };
-        let mut ty = ty;
-        let action = match n.attribute("action").unwrap_or("set") {
-            "set" => match self.value_or_expr(n) {
-                Some(v) => Action::Set(v),
-                None => {
-                    if let Some(c) = elements(n).next() {
-                        // An inline XML value: the property holds that element (type OM).
-                        ty = PropertyType::Om;
-                        Action::Set(ValueSrc::Literal(self.serialize_element(c)))
-                    } else {
-                        self.report(
-                            Severity::Error,
-                            n,
-                            "property needs 'value' or 'expression' (or action=\"remove\")",
-                        );
-                        return None;
-                    }
-                }
-            },
-            "remove" => Action::Remove,
-            other => {
-                self.report(
+        let action = self.action(n, |p| {
+            let Some(c) = elements(n).next() else {
+                p.report(
                     Severity::Error,
                     n,
-                    format!("action must be set or remove, not '{other}'"),
+                    "property needs 'value' or 'expression' (or action=\"remove\")",
                 );
                 return None;
-            }
-        };
+            };
+            // An inline XML value: the property holds that element (type OM).
+            ty = PropertyType::Om;
+            Some(ValueSrc::Literal(p.serialize_element(c)))
+        })?;
         if n.attribute("pattern").is_some() {
             self.report(
                 Severity::Unsupported,
@@ -123,18 +96,11 @@ impl FileParser<'_, '_> {
 
     pub(super) fn header(&mut self, n: Node) -> Option<Header> {
         let name = self.required_attr(n, "name")?;
-        let scope = match n.attribute("scope").unwrap_or("default") {
-            "default" => HeaderScope::Default,
-            "transport" => HeaderScope::Transport,
-            other => {
-                self.report(
-                    Severity::Error,
-                    n,
-                    format!("header scope must be default or transport, not '{other}'"),
-                );
-                return None;
-            }
-        };
+        let scopes = [
+            ("default", HeaderScope::Default),
+            ("transport", HeaderScope::Transport),
+        ];
+        let scope = self.attr_one_of(n, "scope", "default", "header scope", &scopes)?;
         let namespace = match name.split_once(':') {
             Some((prefix, _)) if scope == HeaderScope::Default => match n
                 .lookup_namespace_uri(Some(prefix))
@@ -151,41 +117,74 @@ impl FileParser<'_, '_> {
             },
             _ => None,
         };
-        let action = match n.attribute("action").unwrap_or("set") {
-            "set" => match self.value_or_expr(n) {
-                Some(v) => Action::Set(v),
-                None => {
-                    if elements(n).next().is_some() {
-                        self.report(
-                            Severity::Unsupported,
-                            n,
-                            "inline XML SOAP headers are not supported yet",
-                        );
-                    } else {
-                        self.report(
-                            Severity::Error,
-                            n,
-                            "header needs 'value' or 'expression' (or action=\"remove\")",
-                        );
-                    }
-                    return None;
-                }
-            },
-            "remove" => Action::Remove,
-            other => {
-                self.report(
+        let action = self.action(n, |p| {
+            if elements(n).next().is_some() {
+                p.report(
+                    Severity::Unsupported,
+                    n,
+                    "inline XML SOAP headers are not supported yet",
+                );
+            } else {
+                p.report(
                     Severity::Error,
                     n,
-                    format!("action must be set or remove, not '{other}'"),
+                    "header needs 'value' or 'expression' (or action=\"remove\")",
                 );
-                return None;
             }
-        };
+            None
+        })?;
         Some(Header {
             name,
             namespace,
             scope,
             action,
         })
+    }
+
+    /// `<sequence key>`: the named sequence runs here.
+    pub(super) fn sequence_ref(&mut self, n: Node) -> Option<MediatorKind> {
+        let key = self.required_attr(n, "key")?;
+        Some(MediatorKind::SequenceRef { key })
+    }
+
+    /// `<call-template target>` with its `<with-param name value>`s.
+    pub(super) fn call_template(&mut self, n: Node) -> Option<MediatorKind> {
+        let target = self.required_attr(n, "target")?;
+        let mut params = Vec::new();
+        for c in elements(n) {
+            if c.tag_name().name() != "with-param" {
+                self.report(
+                    Severity::Error,
+                    c,
+                    format!(
+                        "<{}> in <call-template>: only <with-param>",
+                        c.tag_name().name()
+                    ),
+                );
+                continue;
+            }
+            let Some(name) = self.required_attr(c, "name") else {
+                continue;
+            };
+            let Some(value) = self.required_attr(c, "value") else {
+                continue;
+            };
+            // `{...}`: an expression (XPath, or json-eval), as Synapse reads it; `{{...}}`
+            // is one passed on unevaluated, which Sluice does not do yet.
+            if value.starts_with("{{") && value.ends_with("}}") {
+                self.report(
+                    Severity::Unsupported,
+                    c,
+                    "a with-param value in double braces (an expression the template evaluates) is not supported yet",
+                );
+                return None;
+            }
+            let v = match value.strip_prefix('{').and_then(|v| v.strip_suffix('}')) {
+                Some(e) => ValueSrc::Expr(self.expr(c, "value", e.trim())),
+                None => ValueSrc::Literal(value),
+            };
+            params.push((name, v));
+        }
+        Some(MediatorKind::CallTemplate { target, params })
     }
 }

@@ -1,4 +1,4 @@
-//! Mediators that choose a path: filter and switch.
+//! Mediators that choose a path: filter, switch, and in/out.
 
 use super::super::{child, elements};
 use super::FileParser;
@@ -61,7 +61,7 @@ impl FileParser<'_, '_> {
     }
 
     pub(super) fn switch(&mut self, n: Node) -> Option<Switch> {
-        let source = n.attribute("source").map(|s| self.expr(n, "source", s));
+        let source = self.expr_attr(n, "source");
         let mut cases = Vec::new();
         let mut default = None;
         for c in elements(n) {
@@ -79,11 +79,7 @@ impl FileParser<'_, '_> {
                 }
                 "default" => default = Some(self.sequence(c)),
                 "description" => {}
-                other => self.report(
-                    Severity::Error,
-                    c,
-                    format!("unknown element <{other}> in <switch>"),
-                ),
+                _ => self.unknown_child(c, "switch"),
             }
         }
         let Some(source) = source else {
@@ -95,5 +91,13 @@ impl FileParser<'_, '_> {
             cases,
             default,
         })
+    }
+
+    /// `<in>` or `<out>` (`response`): its mediators run only on a request, or only on a response.
+    pub(super) fn direction(&mut self, n: Node, response: bool) -> MediatorKind {
+        MediatorKind::Direction {
+            response,
+            body: self.sequence(n),
+        }
     }
 }

@@ -1,15 +1,43 @@
-//! Mediators that send, or split and join, messages: call's source and target, clone, iterate, aggregate
-//! and foreach.
+//! Mediators that send, or split and join, messages: send, call (with its source and target), clone,
+//! iterate, aggregate and foreach.
 
-use super::super::{child, elements, text_of};
+use super::super::{child, elements, loose_bool, text_of};
 use super::FileParser;
 use crate::diag::Severity;
 use crate::model::*;
 use roxmltree::Node;
 
 impl FileParser<'_, '_> {
+    pub(super) fn send(&mut self, n: Node) -> Option<MediatorKind> {
+        let endpoint = self.child_endpoint(n)?;
+        if n.attribute("receive").is_some() || n.attribute("buildmessage").is_some() {
+            self.report(
+                Severity::Warning,
+                n,
+                "'receive' and 'buildmessage' are ignored",
+            );
+        }
+        Some(MediatorKind::Send { endpoint })
+    }
+
+    pub(super) fn call(&mut self, n: Node) -> Option<MediatorKind> {
+        let endpoint = self.child_endpoint(n)?;
+        let io = self.call_io(n)?;
+        // Checked only: the model has no `blocking`, both values make the same call.
+        let _ = self.true_or_false(n, "blocking", false);
+        Some(MediatorKind::Call { endpoint, io })
+    }
+
+    /// A send's or call's `<endpoint>`: `Some(None)` when it has none, `None` when it is not valid.
+    fn child_endpoint(&mut self, n: Node) -> Option<Option<EndpointRef>> {
+        match child(n, "endpoint") {
+            Some(e) => Some(Some(self.endpoint_ref(e)?)),
+            None => Some(None),
+        }
+    }
+
     /// A `call`'s `<source>` and `<target>`, as MI reads them: `Some(None)` when it has neither.
-    pub(super) fn call_io(&mut self, n: Node) -> Option<Option<Box<CallIo>>> {
+    fn call_io(&mut self, n: Node) -> Option<Option<Box<CallIo>>> {
         let (s, t) = (child(n, "source"), child(n, "target"));
         if s.is_none() && t.is_none() {
             return Some(None);
@@ -24,91 +52,95 @@ impl FileParser<'_, '_> {
                 .attribute("contentType")
                 .filter(|v| !v.trim().is_empty())
                 .map(|v| v.trim().to_owned());
-            let text = text_of(s);
-            let kind = match s.attribute("type").unwrap_or("custom") {
-                "body" => Some(EnrichSourceKind::Body),
-                "custom" if text.is_empty() => {
-                    self.report(
-                        Severity::Error,
-                        s,
-                        "a custom source needs an expression as its text",
-                    );
-                    return None;
-                }
-                "custom" => Some(EnrichSourceKind::Custom(ExprSrc {
-                    text,
-                    ns: self.namespaces(s),
-                    loc: self.loc(s),
-                })),
-                "property" if text.is_empty() => {
-                    self.report(
-                        Severity::Error,
-                        s,
-                        "a property source needs the property's name as its text",
-                    );
-                    return None;
-                }
-                "property" => Some(EnrichSourceKind::Property(text)),
-                "inline" => match elements(s).next() {
-                    Some(e) => Some(EnrichSourceKind::InlineXml(self.serialize_element(e))),
-                    None if !text.is_empty() => Some(EnrichSourceKind::InlineText(text)),
-                    None => {
-                        self.report(Severity::Error, s, "an inline source needs XML or text");
-                        return None;
-                    }
-                },
-                other => {
-                    self.report(
-                        Severity::Error,
-                        s,
-                        format!("call source type must be custom, inline, property or body, not '{other}'"),
-                    );
-                    return None;
-                }
-            };
-            io.source = kind.map(|kind| EnrichSource {
-                kind,
+            io.source = Some(EnrichSource {
+                kind: self.call_source(s)?,
                 clone: true,
                 loc: self.loc(s),
             });
         }
         if let Some(t) = t {
-            match t.attribute("type") {
-                Some("property") => {
-                    let name = text_of(t);
-                    if name.is_empty() {
-                        self.report(
-                            Severity::Error,
-                            t,
-                            "a property target needs the property's name as its text",
-                        );
-                        return None;
-                    }
-                    io.target = Some(name);
-                }
-                Some("body") => {}
-                Some("variable") => {
-                    self.report(
-                        Severity::Unsupported,
-                        t,
-                        "a variable target (MI 4.4 variables) is not supported yet",
-                    );
-                    return None;
-                }
-                other => {
+            io.target = self.call_target(t)?;
+        }
+        Some(Some(Box::new(io)))
+    }
+
+    /// A call's `<source type>`: what of the message (or else) it sends.
+    fn call_source(&mut self, s: Node) -> Option<EnrichSourceKind> {
+        let text = text_of(s);
+        Some(match s.attribute("type").unwrap_or("custom") {
+            "body" => EnrichSourceKind::Body,
+            "custom" if text.is_empty() => {
+                self.report(
+                    Severity::Error,
+                    s,
+                    "a custom source needs an expression as its text",
+                );
+                return None;
+            }
+            "custom" => EnrichSourceKind::Custom(ExprSrc {
+                text,
+                ns: self.namespaces(s),
+                loc: self.loc(s),
+            }),
+            "property" if text.is_empty() => {
+                self.report(
+                    Severity::Error,
+                    s,
+                    "a property source needs the property's name as its text",
+                );
+                return None;
+            }
+            "property" => EnrichSourceKind::Property(text),
+            "inline" => self.inline_source(s, false)?,
+            other => {
+                self.report(
+                    Severity::Error,
+                    s,
+                    format!(
+                        "call source type must be custom, inline, property or body, not '{other}'"
+                    ),
+                );
+                return None;
+            }
+        })
+    }
+
+    /// A call's `<target type>`: the property the response goes to, or `None` for the body.
+    fn call_target(&mut self, t: Node) -> Option<Option<String>> {
+        match t.attribute("type") {
+            Some("property") => {
+                let name = text_of(t);
+                if name.is_empty() {
                     self.report(
                         Severity::Error,
                         t,
-                        format!(
-                            "call target type must be property or body, not {}",
-                            other.map_or("missing".to_owned(), |o| format!("'{o}'"))
-                        ),
+                        "a property target needs the property's name as its text",
                     );
                     return None;
                 }
+                Some(Some(name))
+            }
+            Some("body") => Some(None),
+            Some("variable") => {
+                self.report(
+                    Severity::Unsupported,
+                    t,
+                    "a variable target (MI 4.4 variables) is not supported yet",
+                );
+                None
+            }
+            other => {
+                self.report(
+                    Severity::Error,
+                    t,
+                    format!(
+                        "call target type must be property or body, not {}",
+                        other.map_or("missing".to_owned(), |o| format!("'{o}'"))
+                    ),
+                );
+                None
             }
         }
-        Some(Some(Box::new(io)))
     }
 
     pub(super) fn foreach(&mut self, n: Node) -> Option<Foreach> {
@@ -122,14 +154,9 @@ impl FileParser<'_, '_> {
             );
             return None;
         }
-        let expression = self.required_attr(n, "expression")?;
-        let expression = self.expr(n, "expression", &expression);
-        let inline = child(n, "sequence");
-        let sequence = match (n.attribute("sequence"), inline) {
-            (Some(k), _) => SequenceRef::Key {
-                key: k.to_owned(),
-                loc: self.attr_loc(n, "sequence"),
-            },
+        let expression = self.required_expr(n, "expression")?;
+        let sequence = match (self.sequence_key(n, "sequence"), child(n, "sequence")) {
+            (Some(key), _) => key,
             (None, Some(s)) => SequenceRef::Inline(self.sequence(s)),
             (None, None) => {
                 self.report(
@@ -144,10 +171,7 @@ impl FileParser<'_, '_> {
             id: n.attribute("id").map(str::to_owned),
             expression,
             sequence,
-            // As Java's Boolean.parseBoolean.
-            continue_on_failure: n
-                .attribute("continueLoopOnFailure")
-                .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+            continue_on_failure: loose_bool(n, "continueLoopOnFailure", false),
         })
     }
 
@@ -158,8 +182,7 @@ impl FileParser<'_, '_> {
             &["sequential", "continueParent", "preservePayload"],
         )?;
         // attachPath matters only with preservePayload (refused above): ignored, as in Synapse.
-        let expression = self.required_attr(n, "expression")?;
-        let expression = self.expr(n, "expression", &expression);
+        let expression = self.required_expr(n, "expression")?;
         let c = self.clone_mediator(n)?;
         let mut targets = c.targets.into_iter();
         let (Some(target), None) = (targets.next(), targets.next()) else {
@@ -203,39 +226,7 @@ impl FileParser<'_, '_> {
                 );
                 continue;
             }
-            let mut t = CloneTarget {
-                loc: self.loc(c),
-                to: c.attribute("to").map(str::to_owned),
-                soap_action: c.attribute("soapAction").map(str::to_owned),
-                sequence: c.attribute("sequence").map(|k| SequenceRef::Key {
-                    key: k.to_owned(),
-                    loc: self.attr_loc(c, "sequence"),
-                }),
-                endpoint: c.attribute("endpoint").map(|k| EndpointRef::Key {
-                    key: k.to_owned(),
-                    loc: self.attr_loc(c, "endpoint"),
-                }),
-            };
-            for g in elements(c) {
-                match g.tag_name().name() {
-                    "sequence" => t.sequence = Some(SequenceRef::Inline(self.sequence(g))),
-                    "endpoint" => t.endpoint = Some(self.endpoint_ref(g)?),
-                    other => self.report(
-                        Severity::Error,
-                        g,
-                        format!("<{other}> in a clone <target>: a sequence or an endpoint"),
-                    ),
-                }
-            }
-            if t.sequence.is_none() && t.endpoint.is_none() && t.to.is_none() {
-                self.report(
-                    Severity::Error,
-                    c,
-                    "a clone target needs a sequence, an endpoint or a 'to' address",
-                );
-                continue;
-            }
-            targets.push(t);
+            targets.extend(self.clone_target(c)?);
         }
         if targets.is_empty() {
             self.report(Severity::Error, n, "a clone needs at least one <target>");
@@ -245,6 +236,38 @@ impl FileParser<'_, '_> {
             id: n.attribute("id").map(str::to_owned),
             targets,
         })
+    }
+
+    /// A clone's (or iterate's) `<target>`: `Some(None)` when it has nowhere to go (reported, and left
+    /// out), `None` when its endpoint is not valid.
+    fn clone_target(&mut self, c: Node) -> Option<Option<CloneTarget>> {
+        let mut t = CloneTarget {
+            loc: self.loc(c),
+            to: c.attribute("to").map(str::to_owned),
+            soap_action: c.attribute("soapAction").map(str::to_owned),
+            sequence: self.sequence_key(c, "sequence"),
+            endpoint: self.endpoint_key(c, "endpoint"),
+        };
+        for g in elements(c) {
+            match g.tag_name().name() {
+                "sequence" => t.sequence = Some(SequenceRef::Inline(self.sequence(g))),
+                "endpoint" => t.endpoint = Some(self.endpoint_ref(g)?),
+                other => self.report(
+                    Severity::Error,
+                    g,
+                    format!("<{other}> in a clone <target>: a sequence or an endpoint"),
+                ),
+            }
+        }
+        if t.sequence.is_none() && t.endpoint.is_none() && t.to.is_none() {
+            self.report(
+                Severity::Error,
+                c,
+                "a clone target needs a sequence, an endpoint or a 'to' address",
+            );
+            return Some(None);
+        }
+        Some(Some(t))
     }
 
     pub(super) fn aggregate(&mut self, n: Node) -> Option<Aggregate> {
@@ -291,7 +314,7 @@ impl FileParser<'_, '_> {
             self.report(Severity::Error, n, "an aggregate needs <onComplete>");
             return None;
         };
-        let expression = self.required_attr(oc, "expression")?;
+        let expression = self.required_expr(oc, "expression")?;
         if oc.attribute("sequence").is_some() {
             self.report(
                 Severity::Unsupported,
@@ -316,7 +339,7 @@ impl FileParser<'_, '_> {
             max,
             min,
             timeout_secs,
-            expression: self.expr(oc, "expression", &expression),
+            expression,
             enclosing: oc.attribute("enclosingElementProperty").map(str::to_owned),
             on_complete: self.sequence(oc),
         })

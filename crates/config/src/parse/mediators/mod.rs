@@ -1,7 +1,7 @@
 //! Mediators: a sequence's list of them, the dispatch from an element's name to its family's parser, and
 //! the pieces several mediators share.
 
-use super::{child, elements, is_synapse, FileParser};
+use super::{elements, is_synapse, text_of, FileParser};
 use crate::diag::Severity;
 use crate::model::*;
 use roxmltree::Node;
@@ -49,27 +49,16 @@ const KNOWN_UNSUPPORTED_MEDIATORS: &[&str] = &[
 ];
 
 impl FileParser<'_, '_> {
+    /// The mediators of a `<sequence>`, `<inSequence>`, `<then>` or any element that holds them, in
+    /// order.
     pub(super) fn sequence(&mut self, n: Node) -> Sequence {
         let on_error = n.attribute("onError").map(str::to_owned);
         let mut mediators = Vec::new();
         for c in elements(n) {
             if is_synapse(c) && c.tag_name().name() == "propertyGroup" {
-                // MI's group of property mediators: each runs in order, as if written in place.
-                for p in elements(c) {
-                    match p.tag_name().name() {
-                        "property" if is_synapse(p) => mediators.extend(self.mediator(p)),
-                        "description" if is_synapse(p) => {}
-                        other => self.report(
-                            Severity::Error,
-                            p,
-                            format!("<{other}> in <propertyGroup>: only <property> mediators"),
-                        ),
-                    }
-                }
-                continue;
-            }
-            if let Some(m) = self.mediator(c) {
-                mediators.push(m);
+                self.property_group(c, &mut mediators);
+            } else {
+                mediators.extend(self.mediator(c));
             }
         }
         if n.attribute("key").is_some() && n.tag_name().name() != "sequence" {
@@ -82,140 +71,140 @@ impl FileParser<'_, '_> {
         }
     }
 
+    /// MI's group of property mediators: each runs in order, as if written in place.
+    fn property_group(&mut self, n: Node, mediators: &mut Vec<Mediator>) {
+        for p in elements(n) {
+            match p.tag_name().name() {
+                "property" if is_synapse(p) => mediators.extend(self.mediator(p)),
+                "description" if is_synapse(p) => {}
+                other => self.report(
+                    Severity::Error,
+                    p,
+                    format!("<{other}> in <propertyGroup>: only <property> mediators"),
+                ),
+            }
+        }
+    }
+
+    /// One mediator, parsed by the parser its element's name picks: adding a mediator adds one line here.
     fn mediator(&mut self, n: Node) -> Option<Mediator> {
-        let element = n.tag_name().name().to_owned();
         if !is_synapse(n) {
             self.check_synapse_ns(n);
             return None;
         }
-        let kind = match element.as_str() {
+        let element = n.tag_name().name();
+        let kind = match element {
             "description" => return None,
-            "send" => {
-                let endpoint = match child(n, "endpoint") {
-                    Some(e) => Some(self.endpoint_ref(e)?),
-                    None => None,
-                };
-                if n.attribute("receive").is_some() || n.attribute("buildmessage").is_some() {
-                    self.report(
-                        Severity::Warning,
-                        n,
-                        "'receive' and 'buildmessage' are ignored",
-                    );
-                }
-                MediatorKind::Send { endpoint }
-            }
-            "call" => {
-                let endpoint = match child(n, "endpoint") {
-                    Some(e) => Some(self.endpoint_ref(e)?),
-                    None => None,
-                };
-                let io = self.call_io(n)?;
-                match n.attribute("blocking") {
-                    None | Some("true" | "false") => {}
-                    Some(v) => self.report(
-                        Severity::Error,
-                        n,
-                        format!("blocking must be true or false, not '{v}'"),
-                    ),
-                }
-                MediatorKind::Call { endpoint, io }
-            }
-            "respond" => MediatorKind::Respond,
-            "clone" => MediatorKind::Clone(self.clone_mediator(n)?),
-            "iterate" => MediatorKind::Iterate(self.iterate(n)?),
-            "foreach" => MediatorKind::Foreach(self.foreach(n)?),
-            "aggregate" => MediatorKind::Aggregate(self.aggregate(n)?),
-            "call-template" => {
-                let target = self.required_attr(n, "target")?;
-                let mut params = Vec::new();
-                for c in elements(n) {
-                    if c.tag_name().name() != "with-param" {
-                        self.report(
-                            Severity::Error,
-                            c,
-                            format!(
-                                "<{}> in <call-template>: only <with-param>",
-                                c.tag_name().name()
-                            ),
-                        );
-                        continue;
-                    }
-                    let Some(name) = self.required_attr(c, "name") else {
-                        continue;
-                    };
-                    let Some(value) = self.required_attr(c, "value") else {
-                        continue;
-                    };
-                    // `{...}`: an expression (XPath, or json-eval), as Synapse reads it; `{{...}}`
-                    // is one passed on unevaluated, which Sluice does not do yet.
-                    if value.starts_with("{{") && value.ends_with("}}") {
-                        self.report(
-                            Severity::Unsupported,
-                            c,
-                            "a with-param value in double braces (an expression the template evaluates) is not supported yet",
-                        );
-                        return None;
-                    }
-                    let v = match value.strip_prefix('{').and_then(|v| v.strip_suffix('}')) {
-                        Some(e) => ValueSrc::Expr(self.expr(c, "value", e.trim())),
-                        None => ValueSrc::Literal(value),
-                    };
-                    params.push((name, v));
-                }
-                MediatorKind::CallTemplate { target, params }
-            }
-            "loopback" => MediatorKind::Loopback,
-            "drop" => MediatorKind::Drop,
+            // core.rs
             "log" => MediatorKind::Log(self.log(n)?),
             "property" => MediatorKind::Property(self.property(n)?),
             "header" => MediatorKind::Header(self.header(n)?),
+            "drop" => MediatorKind::Drop,
+            "loopback" => MediatorKind::Loopback,
+            "respond" => MediatorKind::Respond,
+            "sequence" => self.sequence_ref(n)?,
+            "call-template" => self.call_template(n)?,
+            // flow.rs
             "filter" => MediatorKind::Filter(self.filter(n)?),
-            "in" | "out" => MediatorKind::Direction {
-                response: element == "out",
-                body: self.sequence(n),
-            },
             "switch" => MediatorKind::Switch(self.switch(n)?),
-            "sequence" => {
-                let key = self.required_attr(n, "key")?;
-                MediatorKind::SequenceRef { key }
-            }
-            "makefault" => MediatorKind::MakeFault(self.makefault(n)?),
+            "in" | "out" => self.direction(n, element == "out"),
+            // content.rs
             "xslt" | "fastXSLT" => MediatorKind::Xslt(self.xslt(n, element == "fastXSLT")?),
             "payloadFactory" => MediatorKind::PayloadFactory(self.payload_factory(n)?),
             "enrich" => MediatorKind::Enrich(self.enrich(n)?),
             "validate" => MediatorKind::Validate(self.validate(n)?),
-            other if KNOWN_UNSUPPORTED_MEDIATORS.contains(&other) => {
-                self.report(
-                    Severity::Unsupported,
-                    n,
-                    format!("the <{other}> mediator is not supported yet"),
-                );
-                return None;
-            }
-            other => {
-                self.report(Severity::Error, n, format!("unknown mediator <{other}>"));
-                return None;
-            }
+            "makefault" => MediatorKind::MakeFault(self.makefault(n)?),
+            // messaging.rs
+            "send" => self.send(n)?,
+            "call" => self.call(n)?,
+            "clone" => MediatorKind::Clone(self.clone_mediator(n)?),
+            "iterate" => MediatorKind::Iterate(self.iterate(n)?),
+            "foreach" => MediatorKind::Foreach(self.foreach(n)?),
+            "aggregate" => MediatorKind::Aggregate(self.aggregate(n)?),
+            other => return self.not_run(n, other),
         };
         Some(Mediator {
-            element,
+            element: element.to_owned(),
             loc: self.loc(n),
             kind,
         })
     }
 
+    /// An element in a sequence that is no mediator Sluice runs: unsupported when Synapse or MI
+    /// defines it, else unknown.
+    fn not_run(&mut self, n: Node, element: &str) -> Option<Mediator> {
+        if KNOWN_UNSUPPORTED_MEDIATORS.contains(&element) {
+            self.report(
+                Severity::Unsupported,
+                n,
+                format!("the <{element}> mediator is not supported yet"),
+            );
+        } else {
+            self.report(Severity::Error, n, format!("unknown mediator <{element}>"));
+        }
+        None
+    }
+
+    /// The `scope` attribute of a property.
     fn scope(&mut self, n: Node) -> Option<Scope> {
-        Some(match n.attribute("scope").unwrap_or("default") {
-            "default" => Scope::Default,
-            "transport" => Scope::Transport,
-            "axis2" => Scope::Axis2,
-            "axis2-client" => Scope::Axis2Client,
-            "operation" => Scope::Operation,
-            other => {
-                self.report(Severity::Error, n, format!("scope must be default, transport, axis2, axis2-client or operation, not '{other}'"));
-                return None;
-            }
-        })
+        let scopes = [
+            ("default", Scope::Default),
+            ("transport", Scope::Transport),
+            ("axis2", Scope::Axis2),
+            ("axis2-client", Scope::Axis2Client),
+            ("operation", Scope::Operation),
+        ];
+        self.attr_one_of(n, "scope", "default", "scope", &scopes)
+    }
+
+    /// The `action` attribute of a property or header: `remove`, or `set` (the default) with the value
+    /// `value` or `expression` gives; without either, the value `otherwise` finds (it reports what is
+    /// missing).
+    fn action(
+        &mut self,
+        n: Node,
+        otherwise: impl FnOnce(&mut Self) -> Option<ValueSrc>,
+    ) -> Option<Action> {
+        let set = self.attr_one_of(
+            n,
+            "action",
+            "set",
+            "action",
+            &[("set", true), ("remove", false)],
+        )?;
+        if !set {
+            return Some(Action::Remove);
+        }
+        match self.value_or_expr(n) {
+            Some(v) => Some(Action::Set(v)),
+            None => otherwise(self).map(Action::Set),
+        }
+    }
+
+    /// An inline source (enrich's or call's): its first element as XML, else its `key` (`keyed`, for
+    /// enrich), else its text.
+    fn inline_source(&mut self, s: Node, keyed: bool) -> Option<EnrichSourceKind> {
+        if let Some(e) = elements(s).next() {
+            return Some(EnrichSourceKind::InlineXml(self.serialize_element(e)));
+        }
+        if let Some(k) = s.attribute("key").filter(|_| keyed) {
+            return Some(EnrichSourceKind::InlineKey(k.to_owned()));
+        }
+        let text = text_of(s);
+        if text.is_empty() {
+            let needs = if keyed {
+                "XML, text or a 'key'"
+            } else {
+                "XML or text"
+            };
+            self.report(
+                Severity::Error,
+                s,
+                format!("an inline source needs {needs}"),
+            );
+            return None;
+        }
+        Some(EnrichSourceKind::InlineText(text))
     }
 }
 
