@@ -3,7 +3,7 @@
 
 use crate::diag::{Diagnostics, Location, Severity};
 use crate::model::{Config, Resource};
-use crate::parse::{parse_text, Expect};
+use crate::parse::{parse_text, read_document, Expect};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
@@ -91,9 +91,8 @@ fn parse_bytes(
     cfg: &mut Config,
     diags: &mut Diagnostics,
 ) {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => parse_text(display, text, expect, cfg, diags),
-        Err(e) => file_error(diags, &display, format!("not UTF-8 text: {e}")),
+    if let Some(text) = utf8(&display, bytes, diags) {
+        parse_text(display, text, expect, cfg, diags);
     }
 }
 
@@ -193,18 +192,12 @@ fn unzip(bytes: &[u8]) -> Result<Tree, String> {
     Ok(tree)
 }
 
-/// Reads the text content of the first element called `name` (a tiny helper for the CAR descriptors).
-fn descriptor(display: &Arc<str>, bytes: &[u8], diags: &mut Diagnostics) -> Option<String> {
+/// `bytes` as text; `None` (reported) when they are not UTF-8.
+fn utf8<'b>(display: &Arc<str>, bytes: &'b [u8], diags: &mut Diagnostics) -> Option<&'b str> {
     match std::str::from_utf8(bytes) {
-        Ok(t) => Some(t.to_owned()),
+        Ok(t) => Some(t),
         Err(e) => {
-            diags.push(
-                Severity::Error,
-                Location::file_only(display),
-                "",
-                format!("not UTF-8 text: {e}"),
-                None,
-            );
+            file_error(diags, display, format!("not UTF-8 text: {e}"));
             None
         }
     }
@@ -222,7 +215,6 @@ fn xml_loc(display: &Arc<str>, doc: &roxmltree::Document, n: roxmltree::Node) ->
 /// A Carbon Application: `artifacts.xml` lists dependencies; each `<dir>/artifact.xml` says the type and
 /// the file of one artifact.
 fn load_car(root: &Arc<str>, tree: &Tree, cfg: &mut Config, diags: &mut Diagnostics) {
-    let disp = |rel: &str| -> Arc<str> { format!("{root}/{rel}").into() };
     let Some(top) = tree.get("artifacts.xml") else {
         diags.push(
             Severity::Error,
@@ -233,130 +225,20 @@ fn load_car(root: &Arc<str>, tree: &Tree, cfg: &mut Config, diags: &mut Diagnost
         );
         return;
     };
-    let top_disp = disp("artifacts.xml");
-    let Some(top_text) = descriptor(&top_disp, top, diags) else {
+    let top_disp: Arc<str> = format!("{root}/artifacts.xml").into();
+    let Some(top_text) = utf8(&top_disp, top, diags) else {
         return;
     };
-    let top_doc = match roxmltree::Document::parse(&top_text) {
-        Ok(d) => d,
-        Err(e) => {
-            let p = e.pos();
-            diags.push(
-                Severity::Error,
-                Location {
-                    file: top_disp,
-                    line: p.row,
-                    col: p.col,
-                },
-                "",
-                format!("malformed XML: {e}"),
-                None,
-            );
-            return;
-        }
+    let Some(top_doc) = read_document(&top_disp, top_text, diags) else {
+        return;
     };
-    // (name, version) -> location of the dependency line.
-    let mut wanted: BTreeMap<(String, String), Location> = BTreeMap::new();
-    for d in top_doc
-        .descendants()
-        .filter(|n| n.has_tag_name("dependency"))
-    {
-        if d.attribute("include") == Some("false") {
-            continue;
-        }
-        let (Some(a), Some(v)) = (d.attribute("artifact"), d.attribute("version")) else {
-            continue;
-        };
-        wanted.insert(
-            (a.to_owned(), v.to_owned()),
-            xml_loc(&top_disp, &top_doc, d),
-        );
-    }
+    let mut wanted = dependencies(&top_disp, &top_doc);
     // Each artifact.xml one level down.
     for (rel, bytes) in tree
         .iter()
         .filter(|(k, _)| k.ends_with("/artifact.xml") && k.matches('/').count() == 1)
     {
-        let dir = &rel[..rel.len() - "/artifact.xml".len()];
-        let adisp = disp(rel);
-        let Some(text) = descriptor(&adisp, bytes, diags) else {
-            continue;
-        };
-        let doc = match roxmltree::Document::parse(&text) {
-            Ok(d) => d,
-            Err(e) => {
-                let p = e.pos();
-                diags.push(
-                    Severity::Error,
-                    Location {
-                        file: adisp,
-                        line: p.row,
-                        col: p.col,
-                    },
-                    "",
-                    format!("malformed XML: {e}"),
-                    None,
-                );
-                continue;
-            }
-        };
-        let art = doc.root_element();
-        let name = art.attribute("name").unwrap_or_default().to_owned();
-        let version = art.attribute("version").unwrap_or_default().to_owned();
-        let aloc = xml_loc(&adisp, &doc, art);
-        if wanted.remove(&(name.clone(), version.clone())).is_none() {
-            diags.push(
-                Severity::Note,
-                aloc,
-                "artifact",
-                format!("artifact {name} {version} is not listed in artifacts.xml; skipped"),
-                None,
-            );
-            continue;
-        }
-        let ty = art.attribute("type").unwrap_or_default();
-        let files: Vec<String> = art
-            .children()
-            .filter(|n| n.has_tag_name("file"))
-            .filter_map(|n| n.text().map(|t| t.trim().to_owned()))
-            .collect();
-        let expect = match ty {
-            "synapse/proxy-service" => Expect::Proxy,
-            "synapse/endpoint" => Expect::Endpoint,
-            "synapse/sequence" => Expect::Sequence,
-            "synapse/local-entry" => Expect::LocalEntry,
-            "synapse/api" => Expect::Api,
-            "synapse/template" => Expect::Template,
-            "registry/resource" => {
-                for f in &files {
-                    load_registry_info(root, tree, dir, f, cfg, diags);
-                }
-                continue;
-            }
-            other => {
-                diags.push(
-                    Severity::Unsupported,
-                    aloc,
-                    "artifact",
-                    format!("artifact type '{other}' is not supported yet; not deployed"),
-                    Some(&name),
-                );
-                continue;
-            }
-        };
-        for f in files {
-            let frel = format!("{dir}/{f}");
-            match tree.get(&frel) {
-                Some(b) => parse_bytes(disp(&frel), b, expect, cfg, diags),
-                None => diags.push(
-                    Severity::Error,
-                    aloc.clone(),
-                    "file",
-                    format!("file '{frel}' is missing"),
-                    Some(&name),
-                ),
-            }
-        }
+        load_car_artifact(root, tree, (rel, bytes), &mut wanted, cfg, diags);
     }
     for ((a, v), loc) in wanted {
         diags.push(
@@ -366,6 +248,106 @@ fn load_car(root: &Arc<str>, tree: &Tree, cfg: &mut Config, diags: &mut Diagnost
             format!("no artifact.xml for dependency {a} {v}"),
             None,
         );
+    }
+}
+
+/// The dependencies `artifacts.xml` includes: (name, version) -> the place of the dependency line.
+fn dependencies(
+    display: &Arc<str>,
+    doc: &roxmltree::Document,
+) -> BTreeMap<(String, String), Location> {
+    let mut wanted = BTreeMap::new();
+    for d in doc.descendants().filter(|n| n.has_tag_name("dependency")) {
+        if d.attribute("include") == Some("false") {
+            continue;
+        }
+        let (Some(a), Some(v)) = (d.attribute("artifact"), d.attribute("version")) else {
+            continue;
+        };
+        wanted.insert((a.to_owned(), v.to_owned()), xml_loc(display, doc, d));
+    }
+    wanted
+}
+
+/// What a CAR artifact type holds, for the Synapse artifact types Sluice reads.
+fn expect_of(ty: &str) -> Option<Expect> {
+    Some(match ty {
+        "synapse/proxy-service" => Expect::Proxy,
+        "synapse/endpoint" => Expect::Endpoint,
+        "synapse/sequence" => Expect::Sequence,
+        "synapse/local-entry" => Expect::LocalEntry,
+        "synapse/api" => Expect::Api,
+        "synapse/template" => Expect::Template,
+        _ => return None,
+    })
+}
+
+/// One `<dir>/artifact.xml` (`rel`) of a CAR and the files it names, when `artifacts.xml` lists it
+/// (taken out of `wanted`).
+fn load_car_artifact(
+    root: &Arc<str>,
+    tree: &Tree,
+    (rel, bytes): (&str, &[u8]),
+    wanted: &mut BTreeMap<(String, String), Location>,
+    cfg: &mut Config,
+    diags: &mut Diagnostics,
+) {
+    let dir = &rel[..rel.len() - "/artifact.xml".len()];
+    let adisp: Arc<str> = format!("{root}/{rel}").into();
+    let Some(text) = utf8(&adisp, bytes, diags) else {
+        return;
+    };
+    let Some(doc) = read_document(&adisp, text, diags) else {
+        return;
+    };
+    let art = doc.root_element();
+    let name = art.attribute("name").unwrap_or_default().to_owned();
+    let version = art.attribute("version").unwrap_or_default().to_owned();
+    let aloc = xml_loc(&adisp, &doc, art);
+    if wanted.remove(&(name.clone(), version.clone())).is_none() {
+        diags.push(
+            Severity::Note,
+            aloc,
+            "artifact",
+            format!("artifact {name} {version} is not listed in artifacts.xml; skipped"),
+            None,
+        );
+        return;
+    }
+    let ty = art.attribute("type").unwrap_or_default();
+    let files: Vec<String> = art
+        .children()
+        .filter(|n| n.has_tag_name("file"))
+        .filter_map(|n| n.text().map(|t| t.trim().to_owned()))
+        .collect();
+    if ty == "registry/resource" {
+        for f in &files {
+            load_registry_info(root, tree, dir, f, cfg, diags);
+        }
+        return;
+    }
+    let Some(expect) = expect_of(ty) else {
+        diags.push(
+            Severity::Unsupported,
+            aloc,
+            "artifact",
+            format!("artifact type '{ty}' is not supported yet; not deployed"),
+            Some(&name),
+        );
+        return;
+    };
+    for f in files {
+        let frel = format!("{dir}/{f}");
+        match tree.get(&frel) {
+            Some(b) => parse_bytes(format!("{root}/{frel}").into(), b, expect, cfg, diags),
+            None => diags.push(
+                Severity::Error,
+                aloc.clone(),
+                "file",
+                format!("file '{frel}' is missing"),
+                Some(&name),
+            ),
+        }
     }
 }
 
@@ -383,26 +365,11 @@ fn load_registry_info(
         file_error(diags, &rdisp, "registry-info file is missing");
         return;
     };
-    let Some(text) = descriptor(&rdisp, bytes, diags) else {
+    let Some(text) = utf8(&rdisp, bytes, diags) else {
         return;
     };
-    let doc = match roxmltree::Document::parse(&text) {
-        Ok(d) => d,
-        Err(e) => {
-            let p = e.pos();
-            diags.push(
-                Severity::Error,
-                Location {
-                    file: rdisp,
-                    line: p.row,
-                    col: p.col,
-                },
-                "",
-                format!("malformed XML: {e}"),
-                None,
-            );
-            return;
-        }
+    let Some(doc) = read_document(&rdisp, text, diags) else {
+        return;
     };
     for item in doc.descendants().filter(|n| n.has_tag_name("item")) {
         let get = |tag: &str| {

@@ -91,23 +91,8 @@ pub fn parse_text(
     cfg: &mut Config,
     diags: &mut Diagnostics,
 ) {
-    let doc = match read_xml(text) {
-        Ok(d) => d,
-        Err(e) => {
-            let pos = e.pos();
-            diags.push(
-                Severity::Error,
-                Location {
-                    file,
-                    line: pos.row,
-                    col: pos.col,
-                },
-                "",
-                format!("malformed XML: {e}"),
-                None,
-            );
-            return;
-        }
+    let Some(doc) = read_document(&file, text, diags) else {
+        return;
     };
     let mut p = FileParser {
         file,
@@ -202,6 +187,32 @@ fn read_xml(text: &str) -> Result<Document<'_>, roxmltree::Error> {
         ..ParsingOptions::default()
     };
     Document::parse_with_options(text, opts)
+}
+
+/// `text` (of `file`) as an XML document; `None` when it is not well-formed, reported at the place.
+pub(crate) fn read_document<'t>(
+    file: &Arc<str>,
+    text: &'t str,
+    diags: &mut Diagnostics,
+) -> Option<Document<'t>> {
+    match read_xml(text) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            let pos = e.pos();
+            diags.push(
+                Severity::Error,
+                Location {
+                    file: file.clone(),
+                    line: pos.row,
+                    col: pos.col,
+                },
+                "",
+                format!("malformed XML: {e}"),
+                None,
+            );
+            None
+        }
+    }
 }
 
 /// The prefixes the start tag at the beginning of `src` (well-formed XML) declares, "" for the
