@@ -2,16 +2,20 @@
 //! sequences over a message. The transport crate drives it; nothing here does I/O.
 
 pub mod api;
+pub mod compile;
+pub mod endpoints;
 pub mod error;
 pub mod exec;
 pub mod fault;
 pub mod health;
 pub mod json;
+pub mod mediators;
 pub mod message;
 pub mod plan;
 pub mod uritemplate;
 
+pub use compile::compile;
 pub use error::{Error, ErrorKind};
 pub use exec::{resume, run, Continuation, Flow};
 pub use message::{Body, Direction, Message};
-pub use plan::{compile, CompileOptions, EndpointPlan, GroupKind, Plan, ProxyPlan, SeqPlan};
+pub use plan::{CompileOptions, EndpointPlan, GroupKind, Plan, ProxyPlan, SeqPlan};

@@ -1,0 +1,777 @@
+//! The compile step: the configuration model to the executable plan, once at load. Expressions and
+//! regexes are compiled, keys resolved, values checked; what each flow needs of the body is decided
+//! here. Each mediator compiles in its own module (`crate::mediators`), endpoints in
+//! `crate::endpoints`.
+
+use crate::api::{ApiPlan, Pattern, ResourcePlan, Template};
+use crate::endpoints::EndpointPlan;
+use crate::mediators::xslt::Sheet;
+use crate::plan::{CompileOptions, Plan, ProxyPlan, SeqPlan, Steps, Value, WsdlPlan};
+use sluice_config::{self as cfg, Diagnostics, Location, Severity};
+use sluice_expr::{Expr, ExprError, ExprErrorKind, FullRegex};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// Compiles the model into a plan. Artifacts with errors or unsupported features are left out and
+/// reported.
+pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnostics) -> Plan {
+    let mut c = Compiler {
+        opts,
+        diags,
+        sequences: config
+            .sequences
+            .iter()
+            .map(|s| (s.name.as_str(), s))
+            .collect(),
+        endpoints: config
+            .endpoints
+            .iter()
+            .filter_map(|e| e.name.as_deref().map(|n| (n, e)))
+            .collect(),
+        local_entries: config
+            .local_entries
+            .iter()
+            .map(|l| (l.key.as_str(), l))
+            .collect(),
+        seq_cache: HashMap::new(),
+        templates: config
+            .templates
+            .iter()
+            .map(|t| (t.name.as_str(), t))
+            .collect(),
+        endpoint_templates: config
+            .endpoint_templates
+            .iter()
+            .map(|t| (t.name.as_str(), t))
+            .collect(),
+        xslt_cache: HashMap::new(),
+        schema_cache: HashMap::new(),
+        resources: config
+            .resources
+            .iter()
+            .map(|r| (normalize_registry_key(&r.key), r))
+            .collect(),
+        ep_cache: HashMap::new(),
+        in_progress: HashSet::new(),
+        artifact: String::new(),
+        failed: false,
+    };
+    for name in opts.endpoint_overrides.keys() {
+        if !c.endpoints.contains_key(name.as_str()) {
+            let loc = Location {
+                file: "--endpoint".into(),
+                line: 0,
+                col: 0,
+            };
+            c.diags.push(
+                Severity::Error,
+                loc,
+                "",
+                format!("--endpoint {name}=...: no endpoint named '{name}' is loaded"),
+                None,
+            );
+        }
+    }
+    // Named sequences, sequence templates and endpoints are compiled on first use and also on their
+    // own, so that errors in unused ones are reported too (as MI refuses to deploy a template with
+    // errors). An endpoint template is read only with a use's values, as in MI.
+    for s in &config.sequences {
+        c.named_sequence(&s.name, None);
+    }
+    for t in &config.templates {
+        c.template(t, None, "call-template");
+    }
+    for e in &config.endpoints {
+        if let Some(n) = &e.name {
+            c.named_endpoint(n, None);
+        }
+    }
+    let mut plan = Plan::default();
+    for p in &config.proxies {
+        match c.proxy(p) {
+            Ok(pp) => {
+                plan.proxies.insert(p.name.clone(), Arc::new(pp));
+            }
+            Err(reason) => plan.not_deployed.push((p.name.clone(), reason)),
+        }
+    }
+    for a in &config.apis {
+        let (r, failed) = c.nested(format!("api {}", a.name), |c| c.api(a));
+        if let Some(other) = r
+            .as_ref()
+            .and_then(|api| plan.apis.iter().find(|o| o.context == api.context))
+        {
+            c.diags.push(
+                Severity::Error,
+                a.loc.clone(),
+                "api",
+                format!(
+                    "API {} has the context {} of API {}: a request could go to either",
+                    a.name, other.context, other.name
+                ),
+                Some(&format!("api {}", a.name)),
+            );
+            plan.not_deployed.push((
+                a.name.clone(),
+                format!("its context is API {}'s", other.name),
+            ));
+            continue;
+        }
+        match r {
+            Some(api) if !failed => plan.apis.push(Arc::new(api)),
+            _ => plan.not_deployed.push((
+                a.name.clone(),
+                format!(
+                    "API {} has errors or unsupported features (see above)",
+                    a.name
+                ),
+            )),
+        }
+    }
+    if let Some(main) = config.sequences.iter().find(|s| s.name == "main") {
+        // As a service whose in- and out-sequence are both `main`.
+        let main_ref = Some(cfg::SequenceRef::Key {
+            key: "main".to_owned(),
+            loc: main.sequence.loc.clone(),
+        });
+        let (r, failed) = c.nested("sequence main".to_owned(), |c| {
+            c.service(
+                "main".into(),
+                &main.sequence.loc,
+                [&main_ref, &main_ref, &None],
+            )
+        });
+        match r {
+            Some(m) if !failed => plan.main = Some(Arc::new(m)),
+            _ => plan.not_deployed.push((
+                "main".to_owned(),
+                "the main sequence has errors or unsupported features (see above)".to_owned(),
+            )),
+        }
+    }
+    plan
+}
+
+pub(crate) type Failure = String;
+
+pub(crate) struct Compiler<'a> {
+    pub(crate) opts: &'a CompileOptions,
+    pub(crate) diags: &'a mut Diagnostics,
+    pub(crate) sequences: HashMap<&'a str, &'a cfg::NamedSequence>,
+    pub(crate) endpoints: HashMap<&'a str, &'a cfg::Endpoint>,
+    pub(crate) local_entries: HashMap<&'a str, &'a cfg::LocalEntry>,
+    pub(crate) seq_cache: HashMap<String, Result<Arc<SeqPlan>, Failure>>,
+    pub(crate) templates: HashMap<&'a str, &'a cfg::Template>,
+    pub(crate) endpoint_templates: HashMap<&'a str, &'a cfg::EndpointTemplate>,
+    /// Stylesheets by key, compiled once and shared by every mediator that names them.
+    pub(crate) xslt_cache: HashMap<String, Option<Arc<Sheet>>>,
+    /// XML Schemas by key, compiled once.
+    pub(crate) schema_cache: HashMap<String, Option<Arc<sluice_xml::Schema>>>,
+    pub(crate) resources: HashMap<String, &'a cfg::Resource>,
+    pub(crate) ep_cache: HashMap<String, Result<Arc<EndpointPlan>, Failure>>,
+    pub(crate) in_progress: HashSet<String>,
+    /// The artifact being compiled, for diagnostics.
+    pub(crate) artifact: String,
+    /// Set when the current artifact cannot be deployed.
+    pub(crate) failed: bool,
+}
+
+impl<'a> Compiler<'a> {
+    pub(crate) fn report(
+        &mut self,
+        sev: Severity,
+        loc: &Location,
+        element: &str,
+        msg: impl Into<String>,
+    ) {
+        if sev >= Severity::Unsupported {
+            self.failed = true;
+        }
+        let artifact = if self.artifact.is_empty() {
+            None
+        } else {
+            Some(self.artifact.as_str())
+        };
+        let artifact = artifact.map(str::to_owned);
+        self.diags
+            .push(sev, loc.clone(), element, msg, artifact.as_deref());
+    }
+    /// Runs `f` as the compile of a separate artifact, restoring the current one's state afterwards.
+    pub(crate) fn nested<T>(
+        &mut self,
+        artifact: String,
+        f: impl FnOnce(&mut Self) -> T,
+    ) -> (T, bool) {
+        let saved = (
+            std::mem::replace(&mut self.artifact, artifact),
+            std::mem::replace(&mut self.failed, false),
+        );
+        let r = f(self);
+        let failed = self.failed;
+        (self.artifact, self.failed) = saved;
+        (r, failed)
+    }
+    pub(crate) fn proxy(&mut self, p: &cfg::Proxy) -> Result<ProxyPlan, Failure> {
+        let (r, failed) = self.nested(format!("proxy {}", p.name), |c| c.proxy_inner(p));
+        match r {
+            Some(pp) if !failed => Ok(pp),
+            _ => Err(format!(
+                "proxy {} has errors or unsupported features (see above)",
+                p.name
+            )),
+        }
+    }
+    pub(crate) fn proxy_inner(&mut self, p: &cfg::Proxy) -> Option<ProxyPlan> {
+        // Problems found while parsing were reported then; they still keep the proxy from deploying.
+        self.failed |= p.rejected;
+        if let Some(loc) = &p.security {
+            self.report(
+                Severity::Unsupported,
+                loc,
+                "enableSec",
+                "WS-Security (enableSec / policy) is not supported yet",
+            );
+        }
+        let on_http = p.transports.iter().any(|t| t == "http");
+        let on_https = p.transports.iter().any(|t| t == "https");
+        if !on_http && !on_https {
+            self.report(
+                Severity::Unsupported,
+                &p.loc,
+                "proxy",
+                format!(
+                    "transports '{}': only http and https are served",
+                    p.transports.join(" ")
+                ),
+            );
+        }
+        let t = &p.target;
+        let service = self.service(
+            p.name.as_str().into(),
+            &p.loc,
+            [&t.in_sequence, &t.out_sequence, &t.fault_sequence],
+        );
+        // Compiled (and their problems reported) even when a sequence failed.
+        let target = t.endpoint.as_ref().map(|e| self.endpoint_ref(e));
+        let wsdl = p.publish_wsdl.as_ref().and_then(|w| self.wsdl(w));
+        Some(ProxyPlan {
+            started: p.start_on_load,
+            target: target.flatten(),
+            wsdl,
+            on_http,
+            on_https,
+            ..service?
+        })
+    }
+    /// A service's plan from its in-, out- and fault sequences (a proxy's target, an API resource):
+    /// started, with no target, WSDL or API; `None` when the in-sequence does not compile.
+    pub(crate) fn service(
+        &mut self,
+        name: Arc<str>,
+        loc: &Location,
+        [in_seq, out_seq, fault_seq]: [&Option<cfg::SequenceRef>; 3],
+    ) -> Option<ProxyPlan> {
+        let in_seq = match in_seq {
+            Some(s) => self.sequence_ref(s, "inSequence"),
+            None => Some(SeqPlan::empty()),
+        };
+        let out_seq = out_seq
+            .as_ref()
+            .map(|s| self.sequence_ref(s, "outSequence"));
+        let fault_seq = self.fault_sequence(fault_seq, loc);
+        Some(ProxyPlan {
+            name,
+            loc: loc.clone(),
+            started: true,
+            in_seq: in_seq?,
+            out_seq: out_seq.flatten(),
+            fault_seq: fault_seq.flatten(),
+            target: None,
+            wsdl: None,
+            api_resource: false,
+            on_http: true,
+            on_https: true,
+        })
+    }
+    pub(crate) fn api(&mut self, a: &cfg::Api) -> Option<ApiPlan> {
+        self.failed |= a.rejected;
+        let name: Arc<str> = a.name.as_str().into();
+        let mut resources = Vec::new();
+        for r in &a.resources {
+            let mut methods = Vec::new();
+            for m in &r.methods {
+                match m.as_str() {
+                    "GET" | "POST" | "PUT" | "DELETE" | "OPTIONS" | "HEAD" | "PATCH" => {
+                        methods.push(m.parse().unwrap_or(http::Method::GET));
+                    }
+                    other => self.report(
+                        Severity::Error,
+                        &r.loc,
+                        "resource",
+                        format!("unknown method '{other}' (GET, POST, PUT, DELETE, OPTIONS, HEAD or PATCH)"),
+                    ),
+                }
+            }
+            let pattern = match &r.pattern {
+                cfg::ResourcePattern::Any => Pattern::Any,
+                cfg::ResourcePattern::UrlMapping(m) => Pattern::mapping(m),
+                cfg::ResourcePattern::UriTemplate(t) => match Template::parse(t) {
+                    Ok(t) => Pattern::Template(t),
+                    Err(e) => {
+                        self.report(Severity::Error, &r.loc, "resource", e);
+                        continue;
+                    }
+                },
+            };
+            let service = ProxyPlan {
+                api_resource: true,
+                ..self.service(
+                    name.clone(),
+                    &r.loc,
+                    [&r.in_sequence, &r.out_sequence, &r.fault_sequence],
+                )?
+            };
+            resources.push(ResourcePlan {
+                methods,
+                pattern,
+                service: Arc::new(service),
+            });
+        }
+        let context = match a.context.trim_end_matches('/') {
+            "" => "/".to_owned(),
+            c => c.to_owned(),
+        };
+        Some(ApiPlan {
+            name,
+            context,
+            resources,
+        })
+    }
+    /// A fault sequence as given, else Synapse's default: the sequence named "fault". That one
+    /// always exists in Synapse (a built-in when the configuration defines none), so naming it
+    /// without defining it means Sluice's own fault answer, as no fault sequence does.
+    pub(crate) fn fault_sequence(
+        &mut self,
+        s: &Option<cfg::SequenceRef>,
+        loc: &Location,
+    ) -> Option<Option<Arc<SeqPlan>>> {
+        match s {
+            Some(cfg::SequenceRef::Key { key, .. })
+                if key == "fault" && !self.sequences.contains_key("fault") =>
+            {
+                None
+            }
+            Some(s) => Some(self.sequence_ref(s, "faultSequence")),
+            None if self.sequences.contains_key("fault") => {
+                Some(self.named_sequence("fault", Some(loc)))
+            }
+            None => None,
+        }
+    }
+    pub(crate) fn wsdl(&mut self, w: &cfg::PublishWsdl) -> Option<WsdlPlan> {
+        let text = match &w.source {
+            cfg::WsdlSource::Inline(t) => t.clone(),
+            cfg::WsdlSource::Uri(u) => {
+                self.report(Severity::Warning, &w.loc, "publishWSDL", format!("WSDL from '{u}' is not fetched (no network at load); ?wsdl will answer 404"));
+                return None;
+            }
+            cfg::WsdlSource::Key(k) => match self.local_entries.get(k.as_str()).map(|l| &l.value) {
+                Some(cfg::LocalEntryValue::Xml { text, .. }) => text.clone(),
+                Some(_) => {
+                    self.report(
+                        Severity::Warning,
+                        &w.loc,
+                        "publishWSDL",
+                        format!("local entry '{k}' is not inline XML; ?wsdl will answer 404"),
+                    );
+                    return None;
+                }
+                None => {
+                    self.report(
+                        Severity::Error,
+                        &w.loc,
+                        "publishWSDL",
+                        format!("no local entry '{k}' for publishWSDL"),
+                    );
+                    return None;
+                }
+            },
+        };
+        Some(wsdl_template(&text))
+    }
+    pub(crate) fn sequence_ref(
+        &mut self,
+        s: &cfg::SequenceRef,
+        what: &str,
+    ) -> Option<Arc<SeqPlan>> {
+        match s {
+            cfg::SequenceRef::Key { key, loc } => {
+                let _ = what;
+                self.named_sequence(key, Some(loc))
+            }
+            cfg::SequenceRef::Inline(seq) => {
+                let steps = self.steps(&seq.mediators);
+                Some(Arc::new(SeqPlan::new(None, steps)))
+            }
+        }
+    }
+    /// A named sequence, compiled once. `from` is where it is referenced (None when compiled on its own).
+    pub(crate) fn named_sequence(
+        &mut self,
+        key: &str,
+        from: Option<&Location>,
+    ) -> Option<Arc<SeqPlan>> {
+        let Some(seq) = self.sequences.get(key).copied() else {
+            if let Some(loc) = from {
+                self.report(
+                    Severity::Error,
+                    loc,
+                    "sequence",
+                    format!("no sequence named '{key}'"),
+                );
+            }
+            return None;
+        };
+        self.compile_once(
+            "sequence",
+            key,
+            key.to_owned(),
+            &seq.sequence,
+            seq.rejected,
+            from,
+            "sequence",
+            "refers to itself",
+        )
+    }
+    /// A named sequence's or a template's steps, compiled once and kept under `cache_key`
+    /// (a failure too), with a cycle reported at `from` as `element`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn compile_once(
+        &mut self,
+        kind: &str,
+        name: &str,
+        cache_key: String,
+        seq: &cfg::Sequence,
+        rejected: bool,
+        from: Option<&Location>,
+        element: &str,
+        cycle: &str,
+    ) -> Option<Arc<SeqPlan>> {
+        if let Some(r) = self.seq_cache.get(&cache_key) {
+            return self.dependency(r.clone(), kind, name, from);
+        }
+        if !self.in_progress.insert(cache_key.clone()) {
+            if let Some(loc) = from {
+                self.report(
+                    Severity::Error,
+                    loc,
+                    element,
+                    format!("{kind} '{name}' {cycle} (cycle)"),
+                );
+            }
+            return None;
+        }
+        let (steps, failed) = self.nested(format!("{kind} {name}"), |c| {
+            c.failed |= rejected;
+            c.steps(&seq.mediators)
+        });
+        self.in_progress.remove(&cache_key);
+        if seq.on_error.is_some() {
+            // Run-time mediation errors inside go to the proxy's fault sequence for now.
+            self.diags.push(
+                Severity::Note,
+                seq.loc.clone(),
+                kind,
+                "onError is not used yet: errors go to the proxy's fault sequence",
+                Some(&format!("{kind} {name}")),
+            );
+        }
+        let r = if failed {
+            Err(format!("{kind} '{name}' is not deployed"))
+        } else {
+            Ok(Arc::new(SeqPlan::new(Some(cache_key.clone()), steps)))
+        };
+        self.seq_cache.insert(cache_key, r.clone());
+        self.dependency(r, kind, name, from)
+    }
+    /// A sequence template's steps, compiled once (cached with the sequences under `template:NAME`);
+    /// a cycle is reported at `from` as `element`.
+    pub(crate) fn template(
+        &mut self,
+        t: &cfg::Template,
+        from: Option<&Location>,
+        element: &str,
+    ) -> Option<Arc<SeqPlan>> {
+        self.compile_once(
+            "template",
+            &t.name,
+            format!("template:{}", t.name),
+            &t.sequence,
+            t.rejected,
+            from,
+            element,
+            "calls itself",
+        )
+    }
+    pub(crate) fn dependency<T>(
+        &mut self,
+        r: Result<T, Failure>,
+        kind: &str,
+        key: &str,
+        from: Option<&Location>,
+    ) -> Option<T> {
+        match r {
+            Ok(v) => Some(v),
+            Err(reason) => {
+                if let Some(loc) = from {
+                    self.report(
+                        Severity::Unsupported,
+                        loc,
+                        kind,
+                        format!("depends on {kind} '{key}', which is not deployed ({reason})"),
+                    );
+                }
+                None
+            }
+        }
+    }
+    pub(crate) fn expr(&mut self, e: &cfg::ExprSrc, element: &str) -> Option<Expr> {
+        let registry = |key: &str| self.registry_text(key);
+        let r = Expr::compile_with_registry(&e.text, &e.ns, &registry);
+        self.compiled(r, &e.loc, element)
+    }
+    /// A compiled expression, or its error reported (unsupported or an error).
+    pub(crate) fn compiled(
+        &mut self,
+        r: Result<Expr, ExprError>,
+        loc: &Location,
+        element: &str,
+    ) -> Option<Expr> {
+        match r {
+            Ok(x) => Some(x),
+            Err(err) => {
+                let sev = if err.kind == ExprErrorKind::Unsupported {
+                    Severity::Unsupported
+                } else {
+                    Severity::Error
+                };
+                self.report(sev, loc, element, err.message);
+                None
+            }
+        }
+    }
+    pub(crate) fn value(&mut self, v: &cfg::ValueSrc, element: &str) -> Option<Value> {
+        match v {
+            cfg::ValueSrc::Literal(s) => Some(Value::Literal(s.clone())),
+            cfg::ValueSrc::Expr(e) => self.expr(e, element).map(Value::Expr),
+        }
+    }
+    pub(crate) fn regex(
+        &mut self,
+        pattern: &str,
+        loc: &Location,
+        element: &str,
+    ) -> Option<FullRegex> {
+        match FullRegex::compile(pattern) {
+            Ok(r) => Some(r),
+            Err(err) => {
+                let sev = if err.kind == ExprErrorKind::Unsupported {
+                    Severity::Unsupported
+                } else {
+                    Severity::Error
+                };
+                self.report(sev, loc, element, err.message);
+                None
+            }
+        }
+    }
+    pub(crate) fn steps(&mut self, ms: &[cfg::Mediator]) -> Steps {
+        let mut out = Vec::with_capacity(ms.len());
+        for (i, m) in ms.iter().enumerate() {
+            if let Some(s) = self.step(m) {
+                let terminal = s.mediator().ends_sequence();
+                out.push(s);
+                if terminal && i + 1 < ms.len() {
+                    let next = &ms[i + 1];
+                    self.report(
+                        Severity::Warning,
+                        &next.loc,
+                        &next.element,
+                        format!(
+                            "mediators after <{}> in the same sequence are never run",
+                            m.element
+                        ),
+                    );
+                    break;
+                }
+            }
+        }
+        out.into()
+    }
+    /// The text of the local entry or registry resource with `key` and where it comes from, or the
+    /// severity and message of why there is none. Formats, schemas and `get-property('registry',
+    /// ...)` all read keyed text through this.
+    pub(crate) fn keyed(&self, key: &str) -> Result<(&str, String), (Severity, String)> {
+        if let Some(le) = self.local_entries.get(key) {
+            let origin = format!("local entry '{key}' ({})", le.loc);
+            return match &le.value {
+                cfg::LocalEntryValue::Xml { text, .. } => Ok((text, origin)),
+                cfg::LocalEntryValue::Text(t) => Ok((t, origin)),
+                cfg::LocalEntryValue::Src(u) => Err((
+                    Severity::Unsupported,
+                    format!("local entry '{key}' refers to '{u}', which is not fetched (no network at load)"),
+                )),
+            };
+        }
+        if let Some(r) = self.resources.get(normalize_registry_key(key).as_str()) {
+            let origin = format!("registry resource '{key}' ({})", r.loc);
+            return match std::str::from_utf8(&r.bytes) {
+                Ok(t) => Ok((t, origin)),
+                Err(_) => Err((Severity::Error, format!("{origin} is not UTF-8 text"))),
+            };
+        }
+        Err((
+            Severity::Error,
+            format!("no local entry or registry resource '{key}'"),
+        ))
+    }
+    /// What `get-property('registry', key)` reads: the keyed text (Synapse looks up entry
+    /// definitions, local entries included, by the key), an XML resource without its declaration.
+    pub(crate) fn registry_text(&self, key: &str) -> Result<String, String> {
+        match self.keyed(key) {
+            Ok((t, _)) => Ok(without_xml_declaration(t).to_owned()),
+            Err((_, why)) => Err(why),
+        }
+    }
+    /// The text of a local entry or registry resource, for formats and schemas.
+    pub(crate) fn keyed_text(
+        &mut self,
+        key: &str,
+        loc: &Location,
+        el: &str,
+    ) -> Option<(String, String)> {
+        match self.keyed(key) {
+            Ok((t, origin)) => Some((t.to_owned(), origin)),
+            Err((severity, why)) => {
+                self.report(severity, loc, el, why);
+                None
+            }
+        }
+    }
+    /// The expression that splits a message into parts (iterate, foreach), compiled: XPath only,
+    /// as splitting JSON is not done yet.
+    pub(crate) fn xml_parts(
+        &mut self,
+        e: &cfg::ExprSrc,
+        loc: &Location,
+        el: &str,
+        what: &str,
+    ) -> Option<Expr> {
+        if e.text.contains("json-eval") {
+            self.report(
+                Severity::Unsupported,
+                loc,
+                el,
+                format!("{what} JSON (a json-eval expression) is not supported yet"),
+            );
+            return None;
+        }
+        self.expr(e, el)
+    }
+}
+
+/// A registry resource's text as Synapse's `get-property('registry', ...)` gives an XML resource: the
+/// element, without the XML declaration and the white space around it; other text as it is.
+pub(crate) fn without_xml_declaration(t: &str) -> &str {
+    match t
+        .trim_start()
+        .strip_prefix("<?xml")
+        .and_then(|r| r.split_once("?>"))
+    {
+        Some((_, rest)) => rest.trim(),
+        None => t,
+    }
+}
+
+/// `conf:/a/b`, `conf:a/b` and `conf://a/b` name the same resource.
+pub(crate) fn normalize_registry_key(k: &str) -> String {
+    match k.split_once(':') {
+        Some((scheme, rest)) => format!("{scheme}:/{}", rest.trim_start_matches('/')),
+        None => k.to_owned(),
+    }
+}
+
+/// Splits a WSDL at its `location` attributes of `soap:address` / `soap12:address` elements.
+fn wsdl_template(text: &str) -> WsdlPlan {
+    let mut parts = Vec::new();
+    let Ok(doc) = wsdl_scan::addresses(text) else {
+        return WsdlPlan {
+            parts: vec![text.to_owned()],
+        };
+    };
+    let mut last = 0;
+    for (start, end) in doc {
+        parts.push(text[last..start].to_owned());
+        last = end;
+    }
+    parts.push(text[last..].to_owned());
+    WsdlPlan { parts }
+}
+
+/// Finds the byte ranges of the values of `location` attributes on `*:address` elements. The WSDL was
+/// already parsed once by the config loader; this is a small scan over well-formed text.
+mod wsdl_scan {
+    pub fn addresses(text: &str) -> Result<Vec<(usize, usize)>, ()> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while let Some(p) = text[i..].find('<') {
+            let start = i + p;
+            let end = text[start..].find('>').map(|e| start + e).ok_or(())?;
+            let tag = &text[start + 1..end];
+            let name = tag
+                .split(|c: char| c.is_whitespace() || c == '/')
+                .next()
+                .unwrap_or("");
+            if name == "address" || name.ends_with(":address") {
+                if let Some(a) = tag.find("location=") {
+                    let q_at = start + 1 + a + "location=".len();
+                    let q = text.as_bytes()[q_at];
+                    if q == b'"' || q == b'\'' {
+                        let vstart = q_at + 1;
+                        let vend = text[vstart..]
+                            .find(q as char)
+                            .map(|e| vstart + e)
+                            .ok_or(())?;
+                        out.push((vstart, vend));
+                    }
+                }
+            }
+            i = end + 1;
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_xml_loses_its_declaration() {
+        assert_eq!(
+            without_xml_declaration("<?xml version=\"1.0\"?>\n<a>1</a>\n"),
+            "<a>1</a>"
+        );
+        assert_eq!(without_xml_declaration(" plain text\n"), " plain text\n");
+        assert_eq!(without_xml_declaration("<a/>"), "<a/>");
+    }
+
+    #[test]
+    fn wsdl_locations_are_cut_out() {
+        let w = wsdl_template("<d><soap:address location=\"http://x:1/EchoProxy\"/><soap12:address location='y'/></d>");
+        assert_eq!(
+            w.render("U"),
+            "<d><soap:address location=\"U\"/><soap12:address location='U'/></d>"
+        );
+    }
+}

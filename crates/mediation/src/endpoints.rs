@@ -1,0 +1,776 @@
+//! Endpoints: the compiled kinds (address, http, wsdl-less default, load-balance and failover
+//! groups), how a message picks one, and how each compiles from the configuration model.
+
+use crate::compile::Compiler;
+use crate::health::{EndpointHealth, Readiness, SuspendPolicy};
+use crate::message::Message;
+use crate::uritemplate::UriTemplate;
+use crate::{Error, ErrorKind};
+use http::{HeaderValue, Method, Uri};
+use sluice_config::{self as cfg, FaultVersion, Location, Severity};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Debug)]
+pub struct EndpointPlan {
+    /// The name, or `anonymous endpoint at file:line`.
+    pub name: String,
+    /// `endpoint NAME (URI)`, made once for errors and logs.
+    pub label: Arc<str>,
+    pub uri: Uri,
+    /// `host:port` to connect to (port 80 when the URI has none).
+    pub authority: Arc<str>,
+    /// The Host header for this endpoint.
+    pub host: HeaderValue,
+    pub timeout: Option<Duration>,
+    pub timeout_action: cfg::TimeoutAction,
+    /// Suspension state, shared by every reference to the same definition.
+    pub health: Arc<EndpointHealth>,
+    /// Which failures let a failover or load-balance parent try another child.
+    pub retry: cfg::RetryConfig,
+    /// Where each message goes: `uri`, or an address made per message
+    /// ([`EndpointPlan::for_message`]).
+    pub address: Address,
+    /// Template variables the endpoint's own `<property>` elements set (they win over the
+    /// message's, as in Synapse).
+    pub template_vars: Vec<(String, String)>,
+    /// An `<http>` endpoint's `method`; None keeps the request's.
+    pub method: Option<Method>,
+    /// A failover or load-balance endpoint: its children (the fields above are then unused: every
+    /// send goes to an address endpoint [`EndpointPlan::pick`] chooses).
+    pub group: Option<Group>,
+    /// The address endpoint's `format`, which decides whether a REST API's `REST_URL_POSTFIX` is
+    /// appended.
+    pub format: Format,
+}
+
+/// An address endpoint's `format`, as far as Sluice applies it: the REST postfix of an API request
+/// is appended for REST requests (as is), always (pox), or never (SOAP).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    AsIs,
+    Soap,
+    Pox,
+}
+
+#[derive(Debug)]
+pub enum Address {
+    /// `uri`, the same for every message.
+    Fixed,
+    /// An `<http>` endpoint's `uri-template`, expanded from each message's properties.
+    Template(Arc<UriTemplate>),
+    /// A `<default>` endpoint: each message's To address.
+    To,
+}
+
+#[derive(Debug)]
+pub struct Group {
+    pub kind: GroupKind,
+    pub children: Vec<Arc<EndpointPlan>>,
+    /// Round robin: where the next turn starts; static failover: the child in use.
+    cursor: AtomicUsize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupKind {
+    /// `dynamic`: always the first ready child; static: the one in use while it is ready.
+    Failover { dynamic: bool },
+    /// Round robin over the ready children; `failover`: a failed send goes to the next one.
+    RoundRobin { failover: bool },
+}
+
+impl EndpointPlan {
+    /// A failover or load-balance endpoint over `children`.
+    pub fn group(name: String, kind: GroupKind, children: Vec<Arc<EndpointPlan>>) -> Self {
+        let what = match kind {
+            GroupKind::Failover { .. } => "failover",
+            GroupKind::RoundRobin { .. } => "loadbalance",
+        };
+        EndpointPlan {
+            label: format!("{what} endpoint {name}").into(),
+            name,
+            uri: Uri::from_static("/"),
+            authority: "".into(),
+            host: HeaderValue::from_static(""),
+            timeout: None,
+            timeout_action: cfg::TimeoutAction::Fault,
+            health: Arc::new(EndpointHealth::new(SuspendPolicy::never())),
+            retry: cfg::RetryConfig::default(),
+            address: Address::Fixed,
+            template_vars: Vec::new(),
+            method: None,
+            group: Some(Group {
+                kind,
+                children,
+                cursor: AtomicUsize::new(0),
+            }),
+            format: Format::AsIs,
+        }
+    }
+
+    /// The address endpoint a send goes to now: this one, or, for a failover or load-balance
+    /// endpoint, a ready address endpoint under it that is not in `tried` (this message's failed
+    /// attempts, by [`EndpointPlan::id`]), chosen by the group's rule. None when there is none.
+    pub fn pick(self: &Arc<Self>, now: Instant, tried: &[usize]) -> Option<Arc<Self>> {
+        let Some(g) = &self.group else {
+            let ready = self.health.readiness(now) == Readiness::Ready;
+            return (ready && !tried.contains(&self.id())).then(|| self.clone());
+        };
+        let n = g.children.len();
+        if n == 0 {
+            return None;
+        }
+        match g.kind {
+            GroupKind::Failover { dynamic: true } => {
+                g.children.iter().find_map(|c| c.pick(now, tried))
+            }
+            GroupKind::Failover { dynamic: false } => {
+                let current = g.cursor.load(Ordering::Relaxed) % n;
+                g.children[current].pick(now, tried).or_else(|| {
+                    g.children.iter().enumerate().find_map(|(i, c)| {
+                        let leaf = c.pick(now, tried)?;
+                        g.cursor.store(i, Ordering::Relaxed);
+                        Some(leaf)
+                    })
+                })
+            }
+            GroupKind::RoundRobin { .. } => {
+                let start = g.cursor.fetch_add(1, Ordering::Relaxed);
+                (0..n).find_map(|k| {
+                    let leaf = g.children[(start + k) % n].pick(now, tried)?;
+                    // Children skipped this turn: the next turn starts after the one chosen.
+                    if k > 0 {
+                        g.cursor.fetch_add(k, Ordering::Relaxed);
+                    }
+                    Some(leaf)
+                })
+            }
+        }
+    }
+
+    /// The template expanded for a message. As Synapse: only `uri.var.*` and `query.param.*`
+    /// properties are variables, the endpoint's own first.
+    fn expand(&self, t: &UriTemplate, msg: &Message) -> String {
+        t.expand(|name| {
+            let own = self.template_vars.iter().find(|(n, _)| n == name);
+            own.map(|(_, v)| v.as_str()).or_else(|| {
+                is_template_variable(name)
+                    .then(|| msg.props.get(name))
+                    .flatten()
+            })
+        })
+    }
+
+    /// Whether a send could go anywhere now (without moving a round-robin turn): this endpoint is
+    /// ready, or some address endpoint under it is.
+    pub fn any_ready(&self, now: Instant) -> bool {
+        match &self.group {
+            None => self.health.readiness(now) == Readiness::Ready,
+            Some(g) => g.children.iter().any(|c| c.any_ready(now)),
+        }
+    }
+
+    /// After a send to the address endpoint `failed`, somewhere under this one, failed: the next one
+    /// to try. As in Synapse, the failure goes first to the group right above that endpoint, which
+    /// tries another of its children if it fails over, and otherwise (or when it has none left)
+    /// passes the failure up to its own parent. None when no group takes it.
+    pub fn pick_after_failure(
+        self: &Arc<Self>,
+        failed: usize,
+        now: Instant,
+        tried: &[usize],
+    ) -> Option<Arc<Self>> {
+        let g = self.group.as_ref()?;
+        let child = g
+            .children
+            .iter()
+            .find(|c| c.id() == failed || c.contains(failed))?;
+        child
+            .pick_after_failure(failed, now, tried)
+            .or_else(|| self.fails_over().then(|| self.pick(now, tried)).flatten())
+    }
+
+    /// Whether the address endpoint `id` is under this one.
+    fn contains(&self, id: usize) -> bool {
+        self.group
+            .as_ref()
+            .is_some_and(|g| g.children.iter().any(|c| c.id() == id || c.contains(id)))
+    }
+
+    /// This endpoint's identity while the plan lives (its address).
+    pub fn id(&self) -> usize {
+        self as *const EndpointPlan as usize
+    }
+
+    /// Whether a failed send through this endpoint may go to another of its children.
+    pub fn fails_over(&self) -> bool {
+        matches!(
+            self.group.as_ref().map(|g| g.kind),
+            Some(GroupKind::Failover { .. } | GroupKind::RoundRobin { failover: true })
+        )
+    }
+
+    /// Whether this address endpoint's `retryConfig` lets a failure with `code` go to another child.
+    pub fn retry_allows(&self, code: i64) -> bool {
+        !self.retry.disabled.contains(&code)
+            && (self.retry.enabled.is_empty() || self.retry.enabled.contains(&code))
+    }
+
+    pub fn new(
+        name: String,
+        uri: Uri,
+        host: HeaderValue,
+        timeout: Option<Duration>,
+        timeout_action: cfg::TimeoutAction,
+        suspension: SuspendPolicy,
+    ) -> Self {
+        let health = Arc::new(EndpointHealth::new(suspension));
+        EndpointPlan {
+            label: format!("endpoint {name} ({uri})").into(),
+            name,
+            authority: connect_authority(&uri),
+            uri,
+            host,
+            timeout,
+            timeout_action,
+            health,
+            retry: cfg::RetryConfig::default(),
+            address: Address::Fixed,
+            template_vars: Vec::new(),
+            method: None,
+            group: None,
+            format: Format::AsIs,
+        }
+    }
+
+    /// Where a message goes by its To address when the flow names no endpoint: a `<default>`
+    /// endpoint with no settings, which keeps no suspension state (Synapse keeps none for such
+    /// sends). Made once; [`EndpointPlan::for_message`] gives each message its address.
+    pub fn to_address() -> Self {
+        let mut plan = EndpointPlan::new(
+            "To address".into(),
+            Uri::from_static("http://to-address.invalid/"),
+            HeaderValue::from_static("to-address.invalid"),
+            None,
+            cfg::TimeoutAction::Fault,
+            SuspendPolicy::never(),
+        );
+        plan.address = Address::To;
+        plan
+    }
+
+    /// The part of a REST API request's path after the API's context (`REST_URL_POSTFIX`, axis2
+    /// scope), when Synapse appends it to this address: it is not empty, and the endpoint is
+    /// `format="pox"`, or not forced to SOAP and the request is a REST one (any method but POST, a
+    /// content type that is not SOAP, or `text/xml` without a SOAPAction).
+    fn rest_postfix<'m>(&self, msg: &'m Message) -> Option<&'m str> {
+        let p = msg
+            .axis2
+            .get("REST_URL_POSTFIX")
+            .filter(|p| !p.is_empty())?;
+        let rest = msg.method != Method::POST
+            || match msg.soap {
+                FaultVersion::Pox => true,
+                FaultVersion::Soap11 => msg.soap_action().is_none(),
+                FaultVersion::Soap12 => false,
+            };
+        match self.format {
+            Format::Soap => None,
+            Format::Pox => Some(p),
+            Format::AsIs => rest.then_some(p),
+        }
+    }
+
+    /// The endpoint a message goes to: this one; for an `<http>` endpoint one with the URI its
+    /// template gives from the message's `uri.var.*` and `query.param.*` properties; for a
+    /// `<default>` one the message's To address. Those share this one's suspension state.
+    pub fn for_message(self: &Arc<Self>, msg: &Message) -> Result<Arc<Self>, Error> {
+        let text = match &self.address {
+            Address::Template(t) => self.expand(t, msg),
+            Address::To => msg.to.clone().ok_or_else(|| {
+                Error::new(
+                    ErrorKind::NoRoute,
+                    format!(
+                        "endpoint {} sends to the message's To address, and it has none",
+                        self.name
+                    ),
+                )
+            })?,
+            Address::Fixed => match self.rest_postfix(msg) {
+                Some(postfix) => joined(&self.uri.to_string(), postfix),
+                None => return Ok(self.clone()),
+            },
+        };
+        let (uri, host) = http_uri(&text).map_err(|(_, why)| {
+            let what = match self.address {
+                Address::To => "To address",
+                Address::Fixed => "address with the REST API's path after its context",
+                _ => "uri-template",
+            };
+            Error::new(
+                ErrorKind::Mediation,
+                format!("{what} of endpoint {}: {why}", self.name),
+            )
+        })?;
+        // Every field named: one added later must be decided on here too.
+        Ok(Arc::new(EndpointPlan {
+            name: self.name.clone(),
+            label: format!("endpoint {} ({uri})", self.name).into(),
+            authority: connect_authority(&uri),
+            uri,
+            host,
+            timeout: self.timeout,
+            timeout_action: self.timeout_action,
+            health: self.health.clone(),
+            retry: self.retry.clone(),
+            address: Address::Fixed,
+            template_vars: Vec::new(),
+            method: self.method.clone(),
+            group: None,
+            format: self.format,
+        }))
+    }
+
+    pub fn describe(&self) -> &str {
+        &self.label
+    }
+}
+
+/// An address with a REST postfix appended as Synapse joins them: one `/` between the two, and no
+/// `/` before a query.
+pub(crate) fn joined(address: &str, postfix: &str) -> String {
+    if postfix.starts_with('?') {
+        return format!("{}{postfix}", address.trim_end_matches('/'));
+    }
+    match (address.ends_with('/'), postfix.strip_prefix('/')) {
+        (true, Some(p)) => format!("{address}{p}"),
+        (false, None) => format!("{address}/{postfix}"),
+        _ => format!("{address}{postfix}"),
+    }
+}
+
+/// `host:port` to connect to (port 80, or 443 for https, when the URI has none).
+fn connect_authority(uri: &Uri) -> Arc<str> {
+    let default = if uri.scheme_str() == Some("https") {
+        443
+    } else {
+        80
+    };
+    match uri.authority() {
+        Some(a) if a.port().is_some() => a.as_str().into(),
+        Some(a) => format!("{}:{default}", a.host()).into(),
+        None => "".into(),
+    }
+}
+
+/// Whether a property is a variable of `<http>` endpoints' URI templates.
+fn is_template_variable(name: &str) -> bool {
+    name.starts_with("uri.var.") || name.starts_with("query.param.")
+}
+
+/// An endpoint URI Sluice can send to (http or https, with a host, no user info), and its Host
+/// header; else the severity and what is wrong.
+fn http_uri(text: &str) -> Result<(Uri, HeaderValue), (Severity, String)> {
+    let bad = |why: String| (Severity::Error, format!("endpoint uri '{text}' {why}"));
+    let uri: Uri = text
+        .parse()
+        .map_err(|e| bad(format!("is not valid: {e}")))?;
+    match uri.scheme_str() {
+        Some("http" | "https") => {}
+        Some(other) => {
+            let msg = format!("'{other}:' endpoints are not supported; only http and https");
+            return Err((Severity::Unsupported, msg));
+        }
+        None => return Err(bad("has no scheme".into())),
+    }
+    let authority = uri.authority().ok_or_else(|| bad("has no host".into()))?;
+    if authority.as_str().contains('@') {
+        let msg = format!("endpoint uri '{text}': user info in the address is not supported");
+        return Err((Severity::Unsupported, msg));
+    }
+    let host = HeaderValue::from_str(authority.as_str()).map_err(|_| bad("has no host".into()))?;
+    Ok((uri, host))
+}
+
+impl Compiler<'_> {
+    pub(crate) fn endpoint_ref(&mut self, e: &cfg::EndpointRef) -> Option<Arc<EndpointPlan>> {
+        match e {
+            cfg::EndpointRef::Key { key, loc } => self.named_endpoint(key, Some(loc)),
+            cfg::EndpointRef::Inline(ep) => self.endpoint(ep, None),
+        }
+    }
+    pub(crate) fn named_endpoint(
+        &mut self,
+        key: &str,
+        from: Option<&Location>,
+    ) -> Option<Arc<EndpointPlan>> {
+        if let Some(r) = self.ep_cache.get(key) {
+            return self.dependency(r.clone(), "endpoint", key, from);
+        }
+        let Some(ep) = self.endpoints.get(key).copied() else {
+            if let Some(loc) = from {
+                self.report(
+                    Severity::Error,
+                    loc,
+                    "endpoint",
+                    format!("no endpoint named '{key}'"),
+                );
+            }
+            return None;
+        };
+        if !self.in_progress.insert(format!("endpoint:{key}")) {
+            if let Some(loc) = from {
+                self.report(
+                    Severity::Error,
+                    loc,
+                    "endpoint",
+                    format!("endpoint '{key}' refers to itself (cycle)"),
+                );
+            }
+            return None;
+        }
+        let override_uri = self.opts.endpoint_overrides.get(key).cloned();
+        let (plan, failed) = self.nested(format!("endpoint {key}"), |c| {
+            c.endpoint(ep, override_uri.as_deref())
+        });
+        self.in_progress.remove(&format!("endpoint:{key}"));
+        let r = match plan {
+            Some(p) if !failed => Ok(p),
+            _ => Err(format!("endpoint '{key}' is not deployed")),
+        };
+        self.ep_cache.insert(key.to_owned(), r.clone());
+        self.dependency(r, "endpoint", key, from)
+    }
+    /// `<endpoint template="..">`: the template's endpoint with the arguments put in, compiled as
+    /// if written there, under the name of the endpoint that uses it.
+    pub(crate) fn template_endpoint(
+        &mut self,
+        ep: &cfg::Endpoint,
+        template: &str,
+        args: &[(String, String)],
+        override_uri: Option<&str>,
+    ) -> Option<Arc<EndpointPlan>> {
+        let Some(t) = self.endpoint_templates.get(template).copied() else {
+            self.report(
+                Severity::Error,
+                &ep.loc,
+                "endpoint",
+                format!("no endpoint template named '{template}'"),
+            );
+            return None;
+        };
+        let guard = format!("endpoint-template:{template}");
+        if !self.in_progress.insert(guard.clone()) {
+            self.report(
+                Severity::Error,
+                &ep.loc,
+                "endpoint",
+                format!("endpoint template '{template}' uses itself (cycle)"),
+            );
+            return None;
+        }
+        let user = match &ep.name {
+            Some(n) => format!("endpoint {n}"),
+            None => format!("the endpoint at {}", ep.loc),
+        };
+        // `None` when anything in it was reported as an error or unsupported.
+        let made = cfg::parse::instantiate_endpoint(t, args, &user, self.diags);
+        let plan = made.and_then(|mut inner| {
+            inner.name = ep.name.clone().or(inner.name);
+            self.endpoint(&inner, override_uri)
+        });
+        self.in_progress.remove(&guard);
+        if plan.is_none() {
+            self.failed = true;
+        }
+        plan
+    }
+    pub(crate) fn endpoint(
+        &mut self,
+        ep: &cfg::Endpoint,
+        override_uri: Option<&str>,
+    ) -> Option<Arc<EndpointPlan>> {
+        let name = ep
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("anonymous endpoint at {}", ep.loc));
+        // Endpoint properties: only an <http> endpoint's template variables are applied.
+        let template_kind =
+            matches!(&ep.kind, cfg::EndpointKind::Address(a) if a.kind == cfg::AddressKind::Http);
+        let mut template_vars = Vec::new();
+        for p in &ep.properties {
+            if template_kind && is_template_variable(&p.name) {
+                template_vars.push((p.name.clone(), p.value.clone()));
+            } else {
+                self.report(
+                    Severity::Warning,
+                    &p.loc,
+                    "property",
+                    format!("endpoint property '{}' is not applied yet (only the uri.var.* and query.param.* of <http> endpoints are); ignored", p.name),
+                );
+            }
+        }
+        let a = match &ep.kind {
+            cfg::EndpointKind::Address(a) => a,
+            cfg::EndpointKind::Rejected => {
+                self.failed = true;
+                return None;
+            }
+            // The definition itself: a failure seen through one reference suspends it for all.
+            cfg::EndpointKind::Indirect(key) => return self.named_endpoint(key, Some(&ep.loc)),
+            cfg::EndpointKind::Template { template, args } => {
+                return self.template_endpoint(ep, template, args, override_uri);
+            }
+            cfg::EndpointKind::Failover { dynamic, children } => {
+                let kind = GroupKind::Failover { dynamic: *dynamic };
+                return self.group(ep, name, kind, children, override_uri);
+            }
+            cfg::EndpointKind::Loadbalance { failover, children } => {
+                let kind = GroupKind::RoundRobin {
+                    failover: *failover,
+                };
+                return self.group(ep, name, kind, children, override_uri);
+            }
+        };
+        let uri_text = override_uri.unwrap_or(&a.uri);
+        let template = if a.kind == cfg::AddressKind::Http {
+            // As Synapse: a template that starts with a variable holds a whole URL, expanded with
+            // reserved characters kept.
+            // Other operators there are kept (Synapse would turn `{/x}` into the invalid `{+/x}`).
+            let text = match uri_text.strip_prefix('{') {
+                Some(rest) if !rest.starts_with(['+', '#', '.', '/', ';', '?', '&']) => {
+                    format!("{{+{rest}")
+                }
+                _ => uri_text.to_owned(),
+            };
+            match UriTemplate::parse(&text) {
+                Ok(t) => Some(Arc::new(t)),
+                Err(e) => {
+                    self.report(Severity::Error, &a.uri_loc, "http", e);
+                    return None;
+                }
+            }
+        } else {
+            None
+        };
+        // What can be checked at load: the address, or the template with no variable set when its
+        // scheme and host are written out before any variable (each message's URI is checked again
+        // when expanded).
+        let checked = match &template {
+            Some(t) => t.expand(|_| None),
+            None => uri_text.to_owned(),
+        };
+        let to_address = a.kind == cfg::AddressKind::Default;
+        if to_address && override_uri.is_some() {
+            self.report(
+                Severity::Error,
+                &ep.loc,
+                "default",
+                format!("--endpoint {name}=...: {name} is a default endpoint, which sends to each message's To address"),
+            );
+            return None;
+        }
+        let fixed_host = !to_address
+            && template.as_ref().is_none_or(|t| {
+                let head = t.literal_head();
+                let whole = head.len() == uri_text.len();
+                head.find("://")
+                    .is_some_and(|i| whole || head[i + 3..].contains(['/', '?']))
+            });
+        let (uri, host) = if !fixed_host {
+            (
+                Uri::from_static("http://uri-template.invalid/"),
+                HeaderValue::from_static("uri-template.invalid"),
+            )
+        } else {
+            match http_uri(&checked) {
+                Ok(u) => u,
+                Err((sev, msg)) => {
+                    self.report(sev, &a.uri_loc, a.kind.element(), msg);
+                    return None;
+                }
+            }
+        };
+        if let Some(f) = &a.format {
+            if !matches!(f.as_str(), "soap11" | "soap12" | "pox" | "leave-as-is") {
+                self.report(
+                    Severity::Unsupported,
+                    &a.uri_loc,
+                    "address",
+                    format!("format '{f}' is not supported yet (message conversion)"),
+                );
+            }
+        }
+        let (timeout, timeout_action) = match &a.timeout {
+            Some(t) => {
+                if t.duration_ms == Some(0) {
+                    self.report(
+                        Severity::Error,
+                        &t.loc,
+                        "timeout",
+                        "a timeout duration of 0 ms would fail every call",
+                    );
+                }
+                (t.duration_ms.map(Duration::from_millis), t.action)
+            }
+            None => (None, cfg::TimeoutAction::Fault),
+        };
+        let mut plan = EndpointPlan::new(
+            name,
+            uri,
+            host,
+            timeout,
+            timeout_action,
+            SuspendPolicy::new(&a.suspend_on_failure, &a.mark_for_suspension),
+        );
+        plan.retry = a.retry.clone();
+        plan.address = match template {
+            Some(t) => Address::Template(t),
+            None if to_address => Address::To,
+            None => Address::Fixed,
+        };
+        plan.template_vars = template_vars;
+        plan.method = a.method.as_deref().and_then(|m| m.parse().ok());
+        plan.format = match a.format.as_deref() {
+            Some("soap11" | "soap12") => Format::Soap,
+            Some("pox") => Format::Pox,
+            _ => Format::AsIs,
+        };
+        Some(Arc::new(plan))
+    }
+    /// A failover or load-balance endpoint; None (all problems reported) when a child is not
+    /// deployable.
+    pub(crate) fn group(
+        &mut self,
+        ep: &cfg::Endpoint,
+        name: String,
+        kind: GroupKind,
+        children: &[cfg::Endpoint],
+        override_uri: Option<&str>,
+    ) -> Option<Arc<EndpointPlan>> {
+        if override_uri.is_some() {
+            self.report(
+                Severity::Error,
+                &ep.loc,
+                "endpoint",
+                format!("--endpoint {name}=...: {name} is a failover or load-balance endpoint, which has no address; point its children instead"),
+            );
+            return None;
+        }
+        let plans: Vec<Option<Arc<EndpointPlan>>> =
+            children.iter().map(|c| self.endpoint(c, None)).collect();
+        let plans: Option<Vec<Arc<EndpointPlan>>> = plans.into_iter().collect();
+        Some(Arc::new(EndpointPlan::group(name, kind, plans?)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn address(name: &str) -> EndpointPlan {
+        EndpointPlan::new(
+            name.into(),
+            Uri::from_static("http://h/x"),
+            HeaderValue::from_static("h"),
+            None,
+            cfg::TimeoutAction::Fault,
+            SuspendPolicy::new(&Default::default(), &Default::default()),
+        )
+    }
+
+    fn leaf(name: &str) -> Arc<EndpointPlan> {
+        Arc::new(address(name))
+    }
+
+    fn picks(ep: &Arc<EndpointPlan>, n: usize, tried: &[usize]) -> Vec<String> {
+        let now = Instant::now();
+        (0..n)
+            .map(|_| ep.pick(now, tried).map_or("-".into(), |l| l.name.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn groups_pick_ready_children_by_their_rule() {
+        let (a, b, c) = (leaf("a"), leaf("b"), leaf("c"));
+        let group = |kind, children: &[&Arc<EndpointPlan>]| {
+            Arc::new(EndpointPlan::group(
+                "g".into(),
+                kind,
+                children.iter().map(|c| (*c).clone()).collect(),
+            ))
+        };
+        let dynamic = group(GroupKind::Failover { dynamic: true }, &[&a, &b, &c]);
+        let fixed = group(GroupKind::Failover { dynamic: false }, &[&a, &b, &c]);
+        let rr = group(GroupKind::RoundRobin { failover: true }, &[&a, &b, &c]);
+        assert_eq!(picks(&dynamic, 2, &[]), ["a", "a"]);
+        assert_eq!(picks(&rr, 4, &[]), ["a", "b", "c", "a"]);
+        // This message already failed on a: the next child, whatever the rule.
+        assert_eq!(picks(&dynamic, 1, &[a.id()]), ["b"]);
+        assert_eq!(picks(&rr, 3, &[b.id()]), ["c", "a", "c"]);
+        // a suspended: dynamic and static failover both move on; when a is back, dynamic returns
+        // to it and static stays where it went.
+        let now = Instant::now();
+        a.health.on_fault(101503, now);
+        assert_eq!(picks(&dynamic, 1, &[]), ["b"]);
+        assert_eq!(picks(&fixed, 2, &[]), ["b", "b"]);
+        a.health.on_success();
+        assert_eq!(picks(&dynamic, 1, &[]), ["a"]);
+        assert_eq!(picks(&fixed, 1, &[]), ["b"]);
+        // Nested: a round robin whose second child is a failover; nothing left gives None.
+        let nested = group(GroupKind::RoundRobin { failover: true }, &[&c, &dynamic]);
+        assert_eq!(picks(&nested, 2, &[]), ["c", "a"]);
+        assert_eq!(picks(&nested, 1, &[a.id(), b.id(), c.id()]), ["-"]);
+        assert!(dynamic.fails_over() && rr.fails_over() && !a.fails_over());
+        let no = group(GroupKind::RoundRobin { failover: false }, &[&a]);
+        assert!(!no.fails_over());
+    }
+
+    #[test]
+    fn endpoint_uris_need_http_a_host_and_no_user_info() {
+        assert!(http_uri("http://h:81/x?y").is_ok());
+        let (https, host) = http_uri("https://h/x").unwrap();
+        assert_eq!(&*connect_authority(&https), "h:443");
+        assert_eq!(host, "h");
+        let (http, _) = http_uri("http://h/x").unwrap();
+        assert_eq!(&*connect_authority(&http), "h:80");
+        assert_eq!(
+            &*connect_authority(&http_uri("https://h:8243/x").unwrap().0),
+            "h:8243"
+        );
+        for (bad, sev) in [
+            ("http://u:p@h/x", Severity::Unsupported),
+            ("https://u@h/x", Severity::Unsupported),
+            ("ftp://h/x", Severity::Unsupported),
+            ("/x", Severity::Error),
+            ("http:///x", Severity::Error),
+        ] {
+            assert_eq!(
+                http_uri(bad).map(|_| ()).map_err(|e| e.0),
+                Err(sev),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn retry_config_decides_which_failures_go_to_another_child() {
+        let mut p = address("e");
+        assert!(p.retry_allows(101503));
+        p.retry.disabled = vec![101504];
+        assert!(p.retry_allows(101503) && !p.retry_allows(101504));
+        p.retry.enabled = vec![101503];
+        assert!(p.retry_allows(101503) && !p.retry_allows(101505));
+    }
+
+    #[test]
+    fn rest_postfixes_join_addresses_as_synapse_joins_them() {
+        assert_eq!(joined("http://h/svc", "/a/b?x=1"), "http://h/svc/a/b?x=1");
+        assert_eq!(joined("http://h/svc/", "/a"), "http://h/svc/a");
+        assert_eq!(joined("http://h/svc", "a"), "http://h/svc/a");
+        assert_eq!(joined("http://h/svc/", "a"), "http://h/svc/a");
+        assert_eq!(joined("http://h/svc/", "?x=1"), "http://h/svc?x=1");
+        assert_eq!(joined("http://h/svc", "/"), "http://h/svc/");
+    }
+}

@@ -1,0 +1,192 @@
+//! `<aggregate>`: gathers the responses of the copies a clone or iterate made; the one that
+//! completes it goes on as the merged message (made from the first one gathered) through
+//! `onComplete`.
+
+use crate::exec::leaving;
+use crate::mediators::prelude::*;
+
+/// `<aggregate>`: how many responses complete it (`max`; none or -1: as many as the clone made),
+/// what of each is gathered (`expression`, as XML), the element they are gathered in (the XML of
+/// the property `enclosing`, else the Body itself), and what runs on the merged message.
+#[derive(Debug)]
+pub struct AggregatePlan {
+    pub max: Option<usize>,
+    /// `messageCount min`: it completes at min or max, whichever comes first.
+    pub min: Option<usize>,
+    pub expression: Expr,
+    pub enclosing: Option<String>,
+    pub on_complete: Steps,
+}
+
+pub(crate) fn compile(c: &mut Compiler, a: &cfg::Aggregate, m: &cfg::Mediator) -> Option<Step> {
+    let el = m.element.as_str();
+    if a.timeout_secs.is_some() {
+        c.report(
+            Severity::Note,
+            &m.loc,
+            el,
+            "completeCondition timeout is not applied: the aggregate completes at its count, or when every copy has ended (each within its endpoint's timeout)",
+        );
+    }
+    let expression = c.expr(&a.expression, el);
+    if matches!(expression, Some(Expr::Json(_))) || a.expression.text.contains("json-eval") {
+        c.report(
+            Severity::Unsupported,
+            &m.loc,
+            el,
+            "aggregating JSON (a json-eval expression) is not supported yet",
+        );
+        return None;
+    }
+    let on_complete = c.steps(&a.on_complete.mediators);
+    let count = |n: Option<i64>| n.and_then(|m| usize::try_from(m).ok()).filter(|&m| m > 0);
+    Some(Step::Aggregate(Arc::new(AggregatePlan {
+        max: count(a.max),
+        min: count(a.min),
+        expression: expression?,
+        enclosing: a.enclosing.clone(),
+        on_complete,
+    })))
+}
+
+impl Mediator for Arc<AggregatePlan> {
+    fn reads(&self, _json: bool) -> Reads {
+        // The aggregate reads each response whole.
+        Reads::WHOLE
+    }
+
+    fn by_head(&self, _f: &mut dyn FnMut(&Expr) -> bool) -> ByHead {
+        ByHead::No
+    }
+
+    fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
+        gather(self, cx)
+    }
+}
+
+/// This copy's part into the gather; the copy that completes it goes on as the merged message.
+fn gather(a: &Arc<AggregatePlan>, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
+    // Not a copy a clone or iterate made: nothing to aggregate (Synapse logs it and goes on
+    // without onComplete).
+    let Some(g) = cx.msg.gather.clone() else {
+        return Ok(None);
+    };
+    let part = a
+        .expression
+        .eval_nodes_xml(&View {
+            msg: cx.msg,
+            doc: cx.doc,
+        })
+        .map(Cow::into_owned)
+        .map_err(expr_error)?;
+    let (parts, first) = {
+        let mut st = g.state.lock().unwrap_or_else(|p| p.into_inner());
+        if st.done {
+            return Ok(Some(Flow::Absorbed));
+        }
+        st.parts.push(part);
+        // The first message gathered is what the merged one is made from (Synapse).
+        if st.first.is_none() {
+            st.first = Some(Box::new(cx.msg.clone()));
+        }
+        // Complete at min or max, whichever comes first, else at every copy.
+        let want = [a.min, a.max]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(g.copies)
+            .min(g.copies);
+        if st.parts.len() < want {
+            st.plan = Some(a.clone());
+            return Ok(Some(Flow::Absorbed));
+        }
+        st.done = true;
+        (std::mem::take(&mut st.parts), st.first.take())
+    };
+    if let Some(first) = first {
+        *cx.msg = *first;
+    }
+    let flow = completed(a, &parts, cx.msg, cx.doc)?;
+    Ok(cx.nested(flow))
+}
+
+/// The message an aggregate completes with: `parts` inside the element the `enclosing` property
+/// holds (else directly in the Body), as the SOAP Body's content in the message's SOAP version.
+fn aggregated(
+    a: &crate::plan::AggregatePlan,
+    parts: &[String],
+    msg: &mut Message,
+) -> Result<(), Error> {
+    let inner: String = parts.concat();
+    let enclosing = match a.enclosing.as_deref() {
+        None => None,
+        Some(p) => Some(msg.props.get(p).ok_or_else(|| {
+            Error::new(
+                ErrorKind::Mediation,
+                format!("aggregate: the enclosing element property '{p}' is not set"),
+            )
+        })?),
+    };
+    let payload = match enclosing {
+        None => inner,
+        Some(wrapper) => {
+            let w = wrapper.trim();
+            let bad = || {
+                Error::new(
+                    ErrorKind::Mediation,
+                    format!("aggregate: the enclosing element property is not an element: {w}"),
+                )
+            };
+            if !w.starts_with('<') {
+                return Err(bad());
+            }
+            if let Some(open) = w.strip_suffix("/>") {
+                let name_end = open[1..]
+                    .find(|c: char| c.is_whitespace())
+                    .map_or(open.len(), |k| k + 1);
+                format!("{}>{inner}</{}>", open.trim_end(), &open[1..name_end])
+            } else {
+                let close = w.rfind("</").ok_or_else(bad)?;
+                format!("{}{inner}{}", &w[..close], &w[close..])
+            }
+        }
+    };
+    msg.body = Body::Bytes(envelope_with(&payload, msg.soap));
+    msg.headers.remove(http::header::CONTENT_LENGTH);
+    msg.json_out = None;
+    Ok(())
+}
+
+/// Completes a gather whose copies have all ended before its count was reached (some dropped, or
+/// failed): the aggregate runs its `onComplete` on the first message it gathered, with what was
+/// gathered. `None` when no copy reached an aggregate.
+pub fn complete_gather(g: &crate::message::Gather) -> Option<(Message, Result<Flow, Error>)> {
+    let (plan, mut msg, parts) = {
+        let mut st = g.state.lock().unwrap_or_else(|p| p.into_inner());
+        if st.done {
+            return None;
+        }
+        st.done = true;
+        let plan = st.plan.take()?;
+        let msg = *st.first.take()?;
+        (plan, msg, std::mem::take(&mut st.parts))
+    };
+    let mut doc = DocCache::new();
+    let flow =
+        completed(&plan, &parts, &mut msg, &mut doc).and_then(|f| leaving(f, &mut msg, &doc));
+    Some((msg, flow))
+}
+
+/// An aggregate's end, inline or from the engine: the gather is over (an aggregate further on is
+/// another one's), the merged message is made, and `onComplete` runs on it.
+fn completed(
+    a: &crate::plan::AggregatePlan,
+    parts: &[String],
+    msg: &mut Message,
+    doc: &mut DocCache,
+) -> Result<Flow, Error> {
+    msg.gather = None;
+    aggregated(a, parts, msg)?;
+    *doc = DocCache::new();
+    run_steps(&a.on_complete, 0, msg, doc)
+}

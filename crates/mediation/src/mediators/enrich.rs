@@ -1,0 +1,334 @@
+//! `<enrich>`: a source (a custom XPath, the envelope, the body, a property, inline content) put
+//! into a target (replacing it, or as a child or sibling), as Synapse's enrich mediator does.
+
+use crate::mediators::prelude::*;
+use sluice_config::EnrichAction;
+use sluice_xml::{Document, Fragment, NodeKind, Placement};
+
+#[derive(Debug)]
+pub enum EnrichSourcePlan {
+    Custom(Expr),
+    Envelope,
+    Body,
+    Property(String),
+    /// Inline or local-entry content: XML (checked well-formed at load) or text.
+    Xml(String),
+    Text(String),
+}
+
+impl EnrichSourcePlan {
+    /// What reading the source takes of the body.
+    pub(crate) fn body_need(&self) -> BodyNeed {
+        match self {
+            EnrichSourcePlan::Custom(x) => x.body_need(),
+            EnrichSourcePlan::Envelope | EnrichSourcePlan::Body => BodyNeed::Full,
+            _ => BodyNeed::None,
+        }
+    }
+
+    /// [`body_exprs_all`] for the source: `f` holds for its expression if it reads the body;
+    /// `false` for a source that is the whole body.
+    pub(crate) fn body_exprs_all(&self, f: &mut dyn FnMut(&Expr) -> bool) -> bool {
+        match self {
+            EnrichSourcePlan::Custom(x) => x.body_need() == BodyNeed::None || f(x),
+            EnrichSourcePlan::Envelope | EnrichSourcePlan::Body => false,
+            _ => true,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub enum EnrichTargetPlan {
+    Custom(Expr),
+    Envelope,
+    Body,
+    Property(String),
+}
+
+#[derive(Debug)]
+pub struct EnrichPlan {
+    pub source: EnrichSourcePlan,
+    pub target: EnrichTargetPlan,
+    pub action: cfg::EnrichAction,
+}
+
+pub(crate) fn compile(c: &mut Compiler, e: &cfg::Enrich, el: &str) -> Option<Step> {
+    let source = c.enrich_source(&e.source, el)?;
+    let target = match &e.target.kind {
+        cfg::EnrichTargetKind::Custom(x) => EnrichTargetPlan::Custom(c.expr(x, el)?),
+        cfg::EnrichTargetKind::Envelope => EnrichTargetPlan::Envelope,
+        cfg::EnrichTargetKind::Body => EnrichTargetPlan::Body,
+        cfg::EnrichTargetKind::Property(p) => EnrichTargetPlan::Property(p.clone()),
+    };
+    Some(Step::Enrich(EnrichPlan {
+        source,
+        target,
+        action: e.target.action,
+    }))
+}
+
+impl Compiler<'_> {
+    /// An enrich (or `call`) source: inline XML checked well-formed, a key's content read.
+    pub(crate) fn enrich_source(
+        &mut self,
+        src: &cfg::EnrichSource,
+        el: &str,
+    ) -> Option<EnrichSourcePlan> {
+        let check_xml = |c: &mut Self, text: &str, l: &Location| -> Option<()> {
+            match sluice_xml::Fragment::parse(text) {
+                Ok(_) => Some(()),
+                Err(err) => {
+                    c.report(
+                        Severity::Error,
+                        l,
+                        el,
+                        format!("inline content is not well-formed XML: {err}"),
+                    );
+                    None
+                }
+            }
+        };
+        Some(match &src.kind {
+            cfg::EnrichSourceKind::Custom(x) => EnrichSourcePlan::Custom(self.expr(x, el)?),
+            cfg::EnrichSourceKind::Envelope => EnrichSourcePlan::Envelope,
+            cfg::EnrichSourceKind::Body => EnrichSourcePlan::Body,
+            cfg::EnrichSourceKind::Property(p) => EnrichSourcePlan::Property(p.clone()),
+            cfg::EnrichSourceKind::InlineXml(t) => {
+                check_xml(self, t, &src.loc)?;
+                EnrichSourcePlan::Xml(t.clone())
+            }
+            cfg::EnrichSourceKind::InlineText(t) => EnrichSourcePlan::Text(t.clone()),
+            cfg::EnrichSourceKind::InlineKey(k) => {
+                match self.local_entries.get(k.as_str()).map(|l| l.value.clone()) {
+                    Some(cfg::LocalEntryValue::Xml { text, .. }) => {
+                        check_xml(self, &text, &src.loc)?;
+                        EnrichSourcePlan::Xml(text)
+                    }
+                    Some(cfg::LocalEntryValue::Text(t)) => EnrichSourcePlan::Text(t),
+                    _ => {
+                        let (text, _) = self.keyed_text(k, &src.loc, el)?;
+                        check_xml(self, &text, &src.loc)?;
+                        EnrichSourcePlan::Xml(text)
+                    }
+                }
+            }
+        })
+    }
+}
+
+impl Mediator for EnrichPlan {
+    fn reads(&self, _json: bool) -> Reads {
+        let source = self.source.body_need();
+        let target = match &self.target {
+            EnrichTargetPlan::Property(_) => BodyNeed::None,
+            _ => BodyNeed::Full,
+        };
+        Reads::of(source.max(target))
+    }
+
+    fn by_head(&self, f: &mut dyn FnMut(&Expr) -> bool) -> ByHead {
+        (self.source.body_exprs_all(f) && matches!(self.target, EnrichTargetPlan::Property(_)))
+            .into()
+    }
+
+    fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
+        enrich(self, cx.msg, cx.doc)?;
+        Ok(None)
+    }
+}
+
+pub(crate) fn enrich_source(
+    source: &EnrichSourcePlan,
+    msg: &Message,
+    doc: &DocCache,
+) -> Result<Fragment, Error> {
+    let what = "enrich source";
+    let x = |r: Result<Fragment, sluice_xml::XmlError>| r.map_err(|err| xml_error(what, err));
+    match source {
+        EnrichSourcePlan::Custom(ex) => {
+            // An XPath over properties only is text, and the body may not even have been read.
+            if matches!(ex, Expr::XPath(_)) && ex.body_need() != BodyNeed::None {
+                let view = View { msg, doc };
+                let d = view.document().map_err(expr_error)?;
+                match ex.nodes(d, &view) {
+                    Ok(nodes) => x(Fragment::from_nodes(&nodes)),
+                    // Not a node-set (a string, number...): its value as text.
+                    Err(_) => x(Fragment::text(&eval_expr(ex, msg, doc)?)),
+                }
+            } else {
+                x(Fragment::text(&eval_expr(ex, msg, doc)?))
+            }
+        }
+        EnrichSourcePlan::Envelope | EnrichSourcePlan::Body => {
+            let view = View { msg, doc };
+            let d = view.document().map_err(expr_error)?;
+            let node = if matches!(source, EnrichSourcePlan::Envelope) {
+                d.root_element()
+            } else {
+                payload_node(d)
+            };
+            match node {
+                Some(n) => x(Fragment::from_nodes(&[n])),
+                None => x(Fragment::empty()),
+            }
+        }
+        EnrichSourcePlan::Property(name) => match msg.props.get(name) {
+            Some(v) if msg.props.is_xml(name) => x(Fragment::parse(v)),
+            Some(v) => x(Fragment::text(v)),
+            None => x(Fragment::empty()),
+        },
+        EnrichSourcePlan::Xml(t) => x(Fragment::parse(t)),
+        EnrichSourcePlan::Text(t) => x(Fragment::text(t)),
+    }
+}
+
+fn enrich(e: &EnrichPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error> {
+    let what = "enrich";
+    let source = enrich_source(&e.source, msg, doc)?;
+    match &e.target {
+        EnrichTargetPlan::Property(name) => {
+            let xml = source.to_xml_string().map_err(|err| xml_error(what, err))?;
+            msg.props.set_xml(name, xml);
+            Ok(())
+        }
+        EnrichTargetPlan::Envelope => {
+            let env = source
+                .elements()
+                .next()
+                .filter(|n| {
+                    n.name() == "Envelope"
+                        && matches!(
+                            n.namespace_uri(),
+                            Some(crate::fault::SOAP11_ENV) | Some(crate::fault::SOAP12_ENV)
+                        )
+                })
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::Mediation,
+                        "enrich: a SOAP envelope is expected for an envelope target",
+                    )
+                })?;
+            let d = Fragment::from_nodes(&[env])
+                .and_then(Fragment::into_document)
+                .map_err(|err| xml_error(what, err))?;
+            put_doc(msg, doc, d, what)
+        }
+        EnrichTargetPlan::Body => {
+            if source.is_empty() {
+                return Ok(());
+            }
+            let mut d = take_doc(msg, doc)?;
+            let target = payload_node(&d).map(|n| n.id());
+            let r = match target {
+                Some(t) => insert_into_element(&mut d, t, &source, e.action),
+                // An empty Body: the source's elements become its children.
+                None => match d.soap_body().map(|b| b.id()) {
+                    Some(b) => d.insert(b, &source, Placement::LastChild),
+                    None => Ok(()),
+                },
+            };
+            let r = r.map_err(|err| xml_error(what, err));
+            let put = put_doc(msg, doc, d, what);
+            r.and(put)
+        }
+        EnrichTargetPlan::Custom(ex) => {
+            if source.is_empty() {
+                // Synapse logs "Cannot Enrich message from an empty source" and goes on.
+                return Ok(());
+            }
+            let mut d = take_doc(msg, doc)?;
+            let r = enrich_custom(ex, &mut d, &source, e.action, &*msg);
+            let put = put_doc(msg, doc, d, what);
+            r.and(put)
+        }
+    }
+}
+
+fn enrich_custom(
+    ex: &Expr,
+    d: &mut Document,
+    source: &Fragment,
+    action: EnrichAction,
+    // The message's properties (its body is `d`, taken out of it to be changed).
+    props: &dyn Env,
+) -> Result<(), Error> {
+    let what = "enrich target";
+    let (id, kind, parent) = {
+        let nodes = ex.nodes(d, props).map_err(expr_error)?;
+        let n = nodes.first().ok_or_else(|| {
+            Error::new(
+                ErrorKind::Mediation,
+                "enrich: the target XPath selects nothing in the message",
+            )
+        })?;
+        (n.id(), n.kind(), n.parent().map(|p| p.id()))
+    };
+    let first_is_text = matches!(
+        source.nodes().next().map(|n| n.kind()),
+        Some(NodeKind::Text | NodeKind::CData)
+    );
+    let r = match kind {
+        NodeKind::Element => insert_into_element(d, id, source, action),
+        NodeKind::Text | NodeKind::CData => match parent {
+            Some(p) if first_is_text => {
+                let t = source.last_text().unwrap_or_default();
+                d.set_text(p, &t)
+            }
+            Some(p) => {
+                let first = source.elements().next();
+                match first {
+                    Some(f) => {
+                        let one = Fragment::from_nodes(&[f]);
+                        d.remove(id)
+                            .and(one.and_then(|one| d.insert(p, &one, Placement::LastChild)))
+                    }
+                    None => Ok(()),
+                }
+            }
+            None => Ok(()),
+        },
+        NodeKind::Attribute => {
+            let t = source
+                .nodes()
+                .next()
+                .map(|n| n.text_content())
+                .unwrap_or_default();
+            d.set_text(id, &t)
+        }
+        _ => {
+            return Err(Error::new(
+                ErrorKind::Mediation,
+                "enrich: invalid target object (not an element, text or attribute)",
+            ))
+        }
+    };
+    r.map_err(|e| xml_error(what, e))
+}
+
+/// Synapse's `insertElement`: replace (elements take the target's place; text only sets its
+/// text), child, or sibling (after it). Only elements are added as children or siblings.
+fn insert_into_element(
+    d: &mut Document,
+    target: sluice_xml::NodeId,
+    source: &Fragment,
+    action: EnrichAction,
+) -> Result<(), sluice_xml::XmlError> {
+    let has_elements = source.elements().next().is_some();
+    match action {
+        EnrichAction::Replace if has_elements => {
+            let is_root = d.root_element().is_some_and(|r| r.id() == target);
+            if is_root {
+                d.replace_payload(source)
+            } else {
+                d.insert(target, source, Placement::Before)?;
+                d.remove(target)
+            }
+        }
+        EnrichAction::Replace => match source.last_text() {
+            Some(t) => d.set_text(target, &t),
+            None => Ok(()),
+        },
+        EnrichAction::Child => d.insert(target, source, Placement::LastChild),
+        EnrichAction::Sibling => d.insert(target, source, Placement::After),
+    }
+}

@@ -1,0 +1,275 @@
+//! One module per mediator: its plan type, how it compiles from the configuration model, what it
+//! reads of the body, and how it runs.
+//!
+//! The executor runs a [`Step`]: an enum with one variant per mediator, made by the `mediators!`
+//! list below. Each variant holds its module's plan type, which implements [`Mediator`]. The list
+//! writes the `match` that calls into the module, so a step costs one jump and no allocation or
+//! virtual call. Adding a mediator: its module, one line in the list, one arm in
+//! [`Compiler::step`] for its configuration element (see docs/ARCHITECTURE.md).
+
+use crate::compile::Compiler;
+use crate::error::Error;
+use crate::exec::{Cx, Flow};
+use crate::plan::Value;
+use sluice_config as cfg;
+use sluice_expr::{BodyNeed, Expr};
+
+pub mod aggregate;
+pub mod call;
+pub mod clone;
+pub mod drop;
+pub mod enrich;
+pub mod filter;
+pub mod foreach;
+pub mod header;
+pub mod iterate;
+pub mod log;
+pub mod loopback;
+pub mod makefault;
+pub mod payload_factory;
+pub mod property;
+pub mod respond;
+pub mod send;
+pub mod sequence;
+pub mod switch;
+pub mod template;
+pub mod validate;
+pub mod xslt;
+
+/// What the mediator modules share.
+pub(crate) mod prelude {
+    pub(crate) use super::{
+        body_exprs_all, calls, leaves_message, need_of, value_by_head, ByHead, Mediator, Reads,
+        Step,
+    };
+    pub(crate) use crate::compile::Compiler;
+    pub(crate) use crate::endpoints::EndpointPlan;
+    pub(crate) use crate::error::{Error, ErrorKind};
+    pub(crate) use crate::exec::{
+        envelope_with, escape_xml, eval_expr, eval_value, expr_error, json_becomes_xml,
+        message_bytes, new_message_doc, payload_node, put_doc, run_steps, take_doc, unread_body,
+        within_parts_cap, xml_error, Cx, DocCache, Flow, View,
+    };
+    pub(crate) use crate::mediators::sequence::SequencePlan;
+    pub(crate) use crate::message::{Body, Message};
+    pub(crate) use crate::plan::{SeqPlan, Steps, Value};
+    pub(crate) use sluice_config::{self as cfg, Location, Severity};
+    pub(crate) use sluice_expr::{BodyNeed, Env, Expr, FullRegex};
+    pub(crate) use std::borrow::Cow;
+    pub(crate) use std::sync::Arc;
+}
+
+/// What a step reads of the message body, and whether the steps after it read the response
+/// instead (it reaches a `call` whatever the message).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Reads {
+    pub need: BodyNeed,
+    pub then_response: bool,
+}
+
+impl Reads {
+    pub const NOTHING: Reads = Reads::of(BodyNeed::None);
+    pub const WHOLE: Reads = Reads::of(BodyNeed::Full);
+    /// A `call`: nothing of the request; what follows reads the response.
+    pub const THEN_RESPONSE: Reads = Reads {
+        need: BodyNeed::None,
+        then_response: true,
+    };
+
+    pub const fn of(need: BodyNeed) -> Reads {
+        Reads {
+            need,
+            then_response: false,
+        }
+    }
+}
+
+/// Whether the start of a message decides a step's expressions that read the body
+/// ([`crate::SeqPlan::decided_by_head`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ByHead {
+    Yes,
+    No,
+    /// A `call`: yes, and the steps after it read the response, not this message.
+    StopHere,
+}
+
+impl From<bool> for ByHead {
+    fn from(yes: bool) -> ByHead {
+        if yes {
+            ByHead::Yes
+        } else {
+            ByHead::No
+        }
+    }
+}
+
+/// A compiled mediator.
+pub(crate) trait Mediator {
+    /// What it reads of the body (`json`: the message is JSON by its Content-Type).
+    fn reads(&self, json: bool) -> Reads;
+    /// Whether `f` holds for each of its expressions that read the body; [`ByHead::No`] for a
+    /// step that needs the whole body whatever its expressions.
+    fn by_head(&self, f: &mut dyn FnMut(&Expr) -> bool) -> ByHead;
+    /// What in it would send the message to a back-end ("send", "call"; a foreach refuses them).
+    fn leaves(&self) -> Option<&'static str> {
+        None
+    }
+    /// It reaches a `call` whatever the message.
+    fn calls(&self) -> bool {
+        false
+    }
+    /// Nothing after it in the same list runs (send, respond, loopback, drop, clone, iterate).
+    fn ends_sequence(&self) -> bool {
+        false
+    }
+    /// Runs it: `Some` when it decides where the message goes (the list stops there).
+    fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error>;
+}
+
+macro_rules! mediators {
+    ($($(#[$doc:meta])* $variant:ident($ty:ty),)*) => {
+        /// One compiled mediator: a variant per mediator module.
+        #[derive(Debug)]
+        pub enum Step {
+            $($(#[$doc])* $variant($ty),)*
+        }
+
+        impl Step {
+            /// The step as its module's [`Mediator`], for what is decided at load.
+            pub(crate) fn mediator(&self) -> &dyn Mediator {
+                match self {
+                    $(Step::$variant(p) => p,)*
+                }
+            }
+
+            /// Runs the step (a `match`, not a virtual call: this is per request).
+            #[inline(always)]
+            pub(crate) fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
+                match self {
+                    $(Step::$variant(p) => p.run(cx),)*
+                }
+            }
+        }
+    };
+}
+
+mediators! {
+    Send(send::SendPlan),
+    /// `call`, and the steps a `call` with `<source>` / `<target>` compiles to.
+    Call(call::CallStep),
+    Respond(respond::RespondPlan),
+    Loopback(loopback::LoopbackPlan),
+    Drop(drop::DropPlan),
+    Log(log::LogPlan),
+    Property(property::PropertyPlan),
+    Header(header::HeaderPlan),
+    /// `filter`, `in` and `out`.
+    Filter(filter::FilterPlan),
+    Switch(switch::SwitchPlan),
+    Sequence(sequence::SequencePlan),
+    Template(template::TemplateStep),
+    Clone(std::sync::Arc<clone::ClonePlan>),
+    Iterate(std::sync::Arc<iterate::IteratePlan>),
+    Aggregate(std::sync::Arc<aggregate::AggregatePlan>),
+    Foreach(std::sync::Arc<foreach::ForeachPlan>),
+    Xslt(xslt::XsltPlan),
+    PayloadFactory(payload_factory::PayloadPlan),
+    Enrich(enrich::EnrichPlan),
+    Validate(validate::ValidatePlan),
+    MakeFault(makefault::FaultPlan),
+}
+
+impl Compiler<'_> {
+    /// The step for one configured mediator, from its module; `None` when it cannot deploy
+    /// (reported).
+    pub(crate) fn step(&mut self, m: &cfg::Mediator) -> Option<Step> {
+        let el = m.element.as_str();
+        match &m.kind {
+            cfg::MediatorKind::Send { endpoint } => send::compile(self, endpoint.as_ref()),
+            cfg::MediatorKind::Call { endpoint, io } => {
+                call::compile(self, endpoint.as_ref(), io.as_deref(), el)
+            }
+            cfg::MediatorKind::Respond => Some(Step::Respond(respond::RespondPlan)),
+            cfg::MediatorKind::Loopback => Some(Step::Loopback(loopback::LoopbackPlan)),
+            cfg::MediatorKind::Drop => Some(Step::Drop(drop::DropPlan)),
+            cfg::MediatorKind::Log(l) => log::compile(self, l, el),
+            cfg::MediatorKind::Property(p) => property::compile(self, p, m),
+            cfg::MediatorKind::Header(h) => header::compile(self, h, m),
+            cfg::MediatorKind::Direction { response, body } => {
+                filter::compile_direction(self, *response, body)
+            }
+            cfg::MediatorKind::Filter(f) => filter::compile(self, f, el),
+            cfg::MediatorKind::Switch(s) => switch::compile(self, s, el),
+            cfg::MediatorKind::SequenceRef { key } => sequence::compile(self, key, m),
+            cfg::MediatorKind::Clone(c) => clone::compile(self, c),
+            cfg::MediatorKind::Foreach(f) => foreach::compile(self, f, m),
+            cfg::MediatorKind::Iterate(it) => iterate::compile(self, it, m),
+            cfg::MediatorKind::Aggregate(a) => aggregate::compile(self, a, m),
+            cfg::MediatorKind::CallTemplate { target, params } => {
+                template::compile(self, target, params, m)
+            }
+            cfg::MediatorKind::MakeFault(f) => makefault::compile(self, f, el),
+            cfg::MediatorKind::Xslt(x) => xslt::compile(self, x, m),
+            cfg::MediatorKind::PayloadFactory(p) => payload_factory::compile(self, p, el),
+            cfg::MediatorKind::Enrich(e) => enrich::compile(self, e, el),
+            cfg::MediatorKind::Validate(v) => validate::compile(self, v, el),
+        }
+    }
+}
+
+/// A value is decided by the head when it is a literal, reads no body, or `f` holds for it.
+pub(crate) fn value_by_head(v: &Value, f: &mut dyn FnMut(&Expr) -> bool) -> bool {
+    match v {
+        Value::Literal(_) => true,
+        Value::Expr(e) => e.body_need() == BodyNeed::None || f(e),
+    }
+}
+
+/// Whether `f` holds for every expression in `steps` that may read the body (the ones `need_of`
+/// counts); `false` at once for a step that needs the whole body whatever its expressions.
+pub(crate) fn body_exprs_all(steps: &[Step], f: &mut dyn FnMut(&Expr) -> bool) -> bool {
+    for s in steps {
+        match s.mediator().by_head(f) {
+            ByHead::Yes => {}
+            ByHead::No => return false,
+            // What follows a call reads the response.
+            ByHead::StopHere => return true,
+        }
+    }
+    true
+}
+
+/// What in `steps` (or the lists they run) would send the message to a back-end: a send or a
+/// call (Synapse refuses these in a foreach; anything else that ends the flow there fails when it
+/// runs). `None` when nothing does.
+pub(crate) fn leaves_message(steps: &[Step]) -> Option<&'static str> {
+    steps.iter().find_map(|s| s.mediator().leaves())
+}
+
+/// The steps reach a `call` whatever the message: one at their top level, or in a sequence they
+/// run at their top level.
+pub(crate) fn calls(steps: &[Step]) -> bool {
+    steps.iter().any(|s| s.mediator().calls())
+}
+
+/// What the steps read of the message body, up to the first `call` among them (the steps after it
+/// read the response: a [`crate::Continuation`] counts them when it resumes). So does a sequence
+/// that calls at its top level; a call inside a branch does not stop the count (the steps after the
+/// branch may run on the request).
+pub(crate) fn need_of(steps: &[Step], json: bool) -> BodyNeed {
+    need_until_call(steps, json).0
+}
+
+/// [`need_of`], and whether the count stopped at a `call`.
+pub(crate) fn need_until_call(steps: &[Step], json: bool) -> (BodyNeed, bool) {
+    let mut need = BodyNeed::None;
+    for s in steps {
+        let r = s.mediator().reads(json);
+        need = need.max(r.need);
+        if r.then_response {
+            return (need, true);
+        }
+    }
+    (need, false)
+}

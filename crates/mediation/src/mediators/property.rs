@@ -1,0 +1,241 @@
+//! `<property>`: sets or removes a message property (default and operation scope) or an axis2
+//! one (`HTTP_SC` sets the status; `messageType` and `ContentType` may make the message leave
+//! as JSON). The transport scope sets HTTP headers: it compiles to a [`HeaderPlan`] step.
+
+use crate::mediators::header::{check_header_value, HeaderPlan};
+use crate::mediators::prelude::*;
+use http::HeaderName;
+use sluice_config::{PropertyType, Scope};
+use sluice_xml::Fragment;
+
+#[derive(Debug)]
+pub enum PropertyPlan {
+    Set {
+        scope: Scope,
+        name: String,
+        ty: PropertyType,
+        value: Value,
+    },
+    Remove {
+        scope: Scope,
+        name: String,
+    },
+}
+
+pub(crate) fn compile(c: &mut Compiler, p: &cfg::Property, m: &cfg::Mediator) -> Option<Step> {
+    let el = m.element.as_str();
+    if p.scope == Scope::Transport {
+        let name = match HeaderName::from_bytes(p.name.as_bytes()) {
+            Ok(n) => n,
+            Err(_) => {
+                c.report(
+                    Severity::Error,
+                    &m.loc,
+                    el,
+                    format!("'{}' is not a valid HTTP header name", p.name),
+                );
+                return None;
+            }
+        };
+        return Some(Step::Header(match &p.action {
+            cfg::Action::Remove => HeaderPlan::RemoveHttp(name),
+            cfg::Action::Set(v) => {
+                let value = c.value(v, el)?;
+                check_header_value(c, &value, &m.loc, el)?;
+                HeaderPlan::SetHttp { name, value }
+            }
+        }));
+    }
+    if p.ty == PropertyType::Om && p.scope != Scope::Default {
+        c.report(
+            Severity::Unsupported,
+            &m.loc,
+            el,
+            "type OM is supported in the default scope only",
+        );
+        return None;
+    }
+    Some(Step::Property(match &p.action {
+        cfg::Action::Remove => PropertyPlan::Remove {
+            scope: p.scope,
+            name: p.name.clone(),
+        },
+        cfg::Action::Set(v) => {
+            let value = c.value(v, el)?;
+            if let Value::Literal(s) = &value {
+                if let Err(e) = literal_ok(p, s) {
+                    c.report(Severity::Error, &m.loc, el, e);
+                    return None;
+                }
+            }
+            PropertyPlan::Set {
+                scope: p.scope,
+                name: p.name.clone(),
+                ty: p.ty,
+                value,
+            }
+        }
+    }))
+}
+
+/// A literal value checked at load as it would fail when it runs.
+fn literal_ok(p: &cfg::Property, s: &str) -> Result<(), String> {
+    if p.ty == PropertyType::Om {
+        om_value(s).map_err(|e| format!("property {}: {e}", p.name))?;
+    }
+    typed(p.ty, s).map_err(|e| format!("property {}: {e}", p.name))?;
+    if p.name == "HTTP_SC" && s.parse::<http::StatusCode>().is_err() {
+        return Err(format!("HTTP_SC '{s}' is not an HTTP status code"));
+    }
+    Ok(())
+}
+
+impl PropertyPlan {
+    /// Whether the step may make the message leave as JSON: it sets `messageType` or
+    /// `ContentType` (axis2 scopes) to a JSON type, or to a value computed at run time. An XML
+    /// body must then be read to be converted ([`crate::json`]).
+    fn makes_json(&self) -> bool {
+        let PropertyPlan::Set {
+            scope: Scope::Axis2 | Scope::Axis2Client,
+            name,
+            value,
+            ..
+        } = self
+        else {
+            return false;
+        };
+        (name == "messageType" || name == "ContentType")
+            && match value {
+                Value::Literal(v) => crate::json::is_json_type(v),
+                Value::Expr(_) => true,
+            }
+    }
+}
+
+impl Mediator for PropertyPlan {
+    fn reads(&self, json: bool) -> Reads {
+        match self {
+            // Leaving as JSON: an XML body is read to be converted; a JSON one goes as it is.
+            p if p.makes_json() && !json => Reads::WHOLE,
+            PropertyPlan::Set { value, .. } => Reads::of(value.body_need()),
+            PropertyPlan::Remove { .. } => Reads::NOTHING,
+        }
+    }
+
+    fn by_head(&self, f: &mut dyn FnMut(&Expr) -> bool) -> ByHead {
+        match self {
+            p if p.makes_json() => ByHead::No,
+            PropertyPlan::Set { value, .. } => value_by_head(value, f).into(),
+            PropertyPlan::Remove { .. } => ByHead::Yes,
+        }
+    }
+
+    #[inline]
+    fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
+        match self {
+            PropertyPlan::Set {
+                scope,
+                name,
+                ty,
+                value,
+            } => set(cx, *scope, name, *ty, value)?,
+            PropertyPlan::Remove { scope, name } => match scope {
+                Scope::Default | Scope::Operation => cx.msg.props.remove(name),
+                _ => cx.msg.axis2.remove(name),
+            },
+        }
+        Ok(None)
+    }
+}
+
+fn set(
+    cx: &mut Cx<'_>,
+    scope: Scope,
+    name: &str,
+    ty: PropertyType,
+    value: &Value,
+) -> Result<(), Error> {
+    let (msg, doc) = (&mut *cx.msg, &*cx.doc);
+    if ty == PropertyType::Om {
+        // Synapse parses the (XML-aware) string value into an element.
+        let v = match value {
+            Value::Literal(s) => s.clone(),
+            Value::Expr(e) => e
+                .eval_xml_aware(&View { msg, doc })
+                .map(Cow::into_owned)
+                .map_err(expr_error)?,
+        };
+        let xml = om_value(&v)
+            .map_err(|e| Error::new(ErrorKind::Mediation, format!("property {name}: {e}")))?;
+        msg.props.set_xml(name, xml);
+        return Ok(());
+    }
+    let v = eval_value(value, msg, doc)?;
+    let v = typed(ty, &v)
+        .map_err(|e| Error::new(ErrorKind::Mediation, format!("property {name}: {e}")))?;
+    match scope {
+        Scope::Default | Scope::Operation => msg.props.set(name, v),
+        Scope::Axis2 | Scope::Axis2Client => {
+            if name == "HTTP_SC" {
+                let sc = v.trim().parse::<http::StatusCode>().map_err(|e| {
+                    Error::new(ErrorKind::Mediation, format!("HTTP_SC '{v}'")).with_source(e)
+                })?;
+                msg.status = Some(sc);
+            }
+            msg.axis2.set(name, v)
+        }
+        Scope::Transport => {
+            unreachable!("transport properties compile to header steps")
+        }
+    }
+    Ok(())
+}
+
+/// Checks and normalises a value for a typed property.
+pub fn typed(ty: PropertyType, s: &str) -> Result<String, String> {
+    let t = s.trim();
+    let ok = match ty {
+        PropertyType::String | PropertyType::Om => return Ok(s.to_owned()),
+        PropertyType::Integer => t.parse::<i32>().map(|v| v.to_string()).ok(),
+        PropertyType::Short => t.parse::<i16>().map(|v| v.to_string()).ok(),
+        PropertyType::Long => t.parse::<i64>().map(|v| v.to_string()).ok(),
+        PropertyType::Double | PropertyType::Float => t.parse::<f64>().map(|v| v.to_string()).ok(),
+        PropertyType::Boolean => {
+            // Java's Boolean.parseBoolean: "true" (any case) is true, everything else false.
+            Some(t.eq_ignore_ascii_case("true").to_string())
+        }
+    };
+    ok.ok_or_else(|| format!("'{s}' is not a valid {ty:?}"))
+}
+
+/// An OM property value: the text must be XML with an element (Synapse's `stringToOM`). Returns it
+/// as stored (trimmed).
+pub fn om_value(s: &str) -> Result<String, String> {
+    let t = s.trim();
+    match Fragment::parse(t) {
+        Ok(f) if f.elements().next().is_some() => Ok(t.to_owned()),
+        Ok(_) => Err(format!("'{t}' is not an XML element (type OM)")),
+        Err(e) => Err(format!("'{t}' is not XML (type OM): {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn om_values_must_hold_an_element() {
+        assert_eq!(om_value(" <a><b/></a> ").unwrap(), "<a><b/></a>");
+        assert!(om_value("text").is_err());
+        assert!(om_value("<a>").is_err());
+    }
+
+    #[test]
+    fn typed_values() {
+        assert_eq!(typed(PropertyType::Integer, " 42 ").unwrap(), "42");
+        assert!(typed(PropertyType::Integer, "x").is_err());
+        assert_eq!(typed(PropertyType::Boolean, "TRUE").unwrap(), "true");
+        assert_eq!(typed(PropertyType::Boolean, "yes").unwrap(), "false");
+        assert_eq!(typed(PropertyType::String, " a ").unwrap(), " a ");
+    }
+}

@@ -1,0 +1,277 @@
+//! `<xslt>` (the result replaces the source node) and `<fastXSLT>` (the whole envelope in, the
+//! output bytes out). A stylesheet in the streaming subset runs without a tree (`sluice-stx`).
+
+use crate::compile::normalize_registry_key;
+use crate::exec::parse_body;
+use crate::mediators::prelude::*;
+
+/// A stylesheet compiled once: by libxslt, and for the streaming fast path when it is in that subset.
+#[derive(Debug)]
+pub struct Sheet {
+    pub xslt: sluice_xml::Stylesheet,
+    pub stream: Option<sluice_stx::StreamSheet>,
+}
+
+#[derive(Debug)]
+pub struct XsltPlan {
+    pub sheet: Arc<Sheet>,
+    pub key: String,
+    /// Node transformed (`None`: the first child of the SOAP Body, or the root of a plain XML message).
+    pub source: Option<Expr>,
+    pub params: Vec<(String, Value)>,
+    pub fast: bool,
+}
+
+pub(crate) fn compile(c: &mut Compiler, x: &cfg::Xslt, m: &cfg::Mediator) -> Option<Step> {
+    let el = m.element.as_str();
+    let sheet = c.stylesheet(&x.key, &m.loc, el);
+    let source = match &x.source {
+        Some(e) => Some(c.expr(e, el)?),
+        None => None,
+    };
+    let mut params = Vec::new();
+    for (n, v) in &x.params {
+        params.push((n.clone(), c.value(v, el)?));
+    }
+    Some(Step::Xslt(XsltPlan {
+        sheet: sheet?,
+        key: x.key.clone(),
+        source,
+        params,
+        fast: x.fast,
+    }))
+}
+
+impl Compiler<'_> {
+    /// The stylesheet for a key: a local entry holding `xsl:stylesheet`, or a registry resource.
+    pub(crate) fn stylesheet(&mut self, key: &str, loc: &Location, el: &str) -> Option<Arc<Sheet>> {
+        if let Some(cached) = self.xslt_cache.get(key) {
+            if cached.is_none() {
+                self.failed = true;
+            }
+            return cached.clone();
+        }
+        let (bytes, origin): (Vec<u8>, String) = if let Some(le) = self.local_entries.get(key) {
+            match &le.value {
+                cfg::LocalEntryValue::Xml { text, .. } => (
+                    text.clone().into_bytes(),
+                    format!("local entry '{key}' ({})", le.loc),
+                ),
+                _ => {
+                    self.report(
+                        Severity::Error,
+                        loc,
+                        el,
+                        format!("local entry '{key}' does not hold an XSLT stylesheet"),
+                    );
+                    self.xslt_cache.insert(key.to_owned(), None);
+                    return None;
+                }
+            }
+        } else if let Some(r) = self.resources.get(normalize_registry_key(key).as_str()) {
+            (
+                r.bytes.to_vec(),
+                format!("registry resource '{key}' ({})", r.loc),
+            )
+        } else {
+            self.report(
+                Severity::Error,
+                loc,
+                el,
+                format!("no local entry or registry resource '{key}'"),
+            );
+            self.xslt_cache.insert(key.to_owned(), None);
+            return None;
+        };
+        let sheet = match sluice_xml::Stylesheet::compile(&bytes, None) {
+            Ok(s) => Some(Arc::new(Sheet {
+                xslt: s,
+                stream: sluice_stx::StreamSheet::compile(&bytes),
+            })),
+            Err(e) => {
+                self.report(
+                    Severity::Error,
+                    loc,
+                    el,
+                    format!("stylesheet {origin} does not compile: {e}"),
+                );
+                None
+            }
+        };
+        self.xslt_cache.insert(key.to_owned(), sheet.clone());
+        sheet
+    }
+}
+
+impl Mediator for XsltPlan {
+    fn reads(&self, _json: bool) -> Reads {
+        Reads::WHOLE
+    }
+
+    fn by_head(&self, _f: &mut dyn FnMut(&Expr) -> bool) -> ByHead {
+        ByHead::No
+    }
+
+    fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
+        xslt(self, cx.msg, cx.doc)?;
+        Ok(None)
+    }
+}
+
+/// `xslt`: the source node (default: the first child of the SOAP Body) is transformed and the result
+/// replaces it. `fastXSLT`: the whole message is transformed and the output becomes the body as is.
+fn xslt(x: &XsltPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error> {
+    let mut params = Vec::with_capacity(x.params.len());
+    for (n, v) in &x.params {
+        params.push((n.as_str(), eval_value(v, msg, doc)?));
+    }
+    let params: Vec<(&str, &str)> = params.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    if let Some(out) = xslt_streaming(x, msg, doc) {
+        msg.body = Body::Bytes(out.into());
+        msg.headers.remove(http::header::CONTENT_LENGTH);
+        *doc = DocCache::new();
+        return Ok(());
+    }
+    let what = format!("xslt {}", x.key);
+    let parsed = match doc.take() {
+        Some(d) => d,
+        None => parse_body(msg),
+    };
+    let mut d = parsed.map_err(expr_error)?;
+    if x.fast {
+        let out = x
+            .sheet
+            .xslt
+            .transform_to_bytes(&d, &params)
+            .map_err(|e| xml_error(&what, e))?;
+        msg.body = Body::Bytes(out.into());
+        msg.headers.remove(http::header::CONTENT_LENGTH);
+        return Ok(());
+    }
+    let (target, input) = {
+        let node = match &x.source {
+            Some(e) => e.first_node(&d, &*msg).map_err(expr_error)?,
+            None => d.soap_body_first_child().or_else(|| {
+                if d.soap_body().is_none() {
+                    d.root_element()
+                } else {
+                    None
+                }
+            }),
+        };
+        let node = node.ok_or_else(|| {
+            Error::new(
+                ErrorKind::Mediation,
+                format!("{what}: the source selects nothing in the message"),
+            )
+        })?;
+        (
+            node.id(),
+            node.to_document().map_err(|e| xml_error(&what, e))?,
+        )
+    };
+    let result = x
+        .sheet
+        .xslt
+        .transform(&input, &params)
+        .map_err(|e| xml_error(&what, e))?;
+    d.replace_node(target, &result)
+        .map_err(|e| xml_error(&what, e))?;
+    // The tree is the new body: later XPath in this run reads it without parsing again.
+    put_doc(msg, doc, d, &what)
+}
+
+/// The streaming fast path (`sluice-stx`), when the stylesheet is in its subset, takes no parameters,
+/// transforms the default source, and the body is still the bytes received (no tree built yet): the
+/// new body, or `None` for libxslt to do it (which also reports any error in the message).
+fn xslt_streaming(x: &XsltPlan, msg: &Message, doc: &DocCache) -> Option<Vec<u8>> {
+    let sheet = x.sheet.stream.as_ref()?;
+    let Body::Bytes(input) = &msg.body else {
+        return None;
+    };
+    if !x.params.is_empty() || x.source.is_some() || doc.get().is_some() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(input.len() + input.len() / 8);
+    let done = if x.fast {
+        sheet.transform(input, &mut out)
+    } else {
+        sheet.transform_soap_body_child(input, &mut out)
+    };
+    done.ok().map(|()| out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Body;
+
+    const REVERSE: &str = r#"<xsl:stylesheet version="1.0" xmlns:m0="http://services.samples/xsd" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+  <xsl:output indent="no" method="xml"/>
+  <xsl:template match="@* | node()"><xsl:copy><xsl:apply-templates select="@* | node()"/></xsl:copy></xsl:template>
+  <xsl:template match="m0:buyStocks"><m0:skcotSyub><xsl:for-each select="order"><redro xmlns=""><lobmys><xsl:value-of select="symbol"/></lobmys></redro></xsl:for-each></m0:skcotSyub></xsl:template>
+</xsl:stylesheet>"#;
+
+    fn xslt_plan(streaming: bool, fast: bool) -> XsltPlan {
+        let bytes = REVERSE.as_bytes();
+        XsltPlan {
+            sheet: std::sync::Arc::new(crate::plan::Sheet {
+                xslt: sluice_xml::Stylesheet::compile(bytes, None).unwrap(),
+                stream: streaming.then(|| sluice_stx::StreamSheet::compile(bytes).unwrap()),
+            }),
+            key: "reverse".into(),
+            source: None,
+            params: Vec::new(),
+            fast,
+        }
+    }
+
+    fn canonical(body: &Body) -> Vec<u8> {
+        let Body::Bytes(b) = body else {
+            panic!("no body")
+        };
+        let d = sluice_xml::Document::parse(b).unwrap();
+        sluice_xml::canonicalize(&d).unwrap()
+    }
+
+    #[test]
+    fn xslt_streams_when_it_can_and_agrees_with_libxslt() {
+        let envelope = "<s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\"><s:Header><h>1</h></s:Header>\
+            <s:Body><m:buyStocks xmlns:m=\"http://services.samples/xsd\"><order><symbol>IBM</symbol></order>\
+            <order><symbol>SUN</symbol></order></m:buyStocks></s:Body></s:Envelope>";
+        for fast in [false, true] {
+            let mut bodies = Vec::new();
+            for streaming in [true, false] {
+                let mut msg = Message::request(
+                    "p".into(),
+                    http::Method::POST,
+                    "/".into(),
+                    http::HeaderMap::new(),
+                );
+                msg.body = Body::Bytes(bytes::Bytes::from(envelope));
+                let mut doc = DocCache::new();
+                xslt(&xslt_plan(streaming, fast), &mut msg, &mut doc).unwrap();
+                // The streaming path builds no tree; libxslt's leaves its result tree for later XPath.
+                assert_eq!(doc.get().is_none(), streaming || fast, "fast {fast}");
+                bodies.push(canonical(&msg.body));
+            }
+            let text = String::from_utf8_lossy(&bodies[0]).into_owned();
+            assert!(
+                text.contains("<redro><lobmys>SUN</lobmys></redro>"),
+                "{text}"
+            );
+            assert_eq!(text, String::from_utf8_lossy(&bodies[1]), "fastXSLT {fast}");
+        }
+        // Outside what the streaming path reads (an entity it leaves to libxml2): libxslt answers,
+        // with libxml2's error.
+        let mut msg = Message::request(
+            "p".into(),
+            http::Method::POST,
+            "/".into(),
+            http::HeaderMap::new(),
+        );
+        msg.body = Body::Bytes(bytes::Bytes::from_static(b"<a>&bad;</a>"));
+        let e = xslt(&xslt_plan(true, false), &mut msg, &mut DocCache::new()).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::BadRequest, "{}", e.reason());
+    }
+}
