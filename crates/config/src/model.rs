@@ -2,6 +2,9 @@
 //! the configuration means at run time (that is the mediation crate's compile step).
 
 use crate::diag::Location;
+pub use crate::parse::mediators::rewrite::{
+    Condition, ConditionSource, Rewrite, RewriteAction, RewriteKind, RewriteRule, UriPart,
+};
 use std::sync::Arc;
 
 pub const SYNAPSE_NS: &str = "http://ws.apache.org/ns/synapse";
@@ -435,6 +438,8 @@ pub enum MediatorKind {
     PayloadFactory(PayloadFactory),
     Enrich(Enrich),
     Validate(Validate),
+    /// `<rewrite>`: a URI rewritten part by part.
+    Rewrite(Rewrite),
 }
 
 #[derive(Clone, Debug)]

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 mod artifacts;
 mod endpoints;
-mod mediators;
+pub(crate) mod mediators;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 /// What a file is expected to hold (from a Carbon Application's artifact.xml), or anything.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -29,6 +29,7 @@ pub mod makefault;
 pub mod payload_factory;
 pub mod property;
 pub mod respond;
+pub mod rewrite;
 pub mod send;
 pub mod sequence;
 pub mod switch;
@@ -178,6 +179,7 @@ mediators! {
     Enrich(enrich::EnrichPlan),
     Validate(validate::ValidatePlan),
     MakeFault(makefault::FaultPlan),
+    Rewrite(rewrite::RewritePlan),
 }
 
 impl Compiler<'_> {
@@ -214,6 +216,7 @@ impl Compiler<'_> {
             cfg::MediatorKind::PayloadFactory(p) => payload_factory::compile(self, p, el),
             cfg::MediatorKind::Enrich(e) => enrich::compile(self, e, el),
             cfg::MediatorKind::Validate(v) => validate::compile(self, v, el),
+            cfg::MediatorKind::Rewrite(r) => rewrite::compile(self, r, el),
         }
     }
 }

@@ -10,6 +10,7 @@ mod content;
 mod core;
 mod flow;
 mod messaging;
+pub(crate) mod rewrite;
 
 /// Mediators Synapse and WSO2 MI define that Sluice does not run yet: reported as unsupported, not unknown.
 const KNOWN_UNSUPPORTED_MEDIATORS: &[&str] = &[
@@ -35,7 +36,6 @@ const KNOWN_UNSUPPORTED_MEDIATORS: &[&str] = &[
     "entitlementService",
     "oauthService",
     "builder",
-    "rewrite",
     "conditionalRouter",
     "router",
     "enqueue",
@@ -121,6 +121,8 @@ impl FileParser<'_, '_> {
             "iterate" => MediatorKind::Iterate(self.iterate(n)?),
             "foreach" => MediatorKind::Foreach(self.foreach(n)?),
             "aggregate" => MediatorKind::Aggregate(self.aggregate(n)?),
+            // rewrite.rs
+            "rewrite" => MediatorKind::Rewrite(self.rewrite(n)?),
             other => return self.not_run(n, other),
         };
         Some(Mediator {
