@@ -20,12 +20,18 @@ pub(crate) fn is_function(name: &str) -> bool {
 /// Whether `xpath` calls one of [`NAMES`] (a name followed by `(`; a literal that looks like a call
 /// only costs registering the functions for nothing).
 pub(crate) fn called_in(xpath: &str) -> bool {
-    NAMES.iter().filter_map(|n| n.to_str().ok()).any(|n| {
-        xpath.match_indices(n).any(|(at, _)| {
-            let before = xpath[..at].chars().next_back();
-            let after = xpath[at + n.len()..].trim_start();
-            after.starts_with('(') && before.is_none_or(|c| !is_name_char(c) && c != ':')
-        })
+    NAMES
+        .iter()
+        .filter_map(|n| n.to_str().ok())
+        .any(|n| calls(xpath, n))
+}
+
+/// Whether `xpath` calls the function `name` (the name, not inside another name, followed by `(`).
+pub(crate) fn calls(xpath: &str, name: &str) -> bool {
+    xpath.match_indices(name).any(|(at, _)| {
+        let before = xpath[..at].chars().next_back();
+        let after = xpath[at + name.len()..].trim_start();
+        after.starts_with('(') && before.is_none_or(|c| !is_name_char(c) && c != ':')
     })
 }
 

@@ -128,6 +128,8 @@ pub struct XPathExpr {
     no_nodes: bool,
     /// It calls Synapse's extension functions.
     functions: bool,
+    /// It calls `json-eval()` inside the XPath: it reads the JSON body.
+    json: bool,
 }
 
 impl XPathExpr {
@@ -409,6 +411,7 @@ impl Expr {
         let xpath = sluice_xml::XPath::compile(&text, &pairs)
             .map_err(|e| invalid(format!("XPath '{t}': {e}")))?;
         let functions = functions::called_in(&text);
+        let json = functions::calls(&text, "json-eval");
         let rewritten = matches!(text, Cow::Owned(_)) || functions;
         let no_nodes = rewritten && synapse::reads_no_nodes(&text);
         let need = if no_nodes {
@@ -431,6 +434,7 @@ impl Expr {
             vars,
             no_nodes,
             functions,
+            json,
         })))
     }
 
@@ -473,6 +477,15 @@ impl Expr {
                 // when it is decided, so is the boolean.
                 .is_some_and(|s| s.eval_string(head).is_some()),
             _ => true,
+        }
+    }
+
+    /// Whether it reads the JSON body: a JsonPath, or an XPath that calls `json-eval()`.
+    pub fn reads_json(&self) -> bool {
+        match self {
+            Expr::Json(_) => true,
+            Expr::XPath(x) => x.json,
+            _ => false,
         }
     }
 

@@ -667,7 +667,8 @@ impl<'a> Compiler<'a> {
         el: &str,
         what: &str,
     ) -> Option<Expr> {
-        if e.text.contains("json-eval") {
+        let x = self.expr(e, el)?;
+        if x.reads_json() {
             self.report(
                 Severity::Unsupported,
                 loc,
@@ -676,7 +677,7 @@ impl<'a> Compiler<'a> {
             );
             return None;
         }
-        self.expr(e, el)
+        Some(x)
     }
 }
 

@@ -29,7 +29,7 @@ pub(crate) fn compile(c: &mut Compiler, a: &cfg::Aggregate, m: &cfg::Mediator) -
         );
     }
     let expression = c.expr(&a.expression, el);
-    if matches!(expression, Some(Expr::Json(_))) || a.expression.text.contains("json-eval") {
+    if expression.as_ref().is_some_and(Expr::reads_json) {
         c.report(
             Severity::Unsupported,
             &m.loc,
