@@ -634,101 +634,19 @@ fn run_in(spec: &MatrixSpec, command: &str, dir: &Path) -> std::io::Result<Repor
                 // With a back-end delay the cells are latency-bound (a few hundred requests a second, a
                 // few % of a core): they run concurrently, every target at once, unless told otherwise.
                 let concurrent = delay > 0 && spec.concurrent_delayed;
-                let group: Vec<Cell> = cells
-                    .iter()
-                    .map(|(ti, scenario)| {
-                        let t = &targets[*ti];
-                        Cell {
-                            target: *ti,
-                            label: if t.key == "sluice" {
-                                format!("Sluice {scenario}")
-                            } else {
-                                t.label.clone()
-                            },
-                            scenario: scenario.clone(),
-                            load: LoadSpec {
-                                addr: t.addr,
-                                path: if t.key == "sluice" {
-                                    sluice_path(scenario)
-                                } else {
-                                    t.path_prefix.clone()
-                                },
-                                headers: request_headers(delay),
-                                body: body.clone().into_bytes(),
-                                users,
-                                warmup: spec.warmup,
-                                duration: spec.duration,
-                                timeout: Duration::from_secs(60) + Duration::from_millis(delay),
-                                assert_contains: spec.assert_contains.clone(),
-                                threads: spec.threads,
-                            },
-                            pids: t.pids(),
-                        }
-                    })
-                    .collect();
+                let group = group_cells(spec, &targets, &cells, &body, users, delay);
                 let size_l = payload::size_label(size);
-                let measured: Vec<(Row, u64)> = if concurrent {
-                    n += group.len();
-                    if spec.progress {
-                        eprint!(
-                            "[{n:>3}/{total}] all {} targets at once, {users} users, {size_l}, delay {delay} ms ... ",
-                            group.len()
-                        );
-                        let _ = std::io::stderr().flush();
-                    }
-                    let out: Vec<std::io::Result<(Row, u64)>> = std::thread::scope(|sc| {
-                        let hs: Vec<_> = group
-                            .iter()
-                            .map(|c| sc.spawn(move || measure(c, size, delay)))
-                            .collect();
-                        hs.into_iter()
-                            .map(|h| {
-                                h.join().unwrap_or_else(|_| {
-                                    Err(std::io::Error::other("a measuring thread panicked"))
-                                })
-                            })
-                            .collect()
-                    });
-                    let out = out.into_iter().collect::<std::io::Result<Vec<_>>>()?;
-                    if spec.progress {
-                        let worst = out.iter().map(|(r, _)| r.error_pct).fold(0.0, f64::max);
-                        eprintln!("done, worst error rate {worst:.2} %");
-                    }
-                    shared_cpu(&group, out)
+                let at = Progress {
+                    n: &mut n,
+                    total,
+                    users,
+                    size_l: &size_l,
+                    delay,
+                };
+                let measured = if concurrent {
+                    measure_concurrent(spec, &group, size, at)?
                 } else {
-                    let rounds = spec.rounds.max(1);
-                    let mut runs: Vec<Vec<(Row, u64)>> = vec![Vec::new(); group.len()];
-                    for round in 0..rounds {
-                        for k in round_order(group.len(), round) {
-                            let c = &group[k];
-                            if round == 0 {
-                                n += 1;
-                            }
-                            if spec.progress {
-                                let r = if rounds > 1 {
-                                    format!(" (round {}/{rounds})", round + 1)
-                                } else {
-                                    String::new()
-                                };
-                                eprint!(
-                                    "[{n:>3}/{total}] {}, {users} users, {size_l}, delay {delay} ms{r} ... ",
-                                    c.label
-                                );
-                                let _ = std::io::stderr().flush();
-                            }
-                            let (mut row, cpu) = measure(c, size, delay)?;
-                            row.cpu_us_per_req = (!c.pids.is_empty() && row.requests > 0)
-                                .then(|| cpu as f64 / row.requests as f64);
-                            if spec.progress {
-                                eprintln!(
-                                    "{:.0} req/s, {:.2} % errors",
-                                    row.throughput, row.error_pct
-                                );
-                            }
-                            runs[k].push((row, cpu));
-                        }
-                    }
-                    runs.into_iter().map(median_round).collect()
+                    measure_rounds(spec, &group, size, at)?
                 };
                 rows.extend(measured.into_iter().map(|(r, _)| r));
             }
@@ -773,6 +691,149 @@ fn run_in(spec: &MatrixSpec, command: &str, dir: &Path) -> std::io::Result<Repor
         rows,
         wrk,
     })
+}
+
+/// Where the matrix is, for the progress lines.
+struct Progress<'a> {
+    n: &'a mut usize,
+    total: usize,
+    users: usize,
+    size_l: &'a str,
+    delay: u64,
+}
+
+/// One cell per (target, scenario) for this size, delay and user count.
+fn group_cells(
+    spec: &MatrixSpec,
+    targets: &[Target],
+    cells: &[(usize, String)],
+    body: &str,
+    users: usize,
+    delay: u64,
+) -> Vec<Cell> {
+    cells
+        .iter()
+        .map(|(ti, scenario)| {
+            let t = &targets[*ti];
+            Cell {
+                target: *ti,
+                label: if t.key == "sluice" {
+                    format!("Sluice {scenario}")
+                } else {
+                    t.label.clone()
+                },
+                scenario: scenario.clone(),
+                load: LoadSpec {
+                    addr: t.addr,
+                    path: if t.key == "sluice" {
+                        sluice_path(scenario)
+                    } else {
+                        t.path_prefix.clone()
+                    },
+                    headers: request_headers(delay),
+                    body: body.as_bytes().to_vec(),
+                    users,
+                    warmup: spec.warmup,
+                    duration: spec.duration,
+                    timeout: Duration::from_secs(60) + Duration::from_millis(delay),
+                    assert_contains: spec.assert_contains.clone(),
+                    threads: spec.threads,
+                },
+                pids: t.pids(),
+            }
+        })
+        .collect()
+}
+
+/// Every cell of the group at once (latency-bound cells, a back-end delay).
+fn measure_concurrent(
+    spec: &MatrixSpec,
+    group: &[Cell],
+    size: usize,
+    at: Progress<'_>,
+) -> std::io::Result<Vec<(Row, u64)>> {
+    let Progress {
+        n,
+        total,
+        users,
+        size_l,
+        delay,
+    } = at;
+    let n = {
+        *n += group.len();
+        *n
+    };
+    if spec.progress {
+        eprint!(
+            "[{n:>3}/{total}] all {} targets at once, {users} users, {size_l}, delay {delay} ms ... ",
+            group.len()
+        );
+        let _ = std::io::stderr().flush();
+    }
+    let out: Vec<std::io::Result<(Row, u64)>> = std::thread::scope(|sc| {
+        let hs: Vec<_> = group
+            .iter()
+            .map(|c| sc.spawn(move || measure(c, size, delay)))
+            .collect();
+        hs.into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("a measuring thread panicked")))
+            })
+            .collect()
+    });
+    let out = out.into_iter().collect::<std::io::Result<Vec<_>>>()?;
+    if spec.progress {
+        let worst = out.iter().map(|(r, _)| r.error_pct).fold(0.0, f64::max);
+        eprintln!("done, worst error rate {worst:.2} %");
+    }
+    Ok(shared_cpu(group, out))
+}
+
+/// Each cell alone, `rounds` times in a rotating order; the median round of each.
+fn measure_rounds(
+    spec: &MatrixSpec,
+    group: &[Cell],
+    size: usize,
+    at: Progress<'_>,
+) -> std::io::Result<Vec<(Row, u64)>> {
+    let Progress {
+        n,
+        total,
+        users,
+        size_l,
+        delay,
+    } = at;
+    let rounds = spec.rounds.max(1);
+    let mut runs: Vec<Vec<(Row, u64)>> = vec![Vec::new(); group.len()];
+    for round in 0..rounds {
+        for k in round_order(group.len(), round) {
+            let c = &group[k];
+            if round == 0 {
+                *n += 1;
+            }
+            if spec.progress {
+                let r = if rounds > 1 {
+                    format!(" (round {}/{rounds})", round + 1)
+                } else {
+                    String::new()
+                };
+                eprint!(
+                    "[{n:>3}/{total}] {}, {users} users, {size_l}, delay {delay} ms{r} ... ",
+                    c.label
+                );
+                let _ = std::io::stderr().flush();
+            }
+            let (mut row, cpu) = measure(c, size, delay)?;
+            row.cpu_us_per_req =
+                (!c.pids.is_empty() && row.requests > 0).then(|| cpu as f64 / row.requests as f64);
+            if spec.progress {
+                eprintln!("{:.0} req/s, {:.2} % errors", row.throughput, row.error_pct);
+            }
+            runs[k].push((row, cpu));
+        }
+    }
+    Ok(runs.into_iter().map(median_round).collect())
 }
 
 fn wrk_vs_loadgen(

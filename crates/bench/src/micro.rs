@@ -251,79 +251,106 @@ pub fn run(
                 ns_per_call,
             });
         }
-        // Outside the streaming subset: libxml2's XPath over the tree (parsed once, outside the
-        // loop), and an expression that reads no node (a credential header built from properties).
-        let libxml2 = [
-            (
-                "libxml2 XPath over the tree sum(//order[symbol='IBM']/volume)",
-                "sum(//order[symbol='IBM']/volume)",
-            ),
-            (
-                "libxml2 XPath without the message concat(base64Encode(...))",
-                "concat('Basic ', base64Encode(concat($ctx:user, ':', $ctx:pass)))",
-            ),
-        ];
-        if libxml2.iter().any(|(name, _)| wanted(name)) {
-            let env = Parsed(
-                sluice_xml::Document::parse(&plain)
-                    .map_err(|e| format!("the {size} B payload does not parse: {e}"))?,
-            );
-            for (name, text) in libxml2 {
-                if !wanted(name) {
-                    continue;
-                }
-                let e = Expr::compile(text, &ns).map_err(|e| format!("{text}: {e}"))?;
-                if e.streams() {
-                    return Err(format!("{text}: meant for libxml2, but it streams"));
-                }
-                e.eval_string(&env).map_err(|e| format!("{text}: {e}"))?;
-                let ns_per_call = time(budget, || {
-                    std::hint::black_box(e.eval_string(&env).is_ok());
-                });
-                out.push(Timing {
-                    name: name.to_owned(),
-                    size: plain.len(),
-                    ns_per_call,
-                });
-            }
-        }
-        let mut reversed = Vec::new();
-        reverse
-            .transform_soap_body_child(&plain, &mut reversed)
-            .map_err(|_| format!("xslt_transform_reverse: fell back on the {size} B payload"))?;
-        let mut buf = Vec::with_capacity(plain.len() * 2);
-        let sheets: [(&str, &StreamSheet, &[u8], bool); 3] = [
-            ("XSLTProxy request (reverse)", &reverse, &plain, true),
-            ("XSLTProxy response (forward)", &forward, &reversed, true),
-            ("XSLTEnhancedProxy request", &fast_reverse, &plain, false),
-        ];
-        for (name, s, input, body_child) in sheets {
+        libxml2_cases(&plain, size, budget, &wanted, &ns, &mut out)?;
+        let sheets = [&reverse, &forward, &fast_reverse];
+        xslt_cases(&plain, size, budget, &wanted, sheets, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// Outside the streaming subset: libxml2's XPath over the tree (parsed once, outside the loop),
+/// and an expression that reads no node (a credential header built from properties).
+fn libxml2_cases(
+    plain: &[u8],
+    size: usize,
+    budget: Budget,
+    wanted: &dyn Fn(&str) -> bool,
+    ns: &[(String, String)],
+    out: &mut Vec<Timing>,
+) -> Result<(), String> {
+    let libxml2 = [
+        (
+            "libxml2 XPath over the tree sum(//order[symbol='IBM']/volume)",
+            "sum(//order[symbol='IBM']/volume)",
+        ),
+        (
+            "libxml2 XPath without the message concat(base64Encode(...))",
+            "concat('Basic ', base64Encode(concat($ctx:user, ':', $ctx:pass)))",
+        ),
+    ];
+    if libxml2.iter().any(|(name, _)| wanted(name)) {
+        let env = Parsed(
+            sluice_xml::Document::parse(plain)
+                .map_err(|e| format!("the {size} B payload does not parse: {e}"))?,
+        );
+        for (name, text) in libxml2 {
             if !wanted(name) {
                 continue;
             }
+            let e = Expr::compile(text, ns).map_err(|e| format!("{text}: {e}"))?;
+            if e.streams() {
+                return Err(format!("{text}: meant for libxml2, but it streams"));
+            }
+            e.eval_string(&env).map_err(|e| format!("{text}: {e}"))?;
+            let ns_per_call = time(budget, || {
+                std::hint::black_box(e.eval_string(&env).is_ok());
+            });
+            out.push(Timing {
+                name: name.to_owned(),
+                size: plain.len(),
+                ns_per_call,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The XSLT proxies' stylesheets in the streaming subset, over the payload (the response one over
+/// the reversed payload).
+fn xslt_cases(
+    plain: &[u8],
+    size: usize,
+    budget: Budget,
+    wanted: &dyn Fn(&str) -> bool,
+    [reverse, forward, fast_reverse]: [&StreamSheet; 3],
+    out: &mut Vec<Timing>,
+) -> Result<(), String> {
+    let mut reversed = Vec::new();
+    reverse
+        .transform_soap_body_child(plain, &mut reversed)
+        .map_err(|_| format!("xslt_transform_reverse: fell back on the {size} B payload"))?;
+    let mut buf = Vec::with_capacity(plain.len() * 2);
+    let sheets: [(&str, &StreamSheet, &[u8], bool); 3] = [
+        ("XSLTProxy request (reverse)", reverse, plain, true),
+        ("XSLTProxy response (forward)", forward, &reversed, true),
+        ("XSLTEnhancedProxy request", fast_reverse, plain, false),
+    ];
+    for (name, s, input, body_child) in sheets {
+        if !wanted(name) {
+            continue;
+        }
+        let r = if body_child {
+            s.transform_soap_body_child(input, &mut buf)
+        } else {
+            s.transform(input, &mut buf)
+        };
+        r.map_err(|_| format!("{name}: fell back on the {size} B payload"))?;
+        let ns_per_call = time(budget, || {
+            buf.clear();
             let r = if body_child {
                 s.transform_soap_body_child(input, &mut buf)
             } else {
                 s.transform(input, &mut buf)
             };
-            r.map_err(|_| format!("{name}: fell back on the {size} B payload"))?;
-            let ns_per_call = time(budget, || {
-                buf.clear();
-                let r = if body_child {
-                    s.transform_soap_body_child(input, &mut buf)
-                } else {
-                    s.transform(input, &mut buf)
-                };
-                std::hint::black_box(r.is_ok());
-            });
-            out.push(Timing {
-                name: name.to_owned(),
-                size: input.len(),
-                ns_per_call,
-            });
-        }
+            std::hint::black_box(r.is_ok());
+        });
+        out.push(Timing {
+            name: name.to_owned(),
+            size: input.len(),
+            ns_per_call,
+        });
     }
-    Ok(out)
+    Ok(())
 }
 
 /// A markdown table of `timings`.

@@ -1324,9 +1324,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn filters_select_as_jayway_does() {
-        let v = json!({
+    /// The document the filter tests select from.
+    fn filter_doc() -> Value {
+        json!({
             "limit": 2,
             "order": {"symbol": "IBM", "qty": 3, "tags": ["a", "b", "c"]},
             "orders": [
@@ -1334,7 +1334,12 @@ mod tests {
                 {"symbol": "SUN", "price": 2, "tags": []},
                 {"symbol": "MSFT", "price": 2.5, "note": null}
             ]
-        });
+        })
+    }
+
+    #[test]
+    fn filters_compare_as_jayway_does() {
+        let v = filter_doc();
         let symbols = |p: &str| -> Vec<Value> {
             sel(p, &v)
                 .into_iter()
@@ -1396,6 +1401,17 @@ mod tests {
             symbols("$.orders[?(@.symbol =~ /.*S.*/)]"),
             [json!("SUN"), json!("MSFT")]
         );
+    }
+
+    #[test]
+    fn filters_select_sets_and_logic_as_jayway_does() {
+        let v = filter_doc();
+        let symbols = |p: &str| -> Vec<Value> {
+            sel(p, &v)
+                .into_iter()
+                .map(|o| o["symbol"].clone())
+                .collect()
+        };
         // Sets, sizes.
         assert_eq!(
             symbols("$.orders[?(@.symbol in ['SUN','X'])]"),

@@ -15,63 +15,8 @@ use std::sync::Arc;
 /// Compiles the model into a plan. Artifacts with errors or unsupported features are left out and
 /// reported.
 pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnostics) -> Plan {
-    let mut c = Compiler {
-        opts,
-        diags,
-        sequences: config
-            .sequences
-            .iter()
-            .map(|s| (s.name.as_str(), s))
-            .collect(),
-        endpoints: config
-            .endpoints
-            .iter()
-            .filter_map(|e| e.name.as_deref().map(|n| (n, e)))
-            .collect(),
-        local_entries: config
-            .local_entries
-            .iter()
-            .map(|l| (l.key.as_str(), l))
-            .collect(),
-        seq_cache: HashMap::new(),
-        templates: config
-            .templates
-            .iter()
-            .map(|t| (t.name.as_str(), t))
-            .collect(),
-        endpoint_templates: config
-            .endpoint_templates
-            .iter()
-            .map(|t| (t.name.as_str(), t))
-            .collect(),
-        xslt_cache: HashMap::new(),
-        schema_cache: HashMap::new(),
-        resources: config
-            .resources
-            .iter()
-            .map(|r| (normalize_registry_key(&r.key), r))
-            .collect(),
-        ep_cache: HashMap::new(),
-        in_progress: HashSet::new(),
-        artifact: String::new(),
-        failed: false,
-    };
-    for name in opts.endpoint_overrides.keys() {
-        if !c.endpoints.contains_key(name.as_str()) {
-            let loc = Location {
-                file: "--endpoint".into(),
-                line: 0,
-                col: 0,
-            };
-            c.diags.push(
-                Severity::Error,
-                loc,
-                "",
-                format!("--endpoint {name}=...: no endpoint named '{name}' is loaded"),
-                None,
-            );
-        }
-    }
+    let mut c = Compiler::new(config, opts, diags);
+    c.check_overrides();
     // Named sequences, sequence templates and endpoints are compiled on first use and also on their
     // own, so that errors in unused ones are reported too (as MI refuses to deploy a template with
     // errors). An endpoint template is read only with a use's values, as in MI.
@@ -96,12 +41,75 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
         }
     }
     for a in &config.apis {
-        let (r, failed) = c.nested(format!("api {}", a.name), |c| c.api(a));
+        c.deploy_api(a, &mut plan);
+    }
+    if let Some(main) = config.sequences.iter().find(|s| s.name == "main") {
+        c.deploy_main(main, &mut plan);
+    }
+    plan
+}
+
+fn by_name<'a, T>(items: &'a [T], name: impl Fn(&'a T) -> &'a str) -> HashMap<&'a str, &'a T> {
+    items.iter().map(|t| (name(t), t)).collect()
+}
+
+impl<'a> Compiler<'a> {
+    fn new(config: &'a cfg::Config, opts: &'a CompileOptions, diags: &'a mut Diagnostics) -> Self {
+        Compiler {
+            opts,
+            diags,
+            sequences: by_name(&config.sequences, |s| s.name.as_str()),
+            endpoints: config
+                .endpoints
+                .iter()
+                .filter_map(|e| e.name.as_deref().map(|n| (n, e)))
+                .collect(),
+            local_entries: by_name(&config.local_entries, |l| l.key.as_str()),
+            seq_cache: HashMap::new(),
+            templates: by_name(&config.templates, |t| t.name.as_str()),
+            endpoint_templates: by_name(&config.endpoint_templates, |t| t.name.as_str()),
+            xslt_cache: HashMap::new(),
+            schema_cache: HashMap::new(),
+            resources: config
+                .resources
+                .iter()
+                .map(|r| (normalize_registry_key(&r.key), r))
+                .collect(),
+            ep_cache: HashMap::new(),
+            in_progress: HashSet::new(),
+            artifact: String::new(),
+            failed: false,
+        }
+    }
+
+    /// Each `--endpoint NAME=URI` must name a loaded endpoint.
+    fn check_overrides(&mut self) {
+        for name in self.opts.endpoint_overrides.keys() {
+            if !self.endpoints.contains_key(name.as_str()) {
+                let loc = Location {
+                    file: "--endpoint".into(),
+                    line: 0,
+                    col: 0,
+                };
+                self.diags.push(
+                    Severity::Error,
+                    loc,
+                    "",
+                    format!("--endpoint {name}=...: no endpoint named '{name}' is loaded"),
+                    None,
+                );
+            }
+        }
+    }
+
+    /// An API into the plan, unless it has errors or another API's context.
+    fn deploy_api(&mut self, a: &cfg::Api, plan: &mut Plan) {
+        let (r, failed) = self.nested(format!("api {}", a.name), |c| c.api(a));
         if let Some(other) = r
             .as_ref()
             .and_then(|api| plan.apis.iter().find(|o| o.context == api.context))
         {
-            c.diags.push(
+            self.diags.push(
                 Severity::Error,
                 a.loc.clone(),
                 "api",
@@ -115,7 +123,7 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
                 a.name.clone(),
                 format!("its context is API {}'s", other.name),
             ));
-            continue;
+            return;
         }
         match r {
             Some(api) if !failed => plan.apis.push(Arc::new(api)),
@@ -128,13 +136,14 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
             )),
         }
     }
-    if let Some(main) = config.sequences.iter().find(|s| s.name == "main") {
-        // As a service whose in- and out-sequence are both `main`.
+
+    /// Synapse's `main` sequence, as a service whose in- and out-sequence are both `main`.
+    fn deploy_main(&mut self, main: &cfg::NamedSequence, plan: &mut Plan) {
         let main_ref = Some(cfg::SequenceRef::Key {
             key: "main".to_owned(),
             loc: main.sequence.loc.clone(),
         });
-        let (r, failed) = c.nested("sequence main".to_owned(), |c| {
+        let (r, failed) = self.nested("sequence main".to_owned(), |c| {
             c.service(
                 "main".into(),
                 &main.sequence.loc,
@@ -149,7 +158,6 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
             )),
         }
     }
-    plan
 }
 
 pub(crate) type Failure = String;

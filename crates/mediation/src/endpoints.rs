@@ -533,27 +533,66 @@ impl Compiler<'_> {
                 return self.group(ep, name, kind, children, override_uri);
             }
         };
-        let uri_text = override_uri.unwrap_or(&a.uri);
-        let template = if a.kind == cfg::AddressKind::Http {
-            // As Synapse: a template that starts with a variable holds a whole URL, expanded with
-            // reserved characters kept.
-            // Other operators there are kept (Synapse would turn `{/x}` into the invalid `{+/x}`).
-            let text = match uri_text.strip_prefix('{') {
-                Some(rest) if !rest.starts_with(['+', '#', '.', '/', ';', '?', '&']) => {
-                    format!("{{+{rest}")
-                }
-                _ => uri_text.to_owned(),
-            };
-            match UriTemplate::parse(&text) {
-                Ok(t) => Some(Arc::new(t)),
-                Err(e) => {
-                    self.report(Severity::Error, &a.uri_loc, "http", e);
-                    return None;
-                }
+        self.address(ep, a, name, template_vars, override_uri)
+    }
+
+    /// The `<http>` endpoint's URI template, parsed (`None` for the other kinds); `Err` when it
+    /// is reported.
+    fn uri_template(
+        &mut self,
+        a: &cfg::AddressEndpoint,
+        uri_text: &str,
+    ) -> Result<Option<Arc<UriTemplate>>, ()> {
+        if a.kind != cfg::AddressKind::Http {
+            return Ok(None);
+        }
+        // As Synapse: a template that starts with a variable holds a whole URL, expanded with
+        // reserved characters kept.
+        // Other operators there are kept (Synapse would turn `{/x}` into the invalid `{+/x}`).
+        let text = match uri_text.strip_prefix('{') {
+            Some(rest) if !rest.starts_with(['+', '#', '.', '/', ';', '?', '&']) => {
+                format!("{{+{rest}")
             }
-        } else {
-            None
+            _ => uri_text.to_owned(),
         };
+        match UriTemplate::parse(&text) {
+            Ok(t) => Ok(Some(Arc::new(t))),
+            Err(e) => {
+                self.report(Severity::Error, &a.uri_loc, "http", e);
+                Err(())
+            }
+        }
+    }
+
+    /// The timeout and what to do on it; a 0 ms duration is reported.
+    fn timeout(&mut self, a: &cfg::AddressEndpoint) -> (Option<Duration>, cfg::TimeoutAction) {
+        match &a.timeout {
+            Some(t) => {
+                if t.duration_ms == Some(0) {
+                    self.report(
+                        Severity::Error,
+                        &t.loc,
+                        "timeout",
+                        "a timeout duration of 0 ms would fail every call",
+                    );
+                }
+                (t.duration_ms.map(Duration::from_millis), t.action)
+            }
+            None => (None, cfg::TimeoutAction::Fault),
+        }
+    }
+
+    /// An address, `<http>` or default endpoint.
+    fn address(
+        &mut self,
+        ep: &cfg::Endpoint,
+        a: &cfg::AddressEndpoint,
+        name: String,
+        template_vars: Vec<(String, String)>,
+        override_uri: Option<&str>,
+    ) -> Option<Arc<EndpointPlan>> {
+        let uri_text = override_uri.unwrap_or(&a.uri);
+        let template = self.uri_template(a, uri_text).ok()?;
         // What can be checked at load: the address, or the template with no variable set when its
         // scheme and host are written out before any variable (each message's URI is checked again
         // when expanded).
@@ -602,20 +641,7 @@ impl Compiler<'_> {
                 );
             }
         }
-        let (timeout, timeout_action) = match &a.timeout {
-            Some(t) => {
-                if t.duration_ms == Some(0) {
-                    self.report(
-                        Severity::Error,
-                        &t.loc,
-                        "timeout",
-                        "a timeout duration of 0 ms would fail every call",
-                    );
-                }
-                (t.duration_ms.map(Duration::from_millis), t.action)
-            }
-            None => (None, cfg::TimeoutAction::Fault),
-        };
+        let (timeout, timeout_action) = self.timeout(a);
         let mut plan = EndpointPlan::new(
             name,
             uri,

@@ -373,11 +373,6 @@ fn serve(
     banner: Option<&dyn Fn(SocketAddr)>,
 ) -> ExitCode {
     raise_fd_limit();
-    let mut names: Vec<String> = plan.proxies.keys().cloned().collect();
-    names.sort();
-    for (n, why) in &plan.not_deployed {
-        tracing::warn!("not deployed: {n}: {why}");
-    }
     let listener = match bind(&listen.host, listen.port) {
         Ok(l) => l,
         Err(e) => {
@@ -404,23 +399,7 @@ fn serve(
         Some(_) => sluice_balance::seats(threads),
         None => Vec::new(),
     };
-    let only_https: Vec<&str> = plan
-        .proxies
-        .values()
-        .filter(|p| !p.on_http)
-        .map(|p| &*p.name)
-        .collect();
-    if https.is_none() && !only_https.is_empty() {
-        tracing::warn!(
-            "served on https only, and no --https-port is set: {}",
-            only_https.join(", ")
-        );
-    }
-    tracing::info!(
-        "deployed {} proxy service(s): {}",
-        names.len(),
-        names.join(", ")
-    );
+    report_plan(&plan, https.is_some());
     let plan = Arc::new(plan);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut workers = Vec::with_capacity(threads);
@@ -434,7 +413,7 @@ fn serve(
                 return ExitCode::from(2);
             }
         };
-        let (plan, mut stop, opts, engine_opts, ready) = (
+        let (plan, stop, opts, engine_opts, ready) = (
             plan.clone(),
             stop_rx.clone(),
             opts.clone(),
@@ -451,35 +430,7 @@ fn serve(
             },
             _ => None,
         };
-        let w = std::thread::Builder::new()
-            .name(format!("sluice-{i}"))
-            .spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("tokio runtime");
-                let served = rt.block_on(async move {
-                    let l = tokio::net::TcpListener::from_std(l)?;
-                    let tls = match tls {
-                        Some((l, acceptor, seat)) => Some(TlsListener {
-                            listener: tokio::net::TcpListener::from_std(l)?,
-                            acceptor,
-                            seat,
-                        }),
-                        None => None,
-                    };
-                    let engine = Engine::new(plan, engine_opts);
-                    let _ = ready.send(());
-                    let stopped = async move {
-                        let _ = stop.wait_for(|s| *s).await;
-                    };
-                    sluice_transport::serve(l, engine, stopped, opts, seat, tls).await
-                });
-                // Every connection is done: what is left (a mediation thread past its deadline,
-                // idle back-end connections) must not hold the exit.
-                rt.shutdown_background();
-                served
-            });
+        let w = spawn_worker(i, l, seat, tls, plan, stop, opts, engine_opts, ready);
         match w {
             Ok(w) => workers.push(w),
             Err(e) => {
@@ -523,6 +474,77 @@ fn serve(
         }
     }
     code
+}
+
+/// What was deployed and what was not, in the log.
+fn report_plan(plan: &Plan, https: bool) {
+    let mut names: Vec<String> = plan.proxies.keys().cloned().collect();
+    names.sort();
+    for (n, why) in &plan.not_deployed {
+        tracing::warn!("not deployed: {n}: {why}");
+    }
+    let only_https: Vec<&str> = plan
+        .proxies
+        .values()
+        .filter(|p| !p.on_http)
+        .map(|p| &*p.name)
+        .collect();
+    if !https && !only_https.is_empty() {
+        tracing::warn!(
+            "served on https only, and no --https-port is set: {}",
+            only_https.join(", ")
+        );
+    }
+    tracing::info!(
+        "deployed {} proxy service(s): {}",
+        names.len(),
+        names.join(", ")
+    );
+}
+
+/// One worker: a single-threaded runtime serving the shared listener (and the https one) until
+/// `stop`, with an engine of its own.
+#[allow(clippy::too_many_arguments)]
+fn spawn_worker(
+    i: usize,
+    l: std::net::TcpListener,
+    seat: sluice_balance::Seat,
+    tls: Option<(std::net::TcpListener, TlsAcceptor, sluice_balance::Seat)>,
+    plan: Arc<Plan>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+    opts: ServerOptions,
+    engine_opts: EngineOptions,
+    ready: std::sync::mpsc::Sender<()>,
+) -> std::io::Result<std::thread::JoinHandle<std::io::Result<()>>> {
+    std::thread::Builder::new()
+        .name(format!("sluice-{i}"))
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("tokio runtime");
+            let served = rt.block_on(async move {
+                let l = tokio::net::TcpListener::from_std(l)?;
+                let tls = match tls {
+                    Some((l, acceptor, seat)) => Some(TlsListener {
+                        listener: tokio::net::TcpListener::from_std(l)?,
+                        acceptor,
+                        seat,
+                    }),
+                    None => None,
+                };
+                let engine = Engine::new(plan, engine_opts);
+                let _ = ready.send(());
+                let stopped = async move {
+                    let _ = stop.wait_for(|s| *s).await;
+                };
+                sluice_transport::serve(l, engine, stopped, opts, seat, tls).await
+            });
+            // Every connection is done: what is left (a mediation thread past its deadline,
+            // idle back-end connections) must not hold the exit.
+            rt.shutdown_background();
+            served
+        })
 }
 
 /// `sluice` with no command: the embedded example with the built-in echo service behind it.

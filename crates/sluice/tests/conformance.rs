@@ -147,56 +147,63 @@ async fn run_suite(dir: &std::path::Path) -> Vec<String> {
         why.extend(check_log(&s, log_from, &case.expect));
         if let Some(b) = &case.backend {
             let seen = be.seen.lock().unwrap()[before..].to_vec();
-            if let Some(n) = b.count {
-                if seen.len() != n {
-                    why.push(format!("back-end saw {} requests (want {n})", seen.len()));
-                }
-            }
-            if let Some(last) = seen.last() {
-                let path = match &last.query {
-                    Some(q) => format!("{}?{q}", last.path),
-                    None => last.path.clone(),
-                };
-                if b.path.as_ref().is_some_and(|p| *p != path) {
-                    why.push(format!("back-end path {path:?} (want {:?})", b.path));
-                }
-                if b.method.as_ref().is_some_and(|m| *m != last.method) {
-                    why.push(format!(
-                        "back-end method {} (want {:?})",
-                        last.method, b.method
-                    ));
-                }
-                for (k, v) in &b.headers {
-                    let got = last
-                        .headers
-                        .get(k.as_str())
-                        .and_then(|x| x.to_str().ok())
-                        .unwrap_or("");
-                    if got != v {
-                        why.push(format!("back-end header {k}: {got:?} (want {v:?})"));
-                    }
-                }
-                for k in &b.absent {
-                    if last.headers.contains_key(k.as_str()) {
-                        why.push(format!(
-                            "back-end got header {k}, which must have been removed"
-                        ));
-                    }
-                }
-            } else if !b.headers.is_empty()
-                || b.path.is_some()
-                || b.method.is_some()
-                || !b.absent.is_empty()
-            {
-                // An expectation on the request the back-end got fails when none came.
-                why.push("back-end saw nothing".into());
-            }
+            why.extend(check_backend(b, &seen));
         }
         if !why.is_empty() {
             failures.push(format!("{}:\n  {}", case.name, why.join("\n  ")));
         }
     }
     failures
+}
+
+/// What the case's `backend` expectations find wrong in the requests the back-end saw.
+fn check_backend(b: &BackendExpect, seen: &[Seen]) -> Vec<String> {
+    let mut why = Vec::new();
+    if let Some(n) = b.count {
+        if seen.len() != n {
+            why.push(format!("back-end saw {} requests (want {n})", seen.len()));
+        }
+    }
+    if let Some(last) = seen.last() {
+        let path = match &last.query {
+            Some(q) => format!("{}?{q}", last.path),
+            None => last.path.clone(),
+        };
+        if b.path.as_ref().is_some_and(|p| *p != path) {
+            why.push(format!("back-end path {path:?} (want {:?})", b.path));
+        }
+        if b.method.as_ref().is_some_and(|m| *m != last.method) {
+            why.push(format!(
+                "back-end method {} (want {:?})",
+                last.method, b.method
+            ));
+        }
+        for (k, v) in &b.headers {
+            let got = last
+                .headers
+                .get(k.as_str())
+                .and_then(|x| x.to_str().ok())
+                .unwrap_or("");
+            if got != v {
+                why.push(format!("back-end header {k}: {got:?} (want {v:?})"));
+            }
+        }
+        for k in &b.absent {
+            if last.headers.contains_key(k.as_str()) {
+                why.push(format!(
+                    "back-end got header {k}, which must have been removed"
+                ));
+            }
+        }
+    } else if !b.headers.is_empty()
+        || b.path.is_some()
+        || b.method.is_some()
+        || !b.absent.is_empty()
+    {
+        // An expectation on the request the back-end got fails when none came.
+        why.push("back-end saw nothing".into());
+    }
+    why
 }
 
 /// What the case's `log` and `log_absent` find wrong in what Sluice wrote to stderr since

@@ -10,5 +10,5 @@ pub mod offload;
 pub mod server;
 pub mod tls;
 
-pub use engine::{Engine, EngineOptions};
-pub use server::{serve, ServerOptions, TlsListener, Transport};
+pub use engine::{Engine, EngineOptions, Transport};
+pub use server::{serve, ServerOptions, TlsListener};

@@ -1,6 +1,6 @@
 //! The HTTP/1.1 listener: accept loop, one task per connection, graceful shutdown.
 
-use crate::engine::Engine;
+use crate::engine::{Engine, Transport};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -20,13 +20,6 @@ pub struct TlsListener {
     pub listener: TcpListener,
     pub acceptor: TlsAcceptor,
     pub seat: Seat,
-}
-
-/// Which listener a request came in on (a proxy's `transports` decide which serve it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Transport {
-    Http,
-    Https,
 }
 
 #[derive(Clone, Debug)]
@@ -178,17 +171,7 @@ pub async fn serve(
                     Some(a) => start_tls(stream, count, a),
                 });
             }
-            Err(e) if out_of_descriptors(&e) => {
-                if last_warning.is_none_or(|t| t.elapsed() > Duration::from_secs(5)) {
-                    tracing::warn!(
-                        "out of file descriptors ({e}); pausing accepts until connections close"
-                    );
-                    last_warning = Some(Instant::now());
-                }
-                // Back off instead of spinning: the next accept is retried shortly.
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            Err(e) => tracing::debug!("accept failed: {e}"),
+            Err(e) => accept_failed(&e, &mut last_warning).await,
         }
     }
     drop(listener);
@@ -219,4 +202,18 @@ pub async fn serve(
         _ = tokio::time::sleep(opts.grace) => tracing::warn!("grace period over; closing remaining connections"),
     }
     Ok(())
+}
+
+/// An accept that failed: out of descriptors, a warning (at most every 5 s) and a pause before the
+/// next accept instead of spinning; anything else is logged and the next accept goes on.
+async fn accept_failed(e: &std::io::Error, last_warning: &mut Option<Instant>) {
+    if !out_of_descriptors(e) {
+        tracing::debug!("accept failed: {e}");
+        return;
+    }
+    if last_warning.is_none_or(|t| t.elapsed() > Duration::from_secs(5)) {
+        tracing::warn!("out of file descriptors ({e}); pausing accepts until connections close");
+        *last_warning = Some(Instant::now());
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
 }

@@ -1,0 +1,303 @@
+//! Sending to a back-end: one endpoint, or a failover / load-balance group child by child, with
+//! the endpoint's timeout and suspension, and the request as the back-end gets it.
+
+use super::*;
+
+/// Sends a message whose body is in memory through a failover or load-balance endpoint: to the
+/// child [`EndpointPlan::pick`] chooses, then, after a back-end failure the child's `retryConfig`
+/// allows, to the one [`EndpointPlan::pick_after_failure`] chooses (never one this message already
+/// failed on). Returns the response and the endpoint that gave it.
+pub(super) async fn send_to_group(
+    client: &BackendClient,
+    default_timeout: Duration,
+    msg: &mut Message,
+    ep: &Arc<EndpointPlan>,
+) -> Result<(Response<BackendBody>, Arc<EndpointPlan>), NotSent> {
+    let Some(mut leaf) = ep.pick(Instant::now(), &[]) else {
+        return Err(NotSent::plain(no_ready_child(ep)));
+    };
+    let mut tried = Vec::new();
+    loop {
+        // The body is in memory: nothing to hand over, and the headers are kept for the next try.
+        let mut failed = match send_once(client, default_timeout, msg, &leaf, None, true).await {
+            Ok(r) => return Ok(r),
+            Err(f) => f,
+        };
+        let kind = failed.error.kind;
+        if failed.skip_fault_sequence.is_some()
+            || !kind.is_backend_failure()
+            || !leaf.retry_allows(kind.synapse_code())
+        {
+            return Err(failed);
+        }
+        tried.push(leaf.id());
+        match ep.pick_after_failure(leaf.id(), Instant::now(), &tried) {
+            Some(next) => {
+                // The reason names the child (for an `<http>` one, with this message's URI).
+                tracing::warn!(
+                    "{}: {}; trying {}",
+                    ep.describe(),
+                    failed.error.reason(),
+                    next.describe()
+                );
+                leaf = next;
+            }
+            // As in Synapse, the error is the last child's (its ERROR_CODE), not 303000: a child
+            // was tried.
+            None => {
+                failed.error.context.push_str(&format!(
+                    "; no other child endpoint of {} is ready",
+                    ep.describe()
+                ));
+                return Err(failed);
+            }
+        }
+    }
+}
+
+/// One send to an address endpoint (an `<http>` or `<default>` one at the address it gives this
+/// message): the response and the endpoint that gave it, or why there is none. The child itself,
+/// not the per-message endpoint, is what [`send_to_group`] counts as tried.
+pub(super) async fn send_once(
+    client: &BackendClient,
+    default_timeout: Duration,
+    msg: &mut Message,
+    ep: &Arc<EndpointPlan>,
+    stream: Option<Inbound>,
+    keep_headers: bool,
+) -> Result<(Response<BackendBody>, Arc<EndpointPlan>), NotSent> {
+    let target = match ep.for_message(msg) {
+        Ok(t) => t,
+        Err(error) => return Err(NotSent::with_stream(error, stream)),
+    };
+    let (req, activity) = backend_request(msg, &target, stream, keep_headers);
+    let limit = target.timeout.unwrap_or(default_timeout);
+    match send_with_timeout(client, req, &target, activity, limit).await {
+        Ok(r) => Ok((r, target)),
+        Err(u) => Err(NotSent::from_unsent(u, &target)),
+    }
+}
+
+/// The HTTP request for a message to an address endpoint: its headers without hop-by-hop ones, the
+/// endpoint's Host and URI, and the body (the stream, the start read and the stream, or bytes).
+pub(super) fn backend_request(
+    msg: &mut Message,
+    ep: &EndpointPlan,
+    stream: Option<Inbound>,
+    keep_headers: bool,
+) -> (Request<RelayBody>, Option<Arc<Activity>>) {
+    let mut headers = if keep_headers {
+        msg.headers.clone()
+    } else {
+        std::mem::take(&mut msg.headers)
+    };
+    strip_hop_by_hop(&mut headers);
+    headers.insert(header::HOST, ep.host.clone());
+    apply_content_type_props(&msg.axis2, &mut headers);
+    if let Some((_, ct)) = &msg.json_out {
+        headers.insert(header::CONTENT_TYPE, ct.clone());
+    }
+    msg.apply_action(&mut headers);
+    let mut activity = None;
+    let body = if msg.axis2.is_true("NO_ENTITY_BODY") {
+        headers.remove(header::CONTENT_LENGTH);
+        RelayBody::Empty
+    } else {
+        match &msg.body {
+            Body::Stream => match stream {
+                Some(s) => {
+                    let a = Activity::new();
+                    activity = Some(a.clone());
+                    RelayBody::stream_with(s, None, Some(a))
+                }
+                None => RelayBody::Empty,
+            },
+            // Bytes in memory (or the JSON they are written as): the client writes their length
+            // as the framing (any Content-Length in `headers` is skipped, `h1::write_request_head`).
+            Body::Bytes(b) => RelayBody::full(
+                msg.json_out
+                    .as_ref()
+                    .map_or_else(|| b.clone(), |(j, _)| j.clone()),
+            ),
+            // The start already read, then the rest of the stream: the client's length stands.
+            Body::Head(b) => match stream {
+                Some(s) => {
+                    let a = Activity::new();
+                    activity = Some(a.clone());
+                    RelayBody::stream_after(b.clone(), s, None, Some(a))
+                }
+                None => RelayBody::full(b.clone()),
+            },
+            Body::Empty => {
+                headers.remove(header::CONTENT_LENGTH);
+                RelayBody::Empty
+            }
+        }
+    };
+    let mut req = Request::new(body);
+    *req.method_mut() = ep.method.clone().unwrap_or_else(|| msg.method.clone());
+    *req.uri_mut() = ep.uri.clone();
+    *req.headers_mut() = headers;
+    (req, activity)
+}
+
+/// A send that got no response: why, the request body if nothing read it, and why the fault sequence
+/// is not to run, if it is not (the endpoint's `responseAction` is discard and it timed out, or the
+/// body could not be read).
+pub(super) struct NotSent {
+    pub(super) error: Error,
+    pub(super) stream: Option<Inbound>,
+    pub(super) skip_fault_sequence: Option<&'static str>,
+}
+
+impl NotSent {
+    pub(super) fn plain(error: Error) -> Self {
+        NotSent::with_stream(error, None)
+    }
+
+    /// A failure before anything was sent: the body is still there for the fault sequence.
+    pub(super) fn with_stream(error: Error, stream: Option<Inbound>) -> Self {
+        NotSent {
+            error,
+            stream,
+            skip_fault_sequence: None,
+        }
+    }
+
+    /// The body could not be read into memory: nothing may send it, not even the fault sequence
+    /// (it would go out empty).
+    pub(super) fn unreadable(error: Error) -> Self {
+        NotSent {
+            error,
+            stream: None,
+            skip_fault_sequence: Some("the request body could not be read"),
+        }
+    }
+
+    pub(super) fn from_unsent(u: Unsent, ep: &EndpointPlan) -> Self {
+        let discard = u.error.kind == ErrorKind::ResponseTimeout
+            && ep.timeout_action == sluice_config::TimeoutAction::Discard;
+        NotSent {
+            skip_fault_sequence: discard.then_some("responseAction discard"),
+            error: u.error,
+            stream: u.body.and_then(RelayBody::into_inbound),
+        }
+    }
+}
+
+/// Error 303000: no child of a failover or load-balance endpoint could be sent to.
+pub(super) fn no_ready_child(ep: &EndpointPlan) -> Error {
+    Error::new(
+        ErrorKind::NoReadyChild,
+        format!("{} has no ready child endpoint", ep.describe()),
+    )
+}
+
+/// Sends to the endpoint unless it is suspended, and keeps its suspension state: any response makes
+/// it active, a failure may mark or suspend it (`sluice_mediation::health`).
+pub(super) async fn send_with_timeout(
+    client: &BackendClient,
+    req: Request<RelayBody>,
+    ep: &EndpointPlan,
+    activity: Option<Arc<Activity>>,
+    limit: Duration,
+) -> Result<http::Response<BackendBody>, Unsent> {
+    if let Readiness::Suspended(left) = ep.health.readiness(Instant::now()) {
+        let state = if ep.health.is_suspended() {
+            "suspended"
+        } else {
+            "marked for suspension"
+        };
+        let error = Error::new(
+            ErrorKind::EndpointSuspended,
+            format!(
+                "{} is {state} for another {} ms",
+                ep.describe(),
+                left.as_millis()
+            ),
+        );
+        // Nothing was read from the body: the fault sequence may still read it or send it on.
+        return Err(Unsent {
+            error,
+            body: Some(req.into_body()),
+        });
+    }
+    let r = send_timed(client, req, ep, activity, limit).await;
+    match &r {
+        Ok(_) => {
+            if ep.health.on_success() {
+                tracing::info!("{} answered: active again", ep.describe());
+            }
+        }
+        // A client's broken or aborted request says nothing about the back-end.
+        Err(Unsent { error, .. }) if !error.kind.is_backend_failure() => {}
+        Err(Unsent { error, .. }) => {
+            match ep
+                .health
+                .on_fault(error.kind.synapse_code(), Instant::now())
+            {
+                Change::None => {}
+                Change::Marked(left) => tracing::warn!(
+                    "{} marked for suspension after error {} ({left} more allowed)",
+                    ep.describe(),
+                    error.kind.synapse_code()
+                ),
+                Change::Suspended(d) => tracing::warn!(
+                    "suspending {} for {} ms after error {}",
+                    ep.describe(),
+                    d.as_millis(),
+                    error.kind.synapse_code()
+                ),
+            }
+        }
+    }
+    r
+}
+
+pub(super) async fn send_timed(
+    client: &BackendClient,
+    req: Request<RelayBody>,
+    ep: &EndpointPlan,
+    activity: Option<Arc<Activity>>,
+    limit: Duration,
+) -> Result<http::Response<BackendBody>, Unsent> {
+    let fut = client.send(req, ep);
+    tokio::pin!(fut);
+    let mut deadline = tokio::time::Instant::now() + limit;
+    loop {
+        tokio::select! {
+            r = &mut fut => return r,
+            _ = tokio::time::sleep_until(deadline) => {
+                // A request body still moving is progress: the timeout counts from its last chunk.
+                if let Some(a) = &activity {
+                    let next = tokio::time::Instant::from_std(a.last()) + limit;
+                    if next > tokio::time::Instant::now() {
+                        deadline = next;
+                        continue;
+                    }
+                }
+                // A request body that stopped before its end is the client's doing, not the
+                // back-end's (it must not count toward suspending the endpoint).
+                let error = if activity.as_ref().is_some_and(|a| !a.ended()) {
+                    Error::new(ErrorKind::ClientTimeout, format!("the request body for {} stopped coming for {} ms", ep.describe(), limit.as_millis()))
+                } else {
+                    Error::new(ErrorKind::ResponseTimeout, format!("{} did not answer within {} ms", ep.describe(), limit.as_millis()))
+                };
+                return Err(Unsent { error, body: None });
+            }
+        }
+    }
+}
+
+/// `ContentType` (else `messageType`) in the axis2 scope sets the outgoing Content-Type.
+pub(super) fn apply_content_type_props(
+    axis2: &sluice_mediation::message::Props,
+    headers: &mut HeaderMap,
+) {
+    let ct = axis2
+        .get("ContentType")
+        .or_else(|| axis2.get("messageType"));
+    if let Some(v) = ct.and_then(|c| HeaderValue::from_str(c).ok()) {
+        headers.insert(header::CONTENT_TYPE, v);
+    }
+}
