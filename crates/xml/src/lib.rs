@@ -47,7 +47,6 @@
 //! let doc = sluice_xml::parse_untrusted(b"<a/>", &sluice_xml::Limits::default()).unwrap();
 //! needs_sync(&doc); // Document is !Sync
 //! ```
-#![allow(unsafe_code)]
 
 mod document;
 mod edit;
