@@ -42,7 +42,41 @@ pub enum ErrorKind {
     Stopped,
 }
 
+/// Where an error came from (as Pingora's `ErrorSource`): what a log line, a metric or an operator
+/// looks at first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorSource {
+    /// The client: a malformed or too large request, one sent too slowly, a path nothing serves.
+    Client,
+    /// A back-end: it could not be reached, answered too late or wrongly, or is suspended.
+    Backend,
+    /// Sluice itself: a mediator failed, nowhere to send, a limit of its own, a bug.
+    Sluice,
+}
+
 impl ErrorKind {
+    /// Where an error of this kind came from.
+    pub fn source(self) -> ErrorSource {
+        match self {
+            ErrorKind::ConnectFailed
+            | ErrorKind::ConnectTimeout
+            | ErrorKind::ResponseTimeout
+            | ErrorKind::ConnectionClosed
+            | ErrorKind::BackendProtocol
+            | ErrorKind::EndpointSuspended
+            | ErrorKind::NoReadyChild => ErrorSource::Backend,
+            ErrorKind::BadRequest
+            | ErrorKind::ClientTimeout
+            | ErrorKind::NotFound
+            | ErrorKind::PayloadTooLarge => ErrorSource::Client,
+            ErrorKind::Mediation
+            | ErrorKind::NoRoute
+            | ErrorKind::Internal
+            | ErrorKind::Overloaded
+            | ErrorKind::Stopped => ErrorSource::Sluice,
+        }
+    }
+
     /// The Synapse `ERROR_CODE` users' fault sequences match on.
     pub fn synapse_code(self) -> i64 {
         match self {
@@ -105,13 +139,7 @@ impl ErrorKind {
 
     /// Whether the client, not the server side, is at fault (SOAP `Client` / `Sender` code).
     pub fn is_client_fault(self) -> bool {
-        matches!(
-            self,
-            ErrorKind::BadRequest
-                | ErrorKind::ClientTimeout
-                | ErrorKind::NotFound
-                | ErrorKind::PayloadTooLarge
-        )
+        self.source() == ErrorSource::Client
     }
 
     pub fn describe(self) -> &'static str {
@@ -199,5 +227,46 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         self.source.as_deref().map(|e| e as _)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [ErrorKind; 16] = [
+        ErrorKind::ConnectFailed,
+        ErrorKind::ConnectTimeout,
+        ErrorKind::ResponseTimeout,
+        ErrorKind::ConnectionClosed,
+        ErrorKind::BackendProtocol,
+        ErrorKind::EndpointSuspended,
+        ErrorKind::NoReadyChild,
+        ErrorKind::BadRequest,
+        ErrorKind::ClientTimeout,
+        ErrorKind::NotFound,
+        ErrorKind::PayloadTooLarge,
+        ErrorKind::Mediation,
+        ErrorKind::NoRoute,
+        ErrorKind::Internal,
+        ErrorKind::Overloaded,
+        ErrorKind::Stopped,
+    ];
+
+    /// Each kind's source agrees with what else the taxonomy says of it: a back-end failure comes
+    /// from the back-end, a client's fault is a 4xx, and what Sluice does wrong a 5xx.
+    #[test]
+    fn sources_agree_with_statuses_and_failures() {
+        for k in ALL {
+            let status = k.http_status();
+            match k.source() {
+                ErrorSource::Client => assert!((400..500).contains(&status), "{k:?}"),
+                ErrorSource::Backend => assert!((502..505).contains(&status), "{k:?}"),
+                ErrorSource::Sluice => assert!((500..504).contains(&status), "{k:?}"),
+            }
+            if k.is_backend_failure() {
+                assert_eq!(k.source(), ErrorSource::Backend, "{k:?}");
+            }
+        }
     }
 }

@@ -15,7 +15,7 @@ pub mod plan;
 pub mod uritemplate;
 
 pub use compile::compile;
-pub use error::{Error, ErrorKind};
+pub use error::{Error, ErrorKind, ErrorSource};
 pub use exec::{resume, run, Continuation, Flow};
 pub use message::{Body, Direction, Message};
 pub use plan::{CompileOptions, EndpointPlan, GroupKind, Plan, ProxyPlan, SeqPlan};

@@ -128,6 +128,38 @@ pub(crate) trait Mediator {
     fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error>;
 }
 
+/// The [`Mediator`] of a step that reads nothing and ends its sequence with `$flow`
+/// (respond, drop, loopback).
+macro_rules! ends_with {
+    ($plan:ty, $flow:expr) => {
+        impl $crate::mediators::Mediator for $plan {
+            fn reads(&self, _json: bool) -> $crate::mediators::Reads {
+                $crate::mediators::Reads::NOTHING
+            }
+
+            fn by_head(
+                &self,
+                _f: &mut dyn FnMut(&sluice_expr::Expr) -> bool,
+            ) -> $crate::mediators::ByHead {
+                $crate::mediators::ByHead::Yes
+            }
+
+            fn ends_sequence(&self) -> bool {
+                true
+            }
+
+            #[inline]
+            fn run(
+                &self,
+                _cx: &mut $crate::exec::Cx<'_>,
+            ) -> Result<Option<$crate::exec::Flow>, $crate::error::Error> {
+                Ok(Some($flow))
+            }
+        }
+    };
+}
+use ends_with;
+
 macro_rules! mediators {
     ($($(#[$doc:meta])* $variant:ident($ty:ty),)*) => {
         /// One compiled mediator: a variant per mediator module.

@@ -624,7 +624,7 @@ impl Engine {
         err: Error,
         stream: Option<Inbound>,
     ) -> Response<RelayBody> {
-        tracing::warn!(proxy = %proxy.name, kind = ?err.kind, "{}", err.reason());
+        tracing::warn!(proxy = %proxy.name, kind = ?err.kind, source = ?err.kind.source(), "{}", err.reason());
         // A run stopped on its deadline left no message to run a fault sequence on.
         let fs = proxy
             .fault_seq

@@ -264,26 +264,7 @@ fn quote(s: &str, extra: &str, out: &mut String) {
 
 /// `%XX` sequences decoded as UTF-8 (what is not UTF-8 becomes U+FFFD).
 pub fn decode(s: &str) -> String {
-    if !s.contains('%') {
-        return s.to_owned();
-    }
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |k: usize| b.get(k).and_then(|&c| char::from(c).to_digit(16));
-        match (b[i], hex(i + 1), hex(i + 2)) {
-            (b'%', Some(h), Some(l)) => {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            (c, _, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    crate::message::percent_decoded(s).into_owned()
 }
 
 #[cfg(test)]
