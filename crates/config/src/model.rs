@@ -2,9 +2,9 @@
 //! the configuration means at run time (that is the mediation crate's compile step).
 
 use crate::diag::Location;
-pub use crate::parse::mediators::rewrite::{
-    Condition, ConditionSource, Rewrite, RewriteAction, RewriteKind, RewriteRule, UriPart,
-};
+pub use crate::parse::mediators::conditional_router::{ConditionalRoute, ConditionalRouter};
+pub use crate::parse::mediators::evaluator::{Condition, ConditionSource, UriPart};
+pub use crate::parse::mediators::rewrite::{Rewrite, RewriteAction, RewriteKind, RewriteRule};
 use std::sync::Arc;
 
 pub const SYNAPSE_NS: &str = "http://ws.apache.org/ns/synapse";
@@ -440,6 +440,8 @@ pub enum MediatorKind {
     Validate(Validate),
     /// `<rewrite>`: a URI rewritten part by part.
     Rewrite(Rewrite),
+    /// `<conditionalRouter>`: routes by condition to targets.
+    ConditionalRouter(ConditionalRouter),
 }
 
 #[derive(Clone, Debug)]

@@ -17,8 +17,10 @@ use sluice_expr::{BodyNeed, Expr};
 pub mod aggregate;
 pub mod call;
 pub mod clone;
+pub mod conditional_router;
 pub mod drop;
 pub mod enrich;
+pub mod evaluator;
 pub mod filter;
 pub mod foreach;
 pub mod header;
@@ -212,6 +214,7 @@ mediators! {
     Validate(validate::ValidatePlan),
     MakeFault(makefault::FaultPlan),
     Rewrite(rewrite::RewritePlan),
+    ConditionalRouter(conditional_router::RouterPlan),
 }
 
 impl Compiler<'_> {
@@ -249,6 +252,7 @@ impl Compiler<'_> {
             cfg::MediatorKind::Enrich(e) => enrich::compile(self, e, el),
             cfg::MediatorKind::Validate(v) => validate::compile(self, v, el),
             cfg::MediatorKind::Rewrite(r) => rewrite::compile(self, r, el),
+            cfg::MediatorKind::ConditionalRouter(r) => conditional_router::compile(self, r, el),
         }
     }
 }

@@ -240,7 +240,7 @@ impl FileParser<'_, '_> {
 
     /// A clone's (or iterate's) `<target>`: `Some(None)` when it has nowhere to go (reported, and left
     /// out), `None` when its endpoint is not valid.
-    fn clone_target(&mut self, c: Node) -> Option<Option<CloneTarget>> {
+    pub(super) fn clone_target(&mut self, c: Node) -> Option<Option<CloneTarget>> {
         let mut t = CloneTarget {
             loc: self.loc(c),
             to: c.attribute("to").map(str::to_owned),

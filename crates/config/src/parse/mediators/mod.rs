@@ -6,8 +6,10 @@ use crate::diag::Severity;
 use crate::model::*;
 use roxmltree::Node;
 
+pub(crate) mod conditional_router;
 mod content;
 mod core;
+pub(crate) mod evaluator;
 mod flow;
 mod messaging;
 pub(crate) mod rewrite;
@@ -36,7 +38,6 @@ const KNOWN_UNSUPPORTED_MEDIATORS: &[&str] = &[
     "entitlementService",
     "oauthService",
     "builder",
-    "conditionalRouter",
     "router",
     "enqueue",
     "bam",
@@ -123,6 +124,8 @@ impl FileParser<'_, '_> {
             "aggregate" => MediatorKind::Aggregate(self.aggregate(n)?),
             // rewrite.rs
             "rewrite" => MediatorKind::Rewrite(self.rewrite(n)?),
+            // conditional_router.rs
+            "conditionalRouter" => MediatorKind::ConditionalRouter(self.conditional_router(n)?),
             other => return self.not_run(n, other),
         };
         Some(Mediator {

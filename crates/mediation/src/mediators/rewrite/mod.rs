@@ -13,11 +13,10 @@
 //! (Synapse fails each message), and a `header` condition finds its header whatever its case
 //! (Synapse needs the case the client sent).
 
-mod condition;
-mod uri;
+pub(crate) mod uri;
 
+use crate::mediators::evaluator::{self as condition, Condition};
 use crate::mediators::prelude::*;
-use condition::Condition;
 use sluice_config::{RewriteKind, UriPart};
 use uri::{Malformed, Parts};
 

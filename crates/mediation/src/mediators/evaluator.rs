@@ -1,13 +1,15 @@
-//! A `<rewriterule>`'s `<condition>`: Synapse's evaluator language (`and`, `or`, `not`, `equal`,
-//! `match`) over the URL as the rules before have left it, the request's HTTP headers, its query
-//! parameters and message properties. A source that is missing makes `equal` and `match` false.
+//! Synapse's evaluator language, the conditions of `<rewrite>` rules and `<conditionalRouter>`
+//! routes: `and`, `or`, `not`, `equal` and `match` over a URL (for a rewrite, as the rules before
+//! have left it), the request's HTTP headers, the URL's query parameters and message properties.
+//! A source that is missing makes `equal` and `match` false. Where Sluice differs on purpose: a
+//! `header` condition finds its header whatever its case.
 
-use super::uri::Parts;
 use crate::mediators::prelude::*;
+use crate::mediators::rewrite::uri::{self, Parts};
 use sluice_config::ConditionSource;
 
 #[derive(Debug)]
-pub(super) enum Condition {
+pub(crate) enum Condition {
     And(Vec<Condition>),
     Or(Vec<Condition>),
     Not(Box<Condition>),
@@ -17,7 +19,7 @@ pub(super) enum Condition {
     Match(ConditionSource, FullRegex),
 }
 
-pub(super) fn compile(c: &mut Compiler, cond: &cfg::Condition, el: &str) -> Option<Condition> {
+pub(crate) fn compile(c: &mut Compiler, cond: &cfg::Condition, el: &str) -> Option<Condition> {
     let all = |c: &mut Compiler, list: &[cfg::Condition]| -> Option<Vec<Condition>> {
         let mut out = Vec::with_capacity(list.len());
         for x in list {
@@ -39,7 +41,7 @@ pub(super) fn compile(c: &mut Compiler, cond: &cfg::Condition, el: &str) -> Opti
 impl Condition {
     /// Whether it holds for the URI `parts` stand for, on `msg`. A URL that cannot be read again
     /// makes it false, as Synapse skips the rule.
-    pub(super) fn holds(&self, parts: &Parts, msg: &Message) -> bool {
+    pub(crate) fn holds(&self, parts: &Parts, msg: &Message) -> bool {
         match self {
             Condition::And(list) => list.iter().all(|c| c.holds(parts, msg)),
             Condition::Or(list) => list.iter().any(|c| c.holds(parts, msg)),
@@ -89,7 +91,7 @@ fn param(url: &str, name: &str) -> Option<String> {
         }
         if let [k, v, ..] = pieces[..] {
             if k == name {
-                found = Some(super::uri::decode(&v.replace('+', " ")));
+                found = Some(uri::decode(&v.replace('+', " ")));
             }
         }
     }
