@@ -92,18 +92,8 @@ struct MatrixArgs {
     /// Measured seconds per cell (default 30).
     #[arg(long)]
     duration: Option<f64>,
-    /// The sluice binary (default: beside this one, i.e. target/release/sluice).
-    #[arg(long)]
-    sluice: Option<PathBuf>,
-    /// An extra argument for `sluice run`, e.g. --sluice-arg=--workers=1 (repeatable).
-    #[arg(long = "sluice-arg", allow_hyphen_values = true)]
-    sluice_args: Vec<String>,
-    /// The WSO2 artifacts (default: <reference>/performance-ei/capp).
-    #[arg(long)]
-    capp: Option<PathBuf>,
-    /// WSO2's perf reference folder (default: ../shared/reference/wso2-perf from the repository).
-    #[arg(long)]
-    reference: Option<PathBuf>,
+    #[command(flatten)]
+    target: SluiceUnderTest,
     /// Results folder (default: target/bench-results/<date-time>).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -125,6 +115,23 @@ struct MatrixArgs {
     /// round, and report the median round (default 1).
     #[arg(long)]
     rounds: Option<usize>,
+}
+
+/// Which Sluice a command starts, and on which artifacts.
+#[derive(clap::Args)]
+struct SluiceUnderTest {
+    /// The sluice binary (default: beside this one, i.e. target/release/sluice).
+    #[arg(long)]
+    sluice: Option<PathBuf>,
+    /// An extra argument for `sluice run`, e.g. --sluice-arg=--workers=1 (repeatable).
+    #[arg(long = "sluice-arg", allow_hyphen_values = true)]
+    sluice_args: Vec<String>,
+    /// The WSO2 artifacts (default: <reference>/performance-ei/capp).
+    #[arg(long)]
+    capp: Option<PathBuf>,
+    /// WSO2's perf reference folder (default: ../shared/reference/wso2-perf from the repository).
+    #[arg(long)]
+    reference: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -166,18 +173,8 @@ struct StressArgs {
     /// Scenarios to run among a, b, c, d.
     #[arg(long, value_delimiter = ',', default_value = "a,b,c,d")]
     only: Vec<char>,
-    /// The sluice binary (default: beside this one, i.e. target/release/sluice).
-    #[arg(long)]
-    sluice: Option<PathBuf>,
-    /// An extra argument for `sluice run` (repeatable).
-    #[arg(long = "sluice-arg", allow_hyphen_values = true)]
-    sluice_args: Vec<String>,
-    /// The WSO2 artifacts (default: <reference>/performance-ei/capp).
-    #[arg(long)]
-    capp: Option<PathBuf>,
-    /// WSO2's perf reference folder (default: ../shared/reference/wso2-perf from the repository).
-    #[arg(long)]
-    reference: Option<PathBuf>,
+    #[command(flatten)]
+    target: SluiceUnderTest,
     /// Seconds of idling sampled (each second) after every scenario.
     #[arg(long, default_value_t = 10)]
     idle: u64,
@@ -338,11 +335,11 @@ fn sluice_binary(flag: Option<PathBuf>) -> Result<PathBuf, String> {
 }
 
 fn run_stress(a: StressArgs) -> Result<(), String> {
-    let (capp, reference) = wso2_folders(a.capp, a.reference)?;
-    let sluice = sluice_binary(a.sluice)?;
+    let (capp, reference) = wso2_folders(a.target.capp, a.target.reference)?;
+    let sluice = sluice_binary(a.target.sluice)?;
     let secs = Duration::from_secs_f64;
     let spec = stress::StressSpec {
-        sluice_args: a.sluice_args,
+        sluice_args: a.target.sluice_args,
         only: a.only,
         idle: Duration::from_secs(a.idle),
         conns: a.conns,
@@ -413,8 +410,8 @@ fn run_adversarial(a: AdversarialArgs) -> Result<(), String> {
 
 fn run_matrix(a: MatrixArgs) -> Result<(), String> {
     let q = a.quick;
-    let (capp, reference) = wso2_folders(a.capp, a.reference)?;
-    let sluice = sluice_binary(a.sluice)?;
+    let (capp, reference) = wso2_folders(a.target.capp, a.target.reference)?;
+    let sluice = sluice_binary(a.target.sluice)?;
     let mut spec = MatrixSpec::defaults(q, sluice, capp, reference);
     if let Some(v) = a.scenarios {
         spec.scenarios = v;
@@ -449,7 +446,7 @@ fn run_matrix(a: MatrixArgs) -> Result<(), String> {
         spec.echo_threads = p.bench_cpus;
         spec.pin = Some(p);
     }
-    spec.sluice_args = a.sluice_args;
+    spec.sluice_args = a.target.sluice_args;
     if let Some(r) = a.rounds {
         spec.rounds = r.max(1);
     }

@@ -311,6 +311,31 @@ enum Expect {
     Close,
 }
 
+/// What a read of the response brought: the end of the exchange when it ended (closed, complete,
+/// unparseable, reset), else `None`. Notes when the status came.
+fn response_read(
+    n: std::io::Result<usize>,
+    buf: &mut BytesMut,
+    expect: &mut Expect,
+    (status, status_at, start): (&mut Option<u16>, &mut Option<Duration>, Instant),
+) -> Option<SlowEnd> {
+    match n {
+        Ok(0) => Some(SlowEnd::Closed),
+        Ok(_) => {
+            let done = take_response(buf, status, expect);
+            if status.is_some() && status_at.is_none() {
+                *status_at = Some(start.elapsed());
+            }
+            match done {
+                Ok(true) => Some(SlowEnd::Complete),
+                Ok(false) => None,
+                Err(()) => Some(SlowEnd::BadResponse),
+            }
+        }
+        Err(_) => Some(SlowEnd::Reset),
+    }
+}
+
 /// Reads what came: the status once the head is complete, then the body as the head frames it
 /// (chunks are consumed as they complete). Whether the response is complete; `Err` when it cannot
 /// be parsed.
@@ -381,21 +406,12 @@ async fn slow_one(
                 }
                 next += gap;
             }
-            n = rd.read_buf(&mut buf) => match n {
-                Ok(0) => break SlowEnd::Closed,
-                Ok(_) => {
-                    let done = take_response(&mut buf, &mut r.status, &mut expect);
-                    if r.status.is_some() && r.status_at.is_none() {
-                        r.status_at = Some(start.elapsed());
-                    }
-                    match done {
-                        Ok(true) => break SlowEnd::Complete,
-                        Ok(false) => {}
-                        Err(()) => break SlowEnd::BadResponse,
-                    }
+            n = rd.read_buf(&mut buf) => {
+                let at = (&mut r.status, &mut r.status_at, start);
+                if let Some(end) = response_read(n, &mut buf, &mut expect, at) {
+                    break end;
                 }
-                Err(_) => break SlowEnd::Reset,
-            },
+            }
             () = sleep_until(deadline) => break SlowEnd::StillOpen,
         }
     };
@@ -565,21 +581,12 @@ pub async fn large_post(
                     r.end.write_failed = true;
                 }
             },
-            n = rd.read_buf(&mut buf) => match n {
-                Ok(0) => break SlowEnd::Closed,
-                Ok(_) => {
-                    let done = take_response(&mut buf, &mut r.status, &mut expect);
-                    if r.status.is_some() && r.status_at.is_none() {
-                        r.status_at = Some(start.elapsed());
-                    }
-                    match done {
-                        Ok(true) => break SlowEnd::Complete,
-                        Ok(false) => {}
-                        Err(()) => break SlowEnd::BadResponse,
-                    }
+            n = rd.read_buf(&mut buf) => {
+                let at = (&mut r.status, &mut r.status_at, start);
+                if let Some(end) = response_read(n, &mut buf, &mut expect, at) {
+                    break end;
                 }
-                Err(_) => break SlowEnd::Reset,
-            },
+            }
             () = sleep_until(deadline) => break SlowEnd::StillOpen,
         }
     };

@@ -555,18 +555,19 @@ impl<'a> Compiler<'a> {
         loc: &Location,
         element: &str,
     ) -> Option<Expr> {
-        match r {
-            Ok(x) => Some(x),
-            Err(err) => {
-                let sev = if err.kind == ExprErrorKind::Unsupported {
-                    Severity::Unsupported
-                } else {
-                    Severity::Error
-                };
-                self.report(sev, loc, element, err.message);
-                None
-            }
-        }
+        r.map_err(|err| self.report_expr_error(err, loc, element))
+            .ok()
+    }
+
+    /// An expression or regex that did not compile: unsupported (Synapse has it, Sluice not yet)
+    /// or an error.
+    fn report_expr_error(&mut self, err: ExprError, loc: &Location, element: &str) {
+        let sev = if err.kind == ExprErrorKind::Unsupported {
+            Severity::Unsupported
+        } else {
+            Severity::Error
+        };
+        self.report(sev, loc, element, err.message);
     }
     pub(crate) fn value(&mut self, v: &cfg::ValueSrc, element: &str) -> Option<Value> {
         match v {
@@ -580,18 +581,9 @@ impl<'a> Compiler<'a> {
         loc: &Location,
         element: &str,
     ) -> Option<FullRegex> {
-        match FullRegex::compile(pattern) {
-            Ok(r) => Some(r),
-            Err(err) => {
-                let sev = if err.kind == ExprErrorKind::Unsupported {
-                    Severity::Unsupported
-                } else {
-                    Severity::Error
-                };
-                self.report(sev, loc, element, err.message);
-                None
-            }
-        }
+        FullRegex::compile(pattern)
+            .map_err(|err| self.report_expr_error(err, loc, element))
+            .ok()
     }
     pub(crate) fn steps(&mut self, ms: &[cfg::Mediator]) -> Steps {
         let mut out = Vec::with_capacity(ms.len());

@@ -5,6 +5,7 @@
 //! Text, references and CDATA sections are merged into one text token with line ends normalised;
 //! attribute values are normalised as a parser without a DTD does; namespace prefixes are resolved.
 
+use sluice_xml::chars::{attr_value_replaced, normalize_eol, resolve_ref};
 pub(crate) use sluice_xml::names::is_ncname;
 use sluice_xml::names::{ncname_end, starts_name, PrefixIndex};
 use std::borrow::Cow;
@@ -253,53 +254,6 @@ fn rebase<'a>(src: &'a str, s: &str) -> Option<&'a str> {
     src.get(p - base..p - base + s.len())
 }
 
-fn resolve_ref(name: &str) -> Option<char> {
-    let c = match name {
-        "lt" => '<',
-        "gt" => '>',
-        "amp" => '&',
-        "apos" => '\'',
-        "quot" => '"',
-        _ => {
-            let n = if let Some(h) = name.strip_prefix("#x") {
-                if h.is_empty() || h.len() > 6 || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
-                    return None;
-                }
-                u32::from_str_radix(h, 16).ok()?
-            } else {
-                let d = name.strip_prefix('#')?;
-                if d.is_empty() || d.len() > 7 || !d.bytes().all(|b| b.is_ascii_digit()) {
-                    return None;
-                }
-                d.parse().ok()?
-            };
-            char::from_u32(n)?
-        }
-    };
-    let ok = matches!(c, '\t' | '\n' | '\r') || (c >= ' ' && c != '\u{FFFE}' && c != '\u{FFFF}');
-    ok.then_some(c)
-}
-
-/// Line ends as every XML parser reports them.
-fn normalize_eol(s: &str) -> Cow<'_, str> {
-    if memchr::memchr(b'\r', s.as_bytes()).is_none() {
-        return Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len());
-    let mut it = s.chars().peekable();
-    while let Some(c) = it.next() {
-        if c == '\r' {
-            if it.peek() == Some(&'\n') {
-                it.next();
-            }
-            out.push('\n');
-        } else {
-            out.push(c);
-        }
-    }
-    Cow::Owned(out)
-}
-
 /// An attribute value as parsed without a DTD: white space characters become spaces (CR LF as one),
 /// references are replaced afterwards.
 fn attr_value(raw: &str) -> Option<Cow<'_, str>> {
@@ -314,25 +268,7 @@ fn attr_value(raw: &str) -> Option<Cow<'_, str>> {
     if !special {
         return Some(Cow::Borrowed(raw));
     }
-    let mut out = String::with_capacity(raw.len());
-    let mut rest = raw;
-    while let Some(i) = rest.find(['&', '\t', '\n', '\r']) {
-        out.push_str(&rest[..i]);
-        let c = rest.as_bytes()[i];
-        rest = &rest[i + 1..];
-        if c == b'&' {
-            let end = rest.find(';')?;
-            out.push(resolve_ref(&rest[..end])?);
-            rest = &rest[end + 1..];
-        } else {
-            if c == b'\r' && rest.starts_with('\n') {
-                rest = &rest[1..];
-            }
-            out.push(' ');
-        }
-    }
-    out.push_str(rest);
-    Some(Cow::Owned(out))
+    attr_value_replaced(raw).map(Cow::Owned)
 }
 
 /// Scans `name="value"` pairs, each preceded by white space; `None` on anything else.

@@ -84,20 +84,13 @@ fn esc_text(s: &str, out: &mut Vec<u8>) {
         out.extend_from_slice(b);
         return;
     }
-    let mut last = 0;
-    for (i, &c) in b.iter().enumerate() {
-        let rep: &[u8] = match c {
-            b'<' => b"&lt;",
-            b'>' => b"&gt;",
-            b'&' => b"&amp;",
-            b'\r' => b"&#13;",
-            _ => continue,
-        };
-        out.extend_from_slice(&b[last..i]);
-        out.extend_from_slice(rep);
-        last = i + 1;
-    }
-    out.extend_from_slice(&b[last..]);
+    escape(b, out, |c| match c {
+        b'<' => Some(b"&lt;"),
+        b'>' => Some(b"&gt;"),
+        b'&' => Some(b"&amp;"),
+        b'\r' => Some(b"&#13;"),
+        _ => None,
+    });
 }
 
 fn esc_attr(s: &str, out: &mut Vec<u8>, refs: bool) {
@@ -112,22 +105,28 @@ fn esc_attr(s: &str, out: &mut Vec<u8>, refs: bool) {
         }
         return;
     }
-    let b = s.as_bytes();
+    escape(s.as_bytes(), out, |c| match c {
+        b'<' => Some(b"&lt;"),
+        b'>' => Some(b"&gt;"),
+        b'&' => Some(b"&amp;"),
+        b'"' => Some(b"&quot;"),
+        b'\r' => Some(b"&#13;"),
+        b'\n' => Some(b"&#10;"),
+        b'\t' => Some(b"&#9;"),
+        _ => None,
+    });
+}
+
+/// `b` into `out`, each byte `rep` names replaced by its reference.
+#[inline]
+fn escape(b: &[u8], out: &mut Vec<u8>, rep: impl Fn(u8) -> Option<&'static [u8]>) {
     let mut last = 0;
     for (i, &c) in b.iter().enumerate() {
-        let rep: &[u8] = match c {
-            b'<' => b"&lt;",
-            b'>' => b"&gt;",
-            b'&' => b"&amp;",
-            b'"' => b"&quot;",
-            b'\r' => b"&#13;",
-            b'\n' => b"&#10;",
-            b'\t' => b"&#9;",
-            _ => continue,
-        };
-        out.extend_from_slice(&b[last..i]);
-        out.extend_from_slice(rep);
-        last = i + 1;
+        if let Some(r) = rep(c) {
+            out.extend_from_slice(&b[last..i]);
+            out.extend_from_slice(r);
+            last = i + 1;
+        }
     }
     out.extend_from_slice(&b[last..]);
 }

@@ -100,14 +100,7 @@ pub async fn serve(
     let mut fresh: Vec<Fresh> = Vec::new();
     // A connection served here: its task holds the balance's count until it ends.
     let start = |stream: TcpStream, count: Counted| {
-        let engine = engine.clone();
-        let began = Arc::new(AtomicBool::new(false));
-        let began_here = began.clone();
-        let svc = service_fn(move |req| {
-            let engine = engine.clone();
-            began_here.store(true, Ordering::Relaxed);
-            async move { Ok::<_, Infallible>(engine.handle(req, Transport::Http).await) }
-        });
+        let (began, svc) = service(&engine, Transport::Http);
         let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc));
         let task = tokio::spawn(async move {
             if let Err(e) = conn.await {
@@ -122,14 +115,7 @@ pub async fn serve(
     };
     // An https connection: the handshake in its own task, then served as the others.
     let start_tls = |stream: TcpStream, count: Counted, acceptor: TlsAcceptor| {
-        let engine = engine.clone();
-        let began = Arc::new(AtomicBool::new(false));
-        let began_here = began.clone();
-        let svc = service_fn(move |req| {
-            let engine = engine.clone();
-            began_here.store(true, Ordering::Relaxed);
-            async move { Ok::<_, Infallible>(engine.handle(req, Transport::Https).await) }
-        });
+        let (began, svc) = service(&engine, Transport::Https);
         let (watcher, builder) = (graceful.watcher(), builder.clone());
         let handshake_timeout = opts.header_read_timeout;
         let task = tokio::spawn(async move {
@@ -202,6 +188,43 @@ pub async fn serve(
         _ = tokio::time::sleep(opts.grace) => tracing::warn!("grace period over; closing remaining connections"),
     }
     Ok(())
+}
+
+/// What a connection's service is: each request to the engine, answered.
+trait Service:
+    hyper::service::Service<
+        http::Request<hyper::body::Incoming>,
+        Response = http::Response<crate::body::RelayBody>,
+        Error = Infallible,
+        Future: Send + 'static,
+    > + Send
+    + 'static
+{
+}
+
+impl<S> Service for S where
+    S: hyper::service::Service<
+            http::Request<hyper::body::Incoming>,
+            Response = http::Response<crate::body::RelayBody>,
+            Error = Infallible,
+            Future: Send + 'static,
+        > + Send
+        + 'static
+{
+}
+
+/// A connection's service: each request to the engine, noting that the connection began one (a
+/// connection that never did is closed at once on shutdown).
+fn service(engine: &Arc<Engine>, transport: Transport) -> (Arc<AtomicBool>, impl Service) {
+    let engine = engine.clone();
+    let began = Arc::new(AtomicBool::new(false));
+    let began_here = began.clone();
+    let svc = service_fn(move |req| {
+        let engine = engine.clone();
+        began_here.store(true, Ordering::Relaxed);
+        async move { Ok::<_, Infallible>(engine.handle(req, transport).await) }
+    });
+    (began, svc)
 }
 
 /// An accept that failed: out of descriptors, a warning (at most every 5 s) and a pause before the

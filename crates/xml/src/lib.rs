@@ -48,6 +48,7 @@
 //! needs_sync(&doc); // Document is !Sync
 //! ```
 
+pub mod chars;
 mod document;
 mod edit;
 mod error;
