@@ -164,12 +164,7 @@ async fn connections_the_backend_closes_after_each_response_are_not_errors() {
     // The last pooled connection, closed by the back-end, is closed by the pool's sweep (once a
     // second) without waiting for another request: no socket left in CLOSE_WAIT.
     drop(c);
-    let fds = s.wait_fds_at_most(baseline, std::time::Duration::from_secs(10));
-    assert!(
-        fds <= baseline,
-        "descriptors: {fds} > {baseline}\n{}",
-        s.fd_listing()
-    );
+    s.assert_fds_back_to(baseline, std::time::Duration::from_secs(10));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -222,8 +217,7 @@ async fn invalid_responses_give_502_naming_the_problem() {
         .await
         .is_err());
     drop((c, c2));
-    let fds = s.wait_fds_at_most(baseline, std::time::Duration::from_secs(5));
-    assert!(fds <= baseline, "descriptors: {fds} > {baseline}");
+    s.assert_fds_back_to(baseline, std::time::Duration::from_secs(5));
 }
 
 /// A back-end that reads a whole request on a new connection and then closes it without a word may

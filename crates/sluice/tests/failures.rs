@@ -53,14 +53,7 @@ async fn backend_down_gives_502_fault_naming_endpoint() {
             "{t}"
         );
     }
-    let fds = s.wait_fds_at_most(baseline, Duration::from_secs(5));
-    assert_eq!(
-        fds,
-        baseline,
-        "descriptors back to baseline:
-{}",
-        s.fd_listing()
-    );
+    s.assert_fds_back_to(baseline, Duration::from_secs(5));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -221,14 +214,7 @@ async fn backend_closing_before_response_gives_502() {
             r.text()
         );
     }
-    let fds = s.wait_fds_at_most(baseline, Duration::from_secs(5));
-    assert_eq!(
-        fds,
-        baseline,
-        "descriptors back to baseline:
-{}",
-        s.fd_listing()
-    );
+    s.assert_fds_back_to(baseline, Duration::from_secs(5));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -248,14 +234,7 @@ async fn backend_closing_mid_body_aborts_the_client_response() {
             "a truncated back-end body must not look complete: {r:?}"
         );
     }
-    let fds = s.wait_fds_at_most(baseline, Duration::from_secs(5));
-    assert_eq!(
-        fds,
-        baseline,
-        "descriptors back to baseline:
-{}",
-        s.fd_listing()
-    );
+    s.assert_fds_back_to(baseline, Duration::from_secs(5));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

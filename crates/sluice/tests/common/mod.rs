@@ -212,6 +212,17 @@ impl Sluice {
     }
 
     /// Waits (bounded) until the fd count is at most `n`; returns the last count seen.
+    /// Waits (up to `limit`) for Sluice's descriptors to come back to `baseline`, and fails the
+    /// test, listing them, when they do not.
+    pub fn assert_fds_back_to(&self, baseline: usize, limit: Duration) {
+        let fds = self.wait_fds_at_most(baseline, limit);
+        assert!(
+            fds <= baseline,
+            "descriptors: {fds}, not back to {baseline}:\n{}",
+            self.fd_listing()
+        );
+    }
+
     pub fn wait_fds_at_most(&self, n: usize, limit: Duration) -> usize {
         let start = Instant::now();
         loop {
