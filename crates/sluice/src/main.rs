@@ -94,6 +94,10 @@ enum Cmd {
         /// (for an <http> endpoint the value is its new uri-template)
         #[arg(long = "endpoint", value_name = "NAME=URI")]
         endpoints: Vec<String>,
+        /// Refuse to start when any artifact has an error. Without it, as in WSO2 MI, an artifact
+        /// with an error is reported and left out, and the others deploy.
+        #[arg(long)]
+        strict: bool,
         /// Seconds in-flight requests get to finish after SIGINT/SIGTERM.
         #[arg(long, default_value_t = 30)]
         grace: u64,
@@ -151,6 +155,7 @@ fn main() -> ExitCode {
         Some(Cmd::Run {
             path,
             endpoints,
+            strict,
             grace,
             trust_ca,
             backend_cert,
@@ -175,7 +180,7 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let Some((plan, _)) = load(Source::Path(path), &endpoints) else {
+            let Some((plan, _)) = load(Source::Path(path), &endpoints, strict) else {
                 return ExitCode::from(2);
             };
             let engine = settings.engine(EngineOptions {
@@ -214,8 +219,10 @@ fn print_diagnostics(d: &Diagnostics) {
     }
 }
 
-/// Loads and compiles; prints every diagnostic. None when there are errors.
-fn load(source: Source, endpoints: &[String]) -> Option<(Plan, Diagnostics)> {
+/// Loads and compiles; prints every diagnostic. An artifact with an error is not deployed and the
+/// others are, as in WSO2 MI; `None` (nothing starts) when `strict` and there are errors, or when
+/// the command line itself is wrong (`--endpoint`).
+fn load(source: Source, endpoints: &[String], strict: bool) -> Option<(Plan, Diagnostics)> {
     let opts = match overrides(endpoints) {
         Ok(o) => CompileOptions {
             endpoint_overrides: o,
@@ -231,12 +238,19 @@ fn load(source: Source, endpoints: &[String]) -> Option<(Plan, Diagnostics)> {
     };
     let plan = sluice_mediation::compile(&config, &opts, &mut diags);
     print_diagnostics(&diags);
-    if diags.has_errors() {
-        eprintln!(
-            "sluice: {} error(s) in the configuration; nothing was started",
-            diags.count(Severity::Error)
-        );
+    let errors = diags.count(Severity::Error);
+    let command_line = diags
+        .items
+        .iter()
+        .any(|d| d.severity == Severity::Error && &*d.location.file == "--endpoint");
+    if errors > 0 && (strict || command_line) {
+        eprintln!("sluice: {errors} error(s) in the configuration; nothing was started");
         return None;
+    }
+    if errors > 0 {
+        eprintln!(
+            "sluice: {errors} error(s) in the configuration: what they are in is not deployed, the rest is (--strict refuses to start instead)"
+        );
     }
     Some((plan, diags))
 }
@@ -563,7 +577,7 @@ fn serve_default(listen: Listen, settings: &Settings) -> ExitCode {
     };
     let echo_addr = echo.addr();
     let echo_uri = format!("EchoService=http://{echo_addr}/service/EchoService");
-    let Some((plan, _)) = load(Source::Embedded, &[echo_uri]) else {
+    let Some((plan, _)) = load(Source::Embedded, &[echo_uri], true) else {
         return ExitCode::from(2);
     };
     let banner = |addr: SocketAddr| {

@@ -59,11 +59,12 @@ fn validate_of_the_wso2_capp_lists_unsupported_features_by_file() {
 }
 
 #[test]
-fn run_refuses_a_configuration_with_errors() {
+fn run_strict_refuses_a_configuration_with_errors() {
     let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args([
             "run",
             test_config("invalid").to_str().unwrap(),
+            "--strict",
             "--port",
             "0",
         ])
@@ -91,4 +92,26 @@ fn validate_reports_template_mistakes() {
     ] {
         assert!(err.contains(want), "{want}\n{err}");
     }
+}
+
+/// As WSO2 MI: an artifact with an error is reported and left out; the others deploy and serve.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_deploys_the_artifacts_without_errors() {
+    let s = Sluice::start(&["run", test_config("invalid").to_str().unwrap()]);
+    let err = s.stderr();
+    assert!(
+        err.contains(
+            "error(s) in the configuration: what they are in is not deployed, the rest is"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("unknown-mediator.xml:"), "{err}");
+    let mut c = Conn::open(s.addr).await;
+    let r = c.get("/services").await.unwrap();
+    assert_eq!(r.status, 200);
+    let list = r.text();
+    assert!(list.contains("Deployed services: Fine"), "{list}");
+    assert!(list.contains("Not deployed: Typo:"), "{list}");
+    let r = c.get("/services/Typo").await.unwrap();
+    assert_eq!(r.status, 404, "{}", r.text());
 }
