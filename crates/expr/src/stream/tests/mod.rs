@@ -8,9 +8,16 @@
 //! - `bulk`: inert spans, sibling patterns and siblings read by name;
 //! - `limits`: many attributes and namespace declarations.
 
+use super::bulk::*;
+use super::compile::*;
+use super::fast::*;
+use super::memo::*;
+use super::needle::*;
+use super::scan::*;
 use super::*;
 use crate::testing::Rng;
 use crate::{Env, Expr, PropScope};
+use std::borrow::Cow;
 
 const M: &str = "http://services.samples/xsd";
 const T: &str = "http://someuri";
