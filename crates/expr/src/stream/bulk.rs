@@ -38,12 +38,13 @@ impl StreamPath {
         let below = INERT_STACK.min(MAX_DEPTH.saturating_sub(run.depth));
         // Whether a run of siblings may still be read by `needle_run` (not after it gave up on one).
         let mut needle = self.needle.is_some();
-        let descendant = self.path.descendant;
+        let mut inert = Inert {
+            descendant: self.path.descendant,
+            last: None,
+        };
         let mut top = 0;
         // Where the current child starts (for `sibling`).
         let mut child = i;
-        // The current element's state does not change here: its last answer for a name's steps.
-        let mut last: Option<(u64, bool)> = None;
         // Whether `sibling` holds a pattern learned in this call.
         let mut pattern = false;
         loop {
@@ -93,22 +94,7 @@ impl StreamPath {
                     let named = colon == 0
                         || std::str::from_utf8(&xml[from..from + colon])
                             .is_ok_and(|p| bound(bindings, index, p).is_some());
-                    let inert = named
-                        && mask != u64::MAX
-                        && top < below
-                        && if top == 0 {
-                            match last {
-                                Some((m, inert)) if m == mask => inert,
-                                _ => {
-                                    let inert = run.inert_child(mask);
-                                    last = Some((mask, inert));
-                                    inert
-                                }
-                            }
-                        } else {
-                            !(descendant && mask & 1 != 0)
-                        };
-                    if !inert {
+                    if !(named && mask != u64::MAX && top < below && inert.at(run, top, mask)) {
                         return (lt, top);
                     }
                     // A sibling named as the first step: it and its like next siblings by name search.
@@ -139,6 +125,34 @@ impl StreamPath {
                         }
                     }
                 }
+            }
+        }
+    }
+}
+
+/// Which elements [`StreamPath::inert_span`] reads are inert.
+struct Inert {
+    descendant: bool,
+    /// The span's element's state does not change in the span: its last answer for a name's
+    /// steps.
+    last: Option<(u64, bool)>,
+}
+
+impl Inert {
+    /// Whether an element `top` levels below a child of the span's element (0: such a child),
+    /// whose local name passes the steps in `mask`, is inert: a child as [`Run::inert_child`] says;
+    /// below one, an element the first step of a `//` path does not test.
+    #[inline(always)]
+    fn at(&mut self, run: &Run<'_>, top: usize, mask: u64) -> bool {
+        if top > 0 {
+            return !(self.descendant && mask & 1 != 0);
+        }
+        match self.last {
+            Some((m, inert)) if m == mask => inert,
+            _ => {
+                let inert = run.inert_child(mask);
+                self.last = Some((mask, inert));
+                inert
             }
         }
     }

@@ -197,6 +197,59 @@ impl Sink {
 /// An attribute other than a namespace declaration: namespace, local name, normalised value.
 pub(super) type Attr<'a> = (Option<&'a str>, &'a str, Cow<'a, str>);
 
+/// An element as it starts: its namespace, local name and attributes (other than namespace
+/// declarations).
+struct Element<'e> {
+    ns: Option<&'e str>,
+    local: &'e str,
+    attrs: &'e [Attr<'e>],
+}
+
+/// Where an element that matches the last step puts what it selects.
+struct Selected<'v> {
+    need_text: bool,
+    results: &'v mut Vec<Res>,
+    captures: &'v mut Vec<Capture>,
+}
+
+impl Selected<'_> {
+    /// The element `el` at depth `d`, whose frame is `f`, matches the last step: it is selected
+    /// (its text collected when the answer needs it), or the attributes the tail names are.
+    #[inline]
+    fn push(self, path: &Path, d: usize, f: &Frame, el: &Element<'_>) {
+        let conds = f.conds(path.steps.len() - 1);
+        match &path.tail {
+            Tail::Element => {
+                let idx = self.results.len();
+                self.results.push(Res {
+                    text: String::new(),
+                    done: !self.need_text,
+                    conds: conds.to_vec(),
+                });
+                if self.need_text {
+                    self.captures.push(Capture {
+                        depth: d,
+                        buf: String::new(),
+                        target: Target::Result(idx),
+                    });
+                }
+            }
+            Tail::Attr(test) => {
+                for (an, al, av) in el.attrs {
+                    if test.matches(*an, al) {
+                        self.results.push(Res {
+                            text: av.to_string(),
+                            done: true,
+                            conds: conds.to_vec(),
+                        });
+                    }
+                }
+            }
+            Tail::Text => {}
+        }
+    }
+}
+
 /// One open element (index 0: the document node).
 #[derive(Default)]
 pub(super) struct Frame {
@@ -295,6 +348,129 @@ impl Frame {
     #[inline(always)]
     pub(super) fn conds(&self, i: usize) -> &[u32] {
         self.conds.get(i).map_or(&[], |c| c.as_slice())
+    }
+
+    /// The steps a child of this element at depth `d` matches (bit i for step i, each provided
+    /// that its conditions turn out true), counted for the position predicates it gets to.
+    /// `mask`: the steps whose test its local name passes ([`Path::step_mask`]).
+    #[inline]
+    fn child_matches(&mut self, path: &Path, d: usize, mask: u64, el: &Element<'_>) -> u64 {
+        let mut matched = 0u64;
+        // The steps whose test the local name passes (`step_mask`; every bit past 63 steps).
+        let mut todo = mask & (u64::MAX >> (64 - path.steps.len().min(64)));
+        while todo != 0 {
+            let i = todo.trailing_zeros() as usize;
+            todo &= todo - 1;
+            let step = &path.steps[i];
+            let named = if mask == u64::MAX {
+                step.test.matches(el.ns, el.local)
+            } else {
+                step.test.ns_matches(el.ns)
+            };
+            let live = if i == 0 {
+                path.descendant || d == 1
+            } else {
+                self.matches(i - 1)
+            };
+            if !(named && live) {
+                continue;
+            }
+            if let (Some(part), Some(_)) = (step.soap_once, self.soap_env) {
+                if (part == SoapPart::Header && self.seen_header)
+                    || (part == SoapPart::Body && self.seen_body)
+                {
+                    continue;
+                }
+            }
+            if self.passes(step, el) {
+                matched |= 1 << i;
+            }
+        }
+        matched
+    }
+
+    /// Whether a child passes `step`'s predicates (its `[child='x']` ones aside: they are known at
+    /// its end), counted for its position predicates up to the first it fails.
+    #[inline]
+    fn passes(&mut self, step: &Step, el: &Element<'_>) -> bool {
+        let mut slot = step.slot;
+        for pred in &step.preds {
+            match pred {
+                Pred::Pos(want) => {
+                    self.counted = true;
+                    let c = &mut self.counters[slot];
+                    *c = c.saturating_add(1);
+                    slot += 1;
+                    if *c != *want {
+                        return false;
+                    }
+                }
+                Pred::Attr {
+                    ns: pns,
+                    local: pl,
+                    value,
+                } => {
+                    if !el
+                        .attrs
+                        .iter()
+                        .any(|(an, al, av)| *an == pns.as_deref() && al == pl && av == value)
+                    {
+                        return false;
+                    }
+                }
+                Pred::Child { .. } => {}
+            }
+        }
+        true
+    }
+
+    /// The conditions of each step this element matches: its parent's for the step before, and a
+    /// new condition (in `conds`) for each of the step's own `[child='x']` predicates.
+    #[inline]
+    fn own_conds(
+        &mut self,
+        path: &Path,
+        parent: &Frame,
+        conds: &mut Vec<Option<bool>>,
+    ) -> Option<()> {
+        let mut todo = self.matched;
+        while todo != 0 {
+            let i = todo.trailing_zeros() as usize;
+            todo &= todo - 1;
+            let mut mine = if i == 0 {
+                Vec::new()
+            } else {
+                parent.conds(i - 1).to_vec()
+            };
+            for (k, pred) in path.steps[i].preds.iter().enumerate() {
+                if let Pred::Child { .. } = pred {
+                    let id = u32::try_from(conds.len()).ok()?;
+                    conds.push(None);
+                    self.own.push((id, i, k));
+                    mine.push(id);
+                }
+            }
+            self.conds[i] = mine;
+        }
+        Some(())
+    }
+
+    /// A child named `ns`:`local` starts: under a SOAP Envelope, the Header or the Body is seen (and
+    /// the Header's place with the Body).
+    #[inline]
+    fn saw(&mut self, ns: Option<&str>, local: &str) {
+        if let Some(env) = self.soap_env {
+            if ns == Some(env) {
+                match local {
+                    "Body" => {
+                        self.seen_body = true;
+                        self.seen_header = true;
+                    }
+                    "Header" => self.seen_header = true,
+                    _ => {}
+                }
+            }
+        }
     }
 }
 
@@ -407,107 +583,28 @@ impl Run<'_> {
         if d > MAX_DEPTH {
             return None;
         }
-        let n = path.steps.len();
-        if self.v.frames.len() <= d {
-            self.v.frames.push(Frame::default());
+        let Spare {
+            frames,
+            captures,
+            results,
+            conds,
+            ..
+        } = &mut *self.v;
+        if frames.len() <= d {
+            frames.push(Frame::default());
         }
-        let (lower, upper) = self.v.frames.split_at_mut(d);
+        let (lower, upper) = frames.split_at_mut(d);
         let parent = &mut lower[d - 1];
         let f = &mut upper[0];
         f.reset(path);
         f.clean = false;
         parent.clean = false;
-        let mut matched = 0u64;
-        // The steps whose test the local name passes (`step_mask`; every bit past 63 steps).
-        let mut todo = mask & (u64::MAX >> (64 - n.min(64)));
-        while todo != 0 {
-            let i = todo.trailing_zeros() as usize;
-            todo &= todo - 1;
-            let step = &path.steps[i];
-            let named = if mask == u64::MAX {
-                step.test.matches(ns, local)
-            } else {
-                step.test.ns_matches(ns)
-            };
-            let live = if i == 0 {
-                path.descendant || d == 1
-            } else {
-                parent.matches(i - 1)
-            };
-            if !(named && live) {
-                continue;
-            }
-            if let (Some(part), Some(_)) = (step.soap_once, parent.soap_env) {
-                if (part == SoapPart::Header && parent.seen_header)
-                    || (part == SoapPart::Body && parent.seen_body)
-                {
-                    continue;
-                }
-            }
-            let mut ok = true;
-            let mut slot = step.slot;
-            for pred in &step.preds {
-                match pred {
-                    Pred::Pos(want) => {
-                        parent.counted = true;
-                        let c = &mut parent.counters[slot];
-                        *c = c.saturating_add(1);
-                        slot += 1;
-                        if *c != *want {
-                            ok = false;
-                            break;
-                        }
-                    }
-                    Pred::Attr {
-                        ns: pns,
-                        local: pl,
-                        value,
-                    } => {
-                        if !attrs
-                            .iter()
-                            .any(|(an, al, av)| *an == pns.as_deref() && al == pl && av == value)
-                        {
-                            ok = false;
-                            break;
-                        }
-                    }
-                    Pred::Child { .. } => {}
-                }
-            }
-            if !ok {
-                continue;
-            }
-            matched |= 1 << i;
-            if path.conds {
-                let mut conds = if i == 0 {
-                    Vec::new()
-                } else {
-                    parent.conds(i - 1).to_vec()
-                };
-                for (k, pred) in step.preds.iter().enumerate() {
-                    if let Pred::Child { .. } = pred {
-                        let id = u32::try_from(self.v.conds.len()).ok()?;
-                        self.v.conds.push(None);
-                        f.own.push((id, i, k));
-                        conds.push(id);
-                    }
-                }
-                f.conds[i] = conds;
-            }
+        let el = Element { ns, local, attrs };
+        f.matched = parent.child_matches(path, d, mask, &el);
+        if path.conds {
+            f.own_conds(path, parent, conds)?;
         }
-        f.matched = matched;
-        if let Some(env) = parent.soap_env {
-            if ns == Some(env) {
-                match local {
-                    "Body" => {
-                        parent.seen_body = true;
-                        parent.seen_header = true;
-                    }
-                    "Header" => parent.seen_header = true,
-                    _ => {}
-                }
-            }
-        }
+        parent.saw(ns, local);
         if d == 1 {
             self.root_seen = true;
             if local == "Envelope" {
@@ -520,12 +617,12 @@ impl Run<'_> {
         }
         // Children compared by the parent's `[child='x']` predicates.
         for &(cond, i, k) in &parent.own {
-            if self.v.conds[cond as usize].is_some() {
+            if conds[cond as usize].is_some() {
                 continue;
             }
             if let Pred::Child { test, .. } = &path.steps[i].preds[k] {
                 if test.matches(ns, local) {
-                    self.v.captures.push(Capture {
+                    captures.push(Capture {
                         depth: d,
                         buf: String::new(),
                         target: Target::Check(cond, i, k),
@@ -533,37 +630,13 @@ impl Run<'_> {
                 }
             }
         }
-        if f.matches(n - 1) {
-            let conds = f.conds(n - 1);
-            match &path.tail {
-                Tail::Element => {
-                    let idx = self.v.results.len();
-                    self.v.results.push(Res {
-                        text: String::new(),
-                        done: !self.need_text,
-                        conds: conds.to_vec(),
-                    });
-                    if self.need_text {
-                        self.v.captures.push(Capture {
-                            depth: d,
-                            buf: String::new(),
-                            target: Target::Result(idx),
-                        });
-                    }
-                }
-                Tail::Attr(test) => {
-                    for (an, al, av) in attrs {
-                        if test.matches(*an, al) {
-                            self.v.results.push(Res {
-                                text: av.to_string(),
-                                done: true,
-                                conds: conds.to_vec(),
-                            });
-                        }
-                    }
-                }
-                Tail::Text => {}
-            }
+        if f.matches(path.steps.len() - 1) {
+            let selected = Selected {
+                need_text: self.need_text,
+                results,
+                captures,
+            };
+            selected.push(path, d, f, &el);
         }
         self.depth = d;
         Some(())
