@@ -1,4 +1,30 @@
-//! Inert elements read in bulk: spans of inert siblings, and sibling patterns.
+//! Inert elements read in bulk.
+//!
+//! An element that no step can match from where it stands is inert. Either its name passes no
+//! step its parent can lead to, or it passes only steps whose position predicate its earlier
+//! siblings used up. Under `//order[1]`, every `order` after the first is inert.
+//!
+//! - An inert element is only counted for depth.
+//! - An inert element that holds only plain text is skipped in one go.
+//!
+//! # The inert span
+//!
+//! After one inert element, its inert siblings are read in bulk ([`StreamPath::inert_span`]).
+//! Each is read with its whole subtree and no per-element state. Prefixed names are read this way
+//! too, when their prefix is bound. What the span does not read (attributes, references, comments,
+//! non-ASCII text) it hands back with the elements around it open.
+//!
+//! # Sibling patterns
+//!
+//! Once one sibling in a span has been read tag by tag, its markup is kept as a pattern
+//! ([`Sibling`]). Each run of adjacent tags is stored as up to three masked words ([`Markup`]).
+//! The next sibling is checked against the pattern: one bounds check and three loads per run of
+//! tags. A sibling that matches has byte for byte the same tags. So it is well-formed and inert
+//! exactly as the first one was. Only its plain text may differ, and that text is still checked
+//! for what plain text may not hold.
+//!
+//! A sibling that differs becomes the next pattern. After three misses in a row the span stops
+//! trying.
 
 use super::fast::KnownNames;
 use super::needle::Bang;
@@ -160,10 +186,10 @@ impl Inert {
 
 /// What [`StreamPath::inert_span`] keeps between its calls in one reading.
 pub(super) struct InertScratch<'a> {
-    /// The thread's ([`Buffers`]).
+    /// The thread's ([`Buffers`](super::kept::Buffers)).
     pub(super) stack: &'a mut InertStack,
     pub(super) bang: Bang,
-    /// The thread's ([`Buffers`]).
+    /// The thread's ([`Buffers`](super::kept::Buffers)).
     pub(super) sibling: &'a mut Sibling,
 }
 

@@ -1,5 +1,18 @@
-//! The streaming subset and its compilation: an expression's tokens, the path's steps and
-//! predicates, and what is done with the node-set ([`StreamPath::compile`]).
+//! The streaming subset and its compilation ([`StreamPath::compile`]).
+//!
+//! An expression is split into tokens, then parsed into a [`Path`] and a [`Form`]. The path is
+//! child steps, with an optional leading `//`. A step is a name test (`QName` or `*`) with up to
+//! eight predicates: `[n]`, `[child='x']` and `[@a='x']`. A position must come before any
+//! `[child='x']`: the siblings it counts must be known when an element starts. The last step may be
+//! `text()` or `@a`. The form says what is done with the node-set: the nodes themselves, a
+//! comparison with a literal, `boolean`, `not`, `count` (alone or compared with a number), `string`
+//! or `normalize-space`.
+//!
+//! A prefix resolves through the namespaces in scope at the mediator. An unprefixed name means no
+//! namespace, as in XPath 1.0. Anything else is refused, and libxml2 evaluates it.
+//!
+//! `/soapenv:Envelope/soapenv:Header|Body` paths are marked ([`Step::soap_once`]): each of the two
+//! occurs once, the `Header` first.
 
 use super::needle::NameFinder;
 use super::scan::short_eq;
@@ -74,7 +87,8 @@ pub(super) struct Step {
     pub(super) preds: Vec<Pred>,
     /// Index of this step's first positional counter in a frame's `counters`.
     pub(super) slot: usize,
-    /// Set on step 1 of `/Envelope/Header|Body` paths: at most one match (see the module doc).
+    /// Set on step 1 of `/Envelope/Header|Body` paths: at most one match (see the `stream` module
+    /// doc).
     pub(super) soap_once: Option<SoapPart>,
 }
 
@@ -92,7 +106,7 @@ pub(super) struct Path {
     pub(super) tail: Tail,
     pub(super) slots: usize,
     /// Some step has a `[child='x']` predicate: only then do matches carry conditions
-    /// ([`Frame::conds`]).
+    /// ([`Frame::conds`](super::run::Frame::conds)).
     pub(super) conds: bool,
 }
 

@@ -1,4 +1,36 @@
 //! The fast reader: a tokenizer written for what routing sees, straight over the bytes.
+//!
+//! It reads elements, attributes, text with the predefined and character references, comments,
+//! CDATA sections and an XML declaration. It hands anything else back to the general reader
+//! (`Halt::Bail`), which starts over. So it only has to be right on what it accepts, and as strict
+//! as libxml2 on what it reads.
+//!
+//! # The loop
+//!
+//! [`StreamPath::run_fast`] reads one token a turn: the text up to the next `<`, then the markup
+//! there. Each kind has its handler on [`Fast`]: text (and its references), an end tag, a comment
+//! or CDATA section, a start tag. A start tag is one of three: a span of inert siblings
+//! ([`bulk`](super::bulk)), an inert element, or an element that may match, read whole. After a
+//! token, the loop checks whether the answer is decided.
+//!
+//! Every handler is `#[inline(always)]`: the compiled loop is as tight as one function. [`Fast`]
+//! holds the reading's scalars, which stay in registers because nothing lends `Fast` itself.
+//! [`Parts`] holds what lives in memory and is lent to the functions the handlers call.
+//!
+//! # UTF-8
+//!
+//! UTF-8 is checked over a window of the document at a time ([`Window`]), doubling as the reading
+//! goes past it. An answer decided early pays for a few hundred bytes, not the whole document.
+//! Where the reading skips a stretch, the next window starts after it.
+//!
+//! # Names seen
+//!
+//! Start-tag names repeat. A table of 64 names seen ([`KnownNames`]) recognises a plain start tag
+//! (`<name>`, `<name/>`) usually with one word comparison, with its name's [`Path::step_mask`]. The table
+//! is the thread's and is not cleared between readings: a 64-bit mask says which slots this
+//! reading wrote.
+//!
+//! [`Path::step_mask`]: super::compile::Path::step_mask
 
 use super::bulk::InertScratch;
 use super::compile::Form;
@@ -699,9 +731,9 @@ pub(super) const UTF8_PREFIX: usize = 512;
 
 /// The document's text as far as its UTF-8 is checked. UTF-8 is checked over a window of the
 /// document at a time (cheaper than piece by piece), the window doubling as the reading goes past
-/// it: an answer decided early (a SOAP header) pays for a few hundred bytes, not for the whole,
-/// and what is read is checked at most twice over. Where the reading skips a stretch (later
-/// siblings found by name, see the module doc), the next window starts after it. When the reading
+/// it: an answer decided early (a SOAP header) pays for a few hundred bytes, not for the whole, and
+/// what is read is checked at most twice over. Where the reading skips a stretch (later siblings
+/// found by name, see [`needle`](super::needle)), the next window starts after it. When the reading
 /// reads the whole document anyway ([`StreamPath::reads_all`]), it is checked at once.
 struct Window<'x> {
     xml: &'x [u8],
@@ -749,6 +781,8 @@ impl StreamPath {
     /// A start tag without attributes at `from` (just after `<`), recognised through the cache of
     /// names seen before (one word comparison) or read and added to it: (index of `>`, empty element,
     /// end of the name, colon offset or 0, [`Path::step_mask`] of the local name).
+    ///
+    /// [`Path::step_mask`]: super::compile::Path::step_mask
     #[inline(always)]
     pub(super) fn known_tag(
         &self,
@@ -805,6 +839,8 @@ pub(super) fn utf8_prefix(xml: &[u8], len: usize) -> Option<&str> {
 
 /// A plain start tag as [`StreamPath::known_tag`] reads it: (index of `>`, empty element, end of the
 /// name, colon offset or 0, [`Path::step_mask`] of the local name).
+///
+/// [`Path::step_mask`]: super::compile::Path::step_mask
 type KnownTag = (usize, bool, usize, usize, u64);
 
 /// A [`Known`] entry's answer for the start tag at `from` (just after `<`), if it holds that name:
@@ -843,6 +879,8 @@ fn name_key(xml: &[u8], from: usize) -> usize {
 /// The start-tag names seen so far, by their first byte: (start, length, colon offset or 0,
 /// [`Path::step_mask`] of the local name). Names repeat, so a start tag is usually recognised by one
 /// word comparison instead of a scan.
+///
+/// [`Path::step_mask`]: super::compile::Path::step_mask
 pub(super) type Known = [(u32, u16, u16, u64); 64];
 
 /// The [`Known`] slots of one reading. The array is the thread's ([`Buffers`]), left as the last

@@ -1,4 +1,10 @@
-//! What a thread keeps from one reading to the next: vectors and arrays, lent to each reading.
+//! What a thread keeps from one reading to the next.
+//!
+//! Nothing is zeroed per reading. The vectors a reading needs ([`Spare`], [`Tags`]) and the fast
+//! reader's arrays ([`Buffers`]) are the thread's. They sit in one box per thread ([`Kept`]), lent
+//! to the reading and given back by moving one pointer ([`SpareBox`]). Vectors that grew large are
+//! not kept. The table of names seen is not cleared: a 64-bit mask says which slots this reading
+//! wrote ([`KnownNames`](super::fast::KnownNames)).
 
 use super::bulk::{InertStack, Markup, Sibling, SIBLING_RUNS};
 use super::fast::Known;
@@ -18,6 +24,8 @@ pub(super) struct Tags<'x> {
 
 /// The fast reader's arrays, allocated with a thread's [`Kept`] and then kept: none is cleared
 /// between readings (zeroing them cost more than the reading's own work, see [`KnownNames`]).
+///
+/// [`KnownNames`]: super::fast::KnownNames
 pub(super) struct Buffers {
     pub(super) known: Known,
     /// An entry is written before it is read.

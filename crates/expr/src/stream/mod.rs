@@ -1,34 +1,69 @@
-//! Streaming evaluation of the XPath forms content-based routing uses most, straight over the message
-//! bytes (quick-xml), without building a libxml2 tree.
+//! The streaming XPath reader: answers the XPath forms content-based routing uses most straight
+//! from the message's bytes, without a libxml2 tree. It stops as soon as the answer is known.
 //!
-//! [`StreamPath::compile`] accepts a small subset and refuses everything else (those expressions keep
-//! using libxml2):
+//! # What it answers
 //!
-//! * location paths `/a/p:b[2]/c` or `//c[1]/d`: child steps (a leading `//` only), name tests `QName` or
-//!   `*`, predicates `[n]`, `[child='lit']` and `[@attr='lit']`, and a final `text()` or `@attr` step;
-//! * around a path: `path = 'lit'`, `'lit' = path`, `path != 'lit'`, `boolean(path)`, `not(path)`,
-//!   `count(path)` (alone or compared with a number), `string(path)`, `normalize-space(path)`.
+//! [`StreamPath::compile`] accepts a small subset ([`compile`] has the details):
 //!
-//! Evaluation gives exactly what [`crate::Expr::eval_string`] / [`crate::Expr::eval_bool`] give through
-//! libxml2, or `None` ("use libxml2") whenever that is not certain: a DOCTYPE, a processing instruction, an
-//! encoding other than UTF-8, anything malformed or deeper than libxml2's limit before the answer is known,
-//! and an element with more attributes, or more namespace declarations in scope, than Sluice's parse
-//! accepts (1,000 each: `sluice_xml::Limits`). Reading stays linear in the attributes and declarations
-//! up to there: repeats are found by sorting past a few attributes, prefixes through a
-//! [`PrefixIndex`] past a few bindings.
-//! Reading stops as soon as the answer is decided, so malformed content *after* that point is not seen
-//! (the libxml2 path would fault on it). Likewise, under a `//` path, the later siblings named as its
-//! first step (every `order` after the first under `//order[1]/symbol`) are found by searching for
-//! that name ([`StreamPath::needle_run`], with AVX2 where the CPU has it, through `pulp`): what is
-//! inside them cannot change the answer for a well-formed document, and is not checked (nor is its
-//! UTF-8, unless it falls in the window checked ahead of the reading). A thread keeps, per compiled
-//! path, a [`Memo`] of the fast reader's state just after the first start tag that selects
-//! something, with the bytes before that place: a document that begins with those bytes (the next
-//! message from the same client, usually) is read from there. One
-//! deliberate SOAP assumption: under a SOAP `Envelope` there is one `Header` and one `Body`, the
-//! `Header` first, so `/soapenv:Envelope/soapenv:Header/...` is answered
-//! when the `Body` starts and `/soapenv:Envelope/soapenv:Body/...` when the `Body` ends (Synapse's SOAP
-//! builder does not accept other envelopes either).
+//! - child paths, with an optional leading `//`: `/a/p:b[2]/c`, `//c[1]/d`;
+//! - the predicates `[n]`, `[child='x']` and `[@a='x']`;
+//! - `text()` and `@a` as the last step;
+//! - around such a path: comparisons with a literal, `boolean`, `not`, `count`, `string` and
+//!   `normalize-space`.
+//!
+//! Other expressions go to libxml2 on a parsed tree. So does any message the reader cannot decide
+//! for certain (the answer is then `None`): a DOCTYPE, a processing instruction, an encoding other
+//! than UTF-8, a document malformed or too deep before the answer, an element with more attributes
+//! than Sluice's parse accepts, or more namespace declarations in scope (1,000 each:
+//! `sluice_xml::Limits`). Up to those limits, reading stays linear in attributes and declarations.
+//!
+//! Otherwise the answer is exactly what [`crate::Expr::eval_string`] and
+//! [`crate::Expr::eval_bool`] give through libxml2. Two exceptions are deliberate:
+//!
+//! - Content after the answer is not read, so a fault there goes unseen. Likewise, the insides of
+//!   siblings read by name ([`needle`]) are not checked, their UTF-8 included.
+//! - Under a SOAP `Envelope` there is one `Header` and then one `Body`, as Synapse's SOAP builder
+//!   requires. So `/soapenv:Envelope/soapenv:Header/...` is answered when the `Body` starts, and
+//!   `/soapenv:Envelope/soapenv:Body/...` when the `Body` ends.
+//!
+//! # Two tokenizers and a referee
+//!
+//! - The fast reader ([`fast`]): a memchr-based tokenizer written for what routing sees. Elements,
+//!   attributes, text with the predefined and character references, comments, CDATA sections and
+//!   an XML declaration.
+//! - The general reader ([`run`]): quick-xml's tokenizer, for anything the fast one is not sure of.
+//!   The fast reader hands the document over (`Halt::Bail`) and the general one starts again.
+//! - libxml2, for anything neither can decide (`Halt::Refuse`, or `None` from the general reader).
+//!
+//! Both tokenizers drive one reading state ([`run::Run`]) and check bytes with the same strict
+//! pieces ([`scan`]). Differential tests hold both to the same answers, and both to libxml2's. The
+//! fuzz target `xpath_stream`
+//! reads any bytes: it never panics, and a reading from a memo answers as one without.
+//!
+//! # Reading less
+//!
+//! The reader's cost is mostly the bytes it must look at. Three ways let it look at fewer, each
+//! keeping libxml2's answer on a well-formed document:
+//!
+//! - inert elements, which no step can match, read in bulk ([`bulk`]);
+//! - later siblings named as the first step of a `//` path, found by a search for that name
+//!   ([`needle`]);
+//! - the memo of the envelope: the reader's state after a beginning that messages from one client
+//!   share ([`memo`]).
+//!
+//! # The files
+//!
+//! | File | What it holds |
+//! |---|---|
+//! | `compile` | the subset: tokens, steps, predicates, [`StreamPath::compile`] |
+//! | `scan` | strict scanning: byte classes, words, names, text ends, references, end-of-line handling, attributes, namespace bindings |
+//! | `fast` | the fast reader: a loop with one handler per token, the UTF-8 window, the names seen |
+//! | `run` | the reading state both tokenizers drive, and the general reader on quick-xml |
+//! | `bulk` | inert spans and sibling patterns |
+//! | `needle` | siblings read by name, with AVX2 or AVX-512 where the CPU has them |
+//! | `memo` | the memo of the envelope, and how a reading makes it |
+//! | `kept` | what a thread keeps between readings |
+//! | `tests` | the tests, by topic |
 
 mod bulk;
 mod compile;
@@ -67,7 +102,7 @@ const MAX_BINDINGS: usize = sluice_xml::DEFAULT_MAX_NAMESPACES;
 const FEW_ATTRS: usize = 16;
 
 /// Up to this many namespace bindings in scope are searched from the innermost; more, through a
-/// [`PrefixIndex`].
+/// [`PrefixIndex`](sluice_xml::names::PrefixIndex).
 const FEW_BINDINGS: usize = 16;
 
 /// A compiled expression of the streaming subset.
@@ -79,6 +114,8 @@ pub struct StreamPath {
     /// step tests a name.
     needle: Option<NameFinder>,
     /// This compilation's own number (never reused in the process): the key of its [`Memo`]s.
+    ///
+    /// [`Memo`]: memo::Memo
     id: u64,
 }
 

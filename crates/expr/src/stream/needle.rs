@@ -1,5 +1,25 @@
-//! Siblings read by name: a search for the first step's name instead of a reading tag by tag,
-//! with AVX2 or AVX-512 where the CPU has them.
+//! Siblings read by name.
+//!
+//! Under a `//` path, siblings named as the path's first step are not read tag by tag. Under
+//! `//order[1]/symbol` these are the later `order`s ([`StreamPath::needle_run`]).
+//!
+//! - A search for the name finds each sibling's end tag.
+//! - The text and start tag between two siblings, once seen, are recognised by three word
+//!   comparisons.
+//! - A start tag of that name inside a sibling hands the reading back to the tokenizer. So does a
+//!   comment, CDATA section or processing instruction anywhere after ([`Bang`]).
+//!
+//! The search has three forms:
+//!
+//! | Where | How |
+//! |---|---|
+//! | CPU with AVX2 | One pass looks for the name and for `<!` or `<?` together ([`scan_v3`]). The whole run is compiled for AVX2 through `pulp`'s safe run-time dispatch; there is no `unsafe` of ours. |
+//! | A run of siblings whose end tag and next start tag repeat | Block by block, 64 bytes at a time ([`NameScan::bulk`]): two AVX2 comparisons, or one where the CPU has AVX-512 (`pulp`'s x86-v4 level). Each candidate is compared with the repeating markup, 32 bytes at once. The next block's address does not wait on where the last sibling ended. |
+//! | Elsewhere | `memmem`, after one `memchr2` pass for `<!` and `<?`. |
+//!
+//! The price: the inside of these siblings is not checked, UTF-8 included. Malformed content there
+//! cannot change the answer for a well-formed document. Such a message is relayed as pass-through
+//! would relay it, and the back-end judges it.
 
 use super::bulk::{Markup, MARKUP_WORDS};
 use super::scan::{is_ws, same_name, word_at, NAME_CLASS};
@@ -7,7 +27,7 @@ use super::StreamPath;
 
 /// The search [`StreamPath::needle_run`] makes for a name. With AVX2 (`pulp`'s safe runtime
 /// dispatch), one pass over the bytes finds both the name and the first `<!` or `<?` (which stops
-/// the run), 32 bytes a step (64 in the bulk of a run, [`NameScan::block`]), and the whole run is
+/// the run), 32 bytes a step (64 in the bulk of a run, [`NameScan::bulk`]), and the whole run is
 /// compiled for AVX2; elsewhere `memmem`, up to the [`Bang`] found by a pass of its own.
 #[derive(Debug)]
 pub(super) struct NameFinder {
@@ -156,18 +176,18 @@ fn scan_v3(
 }
 
 impl StreamPath {
-    /// A run of inert siblings named as the first step of a `//` path (every `order` after the first
-    /// under `//order[1]/symbol`, the usual bulk of a document), read by searching for that name
-    /// alone instead of tag by tag. From `lt`, the `<` of such a sibling's start tag `<Q>` (no
-    /// attributes), whose qualified name is the `len` bytes after `lt`. Inside an inert sibling only
-    /// an element the first step tests could match, so every occurrence of its local name is looked
-    /// at: a start tag named so ends the run before this sibling (the tag by tag reading takes it);
-    /// the sibling's own end tag ends the sibling. The next sibling must follow after text alone, as
-    /// `<Q>` again. Nothing else is read: the text and the other tags inside are not checked, as
-    /// content after an answer is not (see the module doc). The run stops before a comment, CDATA
-    /// section or processing instruction ([`Bang`]), whose text could look like a tag. Returns the
-    /// index of the first `<` (or the end) after the last complete sibling, or `None` when not even
-    /// the first is complete.
+    /// A run of inert siblings named as the first step of a `//` path (every `order` after the
+    /// first under `//order[1]/symbol`, the usual bulk of a document), read by searching for that
+    /// name alone instead of tag by tag. From `lt`, the `<` of such a sibling's start tag `<Q>` (no
+    /// attributes), whose qualified name is the `len` bytes after `lt`. Inside an inert sibling
+    /// only an element the first step tests could match, so every occurrence of its local name is
+    /// looked at: a start tag named so ends the run before this sibling (the tag by tag reading
+    /// takes it); the sibling's own end tag ends the sibling. The next sibling must follow after
+    /// text alone, as `<Q>` again. Nothing else is read: the text and the other tags inside are not
+    /// checked, as content after an answer is not (see the `stream` module doc). The run stops
+    /// before a comment, CDATA section or processing instruction ([`Bang`]), whose text could look
+    /// like a tag. Returns the index of the first `<` (or the end) after the last complete sibling,
+    /// or `None` when not even the first is complete.
     pub(super) fn needle_run(
         &self,
         xml: &[u8],

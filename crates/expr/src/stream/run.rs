@@ -1,5 +1,18 @@
-//! The reading's state ([`Run`]), which both tokenizers drive, and the general reader on
-//! quick-xml.
+//! The reading's state, which both tokenizers drive, and the general reader on quick-xml.
+//!
+//! [`Run`] is told of each element's start and end and of each piece of text. It keeps one
+//! [`Frame`] per open element: the steps the element matches, the counters of its children's
+//! position predicates, its `[child='x']` conditions. An element's match may wait on conditions
+//! known only at a child's end. Matches of the last step become results, in document order. The
+//! results whose conditions hold, and whose text is complete, go to the [`Sink`], which decides
+//! the answer ([`Run::decided`]).
+//!
+//! An element no step can match from where it stands is inert ([`Run::inert_child`]): it is only
+//! counted for depth. Under `//order[1]`, every `order` after the first is inert.
+//!
+//! [`StreamPath::run_slow`] is the general reader: quick-xml's `NsReader`, for documents the fast
+//! reader hands back. It checks what quick-xml does not, with the pieces in
+//! [`scan`](super::scan).
 
 use super::compile::{Cmp, Form, Path, Pred, SoapPart, Step, Tail, SOAP11_ENV, SOAP12_ENV};
 use super::kept::{Spare, SpareBox};
@@ -22,7 +35,7 @@ impl StreamPath {
         }
     }
 
-    /// A run over the vectors `v` (the thread's, see [`Kept`]).
+    /// A run over the vectors `v` (the thread's, see [`Kept`](super::kept::Kept)).
     pub(super) fn new_run<'a>(&'a self, mode: Mode, v: &'a mut Spare) -> Run<'a> {
         // The frames were sized for another path: none counts as clean.
         if v.frames.is_empty() {
@@ -890,6 +903,8 @@ impl Run<'_> {
     }
 
     /// Nothing selected, collected or compared yet (what a [`Recording`] may stop at).
+    ///
+    /// [`Recording`]: super::memo::Recording
     pub(super) fn nothing_selected(&self) -> bool {
         self.v.results.is_empty()
             && self.v.captures.is_empty()

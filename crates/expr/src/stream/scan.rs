@@ -1,5 +1,21 @@
-//! Strict scanning of XML bytes, shared by both readers: byte classes, words, names, the ends of
-//! text, references, end-of-line handling, attributes and namespace bindings.
+//! Strict scanning of XML bytes: the pieces both readers check bytes with.
+//!
+//! - Byte classes ([`BYTE_CLASS`]): what text may not hold unchecked, noted in the pass that
+//!   finds its end ([`text_end`]). [`NAME_CLASS`] does the same for names.
+//! - Words: eight bytes compared or searched at once ([`word_at`], [`byte_in_word`],
+//!   [`same_name`]), without a loop whose exit is hard to predict.
+//! - Names: ASCII QNames read byte by byte ([`ascii_qname`]); other names checked the general way
+//!   ([`is_qname`]).
+//! - References: the predefined entities and character references ([`resolve_ref`]).
+//! - End of line: CR LF and a lone CR become LF ([`normalize_eol`]); in attribute values, white
+//!   space becomes a space ([`attr_value`]).
+//! - Attributes: split and classified in one pass ([`read_attributes`], [`value_class`]).
+//! - Namespace bindings: the bindings in scope, searched from the innermost ([`bound`]), through an
+//!   index once there are many ([`bind`]).
+//! - Characters: what XML 1.0 allows ([`valid_chars`]), and the XML declaration
+//!   ([`xml_decl_ok`]).
+//!
+//! Each is as strict as libxml2 on what it accepts: whatever it does not accept, libxml2 decides.
 
 use super::kept::spare;
 use super::{FEW_BINDINGS, MAX_ATTRS};

@@ -37,7 +37,7 @@ const EXPRS: [&str; 6] = [
 
 /// Answers only where the document keeps within the limits (libxml2 refuses it past them).
 /// Reading to the end never answers a document libxml2 refuses; stopping at the answer does not
-/// see what follows (the module doc), so only `early` elements must refuse it.
+/// see what follows (the `stream` module doc), so only `early` elements must refuse it.
 fn agree(doc: &str, within: bool, early: bool) {
     let doc = doc.as_bytes();
     let lib = parse(doc).map(Lib);
