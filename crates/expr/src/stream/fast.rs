@@ -162,6 +162,35 @@ struct Parts<'a, 'x> {
     recording: Recording,
 }
 
+/// In a [`Fast`] method, `$call` given the reading's state at `$at` as the [`Recording`] reads it
+/// (`$st`, `$place`) with the recording and the memo; it says whether the reading goes on making
+/// the memo. (A macro: as a function taking a closure, the loop compiled less tight.)
+macro_rules! recorded {
+    ($fast:ident, $at:expr, |$r:ident, $st:ident, $place:ident, $m:ident| $call:expr) => {{
+        let $place = Place {
+            lt: $at,
+            inert_before: $fast.inert_before,
+            span_stop: $fast.span_stop,
+        };
+        let Parts {
+            run,
+            tags,
+            known,
+            memo: $m,
+            recording: $r,
+            ..
+        } = &mut *$fast.d;
+        let $st = &State {
+            xml: $fast.xml,
+            run,
+            names: &tags.names,
+            bindings: &tags.bindings,
+            known,
+        };
+        $fast.record = $call;
+    }};
+}
+
 /// A fast reading: its handlers, one per kind of token, each returning where the reading goes on.
 struct Fast<'r, 'a, 'x> {
     p: &'a StreamPath,
@@ -271,58 +300,18 @@ impl<'x> Fast<'_, '_, 'x> {
         Ok(m.prefix.len())
     }
 
-    /// The reading's state at `lt` as a [`Recording`] reads it.
-    #[inline(always)]
-    fn place(&self, lt: usize) -> Place {
-        Place {
-            lt,
-            inert_before: self.inert_before,
-            span_stop: self.span_stop,
-        }
-    }
-
     /// A start tag at `lt`, for the [`Recording`].
     #[inline(always)]
     fn record_at(&mut self, lt: usize) {
-        let place = self.place(lt);
-        let Parts {
-            run,
-            tags,
-            known,
-            memo,
-            recording,
-            ..
-        } = &mut *self.d;
-        let st = State {
-            xml: self.xml,
-            run,
-            names: &tags.names,
-            bindings: &tags.bindings,
-            known,
-        };
-        self.record = recording.at(self.p, &st, place, memo);
+        recorded!(self, lt, |recording, st, place, memo| recording
+            .at(self.p, st, place, memo));
     }
 
     /// Just after the start tag [`Fast::record_at`] took, for the [`Recording`].
     #[inline(always)]
     fn record_after(&mut self, i: usize) {
-        let place = self.place(i);
-        let Parts {
-            run,
-            tags,
-            known,
-            memo,
-            recording,
-            ..
-        } = &mut *self.d;
-        let st = State {
-            xml: self.xml,
-            run,
-            names: &tags.names,
-            bindings: &tags.bindings,
-            known,
-        };
-        self.record = recording.after(&st, place, memo);
+        recorded!(self, i, |recording, st, place, memo| recording
+            .after(st, place, memo));
     }
 
     /// The text from `i` up to the next `<` (or the end), checked and read. Returns where it ends.
