@@ -1,0 +1,321 @@
+//! Inert elements read in bulk.
+//!
+//! An element that no step can match from where it stands is inert. Either its name passes no
+//! step its parent can lead to, or it passes only steps whose position predicate its earlier
+//! siblings used up. Under `//order[1]`, every `order` after the first is inert.
+//!
+//! - An inert element is only counted for depth.
+//! - An inert element that holds only plain text is skipped in one go.
+//!
+//! # The inert span
+//!
+//! After one inert element, its inert siblings are read in bulk ([`StreamPath::inert_span`]).
+//! Each is read with its whole subtree and no per-element state. Prefixed names are read this way
+//! too, when their prefix is bound. What the span does not read (attributes, references, comments,
+//! non-ASCII text) it hands back with the elements around it open.
+//!
+//! # Sibling patterns
+//!
+//! Once one sibling in a span has been read tag by tag, its markup is kept as a pattern
+//! ([`Sibling`]). Each run of adjacent tags is stored as up to three masked words ([`Markup`]).
+//! The next sibling is checked against the pattern: one bounds check and three loads per run of
+//! tags. A sibling that matches has byte for byte the same tags. So it is well-formed and inert
+//! exactly as the first one was. Only its plain text may differ, and that text is still checked
+//! for what plain text may not hold.
+//!
+//! A sibling that differs becomes the next pattern. After three misses in a row the span stops
+//! trying.
+
+use super::fast::KnownNames;
+use super::needle::Bang;
+use super::run::Run;
+use super::scan::{bound, leaf_end, same_name, text_end, UNPLAIN};
+use super::{StreamPath, INERT_STACK, MAX_DEPTH};
+use sluice_xml::names::PrefixIndex;
+
+impl StreamPath {
+    /// Complete inert children of the current element (each with everything inside it) and the plain
+    /// text between them, from `i` (a `<`), read without frames: the usual bulk of a document under a
+    /// `//` path once its position predicates are used up (every `order` after the first). A child is
+    /// inert when [`Run::inert_child`] says so; below it, every element whose name the first step of
+    /// a `//` path does not test is (its parent matched no step). The caller has checked that nothing
+    /// collects text here ([`Run::quiet`]). Returns where the general reading goes on and how many
+    /// elements it must open first (the first that many of `scratch.stack`, outermost first): the
+    /// first `<` (or the end of the input) after the last complete child read and the plain text
+    /// after it, with none open; or, inside a child, the tag or text this does not read (an unbound
+    /// prefix, attributes, references, comments or non-ASCII text, deeper than [`INERT_STACK`] or
+    /// [`MAX_DEPTH`]), with the elements around it open. Handing those over instead of starting the
+    /// child again keeps the reading linear in the depth: else every level of a deep child would be
+    /// read again from each of its ancestors.
+    pub(super) fn inert_span(
+        &self,
+        xml: &[u8],
+        mut i: usize,
+        run: &Run<'_>,
+        known: &mut KnownNames<'_>,
+        scratch: &mut InertScratch<'_>,
+        (bindings, index): (&[(&str, &str, usize)], &PrefixIndex<'_>),
+    ) -> (usize, usize) {
+        let InertScratch {
+            stack,
+            bang,
+            sibling,
+        } = scratch;
+        let below = INERT_STACK.min(MAX_DEPTH.saturating_sub(run.depth));
+        // Whether a run of siblings may still be read by `needle_run` (not after it gave up on one).
+        let mut needle = self.needle.is_some();
+        let mut inert = Inert {
+            descendant: self.path.descendant,
+            last: None,
+        };
+        let mut top = 0;
+        // Where the current child starts (for `sibling`).
+        let mut child = i;
+        // Whether `sibling` holds a pattern learned in this call.
+        let mut pattern = false;
+        loop {
+            let lt = if xml.get(i) == Some(&b'<') {
+                i
+            } else {
+                match text_end(xml, i) {
+                    (lt, seen) if seen & UNPLAIN == 0 => lt,
+                    _ => return (i, top),
+                }
+            };
+            if top == 0 {
+                child = lt;
+                // A child with the same markup as the last one read tag by tag is read as that.
+                if let Some(end) = pattern.then(|| sibling.read(xml, lt)).flatten() {
+                    i = end;
+                    continue;
+                }
+            }
+            match xml.get(lt + 1) {
+                Some(b'/') if top > 0 => {
+                    let (start, len) = stack[top - 1];
+                    let gt = lt + 2 + len;
+                    if xml.get(gt) != Some(&b'>') || !same_name(xml, lt + 2, start, len) {
+                        return (lt, top);
+                    }
+                    top -= 1;
+                    i = gt + 1;
+                    if top == 0 {
+                        if !pattern {
+                            pattern = true;
+                            sibling.missed = 0;
+                        }
+                        sibling.learn(xml, child, i);
+                    }
+                }
+                None | Some(b'/' | b'!' | b'?') => return (lt, top),
+                Some(_) => {
+                    let from = lt + 1;
+                    let Some((gt, empty, name_end, colon, mask)) = self.known_tag(xml, from, known)
+                    else {
+                        return (lt, top);
+                    };
+                    // A prefix must be bound (the bindings do not change here: no element in the
+                    // span has attributes to declare one). `xml` and `xmlns` never are: declaring
+                    // them is left to the general reader, and so is `<xml:b>`.
+                    let named = colon == 0
+                        || std::str::from_utf8(&xml[from..from + colon])
+                            .is_ok_and(|p| bound(bindings, index, p).is_some());
+                    if !(named && mask != u64::MAX && top < below && inert.at(run, top, mask)) {
+                        return (lt, top);
+                    }
+                    // A sibling named as the first step: it and its like next siblings by name search.
+                    if top == 0 && needle && !empty && mask & 1 != 0 {
+                        match self.needle_run(xml, lt, name_end - from, bang) {
+                            Some(end) => {
+                                i = end;
+                                continue;
+                            }
+                            None => needle = false,
+                        }
+                    }
+                    i = gt + 1;
+                    if empty {
+                        continue;
+                    }
+                    // A child element right after the start tag: not a leaf.
+                    let leaf = if xml.get(i) == Some(&b'<') && xml.get(i + 1) != Some(&b'/') {
+                        None
+                    } else {
+                        leaf_end(xml, i, from, name_end - from)
+                    };
+                    match leaf {
+                        Some((end, seen)) if seen & UNPLAIN == 0 => i = end + 1,
+                        _ => {
+                            stack[top] = (from, name_end - from);
+                            top += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Which elements [`StreamPath::inert_span`] reads are inert.
+struct Inert {
+    descendant: bool,
+    /// The span's element's state does not change in the span: its last answer for a name's
+    /// steps.
+    last: Option<(u64, bool)>,
+}
+
+impl Inert {
+    /// Whether an element `top` levels below a child of the span's element (0: such a child),
+    /// whose local name passes the steps in `mask`, is inert: a child as [`Run::inert_child`] says;
+    /// below one, an element the first step of a `//` path does not test.
+    #[inline(always)]
+    fn at(&mut self, run: &Run<'_>, top: usize, mask: u64) -> bool {
+        if top > 0 {
+            return !(self.descendant && mask & 1 != 0);
+        }
+        match self.last {
+            Some((m, inert)) if m == mask => inert,
+            _ => {
+                let inert = run.inert_child(mask);
+                self.last = Some((mask, inert));
+                inert
+            }
+        }
+    }
+}
+
+/// What [`StreamPath::inert_span`] keeps between its calls in one reading.
+pub(super) struct InertScratch<'a> {
+    /// The thread's ([`Buffers`](super::kept::Buffers)).
+    pub(super) stack: &'a mut InertStack,
+    pub(super) bang: Bang,
+    /// The thread's ([`Buffers`](super::kept::Buffers)).
+    pub(super) sibling: &'a mut Sibling,
+}
+
+/// The elements open inside a child [`StreamPath::inert_span`] is reading: (start, length) of their
+/// names.
+pub(super) type InertStack = [(usize, usize); INERT_STACK];
+
+/// The markup of a child [`StreamPath::inert_span`] has read tag by tag, for reading its next
+/// siblings in a few word comparisons: in a document's bulk (every `order` after the first) the
+/// siblings differ in their text only. A sibling whose markup is byte for byte the same, with plain
+/// text where this one had text (or none), has the same elements, nested the same way, so it is
+/// well-formed and inert just as this one was.
+pub(super) struct Sibling {
+    /// Each run of adjacent tags in this child, in order.
+    pub(super) runs: [Markup; SIBLING_RUNS],
+    pub(super) len: usize,
+    /// Siblings in a row that did not match (each then becomes the pattern): reading stops trying
+    /// when siblings keep differing.
+    pub(super) missed: usize,
+}
+
+/// A run of adjacent tags in a [`Sibling`] pattern: where it is, and (when it is at most
+/// [`MARKUP_WORDS`] words long) its bytes as words with a mask for each, so that a sibling's run is
+/// checked with one bounds check and a few loads, without a loop.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Markup {
+    pub(super) start: usize,
+    pub(super) len: usize,
+    pub(super) words: [u64; MARKUP_WORDS],
+    pub(super) masks: [u64; MARKUP_WORDS],
+}
+
+/// Runs of tags up to this many words long are held as words (`</volume></order>` is three).
+pub(super) const MARKUP_WORDS: usize = 3;
+
+impl Markup {
+    pub(super) fn new(xml: &[u8], start: usize, len: usize) -> Markup {
+        let mut m = Markup {
+            start,
+            len,
+            ..Markup::default()
+        };
+        if len <= 8 * MARKUP_WORDS {
+            for (k, c) in xml[start..start + len].chunks(8).enumerate() {
+                let mut w = [0; 8];
+                w[..c.len()].copy_from_slice(c);
+                m.words[k] = u64::from_le_bytes(w);
+                m.masks[k] = u64::MAX >> (8 * (8 - c.len()));
+            }
+        }
+        m
+    }
+
+    /// Whether `xml` holds this run at `p`.
+    #[inline(always)]
+    pub(super) fn at(&self, xml: &[u8], p: usize) -> bool {
+        if self.len <= 8 * MARKUP_WORDS {
+            if let Some(s) = xml
+                .get(p..)
+                .and_then(|s| s.first_chunk::<{ 8 * MARKUP_WORDS }>())
+            {
+                let word = |a: usize| u64::from_le_bytes(s[a..a + 8].try_into().unwrap_or([0; 8]));
+                let [w0, w1, w2] = self.words;
+                let [m0, m1, m2] = self.masks;
+                return (word(0) ^ w0) & m0 | (word(8) ^ w1) & m1 | (word(16) ^ w2) & m2 == 0;
+            }
+        }
+        same_name(xml, p, self.start, self.len)
+    }
+}
+
+/// The most runs of tags (places where text may be) a [`Sibling`] pattern holds.
+pub(super) const SIBLING_RUNS: usize = 16;
+
+/// Siblings in a row that do not match their pattern before the span stops trying patterns.
+const SIBLING_MISSES: usize = 3;
+
+impl Sibling {
+    /// `xml[from..to]`, a complete child read tag by tag, becomes the pattern (text in it is plain:
+    /// every `<` and `>` in it belongs to a tag). A child with too many runs turns patterns off for
+    /// the rest of the span (its siblings are likely as large: not scanned again to find out).
+    fn learn(&mut self, xml: &[u8], from: usize, to: usize) {
+        // Rebuilt in place (it is 1 KiB, the thread's): only `runs[..len]` is ever read; `missed`
+        // carries over.
+        if self.missed >= SIBLING_MISSES {
+            return;
+        }
+        self.len = 0;
+        let mut start = from;
+        for gt in memchr::memchr_iter(b'>', &xml[from..to]).map(|k| from + k) {
+            if gt + 1 == to || xml[gt + 1] != b'<' {
+                if self.len == SIBLING_RUNS {
+                    self.missed = SIBLING_MISSES;
+                    break;
+                }
+                self.runs[self.len] = Markup::new(xml, start, gt + 1 - start);
+                self.len += 1;
+                start = memchr::memchr(b'<', &xml[gt + 1..to]).map_or(to, |k| gt + 1 + k);
+            }
+        }
+    }
+
+    /// The child at `at` (a `<`) if its markup is the pattern's with plain text between: the index
+    /// just after it.
+    #[inline]
+    fn read(&mut self, xml: &[u8], at: usize) -> Option<usize> {
+        if self.missed >= SIBLING_MISSES {
+            return None;
+        }
+        let mut p = at;
+        for (k, run) in self.runs[..self.len].iter().enumerate() {
+            if k > 0 {
+                let (lt, seen) = text_end(xml, p);
+                if seen & UNPLAIN != 0 {
+                    self.missed += 1;
+                    return None;
+                }
+                p = lt;
+            }
+            if !run.at(xml, p) {
+                self.missed += 1;
+                return None;
+            }
+            p += run.len;
+        }
+        self.missed = 0;
+        Some(p)
+    }
+}

@@ -1,0 +1,632 @@
+//! Strict scanning of XML bytes: the pieces both readers check bytes with.
+//!
+//! - Byte classes ([`BYTE_CLASS`]): what text may not hold unchecked, noted in the pass that
+//!   finds its end ([`text_end`]). [`NAME_CLASS`] does the same for names.
+//! - Words: eight bytes compared or searched at once ([`word_at`], [`byte_in_word`],
+//!   [`same_name`]), without a loop whose exit is hard to predict.
+//! - Names: ASCII QNames read byte by byte ([`ascii_qname`]); other names checked the general way
+//!   ([`is_qname`]).
+//! - References: the predefined entities and character references ([`resolve_ref`]).
+//! - End of line: CR LF and a lone CR become LF ([`normalize_eol`]); in attribute values, white
+//!   space becomes a space ([`attr_value`]).
+//! - Attributes: split and classified in one pass ([`read_attributes`], [`value_class`]).
+//! - Namespace bindings: the bindings in scope, searched from the innermost ([`bound`]), through an
+//!   index once there are many ([`bind`]).
+//! - Characters: what XML 1.0 allows ([`valid_chars`]), and the XML declaration
+//!   ([`xml_decl_ok`]).
+//!
+//! Each is as strict as libxml2 on what it accepts: whatever it does not accept, libxml2 decides.
+
+use super::kept::spare;
+use super::{FEW_BINDINGS, MAX_ATTRS};
+use sluice_xml::names::{is_ncname, name_classes, PrefixIndex, NAME_START};
+use std::borrow::Cow;
+
+/// `a == b` for the short strings names are, without a call to `memcmp` or a loop over bytes (whose
+/// exit, at the first difference, is hard to predict): two words, or two half words, overlapping in
+/// the middle.
+#[inline]
+pub(super) fn short_eq(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let ends = |k: usize| {
+        (
+            a.get(..k).zip(b.get(..k)),
+            a.get(n - k..).zip(b.get(n - k..)),
+        )
+    };
+    match n {
+        8..=16 => {
+            let word = |s: &[u8]| s.first_chunk::<8>().map(|w| u64::from_le_bytes(*w));
+            let (Some((a0, b0)), Some((a1, b1))) = ends(8) else {
+                return false;
+            };
+            word(a0) == word(b0) && word(a1) == word(b1)
+        }
+        4..=7 => {
+            let half = |s: &[u8]| s.first_chunk::<4>().map(|w| u32::from_le_bytes(*w));
+            let (Some((a0, b0)), Some((a1, b1))) = ends(4) else {
+                return false;
+            };
+            half(a0) == half(b0) && half(a1) == half(b1)
+        }
+        0..=3 => a.iter().zip(b).all(|(x, y)| x == y),
+        _ => a == b,
+    }
+}
+
+/// `s.split_once(':')`, by bytes (names are short: a plain loop beats the char searcher).
+pub(super) fn split_colon(s: &str) -> Option<(&str, &str)> {
+    let i = s.bytes().position(|c| c == b':')?;
+    Some((&s[..i], &s[i + 1..]))
+}
+
+pub(super) fn is_qname(s: &str) -> bool {
+    match split_colon(s) {
+        Some((p, l)) => is_ncname(p) && is_ncname(l),
+        None => is_ncname(s),
+    }
+}
+
+pub(super) fn is_ws(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+// What the fast reader must notice in character data, byte by byte (0: nothing).
+const LT: u8 = 1;
+
+pub(super) const AMP: u8 = 2;
+
+pub(super) const GT: u8 = 4;
+
+pub(super) const CR: u8 = 8;
+
+pub(super) const CTRL: u8 = 16;
+
+pub(super) const HIGH: u8 = 32;
+
+/// What plain text, read over by the fast paths without a frame, may not hold: a reference (to
+/// check), `>` (for `]]>`), a control character or a non-ASCII byte (to validate). A carriage return
+/// is plain where nothing collects the text.
+pub(super) const UNPLAIN: u8 = AMP | GT | CTRL | HIGH;
+
+pub(super) const BYTE_CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        t[c] = match c as u8 {
+            b'<' => LT,
+            b'&' => AMP,
+            b'>' => GT,
+            b'\r' => CR,
+            b'\t' | b'\n' => 0,
+            0..=0x1f => CTRL,
+            0x80..=0xff => HIGH,
+            _ => 0,
+        };
+        c += 1;
+    }
+    t
+};
+
+/// ASCII bytes of an XML name, `:` included (`NAME_START` can begin one; `:` is checked by
+/// [`is_qname`]).
+pub(super) const NAME_CLASS: [u8; 256] = name_classes(true);
+
+/// A start tag without attributes, `<name>` or `<name/>`, the usual kind: from the byte after `<`,
+/// returns (index of `>`, empty element, end of the name, offset of the colon in the name or 0).
+/// `None` for anything else (attributes, white space, non-ASCII names), which the general tag reading
+/// handles.
+pub(super) fn plain_tag(xml: &[u8], from: usize) -> Option<(usize, bool, usize, usize)> {
+    let (j, colon) = ascii_qname(xml, from)?;
+    match xml.get(j)? {
+        b'>' => Some((j, false, j, colon)),
+        b'/' if xml.get(j + 1) == Some(&b'>') => Some((j + 1, true, j, colon)),
+        _ => None,
+    }
+}
+
+/// An ASCII QName from `from`: (its end, offset of its colon or 0). `None` when the bytes there
+/// do not begin one, or it has two colons or a part that does not start as a name does (the caller
+/// then checks the name the general way, non-ASCII names included).
+#[inline(always)]
+pub(super) fn ascii_qname(xml: &[u8], from: usize) -> Option<(usize, usize)> {
+    if NAME_CLASS[usize::from(*xml.get(from)?)] & NAME_START == 0 {
+        return None;
+    }
+    let mut j = from + 1;
+    let mut colon = None;
+    while j < xml.len() && NAME_CLASS[usize::from(xml[j])] != 0 {
+        if xml[j] == b':' {
+            if colon.is_some() {
+                return None;
+            }
+            colon = Some(j);
+        }
+        j += 1;
+    }
+    // A QName: a prefix and a local part that each start as a name does.
+    if colon.is_some_and(|c| {
+        xml.get(c + 1)
+            .is_none_or(|&b| NAME_CLASS[usize::from(b)] & NAME_START == 0)
+    }) {
+        return None;
+    }
+    Some((j, colon.map_or(0, |c| c - from)))
+}
+
+/// The eight bytes at `p`, little-endian (`None` near the end).
+#[inline]
+pub(super) fn word_at(xml: &[u8], p: usize) -> Option<u64> {
+    let w: [u8; 8] = xml.get(p..p + 8)?.try_into().ok()?;
+    Some(u64::from_le_bytes(w))
+}
+
+/// One in each byte of a word.
+const ONES: u64 = 0x0101_0101_0101_0101;
+
+/// The bytes of `w` below `n` (at most 128), flagged in their top bit: the lowest flag is exact, a
+/// flag above a true one can be false (a borrow), so "none" is exact too. `n = 1` flags zero bytes.
+#[inline(always)]
+fn bytes_below(w: u64, n: u8) -> u64 {
+    w.wrapping_sub(ONES * u64::from(n)) & !w & (ONES << 7)
+}
+
+/// The index of the first byte `b` in the little-endian word `w`, without a loop.
+#[inline(always)]
+pub(super) fn byte_in_word(w: u64, b: u8) -> Option<usize> {
+    let z = bytes_below(w ^ (ONES * u64::from(b)), 1);
+    (z != 0).then(|| (z.trailing_zeros() / 8) as usize)
+}
+
+/// `xml[a..a + len] == xml[b..b + len]`, for names and runs of tags: one masked word comparison
+/// when both fit in one, else a word at a time (the last word overlapping).
+#[inline]
+pub(super) fn same_name(xml: &[u8], a: usize, b: usize, len: usize) -> bool {
+    if len <= 8 {
+        if let (Some(x), Some(y)) = (word_at(xml, a), word_at(xml, b)) {
+            let mask = if len == 8 {
+                u64::MAX
+            } else {
+                (1u64 << (len * 8)) - 1
+            };
+            return (x ^ y) & mask == 0;
+        }
+    }
+    let (Some(x), Some(y)) = (xml.get(a..a + len), xml.get(b..b + len)) else {
+        return false;
+    };
+    if len < 8 {
+        return short_eq(x, y);
+    }
+    let mut k = 0;
+    while k + 8 < len {
+        if word_at(x, k) != word_at(y, k) {
+            return false;
+        }
+        k += 8;
+    }
+    word_at(x, len - 8) == word_at(y, len - 8)
+}
+
+/// Character data at `i` shorter than eight bytes (the usual kind between tags): its length up to the
+/// next `<` and the [`BYTE_CLASS`]es of its bytes or'd together, without a loop. `None` when there is
+/// no `<` in the eight bytes at `i` (or fewer than eight are left).
+#[inline]
+pub(super) fn short_text(xml: &[u8], i: usize) -> Option<(usize, u8)> {
+    let len = byte_in_word(word_at(xml, i)?, b'<')?;
+    let mut seen = 0u8;
+    for &c in &xml[i..i + len] {
+        seen |= BYTE_CLASS[usize::from(c)];
+    }
+    Some((len, seen))
+}
+
+/// Character data from `i`: the index of the next `<` (or the end of the document) and the
+/// [`BYTE_CLASS`]es of the bytes before it or'd together.
+#[inline]
+pub(super) fn text_end(xml: &[u8], i: usize) -> (usize, u8) {
+    if let Some((len, seen)) = short_text(xml, i) {
+        return (i + len, seen);
+    }
+    let mut seen = 0u8;
+    let mut p = i;
+    // A word at a time: its bytes are classified one by one only when one of them may be other
+    // than plain ASCII text (a flag can be false, never missing).
+    while let Some(w) = word_at(xml, p) {
+        let lt = bytes_below(w ^ (ONES * u64::from(b'<')), 1);
+        let odd = w & (ONES << 7)
+            | bytes_below(w, 0x20)
+            | bytes_below(w ^ (ONES * u64::from(b'&')), 1)
+            | bytes_below(w ^ (ONES * u64::from(b'>')), 1);
+        // The bytes before the first `<` (the lowest flag is exact), as a count and a mask.
+        let (n, before) = match lt.trailing_zeros() {
+            64 => (8, u64::MAX),
+            k => (k as usize / 8, (1 << (k & !7)) - 1),
+        };
+        if odd & before != 0 {
+            for &c in &xml[p..p + n] {
+                seen |= BYTE_CLASS[usize::from(c)];
+            }
+        }
+        p += n;
+        if n < 8 {
+            return (p, seen);
+        }
+    }
+    while let Some(&c) = xml.get(p) {
+        let k = BYTE_CLASS[usize::from(c)];
+        if k == LT {
+            break;
+        }
+        seen |= k;
+        p += 1;
+    }
+    (p, seen)
+}
+
+/// Character data at `at` followed by the end tag of the element named `xml[name..name + len]`:
+/// the index of that end tag's `>` and the [`BYTE_CLASS`]es of the text or'd together. `None` when
+/// something else follows the text (a child, a comment, another end tag) or the document ends.
+#[inline]
+pub(super) fn leaf_end(xml: &[u8], at: usize, name: usize, len: usize) -> Option<(usize, u8)> {
+    let (lt, seen) = text_end(xml, at);
+    let gt = lt + 2 + len;
+    (xml.get(lt + 1) == Some(&b'/')
+        && xml.get(gt) == Some(&b'>')
+        && same_name(xml, lt + 2, name, len))
+    .then_some((gt, seen))
+}
+
+/// The namespace bound to `prefix` ("" for the default), innermost first: `Some(None)` for no
+/// namespace (`xmlns=""`, or no default declared), `None` for an unbound prefix. `index` covers
+/// `bindings` once there are many (see [`bind`]), and is empty before.
+pub(super) fn bound<'a>(
+    bindings: &[(&str, &'a str, usize)],
+    index: &PrefixIndex<'_>,
+    prefix: &str,
+) -> Option<Option<&'a str>> {
+    let found = if index.is_empty() {
+        bindings
+            .iter()
+            .rev()
+            .find(|b| short_eq(b.0.as_bytes(), prefix.as_bytes()))
+    } else {
+        index.get(prefix).and_then(|k| bindings.get(k))
+    };
+    match found {
+        Some((_, "", _)) => Some(None),
+        Some((_, uri, _)) => Some(Some(uri)),
+        None if prefix.is_empty() => Some(None),
+        None => None,
+    }
+}
+
+/// `bindings.push(b)`, keeping `index` up to date: it starts covering every binding once there are
+/// more than [`FEW_BINDINGS`], and goes on until none is left.
+#[inline]
+pub(super) fn bind<'x>(
+    bindings: &mut Vec<(&'x str, &'x str, usize)>,
+    index: &mut PrefixIndex<'x>,
+    b: (&'x str, &'x str, usize),
+) {
+    bindings.push(b);
+    if !index.is_empty() {
+        index.push(b.0);
+    } else if bindings.len() > FEW_BINDINGS {
+        index_all(bindings, index);
+    }
+}
+
+/// [`bind`]'s index, made for the bindings so far.
+#[cold]
+pub(super) fn index_all<'x>(bindings: &[(&'x str, &'x str, usize)], index: &mut PrefixIndex<'x>) {
+    for &(prefix, _, _) in &bindings[index.len()..] {
+        index.push(prefix);
+    }
+}
+
+/// The bindings declared deeper than `depth` go out of scope (with [`bind`]'s index).
+#[inline]
+pub(super) fn unbind_deeper<'x>(
+    bindings: &mut Vec<(&'x str, &'x str, usize)>,
+    index: &mut PrefixIndex<'x>,
+    depth: usize,
+) {
+    while let Some(&(prefix, _, d)) = bindings.last() {
+        if d <= depth {
+            break;
+        }
+        bindings.pop();
+        if !index.is_empty() {
+            index.pop(prefix);
+        }
+    }
+}
+
+/// Whether two of `n` items have the same key, found by sorting their indices (in a buffer the
+/// thread keeps for it): for elements with many attributes, where comparing every pair would be
+/// quadratic.
+#[cold]
+pub(super) fn repeated<K: Ord>(n: usize, key: impl Fn(usize) -> K) -> bool {
+    thread_local! {
+        static ORDER: std::cell::Cell<Vec<u32>> = const { std::cell::Cell::new(Vec::new()) };
+    }
+    let mut order = ORDER.take();
+    order.clear();
+    order.extend((0..n).filter_map(|k| u32::try_from(k).ok()));
+    order.sort_unstable_by_key(|&k| key(k as usize));
+    let found = order
+        .windows(2)
+        .any(|w| key(w[0] as usize) == key(w[1] as usize));
+    ORDER.set(spare(order));
+    found
+}
+
+// What an attribute value holds that matters, from [`value_class`].
+pub(super) const V_LT: u8 = 1;
+
+pub(super) const V_AMP: u8 = 2;
+
+/// Tab, line feed or carriage return: normalised to a space.
+pub(super) const V_WS: u8 = 4;
+
+/// A control character XML does not allow.
+pub(super) const V_CTRL: u8 = 8;
+
+pub(super) const V_HIGH: u8 = 16;
+
+/// Not a class of the value: set by [`read_attributes`] when the attribute's name is an ASCII
+/// QName, already checked.
+pub(super) const V_QNAME: u8 = 32;
+
+/// The `V_` classes of the bytes of `v` or'd together. Eight bytes at a time first (the last few
+/// padded): when no word has a control character (tab, line feed and carriage return among them),
+/// `<`, `&` or a non-ASCII byte, there is no class (a namespace URI is all such words); otherwise
+/// the whole value is classed byte by byte.
+pub(super) fn value_class(v: &[u8]) -> u8 {
+    let mut words = v.chunks_exact(8);
+    // The last bytes padded with a byte of no class.
+    let mut last = [b'a'; 8];
+    last[..words.remainder().len()].copy_from_slice(words.remainder());
+    for w in (&mut words)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
+        .chain([u64::from_le_bytes(last)])
+    {
+        let flags = w & (ONES << 7)
+            | bytes_below(w, 0x20)
+            | bytes_below(w ^ (ONES * u64::from(b'<')), 1)
+            | bytes_below(w ^ (ONES * u64::from(b'&')), 1);
+        if flags != 0 {
+            return bytes_class(v);
+        }
+    }
+    0
+}
+
+/// [`value_class`] byte by byte, in one pass without branches.
+pub(super) fn bytes_class(v: &[u8]) -> u8 {
+    let (mut lt, mut amp, mut ws, mut ctrl, mut high) = (false, false, false, false, false);
+    for &b in v {
+        let w = b == b'\t' || b == b'\n' || b == b'\r';
+        lt |= b == b'<';
+        amp |= b == b'&';
+        ws |= w;
+        ctrl |= b < 0x20 && !w;
+        high |= b >= 0x80;
+    }
+    let bit = |on: bool, class: u8| if on { class } else { 0 };
+    bit(lt, V_LT) | bit(amp, V_AMP) | bit(ws, V_WS) | bit(ctrl, V_CTRL) | bit(high, V_HIGH)
+}
+
+/// The attributes of a start tag (what follows the name, up to `>` or `/>`): checks their syntax and
+/// splits them into (name, raw value, [`value_class`] of the value, with [`V_QNAME`]) in one pass.
+/// False for anything outside `(S name S? = S? quoted-value)* S?`. Stops, true, once `out` holds
+/// more than [`MAX_ATTRS`]: the caller leaves such an element to libxml2.
+pub(super) fn read_attributes<'a>(raw: &'a str, out: &mut Vec<(&'a str, &'a str, u8)>) -> bool {
+    let b = raw.as_bytes();
+    let mut i = 0;
+    loop {
+        let start = i;
+        while i < b.len() && is_ws(b[i]) {
+            i += 1;
+        }
+        if i == b.len() {
+            return true;
+        }
+        if i == start {
+            return false;
+        }
+        let name = i;
+        let mut checked = 0;
+        match ascii_qname(b, i) {
+            Some((end, _)) if b.get(end).is_some_and(|&c| c == b'=' || is_ws(c)) => {
+                i = end;
+                checked = V_QNAME;
+            }
+            _ => {
+                while i < b.len() && !is_ws(b[i]) && b[i] != b'=' {
+                    i += 1;
+                }
+            }
+        }
+        if i == name {
+            return false;
+        }
+        let key = &raw[name..i];
+        while i < b.len() && is_ws(b[i]) {
+            i += 1;
+        }
+        if b.get(i) != Some(&b'=') {
+            return false;
+        }
+        i += 1;
+        while i < b.len() && is_ws(b[i]) {
+            i += 1;
+        }
+        let Some(&q) = b.get(i).filter(|q| **q == b'"' || **q == b'\'') else {
+            return false;
+        };
+        let from = i + 1;
+        let Some(len) = memchr::memchr(q, &b[from..]) else {
+            return false;
+        };
+        let value = &raw[from..from + len];
+        out.push((key, value, value_class(value.as_bytes()) | checked));
+        if out.len() > MAX_ATTRS {
+            return true;
+        }
+        i = from + len + 1;
+    }
+}
+
+/// Whether `s` holds U+FFFE or U+FFFF (not XML characters); only worth asking when `s` is not ASCII.
+#[inline]
+pub(super) fn has_nonchar(s: &str) -> bool {
+    s.contains(['\u{FFFE}', '\u{FFFF}'])
+}
+
+/// The XML declaration (`xml version="1.0" ...`, between `<?` and `?>`): version 1.0, UTF-8 if an
+/// encoding is named, in the order and syntax XML requires.
+pub(super) fn xml_decl_ok(content: &str) -> bool {
+    let ws = |c: char| matches!(c, ' ' | '\t' | '\n' | '\r');
+    let Some(mut rest) = content.strip_prefix("xml") else {
+        return false;
+    };
+    let mut seen = 0;
+    loop {
+        let trimmed = rest.trim_start_matches(ws);
+        if trimmed.is_empty() {
+            return seen > 0;
+        }
+        if trimmed.len() == rest.len() {
+            return false; // no white space before a pseudo-attribute
+        }
+        let Some((name, after)) = trimmed.split_once('=') else {
+            return false;
+        };
+        let after = after.trim_start_matches(ws);
+        let Some(q) = after.chars().next().filter(|c| *c == '"' || *c == '\'') else {
+            return false;
+        };
+        let Some(end) = after[1..].find(q) else {
+            return false;
+        };
+        let value = &after[1..1 + end];
+        rest = &after[2 + end..];
+        let (order, ok) = match name.trim_end_matches(ws) {
+            "version" => (1, value == "1.0"),
+            "encoding" => (2, value.eq_ignore_ascii_case("utf-8")),
+            "standalone" => (3, value == "yes" || value == "no"),
+            _ => return false,
+        };
+        if !ok || order <= seen || (seen == 0 && order != 1) {
+            return false;
+        }
+        seen = order;
+    }
+}
+
+/// XML 1.0 `Char` (Rust strings hold no surrogates).
+#[inline]
+pub(super) fn valid_chars(s: &str) -> bool {
+    let mut high = false;
+    // Branch-free within a chunk, so that the scan vectorises.
+    for chunk in s.as_bytes().chunks(32) {
+        let (mut ctrl, mut h) = (false, false);
+        for &b in chunk {
+            ctrl |= b < 0x20 && b != b'\t' && b != b'\n' && b != b'\r';
+            h |= b >= 0x80;
+        }
+        if ctrl {
+            return false;
+        }
+        high |= h;
+    }
+    !high || !s.contains(['\u{FFFE}', '\u{FFFF}'])
+}
+
+fn is_xml_char(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r') || (c >= ' ' && c != '\u{FFFE}' && c != '\u{FFFF}')
+}
+
+/// CR LF and a lone CR become LF, as every XML parser reports line ends.
+pub(super) fn normalize_eol(s: &str, out: &mut String) {
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\r' {
+            if chars.peek() == Some(&'\n') {
+                chars.next();
+            }
+            out.push('\n');
+        } else {
+            out.push(c);
+        }
+    }
+}
+
+/// A predefined entity or a character reference (the name between `&` and `;`).
+pub(super) fn resolve_ref(name: &str) -> Option<char> {
+    let c = match name {
+        "lt" => '<',
+        "gt" => '>',
+        "amp" => '&',
+        "apos" => '\'',
+        "quot" => '"',
+        _ => {
+            let n = if let Some(h) = name.strip_prefix("#x") {
+                if h.is_empty() || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return None;
+                }
+                u32::from_str_radix(h, 16).ok()?
+            } else {
+                let d = name.strip_prefix('#')?;
+                if d.is_empty() || !d.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                d.parse().ok()?
+            };
+            char::from_u32(n)?
+        }
+    };
+    is_xml_char(c).then_some(c)
+}
+
+/// An attribute value as libxml2 reports it (no DTD, so every attribute is CDATA): line ends normalised,
+/// then tab, LF and CR become spaces; references are replaced afterwards, so `&#10;` stays a line feed.
+pub(super) fn attr_value(raw: &str) -> Option<Cow<'_, str>> {
+    attr_value_classed(raw, value_class(raw.as_bytes()))
+}
+
+/// [`attr_value`] for a value whose [`value_class`] is known.
+pub(super) fn attr_value_classed(raw: &str, class: u8) -> Option<Cow<'_, str>> {
+    if class & (V_LT | V_CTRL) != 0 || (class & V_HIGH != 0 && has_nonchar(raw)) {
+        return None;
+    }
+    if class & (V_AMP | V_WS) == 0 {
+        return Some(Cow::Borrowed(raw));
+    }
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw;
+    while let Some(i) = rest.find(['&', '\t', '\n', '\r']) {
+        out.push_str(&rest[..i]);
+        let c = rest.as_bytes()[i];
+        rest = &rest[i + 1..];
+        if c == b'&' {
+            let end = rest.find(';')?;
+            out.push(resolve_ref(&rest[..end])?);
+            rest = &rest[end + 1..];
+        } else {
+            if c == b'\r' && rest.starts_with('\n') {
+                rest = &rest[1..];
+            }
+            out.push(' ');
+        }
+    }
+    out.push_str(rest);
+    Some(Cow::Owned(out))
+}
+
+pub(super) const XML_NS: &str = "http://www.w3.org/XML/1998/namespace";

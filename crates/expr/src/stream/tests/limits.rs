@@ -1,0 +1,184 @@
+//! Elements with many attributes and many namespace declarations in scope.
+
+use super::*;
+
+/// Elements with many attributes and many namespace declarations in scope (issue 30): read in
+/// time linear in them, with libxml2's answer while libxml2 accepts the document, and no answer
+/// (never another one) past Sluice's limits, where libxml2 refuses it.
+#[test]
+fn many_attributes_and_declarations_answer_as_libxml2_or_not_at_all() {
+    many_attributes();
+    one_name_through_two_prefixes();
+    many_declarations();
+    many_bindings_from_a_memo();
+    bindings_go_out_of_scope();
+}
+
+/// `n` attributes `a0="0"`, `a1="1"`, ...
+fn attrs(n: usize) -> String {
+    (0..n).map(|k| format!(" a{k}=\"{k}\"")).collect()
+}
+
+/// `n` namespace declarations of the prefixes `{tag}0`, `{tag}1`, ...
+fn decls(tag: &str, n: usize) -> String {
+    (0..n)
+        .map(|k| format!(" xmlns:{tag}{k}='urn:{tag}{k}'"))
+        .collect()
+}
+
+const EXPRS: [&str; 6] = [
+    "/r/x",
+    "boolean(/r/@a7)",
+    "/r/@a150",
+    "//x/text()",
+    "count(//*)",
+    "//x[@id='2']",
+];
+
+/// Answers only where the document keeps within the limits (libxml2 refuses it past them).
+/// Reading to the end never answers a document libxml2 refuses; stopping at the answer does not
+/// see what follows (the `stream` module doc), so only `early` elements must refuse it.
+fn agree(doc: &str, within: bool, early: bool) {
+    let doc = doc.as_bytes();
+    let lib = parse(doc).map(Lib);
+    assert_eq!(lib.is_some(), within, "libxml2 on {}", show(doc));
+    for text in EXPRS {
+        let s = sp(text);
+        match &lib {
+            Some(lib) => assert!(check(doc, lib, text, &s), "{text} undecided"),
+            None => {
+                for mode in [Mode::String, Mode::Bool] {
+                    assert!(s.run(doc, mode, true).is_none(), "{text}");
+                    // The general reader too (quick-xml's), where the fast one bails.
+                    assert!(s.run_slow(doc, mode, true).is_none(), "{text}");
+                    if early {
+                        assert!(s.run(doc, mode, false).is_none(), "{text}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn many_attributes() {
+    for n in [3, 17, 200, 999, 1000, 1001, 5000, 1_000_000] {
+        let within = n <= 1000;
+        agree(&format!("<r{}><x id='2'>t</x></r>", attrs(n)), within, true);
+        // On an inner element, after the answer to some paths could be known.
+        agree(
+            &format!("<r a7='7' a150='1'><x id='2'>t</x><y{}/></r>", attrs(n)),
+            within,
+            false,
+        );
+        if n <= 5000 {
+            // A repeat, last: libxml2 refuses the document.
+            agree(
+                &format!("<r{} a0='again'><x>t</x></r>", attrs(n)),
+                false,
+                true,
+            );
+        }
+    }
+}
+
+/// The same expanded name through two prefixes, last: libxml2 reports a namespace error and
+/// still builds the tree; streaming leaves it to libxml2, or answers the same.
+fn one_name_through_two_prefixes() {
+    for n in [5, 300] {
+        let doc = format!(
+            "<r xmlns:p='urn:u' xmlns:q='urn:u'{} p:z='1' q:z='2'><x>t</x></r>",
+            attrs(n)
+        );
+        let lib = parse(doc.as_bytes()).map(Lib).unwrap();
+        for text in EXPRS {
+            let s = sp(text);
+            check(doc.as_bytes(), &lib, text, &s);
+            assert!(s.run_fast(doc.as_bytes(), Mode::String, true).is_err());
+        }
+    }
+}
+
+/// Many declarations, the outermost used by every element and attribute.
+fn many_declarations() {
+    let orders: String = (0..300)
+        .map(|k| format!("<p0:order p0:id='{k}'><p0:symbol>S{k}</p0:symbol></p0:order>"))
+        .collect();
+    let body = |outer: &str, inner: &str| {
+        format!(
+            "<r xmlns:p0='{M}'{outer}><m:buyStocks xmlns:m='{M}'{inner}>{orders}</m:buyStocks></r>"
+        )
+    };
+    let paths = [
+        "count(//m:order)",
+        "//m:order[3]/m:symbol",
+        "//m:order[@m:id='250']/m:symbol",
+        "/r/m:buyStocks/m:order[300]/m:symbol",
+    ];
+    for (doc, within) in [
+        (body(&decls("q", 990), ""), true),
+        (body(&decls("q", 500), &decls("s", 490)), true),
+        // 1,001 and more in scope.
+        (body(&decls("q", 600), &decls("s", 600)), false),
+    ] {
+        let bytes = doc.as_bytes();
+        let lib = parse(bytes).map(Lib);
+        assert_eq!(lib.is_some(), within);
+        for text in paths {
+            let s = sp(text);
+            match &lib {
+                Some(lib) => assert!(check(bytes, lib, text, &s), "{text} undecided"),
+                None => assert!(s.run(bytes, Mode::String, true).is_none(), "{text}"),
+            }
+        }
+    }
+}
+
+/// Many bindings restored from a memo (they are in the first bytes): read through the index made
+/// for them, as on the first reading. What follows the memo's place (the first order's symbol's
+/// start tag) differs from one message to the next: the first two symbols' content, and the last
+/// order's.
+fn many_bindings_from_a_memo() {
+    let head = format!(
+        "<r{} xmlns:p0='{M}'><m:buyStocks xmlns:m='{M}'>",
+        decls("q", 40)
+    );
+    let texts = [
+        "//m:order[2]/m:symbol",
+        "//m:order[1]/m:symbol",
+        "//m:symbol",
+    ];
+    let paths: Vec<StreamPath> = texts.iter().map(|t| sp(t)).collect();
+    let mut r = Rng(0x6a09_e667_f3bc_c909);
+    let before = MEMO_HITS.get();
+    for k in 0..24 {
+        let orders: String = (0..300)
+            .map(|j| {
+                let symbol = match j {
+                    0 | 1 => after_memo(&mut r),
+                    _ => format!("S{j}"),
+                };
+                format!("<p0:order p0:id='{j}'><p0:symbol>{symbol}</p0:symbol></p0:order>")
+            })
+            .collect();
+        let doc =
+            format!("{head}{orders}<m:order><m:symbol>X{k}</m:symbol></m:order></m:buyStocks></r>");
+        let lib = parse(doc.as_bytes()).map(Lib).unwrap();
+        for (text, s) in texts.iter().zip(&paths) {
+            assert!(check(doc.as_bytes(), &lib, text, s));
+        }
+    }
+    assert!(MEMO_HITS.get() > before, "no reading from a memo");
+}
+
+/// Bindings go out of scope with their elements, the index with them.
+fn bindings_go_out_of_scope() {
+    let doc = format!(
+        "<r xmlns:p0='urn:other'><a{}><p0:order/></a><p0:order xmlns:p0='{M}'/><b{}/><m:order xmlns:m='{M}'/></r>",
+        decls("q", 40),
+        decls("s", 40)
+    );
+    let lib = parse(doc.as_bytes()).map(Lib).unwrap();
+    for text in ["count(//m:order)", "count(/r/m:order)"] {
+        assert!(check(doc.as_bytes(), &lib, text, &sp(text)));
+    }
+}
