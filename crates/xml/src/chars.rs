@@ -13,6 +13,7 @@ pub fn is_xml_char(c: char) -> bool {
 /// A predefined entity or a character reference: the name between `&` and `;`. `None` for any
 /// other name, a number that is no XML character, or digits that are not the reference's base.
 /// Leading zeros are allowed, as libxml2 allows them.
+#[inline]
 pub fn resolve_ref(name: &str) -> Option<char> {
     let c = match name {
         "lt" => '<',
@@ -40,6 +41,7 @@ pub fn resolve_ref(name: &str) -> Option<char> {
 }
 
 /// CR LF and a lone CR become LF, as every XML parser reports line ends; appended to `out`.
+#[inline]
 pub fn normalize_eol_into(s: &str, out: &mut String) {
     let mut chars = s.chars().peekable();
     while let Some(c) = chars.next() {

@@ -19,6 +19,7 @@
 
 use super::kept::spare;
 use super::{FEW_BINDINGS, MAX_ATTRS};
+use sluice_xml::chars;
 use sluice_xml::names::{is_ncname, name_classes, PrefixIndex, NAME_START};
 use std::borrow::Cow;
 
@@ -548,51 +549,13 @@ pub(super) fn valid_chars(s: &str) -> bool {
     !high || !s.contains(['\u{FFFE}', '\u{FFFF}'])
 }
 
-fn is_xml_char(c: char) -> bool {
-    matches!(c, '\t' | '\n' | '\r') || (c >= ' ' && c != '\u{FFFE}' && c != '\u{FFFF}')
-}
-
-/// CR LF and a lone CR become LF, as every XML parser reports line ends.
+/// CR LF and a lone CR become LF ([`sluice_xml::chars`], shared with the streaming XSLT reader).
+#[inline]
 pub(super) fn normalize_eol(s: &str, out: &mut String) {
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\r' {
-            if chars.peek() == Some(&'\n') {
-                chars.next();
-            }
-            out.push('\n');
-        } else {
-            out.push(c);
-        }
-    }
+    chars::normalize_eol_into(s, out);
 }
 
-/// A predefined entity or a character reference (the name between `&` and `;`).
-pub(super) fn resolve_ref(name: &str) -> Option<char> {
-    let c = match name {
-        "lt" => '<',
-        "gt" => '>',
-        "amp" => '&',
-        "apos" => '\'',
-        "quot" => '"',
-        _ => {
-            let n = if let Some(h) = name.strip_prefix("#x") {
-                if h.is_empty() || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
-                    return None;
-                }
-                u32::from_str_radix(h, 16).ok()?
-            } else {
-                let d = name.strip_prefix('#')?;
-                if d.is_empty() || !d.bytes().all(|b| b.is_ascii_digit()) {
-                    return None;
-                }
-                d.parse().ok()?
-            };
-            char::from_u32(n)?
-        }
-    };
-    is_xml_char(c).then_some(c)
-}
+pub(super) use sluice_xml::chars::resolve_ref;
 
 /// An attribute value as libxml2 reports it (no DTD, so every attribute is CDATA): line ends normalised,
 /// then tab, LF and CR become spaces; references are replaced afterwards, so `&#10;` stays a line feed.
@@ -608,25 +571,7 @@ pub(super) fn attr_value_classed(raw: &str, class: u8) -> Option<Cow<'_, str>> {
     if class & (V_AMP | V_WS) == 0 {
         return Some(Cow::Borrowed(raw));
     }
-    let mut out = String::with_capacity(raw.len());
-    let mut rest = raw;
-    while let Some(i) = rest.find(['&', '\t', '\n', '\r']) {
-        out.push_str(&rest[..i]);
-        let c = rest.as_bytes()[i];
-        rest = &rest[i + 1..];
-        if c == b'&' {
-            let end = rest.find(';')?;
-            out.push(resolve_ref(&rest[..end])?);
-            rest = &rest[end + 1..];
-        } else {
-            if c == b'\r' && rest.starts_with('\n') {
-                rest = &rest[1..];
-            }
-            out.push(' ');
-        }
-    }
-    out.push_str(rest);
-    Some(Cow::Owned(out))
+    chars::attr_value_replaced(raw).map(Cow::Owned)
 }
 
 pub(super) const XML_NS: &str = "http://www.w3.org/XML/1998/namespace";
