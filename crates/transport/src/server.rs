@@ -190,32 +190,21 @@ pub async fn serve(
     Ok(())
 }
 
-/// What a connection's service is: each request to the engine, answered.
-trait Service:
-    hyper::service::Service<
-        http::Request<hyper::body::Incoming>,
-        Response = http::Response<crate::body::RelayBody>,
-        Error = Infallible,
-        Future: Send + 'static,
-    > + Send
-    + 'static
-{
-}
-
-impl<S> Service for S where
-    S: hyper::service::Service<
-            http::Request<hyper::body::Incoming>,
-            Response = http::Response<crate::body::RelayBody>,
-            Error = Infallible,
-            Future: Send + 'static,
-        > + Send
-        + 'static
-{
-}
+/// What a connection's service takes and gives.
+type Request = http::Request<hyper::body::Incoming>;
+type Answer = http::Response<crate::body::RelayBody>;
 
 /// A connection's service: each request to the engine, noting that the connection began one (a
 /// connection that never did is closed at once on shutdown).
-fn service(engine: &Arc<Engine>, transport: Transport) -> (Arc<AtomicBool>, impl Service) {
+fn service(
+    engine: &Arc<Engine>,
+    transport: Transport,
+) -> (
+    Arc<AtomicBool>,
+    impl hyper::service::Service<Request, Response = Answer, Error = Infallible, Future: Send>
+        + Send
+        + 'static,
+) {
     let engine = engine.clone();
     let began = Arc::new(AtomicBool::new(false));
     let began_here = began.clone();
