@@ -369,10 +369,30 @@ fn is_template_variable(name: &str) -> bool {
     name.starts_with("uri.var.") || name.starts_with("query.param.")
 }
 
+/// The scheme of `text` when it has one (RFC 3986: a letter, then letters, digits, `+`, `-` or
+/// `.`, then `:`) that is not http or https. `host:8080/x` is read as a host and port without a
+/// scheme (an error), not as the scheme `host`.
+fn other_scheme(text: &str) -> Option<&str> {
+    let (scheme, rest) = text.split_once(':')?;
+    let mut chars = scheme.chars();
+    let well_formed = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    let http = scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https");
+    let port = rest.starts_with(|c: char| c.is_ascii_digit());
+    (well_formed && !http && !port).then_some(scheme)
+}
+
 /// An endpoint URI Sluice can send to (http or https, with a host, no user info), and its Host
 /// header; else the severity and what is wrong.
 fn http_uri(text: &str) -> Result<(Uri, HeaderValue), (Severity, String)> {
     let bad = |why: String| (Severity::Error, format!("endpoint uri '{text}' {why}"));
+    // The scheme decides first: `jms:/Queue?...`, `vfs:file:///...` and `mailto:a@b` are valid URIs
+    // of transports Sluice does not have (Synapse picks the transport by the scheme), not malformed
+    // HTTP ones.
+    if let Some(scheme) = other_scheme(text) {
+        let msg = format!("'{scheme}:' endpoints are not supported; only http and https");
+        return Err((Severity::Unsupported, msg));
+    }
     let uri: Uri = text
         .parse()
         .map_err(|e| bad(format!("is not valid: {e}")))?;
@@ -769,6 +789,12 @@ mod tests {
             ("http://u:p@h/x", Severity::Unsupported),
             ("https://u@h/x", Severity::Unsupported),
             ("ftp://h/x", Severity::Unsupported),
+            // Parsed as HTTP URIs they were malformed (an error); their scheme says first.
+            ("jms:/SimpleStockQuoteService?transport.jms.ConnectionFactoryJNDIName=QueueConnectionFactory&java.naming.provider.url=tcp://localhost:61616", Severity::Unsupported),
+            ("vfs:file:///home/user/test/out", Severity::Unsupported),
+            ("vfs:sftp://user:pass@host/home/user/out", Severity::Unsupported),
+            ("mailto:user@host", Severity::Unsupported),
+            ("localhost:8280/x", Severity::Error),
             ("/x", Severity::Error),
             ("http:///x", Severity::Error),
         ] {
