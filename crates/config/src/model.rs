@@ -306,9 +306,11 @@ pub struct RetryConfig {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EndpointTimeout {
     pub loc: Location,
-    /// Milliseconds; `None` when `<duration>` is absent.
-    pub duration_ms: Option<u64>,
-    pub action: TimeoutAction,
+    /// Milliseconds, signed as Synapse reads them (0 and below set no timeout of the endpoint's
+    /// own); `None` when `<duration>` is absent.
+    pub duration_ms: Option<i64>,
+    /// `None` when `<responseAction>` is absent.
+    pub action: Option<TimeoutAction>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -584,22 +584,33 @@ impl Compiler<'_> {
         }
     }
 
-    /// The timeout and what to do on it; a 0 ms duration is reported.
+    /// The timeout and what to do on it, read as Synapse 3.0.1's `EndpointDefinitionFactory`
+    /// reads them: a duration of 0 or less sets no timeout of the endpoint's own (the default
+    /// applies), except that a `<responseAction>` (fault or discard) without a positive duration
+    /// means 30 s. Without a `<responseAction>`, Synapse drops the late response and the
+    /// transport's timeout faults the call; Sluice answers in every case (see docs), so a missing
+    /// one reads as fault. (WSO2 MI reads 0 as a timeout of 0 ms that its timeout handler applies
+    /// at its next sweep, up to 15 s later: an accident of its code, not followed here.)
     fn timeout(&mut self, a: &cfg::AddressEndpoint) -> (Option<Duration>, cfg::TimeoutAction) {
-        match &a.timeout {
-            Some(t) => {
-                if t.duration_ms == Some(0) {
-                    self.report(
-                        Severity::Error,
-                        &t.loc,
-                        "timeout",
-                        "a timeout duration of 0 ms would fail every call",
-                    );
-                }
-                (t.duration_ms.map(Duration::from_millis), t.action)
+        const WITH_ACTION_MS: u64 = 30_000;
+        let Some(t) = &a.timeout else {
+            return (None, cfg::TimeoutAction::Fault);
+        };
+        let own = t
+            .duration_ms
+            .and_then(|ms| u64::try_from(ms).ok())
+            .filter(|&ms| ms > 0);
+        let ms = match (own, t.action) {
+            (Some(ms), _) => Some(ms),
+            (None, Some(cfg::TimeoutAction::Fault | cfg::TimeoutAction::Discard)) => {
+                Some(WITH_ACTION_MS)
             }
-            None => (None, cfg::TimeoutAction::Fault),
-        }
+            (None, _) => None,
+        };
+        (
+            ms.map(Duration::from_millis),
+            t.action.unwrap_or(cfg::TimeoutAction::Fault),
+        )
     }
 
     /// An address, `<http>` or default endpoint.
@@ -804,6 +815,39 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    /// The timeout of each proxy's target endpoint, compiled from `timeouts` (one `<timeout>`
+    /// body each), with the diagnostics.
+    fn compiled_timeouts(timeouts: &[&str]) -> (Vec<Option<Duration>>, sluice_config::Diagnostics) {
+        let mut text = String::from(r#"<definitions xmlns="http://ws.apache.org/ns/synapse">"#);
+        for (i, t) in timeouts.iter().enumerate() {
+            text.push_str(&format!(
+                r#"<proxy name="P{i}"><target><endpoint><address uri="http://h/x"><timeout>{t}</timeout></address></endpoint><inSequence/></target></proxy>"#
+            ));
+        }
+        text.push_str("</definitions>");
+        let (cfg, mut diags) = sluice_config::load_str("t.xml", &text);
+        let plan = crate::compile(&cfg, &crate::CompileOptions::default(), &mut diags);
+        let found = (0..timeouts.len())
+            .map(|i| plan.proxies[&format!("P{i}")].target.as_ref().unwrap().timeout)
+            .collect();
+        (found, diags)
+    }
+
+    #[test]
+    fn timeouts_of_zero_or_less_are_the_default_as_in_synapse() {
+        let (t, diags) = compiled_timeouts(&[
+            "<duration>0</duration>",
+            "<duration>-1</duration>",
+            "<duration>0</duration><responseAction>fault</responseAction>",
+            "<responseAction>discard</responseAction>",
+            "<duration>2500</duration><responseAction>fault</responseAction>",
+            "<duration>7</duration>",
+        ]);
+        assert!(diags.items.is_empty(), "{diags:?}");
+        let ms = |v: u64| Some(Duration::from_millis(v));
+        assert_eq!(t, [None, None, ms(30_000), ms(30_000), ms(2500), ms(7)]);
     }
 
     #[test]

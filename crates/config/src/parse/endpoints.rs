@@ -366,12 +366,10 @@ impl FileParser<'_, '_> {
     }
 
     fn timeout(&mut self, n: Node) -> EndpointTimeout {
-        // Synapse discards the response on timeout when no responseAction is given; Sluice answers in
-        // every case (see docs), so a missing one reads as fault.
         let mut t = EndpointTimeout {
             loc: self.loc(n),
             duration_ms: None,
-            action: TimeoutAction::Fault,
+            action: None,
         };
         for c in elements(n) {
             match c.tag_name().name() {
@@ -382,9 +380,7 @@ impl FileParser<'_, '_> {
                         ("discard", TimeoutAction::Discard),
                         ("never", TimeoutAction::Never),
                     ];
-                    t.action = self
-                        .one_of(c, "responseAction", &text_of(c), &actions)
-                        .unwrap_or(TimeoutAction::Fault);
+                    t.action = self.one_of(c, "responseAction", &text_of(c), &actions);
                 }
                 _ => self.unknown_child(c, "timeout"),
             }
