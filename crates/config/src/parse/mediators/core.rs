@@ -15,7 +15,22 @@ impl FileParser<'_, '_> {
             ("full", LogLevel::Full),
             ("custom", LogLevel::Custom),
         ];
-        let level = self.attr_one_of(n, "level", "simple", "log level", &levels)?;
+        // As Synapse 3.0.1's LogMediatorFactory: a level it does not know (`none` included) leaves
+        // the default, simple. WSO2 MI refuses one since 2018; said in the warning.
+        let level = match n.attribute("level") {
+            None => LogLevel::Simple,
+            Some(l) => match levels.iter().find(|(word, _)| *word == l) {
+                Some(&(_, level)) => level,
+                None => {
+                    self.report(
+                        Severity::Warning,
+                        n,
+                        format!("log level '{l}' is not simple, headers, full or custom: logged at the simple level, as Synapse does (WSO2 MI refuses it)"),
+                    );
+                    LogLevel::Simple
+                }
+            },
+        };
         let categories = [
             ("TRACE", LogCategory::Trace),
             ("DEBUG", LogCategory::Debug),
@@ -24,8 +39,10 @@ impl FileParser<'_, '_> {
             ("ERROR", LogCategory::Error),
             ("FATAL", LogCategory::Fatal),
         ];
+        // Both Synapse and MI read the category trimmed, in any case.
+        let category = n.attribute("category").map(|c| c.trim().to_ascii_uppercase());
         let category = self
-            .attr_one_of(n, "category", "INFO", "log category", &categories)
+            .one_of(n, "log category", category.as_deref().unwrap_or("INFO"), &categories)
             .unwrap_or(LogCategory::Info);
         let separator = n.attribute("separator").unwrap_or(", ").to_owned();
         let mut properties = Vec::new();
@@ -186,5 +203,39 @@ impl FileParser<'_, '_> {
             params.push((name, v));
         }
         Some(MediatorKind::CallTemplate { target, params })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::diag::Severity;
+    use crate::model::*;
+    use crate::parse::tests::{parse, NS};
+
+    #[test]
+    fn unknown_log_levels_log_simple_and_categories_read_in_any_case() {
+        let (cfg, d) = parse(&format!(
+            r#"<sequence name="S" {NS}><log level="none" category=" debug "/><log category="Trace"/><log category="loud"/></sequence>"#
+        ));
+        let sev: Vec<Severity> = d.items.iter().map(|x| x.severity).collect();
+        assert_eq!(sev, [Severity::Warning, Severity::Error], "{:?}", d.items);
+        assert!(d.items[0].message.contains("'none'"), "{:?}", d.items);
+        let logs: Vec<(LogLevel, LogCategory)> = cfg.sequences[0]
+            .sequence
+            .mediators
+            .iter()
+            .map(|m| match &m.kind {
+                MediatorKind::Log(l) => (l.level, l.category),
+                _ => panic!(),
+            })
+            .collect();
+        assert_eq!(
+            logs,
+            [
+                (LogLevel::Simple, LogCategory::Debug),
+                (LogLevel::Simple, LogCategory::Trace),
+                (LogLevel::Simple, LogCategory::Info),
+            ]
+        );
     }
 }
