@@ -199,11 +199,14 @@ impl FileParser<'_, '_> {
             (Some("context"), v) if context.contains("{version}") => {
                 context.replace("{version}", v)
             }
+            // As MI's ContextVersionStrategy: it puts the version where `{version}` stands, and
+            // with none there the context is kept as written and matched as it is. (Apache Synapse
+            // 3.0.1 has no context versioning at all.)
             (Some("context"), _) => {
                 self.report(
-                    Severity::Error,
+                    Severity::Note,
                     n,
-                    "version-type=\"context\" needs '{version}' in the context",
+                    "version-type=\"context\" without '{version}' in the context: the version is not in the path, and requests match the context alone (as WSO2 MI)",
                 );
                 context
             }
@@ -460,9 +463,14 @@ mod tests {
   </api>
   <api name="V1" context="/v/{{version}}/s" version="1.0" version-type="context"><resource/></api>
   <api name="V2" context="/w" version="2" version-type="url"><resource/></api>
+  <api name="V3" context="/c/" version="3" version-type="context"><resource/></api>
 </definitions>"#
         ));
-        assert!(d.items.is_empty(), "{:?}", d.items);
+        // A context version with no `{version}` to put it in: kept as written, as MI keeps it.
+        assert_eq!(d.items.len(), 1, "{:?}", d.items);
+        assert_eq!(d.items[0].severity, crate::diag::Severity::Note);
+        assert_eq!(cfg.apis[3].context, "/c/");
+        assert!(!cfg.apis[3].rejected);
         let a = &cfg.apis[0];
         assert_eq!(a.context, "/shop/");
         assert_eq!(a.resources.len(), 3);
