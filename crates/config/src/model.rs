@@ -703,14 +703,23 @@ pub enum FaultVersion {
 #[derive(Clone, Debug)]
 pub struct MakeFault {
     pub version: FaultVersion,
-    /// (namespace uri, local name) of the fault code.
-    pub code: Option<(String, String)>,
+    pub code: Option<FaultCode>,
     pub reason: Option<ValueSrc>,
     pub role: Option<String>,
     pub node: Option<String>,
     pub detail: Option<FaultDetail>,
     /// `response="true"`: the fault is a response (to the client).
     pub response: bool,
+}
+
+/// A fault's `<code>`.
+#[derive(Clone, Debug)]
+pub enum FaultCode {
+    /// `value="prefix:local"`: (namespace uri, local name).
+    QName(String, String),
+    /// `expression`: its string value, per message, is the local name of a code in the fault's
+    /// SOAP envelope namespace (Synapse's FaultMediator).
+    Expr(ExprSrc),
 }
 
 #[derive(Clone, Debug)]

@@ -830,7 +830,13 @@ mod tests {
         let (cfg, mut diags) = sluice_config::load_str("t.xml", &text);
         let plan = crate::compile(&cfg, &crate::CompileOptions::default(), &mut diags);
         let found = (0..timeouts.len())
-            .map(|i| plan.proxies[&format!("P{i}")].target.as_ref().unwrap().timeout)
+            .map(|i| {
+                plan.proxies[&format!("P{i}")]
+                    .target
+                    .as_ref()
+                    .unwrap()
+                    .timeout
+            })
             .collect();
         (found, diags)
     }

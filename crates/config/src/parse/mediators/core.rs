@@ -40,9 +40,16 @@ impl FileParser<'_, '_> {
             ("FATAL", LogCategory::Fatal),
         ];
         // Both Synapse and MI read the category trimmed, in any case.
-        let category = n.attribute("category").map(|c| c.trim().to_ascii_uppercase());
+        let category = n
+            .attribute("category")
+            .map(|c| c.trim().to_ascii_uppercase());
         let category = self
-            .one_of(n, "log category", category.as_deref().unwrap_or("INFO"), &categories)
+            .one_of(
+                n,
+                "log category",
+                category.as_deref().unwrap_or("INFO"),
+                &categories,
+            )
             .unwrap_or(LogCategory::Info);
         let separator = n.attribute("separator").unwrap_or(", ").to_owned();
         let mut properties = Vec::new();
