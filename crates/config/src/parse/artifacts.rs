@@ -9,6 +9,7 @@ use roxmltree::Node;
 /// Top-level artifacts Synapse defines that Sluice does not serve yet.
 const KNOWN_UNSUPPORTED_ARTIFACTS: &[&str] = &[
     "inboundEndpoint",
+    "taskManager",
     "task",
     "messageStore",
     "messageProcessor",
@@ -69,6 +70,8 @@ impl FileParser<'_, '_> {
             "endpoint" => cfg.endpoints.extend(self.endpoint_artifact(root)),
             "localEntry" => cfg.local_entries.extend(self.local_entry(root)),
             "template" => self.template_artifact(root, cfg),
+            // The configuration's own description (Synapse keeps it as such).
+            "description" if expect == Expect::Any => {}
             other if KNOWN_UNSUPPORTED_ARTIFACTS.contains(&other) => {
                 self.artifact = root.attribute("name").map(|n| format!("{other} {n}"));
                 self.report(
@@ -298,7 +301,6 @@ impl FileParser<'_, '_> {
                     t.endpoint = self.endpoint_ref(c);
                     continue;
                 }
-                "description" if what == "resource" => continue,
                 _ => {
                     self.unknown_child(c, what);
                     continue;
@@ -393,14 +395,7 @@ impl FileParser<'_, '_> {
                     });
                 }
                 "sequence" if sequence.is_none() => sequence = Some(self.sequence(c)),
-                "description" => {}
-                other => self.report(
-                    Severity::Error,
-                    c,
-                    format!(
-                        "<{other}> in <template>: a template holds <parameter>s and one <sequence>"
-                    ),
-                ),
+                _ => self.unknown_child(c, "template"),
             }
         }
         let Some(sequence) = sequence else {

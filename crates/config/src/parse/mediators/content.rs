@@ -45,7 +45,6 @@ impl FileParser<'_, '_> {
                     );
                     return None;
                 }
-                "description" => {}
                 _ => self.unknown_child(c, n.tag_name().name()),
             }
         }
@@ -81,7 +80,6 @@ impl FileParser<'_, '_> {
             match c.tag_name().name() {
                 "format" => format = Some((self.payload_format(c, media)?, self.loc(c))),
                 "args" => args.extend(self.payload_args(c)?),
-                "description" => {}
                 _ => self.unknown_child(c, "payloadFactory"),
             }
         }
@@ -318,7 +316,6 @@ impl FileParser<'_, '_> {
                     );
                     return None;
                 }
-                "description" => {}
                 _ => self.unknown_child(c, "validate"),
             }
         }
@@ -380,7 +377,6 @@ impl FileParser<'_, '_> {
                         Some(FaultDetail::Value(ValueSrc::Literal(text_of(c))))
                     }
                 }
-                "description" => {}
                 _ => self.unknown_child(c, "makefault"),
             }
         }

@@ -56,7 +56,15 @@ impl FileParser<'_, '_> {
         for c in elements(n) {
             match c.tag_name().name() {
                 "property" => properties.extend(self.named_value(c, "log property")),
-                "description" => {}
+                // MI 4.4's message template.
+                "message" => {
+                    self.report(
+                        Severity::Unsupported,
+                        c,
+                        "a log <message> template is not supported yet",
+                    );
+                    return None;
+                }
                 _ => self.unknown_child(c, "log"),
             }
         }
@@ -177,14 +185,7 @@ impl FileParser<'_, '_> {
         let mut params = Vec::new();
         for c in elements(n) {
             if c.tag_name().name() != "with-param" {
-                self.report(
-                    Severity::Error,
-                    c,
-                    format!(
-                        "<{}> in <call-template>: only <with-param>",
-                        c.tag_name().name()
-                    ),
-                );
+                self.unknown_child(c, "call-template");
                 continue;
             }
             let Some(name) = self.required_attr(c, "name") else {
