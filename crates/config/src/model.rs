@@ -27,6 +27,9 @@ pub struct Config {
     pub templates: Vec<Template>,
     /// Endpoint templates (`<template>` with an `<endpoint>`).
     pub endpoint_templates: Vec<EndpointTemplate>,
+    /// Where Synapse would also look up a key that names nothing here, which Sluice does not read
+    /// yet: a `<registry>` or `<import>` (the element and its place).
+    pub key_sources: Vec<(String, Location)>,
 }
 
 /// A `<template>` holding an `<endpoint>`: an endpoint written once with `$param` values, made
@@ -342,6 +345,17 @@ pub struct LocalEntry {
     pub key: String,
     pub loc: Location,
     pub value: LocalEntryValue,
+    /// A Synapse `<sequence>` or `<endpoint>` the entry holds, read as one: a key that names the
+    /// entry names it (Synapse's `getSequence` and `getEndpoint` look in local entries too).
+    pub artifact: Option<EntryArtifact>,
+}
+
+/// What a local entry holds when it is a sequence or an endpoint, named by the entry's key.
+#[derive(Clone, Debug)]
+pub enum EntryArtifact {
+    Sequence(NamedSequence),
+    /// [`EndpointKind::Rejected`] when it had an error or an unsupported feature.
+    Endpoint(Endpoint),
 }
 
 #[derive(Clone, Debug)]

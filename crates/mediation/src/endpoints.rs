@@ -62,6 +62,9 @@ pub enum Address {
     Template(Arc<UriTemplate>),
     /// A `<default>` endpoint: each message's To address.
     To,
+    /// A key that names no endpoint in the configuration: each send fails, as in Synapse, which
+    /// looks the key up then.
+    Missing,
 }
 
 #[derive(Debug)]
@@ -260,6 +263,22 @@ impl EndpointPlan {
         plan
     }
 
+    /// What a key that names no endpoint stands for ([`Address::Missing`]): every send through it
+    /// fails with `EndpointNotFound`; it is never suspended.
+    pub fn missing(key: &str) -> Self {
+        let mut plan = EndpointPlan::new(
+            key.into(),
+            Uri::from_static("http://undefined-endpoint.invalid/"),
+            HeaderValue::from_static("undefined-endpoint.invalid"),
+            None,
+            cfg::TimeoutAction::Fault,
+            SuspendPolicy::never(),
+        );
+        plan.label = format!("endpoint {key} (not defined)").into();
+        plan.address = Address::Missing;
+        plan
+    }
+
     /// The part of a REST API request's path after the API's context (`REST_URL_POSTFIX`, axis2
     /// scope), when Synapse appends it to this address: it is not empty, and the endpoint is
     /// `format="pox"`, or not forced to SOAP and the request is a REST one (any method but POST, a
@@ -287,6 +306,13 @@ impl EndpointPlan {
     /// `<default>` one the message's To address. Those share this one's suspension state.
     pub fn for_message(self: &Arc<Self>, msg: &Message) -> Result<Arc<Self>, Error> {
         let text = match &self.address {
+            // Synapse's words (IndirectEndpoint), as ERROR_MESSAGE.
+            Address::Missing => {
+                return Err(Error::new(
+                    ErrorKind::EndpointNotFound,
+                    format!("Couldn't find the endpoint with the key : {}", self.name),
+                ))
+            }
             Address::Template(t) => self.expand(t, msg),
             Address::To => msg.to.clone().ok_or_else(|| {
                 Error::new(
@@ -429,15 +455,9 @@ impl Compiler<'_> {
             return self.dependency(r.clone(), "endpoint", key, from);
         }
         let Some(ep) = self.endpoints.get(key).copied() else {
-            if let Some(loc) = from {
-                self.report(
-                    Severity::Error,
-                    loc,
-                    "endpoint",
-                    format!("no endpoint named '{key}'"),
-                );
-            }
-            return None;
+            let loc = from?;
+            self.left_for_run("endpoint", key, loc, "endpoint").ok()?;
+            return Some(Arc::new(EndpointPlan::missing(key)));
         };
         if !self.in_progress.insert(format!("endpoint:{key}")) {
             if let Some(loc) = from {

@@ -73,6 +73,9 @@ impl FileParser<'_, '_> {
             // The configuration's own description (Synapse keeps it as such).
             "description" if expect == Expect::Any => {}
             other if KNOWN_UNSUPPORTED_ARTIFACTS.contains(&other) => {
+                if matches!(other, "registry" | "import") {
+                    cfg.key_sources.push((other.to_owned(), self.loc(root)));
+                }
                 self.artifact = root.attribute("name").map(|n| format!("{other} {n}"));
                 self.report(
                     Severity::Unsupported,
@@ -351,9 +354,11 @@ impl FileParser<'_, '_> {
         let key = self.required_attr(n, "key")?;
         self.artifact = Some(format!("local entry {key}"));
         let loc = self.loc(n);
+        let mut artifact = None;
         let value = if let Some(src) = n.attribute("src") {
             LocalEntryValue::Src(src.to_owned())
         } else if let Some(c) = elements(n).next() {
+            artifact = self.entry_artifact(c, &key);
             LocalEntryValue::Xml {
                 root: c.tag_name().name().to_owned(),
                 text: self.serialize_element(c),
@@ -361,7 +366,42 @@ impl FileParser<'_, '_> {
         } else {
             LocalEntryValue::Text(n.text().unwrap_or("").trim().to_owned())
         };
-        Some(LocalEntry { key, loc, value })
+        Some(LocalEntry {
+            key,
+            loc,
+            value,
+            artifact,
+        })
+    }
+
+    /// The Synapse `<sequence>` or `<endpoint>` a local entry with `key` holds, read as one.
+    fn entry_artifact(&mut self, c: Node, key: &str) -> Option<EntryArtifact> {
+        if !is_synapse(c) {
+            return None;
+        }
+        match c.tag_name().name() {
+            "sequence" => {
+                let sequence = self.sequence(c);
+                Some(EntryArtifact::Sequence(NamedSequence {
+                    name: key.to_owned(),
+                    sequence,
+                    rejected: self.failed,
+                }))
+            }
+            "endpoint" => {
+                let e = self.endpoint(c).filter(|_| !self.failed);
+                Some(EntryArtifact::Endpoint(Endpoint {
+                    name: Some(key.to_owned()),
+                    ..e.unwrap_or_else(|| Endpoint {
+                        name: None,
+                        loc: self.loc(c),
+                        kind: EndpointKind::Rejected,
+                        properties: Vec::new(),
+                    })
+                }))
+            }
+            _ => None,
+        }
     }
 
     /// A `<template>`: an endpoint template when it holds an `<endpoint>`, else a sequence template.
