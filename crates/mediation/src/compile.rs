@@ -657,10 +657,21 @@ impl<'a> Compiler<'a> {
                 Err(_) => Err((Severity::Error, format!("{origin} is not UTF-8 text"))),
             };
         }
-        Err((
-            Severity::Error,
-            format!("no local entry or registry resource '{key}'"),
-        ))
+        Err(self.no_such_key(key))
+    }
+    /// Why no local entry or registry resource has `key`: an error, unless the configuration has
+    /// a `<registry>` or `<import>` Synapse would look it up in (unsupported).
+    pub(crate) fn no_such_key(&self, key: &str) -> (Severity, String) {
+        match self.key_sources.first() {
+            Some((what, loc)) => (
+                Severity::Unsupported,
+                format!("no local entry or registry resource '{key}' here: Synapse would look it up in the <{what}> at {loc}, which is not supported yet"),
+            ),
+            None => (
+                Severity::Error,
+                format!("no local entry or registry resource '{key}'"),
+            ),
+        }
     }
     /// What `get-property('registry', key)` reads: the keyed text (Synapse looks up entry
     /// definitions, local entries included, by the key), an XML resource without its declaration.
@@ -916,5 +927,25 @@ mod key_tests {
             "{d:?}"
         );
         assert!(plan.proxies.is_empty());
+    }
+
+    /// Stylesheets and other keyed text: a local entry's URL or a `<registry>` Synapse would read
+    /// is unsupported; a key naming nothing at all stays an error.
+    #[test]
+    fn keyed_text_synapse_would_fetch_is_unsupported() {
+        let (_, d) = compiled(
+            r#"<localEntry key="x" src="file:repository/conf/sample/resources/transform/t.xslt"/>
+<proxy name="P"><target><inSequence><xslt key="x"/><xslt key="nothing"/></inSequence></target></proxy>"#,
+        );
+        assert_eq!(
+            severities(&d),
+            [Severity::Unsupported, Severity::Error],
+            "{d:?}"
+        );
+        let (_, d) = compiled(
+            r#"<registry provider="org.apache.synapse.registry.url.SimpleURLRegistry"/>
+<proxy name="P"><target><inSequence><xslt key="t.xslt"/><validate><schema key="s.xsd"/><on-fail><drop/></on-fail></validate></inSequence></target></proxy>"#,
+        );
+        assert_eq!(severities(&d), [Severity::Unsupported; 3], "{d:?}");
     }
 }
