@@ -127,6 +127,15 @@ impl FileParser<'_, '_> {
     }
 
     pub(super) fn header(&mut self, n: Node) -> Option<Header> {
+        // As Synapse's HeaderMediatorFactory: no name is needed when the header is inline XML.
+        if n.attribute("name").is_none() && elements(n).next().is_some() {
+            self.report(
+                Severity::Unsupported,
+                n,
+                "inline XML SOAP headers are not supported yet",
+            );
+            return None;
+        }
         let name = self.required_attr(n, "name")?;
         let scopes = [
             ("default", HeaderScope::Default),
@@ -219,6 +228,21 @@ mod tests {
     use crate::diag::Severity;
     use crate::model::*;
     use crate::parse::tests::{parse, NS};
+
+    /// Synapse takes a header with no name when it holds inline XML (which Sluice does not run yet).
+    #[test]
+    fn nameless_headers_with_inline_xml_are_unsupported_not_wrong() {
+        let (_, d) = parse(&format!(
+            r#"<sequence name="S" {NS}><header><wsa:To xmlns:wsa="http://www.w3.org/2005/08/addressing">x</wsa:To></header><header value="v"/></sequence>"#
+        ));
+        let sev: Vec<Severity> = d.items.iter().map(|x| x.severity).collect();
+        assert_eq!(
+            sev,
+            [Severity::Unsupported, Severity::Error],
+            "{:?}",
+            d.items
+        );
+    }
 
     #[test]
     fn unknown_log_levels_log_simple_and_categories_read_in_any_case() {
