@@ -27,6 +27,9 @@ pub struct Config {
     pub templates: Vec<Template>,
     /// Endpoint templates (`<template>` with an `<endpoint>`).
     pub endpoint_templates: Vec<EndpointTemplate>,
+    /// Where Synapse would also look up a key that names nothing here, which Sluice does not read
+    /// yet: a `<registry>` or `<import>` (the element and its place).
+    pub key_sources: Vec<(String, Location)>,
 }
 
 /// A `<template>` holding an `<endpoint>`: an endpoint written once with `$param` values, made
@@ -306,9 +309,11 @@ pub struct RetryConfig {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EndpointTimeout {
     pub loc: Location,
-    /// Milliseconds; `None` when `<duration>` is absent.
-    pub duration_ms: Option<u64>,
-    pub action: TimeoutAction,
+    /// Milliseconds, signed as Synapse reads them (0 and below set no timeout of the endpoint's
+    /// own); `None` when `<duration>` is absent.
+    pub duration_ms: Option<i64>,
+    /// `None` when `<responseAction>` is absent.
+    pub action: Option<TimeoutAction>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -340,6 +345,17 @@ pub struct LocalEntry {
     pub key: String,
     pub loc: Location,
     pub value: LocalEntryValue,
+    /// A Synapse `<sequence>` or `<endpoint>` the entry holds, read as one: a key that names the
+    /// entry names it (Synapse's `getSequence` and `getEndpoint` look in local entries too).
+    pub artifact: Option<EntryArtifact>,
+}
+
+/// What a local entry holds when it is a sequence or an endpoint, named by the entry's key.
+#[derive(Clone, Debug)]
+pub enum EntryArtifact {
+    Sequence(NamedSequence),
+    /// [`EndpointKind::Rejected`] when it had an error or an unsupported feature.
+    Endpoint(Endpoint),
 }
 
 #[derive(Clone, Debug)]
@@ -701,14 +717,23 @@ pub enum FaultVersion {
 #[derive(Clone, Debug)]
 pub struct MakeFault {
     pub version: FaultVersion,
-    /// (namespace uri, local name) of the fault code.
-    pub code: Option<(String, String)>,
+    pub code: Option<FaultCode>,
     pub reason: Option<ValueSrc>,
     pub role: Option<String>,
     pub node: Option<String>,
     pub detail: Option<FaultDetail>,
     /// `response="true"`: the fault is a response (to the client).
     pub response: bool,
+}
+
+/// A fault's `<code>`.
+#[derive(Clone, Debug)]
+pub enum FaultCode {
+    /// `value="prefix:local"`: (namespace uri, local name).
+    QName(String, String),
+    /// `expression`: its string value, per message, is the local name of a code in the fault's
+    /// SOAP envelope namespace (Synapse's FaultMediator).
+    Expr(ExprSrc),
 }
 
 #[derive(Clone, Debug)]

@@ -55,15 +55,30 @@ fn by_name<'a, T>(items: &'a [T], name: impl Fn(&'a T) -> &'a str) -> HashMap<&'
 
 impl<'a> Compiler<'a> {
     fn new(config: &'a cfg::Config, opts: &'a CompileOptions, diags: &'a mut Diagnostics) -> Self {
+        // A key names a named sequence or endpoint, else a local entry holding one, as Synapse
+        // looks keys up.
+        let mut sequences = by_name(&config.sequences, |s| s.name.as_str());
+        let mut endpoints: HashMap<&str, &cfg::Endpoint> = config
+            .endpoints
+            .iter()
+            .filter_map(|e| e.name.as_deref().map(|n| (n, e)))
+            .collect();
+        for le in &config.local_entries {
+            match &le.artifact {
+                Some(cfg::EntryArtifact::Sequence(s)) => {
+                    sequences.entry(le.key.as_str()).or_insert(s);
+                }
+                Some(cfg::EntryArtifact::Endpoint(e)) => {
+                    endpoints.entry(le.key.as_str()).or_insert(e);
+                }
+                None => {}
+            }
+        }
         Compiler {
             opts,
             diags,
-            sequences: by_name(&config.sequences, |s| s.name.as_str()),
-            endpoints: config
-                .endpoints
-                .iter()
-                .filter_map(|e| e.name.as_deref().map(|n| (n, e)))
-                .collect(),
+            sequences,
+            endpoints,
             local_entries: by_name(&config.local_entries, |l| l.key.as_str()),
             seq_cache: HashMap::new(),
             templates: by_name(&config.templates, |t| t.name.as_str()),
@@ -77,6 +92,7 @@ impl<'a> Compiler<'a> {
                 .collect(),
             ep_cache: HashMap::new(),
             in_progress: HashSet::new(),
+            key_sources: &config.key_sources,
             artifact: String::new(),
             failed: false,
         }
@@ -178,6 +194,8 @@ pub(crate) struct Compiler<'a> {
     pub(crate) resources: HashMap<String, &'a cfg::Resource>,
     pub(crate) ep_cache: HashMap<String, Result<Arc<EndpointPlan>, Failure>>,
     pub(crate) in_progress: HashSet<String>,
+    /// Where Synapse would also look up keys that name nothing here (`<registry>`, `<import>`).
+    pub(crate) key_sources: &'a [(String, Location)],
     /// The artifact being compiled, for diagnostics.
     pub(crate) artifact: String,
     /// Set when the current artifact cannot be deployed.
@@ -369,6 +387,21 @@ impl<'a> Compiler<'a> {
             {
                 None
             }
+            // As Synapse's ProxyServiceMessageReceiver: a fault sequence it cannot find leaves the
+            // default one in charge.
+            Some(cfg::SequenceRef::Key { key, loc })
+                if !self.sequences.contains_key(key.as_str()) =>
+            {
+                self.missing_key("sequence", key, loc, "faultSequence")
+                    .ok()?;
+                self.report(
+                    Severity::Warning,
+                    loc,
+                    "faultSequence",
+                    format!("no sequence named '{key}' in the configuration: as in Synapse, the default fault sequence handles errors instead"),
+                );
+                self.fault_sequence(&None, loc)
+            }
             Some(s) => Some(self.sequence_ref(s, "faultSequence")),
             None if self.sequences.contains_key("fault") => {
                 Some(self.named_sequence("fault", Some(loc)))
@@ -430,15 +463,9 @@ impl<'a> Compiler<'a> {
         from: Option<&Location>,
     ) -> Option<Arc<SeqPlan>> {
         let Some(seq) = self.sequences.get(key).copied() else {
-            if let Some(loc) = from {
-                self.report(
-                    Severity::Error,
-                    loc,
-                    "sequence",
-                    format!("no sequence named '{key}'"),
-                );
-            }
-            return None;
+            let loc = from?;
+            self.left_for_run("sequence", key, loc, "sequence").ok()?;
+            return Some(self.missing_sequence(format!("Sequence named {key} cannot be found")));
         };
         self.compile_once(
             "sequence",
@@ -630,10 +657,21 @@ impl<'a> Compiler<'a> {
                 Err(_) => Err((Severity::Error, format!("{origin} is not UTF-8 text"))),
             };
         }
-        Err((
-            Severity::Error,
-            format!("no local entry or registry resource '{key}'"),
-        ))
+        Err(self.no_such_key(key))
+    }
+    /// Why no local entry or registry resource has `key`: an error, unless the configuration has
+    /// a `<registry>` or `<import>` Synapse would look it up in (unsupported).
+    pub(crate) fn no_such_key(&self, key: &str) -> (Severity, String) {
+        match self.key_sources.first() {
+            Some((what, loc)) => (
+                Severity::Unsupported,
+                format!("no local entry or registry resource '{key}' here: Synapse would look it up in the <{what}> at {loc}, which is not supported yet"),
+            ),
+            None => (
+                Severity::Error,
+                format!("no local entry or registry resource '{key}'"),
+            ),
+        }
     }
     /// What `get-property('registry', key)` reads: the keyed text (Synapse looks up entry
     /// definitions, local entries included, by the key), an XML resource without its declaration.
@@ -774,5 +812,140 @@ mod tests {
             w.render("U"),
             "<d><soap:address location=\"U\"/><soap12:address location='U'/></d>"
         );
+    }
+}
+
+/// Keys resolved as Synapse resolves them: anything in the configuration, wherever it is defined,
+/// a local entry holding one; what names nothing fails at run time, and what Synapse would look up
+/// where Sluice does not is unsupported.
+#[cfg(test)]
+mod key_tests {
+    use crate::exec::run;
+    use crate::message::Message;
+    use crate::{ErrorKind, Plan};
+    use sluice_config::{Diagnostics, Severity};
+
+    fn compiled(body: &str) -> (Plan, Diagnostics) {
+        let text =
+            format!(r#"<definitions xmlns="http://ws.apache.org/ns/synapse">{body}</definitions>"#);
+        let (cfg, mut diags) = sluice_config::load_str("t.xml", &text);
+        let plan = crate::compile(&cfg, &crate::CompileOptions::default(), &mut diags);
+        (plan, diags)
+    }
+
+    fn severities(d: &Diagnostics) -> Vec<Severity> {
+        d.items.iter().map(|x| x.severity).collect()
+    }
+
+    #[test]
+    fn keys_name_artifacts_defined_later_and_local_entries_holding_them() {
+        let (plan, d) = compiled(
+            r#"<proxy name="P"><target endpoint="E"><inSequence><sequence key="S"/><sequence key="LS"/></inSequence></target></proxy>
+<sequence name="S"><property name="s" value="1"/></sequence>
+<localEntry key="LS"><sequence name="ignored"><property name="ls" value="1"/></sequence></localEntry>
+<localEntry key="E"><endpoint><address uri="http://127.0.0.1:9/e"/></endpoint></localEntry>"#,
+        );
+        assert!(d.items.is_empty(), "{d:?}");
+        let p = &plan.proxies["P"];
+        assert_eq!(p.target.as_ref().unwrap().uri, "http://127.0.0.1:9/e");
+        let mut msg = Message::request(
+            "P".into(),
+            http::Method::POST,
+            "/".into(),
+            Default::default(),
+        );
+        run(&p.in_seq.steps, &mut msg).unwrap();
+        assert_eq!(
+            (msg.props.get("s"), msg.props.get("ls")),
+            (Some("1"), Some("1"))
+        );
+    }
+
+    #[test]
+    fn keys_naming_nothing_fail_the_message_that_reaches_them() {
+        let (plan, d) = compiled(
+            r#"<proxy name="P"><target faultSequence="nope"><inSequence><sequence key="nothing"/></inSequence></target></proxy>
+<proxy name="Q"><target endpoint="bogus"/></proxy>
+<proxy name="T"><target><inSequence><call-template target="none"/></inSequence></target></proxy>"#,
+        );
+        assert_eq!(severities(&d), [Severity::Warning; 4], "{d:?}");
+        // No fault sequence "nope": the default (none here) handles errors.
+        assert!(plan.proxies["P"].fault_seq.is_none());
+        let mut msg = Message::request(
+            "P".into(),
+            http::Method::POST,
+            "/".into(),
+            Default::default(),
+        );
+        let e = run(&plan.proxies["P"].in_seq.steps, &mut msg).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Mediation);
+        assert!(
+            e.context.contains("Sequence named nothing cannot be found"),
+            "{e}"
+        );
+        let e = run(&plan.proxies["T"].in_seq.steps, &mut msg).unwrap_err();
+        assert!(
+            e.context.contains("Sequence template none cannot be found"),
+            "{e}"
+        );
+        let bogus = plan.proxies["Q"].target.clone().unwrap();
+        let e = bogus.for_message(&msg).unwrap_err();
+        assert_eq!(
+            (e.kind, e.kind.synapse_code()),
+            (ErrorKind::EndpointNotFound, 305100)
+        );
+        assert_eq!(e.context, "Couldn't find the endpoint with the key : bogus");
+    }
+
+    #[test]
+    fn keys_synapse_would_look_up_elsewhere_are_unsupported() {
+        let (plan, d) = compiled(
+            r#"<proxy name="D"><target><inSequence><sequence key="{//k}"/></inSequence></target></proxy>
+<proxy name="U"><target endpoint="remote"/></proxy>
+<localEntry key="remote" src="file:repository/conf/sample/resources/endpoint/dynamic_endpt_1.xml"/>
+<localEntry key="text">plain</localEntry>
+<proxy name="X"><target><inSequence><sequence key="text"/></inSequence></target></proxy>"#,
+        );
+        assert_eq!(
+            severities(&d),
+            [
+                Severity::Unsupported,
+                Severity::Unsupported,
+                Severity::Error
+            ],
+            "{d:?}"
+        );
+        assert!(plan.proxies.is_empty());
+        // With a <registry>, a key naming nothing here may name something there.
+        let (plan, d) = compiled(
+            r#"<registry provider="org.apache.synapse.registry.url.SimpleURLRegistry"/>
+<proxy name="R"><target><inSequence><sequence key="sequence/dynamic_seq_1.xml"/></inSequence></target></proxy>"#,
+        );
+        assert_eq!(severities(&d), [Severity::Unsupported; 2], "{d:?}");
+        assert!(
+            d.items[1].message.contains("<registry> at t.xml:1:"),
+            "{d:?}"
+        );
+        assert!(plan.proxies.is_empty());
+    }
+
+    /// Stylesheets and other keyed text: a local entry's URL or a `<registry>` Synapse would read
+    /// is unsupported; a key naming nothing at all stays an error.
+    #[test]
+    fn keyed_text_synapse_would_fetch_is_unsupported() {
+        let (_, d) = compiled(
+            r#"<localEntry key="x" src="file:repository/conf/sample/resources/transform/t.xslt"/>
+<proxy name="P"><target><inSequence><xslt key="x"/><xslt key="nothing"/></inSequence></target></proxy>"#,
+        );
+        assert_eq!(
+            severities(&d),
+            [Severity::Unsupported, Severity::Error],
+            "{d:?}"
+        );
+        let (_, d) = compiled(
+            r#"<registry provider="org.apache.synapse.registry.url.SimpleURLRegistry"/>
+<proxy name="P"><target><inSequence><xslt key="t.xslt"/><validate><schema key="s.xsd"/><on-fail><drop/></on-fail></validate></inSequence></target></proxy>"#,
+        );
+        assert_eq!(severities(&d), [Severity::Unsupported; 3], "{d:?}");
     }
 }

@@ -62,6 +62,9 @@ pub enum Address {
     Template(Arc<UriTemplate>),
     /// A `<default>` endpoint: each message's To address.
     To,
+    /// A key that names no endpoint in the configuration: each send fails, as in Synapse, which
+    /// looks the key up then.
+    Missing,
 }
 
 #[derive(Debug)]
@@ -260,6 +263,22 @@ impl EndpointPlan {
         plan
     }
 
+    /// What a key that names no endpoint stands for ([`Address::Missing`]): every send through it
+    /// fails with `EndpointNotFound`; it is never suspended.
+    pub fn missing(key: &str) -> Self {
+        let mut plan = EndpointPlan::new(
+            key.into(),
+            Uri::from_static("http://undefined-endpoint.invalid/"),
+            HeaderValue::from_static("undefined-endpoint.invalid"),
+            None,
+            cfg::TimeoutAction::Fault,
+            SuspendPolicy::never(),
+        );
+        plan.label = format!("endpoint {key} (not defined)").into();
+        plan.address = Address::Missing;
+        plan
+    }
+
     /// The part of a REST API request's path after the API's context (`REST_URL_POSTFIX`, axis2
     /// scope), when Synapse appends it to this address: it is not empty, and the endpoint is
     /// `format="pox"`, or not forced to SOAP and the request is a REST one (any method but POST, a
@@ -287,6 +306,13 @@ impl EndpointPlan {
     /// `<default>` one the message's To address. Those share this one's suspension state.
     pub fn for_message(self: &Arc<Self>, msg: &Message) -> Result<Arc<Self>, Error> {
         let text = match &self.address {
+            // Synapse's words (IndirectEndpoint), as ERROR_MESSAGE.
+            Address::Missing => {
+                return Err(Error::new(
+                    ErrorKind::EndpointNotFound,
+                    format!("Couldn't find the endpoint with the key : {}", self.name),
+                ))
+            }
             Address::Template(t) => self.expand(t, msg),
             Address::To => msg.to.clone().ok_or_else(|| {
                 Error::new(
@@ -369,10 +395,30 @@ fn is_template_variable(name: &str) -> bool {
     name.starts_with("uri.var.") || name.starts_with("query.param.")
 }
 
+/// The scheme of `text` when it has one (RFC 3986: a letter, then letters, digits, `+`, `-` or
+/// `.`, then `:`) that is not http or https. `host:8080/x` is read as a host and port without a
+/// scheme (an error), not as the scheme `host`.
+fn other_scheme(text: &str) -> Option<&str> {
+    let (scheme, rest) = text.split_once(':')?;
+    let mut chars = scheme.chars();
+    let well_formed = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    let http = scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https");
+    let port = rest.starts_with(|c: char| c.is_ascii_digit());
+    (well_formed && !http && !port).then_some(scheme)
+}
+
 /// An endpoint URI Sluice can send to (http or https, with a host, no user info), and its Host
 /// header; else the severity and what is wrong.
 fn http_uri(text: &str) -> Result<(Uri, HeaderValue), (Severity, String)> {
     let bad = |why: String| (Severity::Error, format!("endpoint uri '{text}' {why}"));
+    // The scheme decides first: `jms:/Queue?...`, `vfs:file:///...` and `mailto:a@b` are valid URIs
+    // of transports Sluice does not have (Synapse picks the transport by the scheme), not malformed
+    // HTTP ones.
+    if let Some(scheme) = other_scheme(text) {
+        let msg = format!("'{scheme}:' endpoints are not supported; only http and https");
+        return Err((Severity::Unsupported, msg));
+    }
     let uri: Uri = text
         .parse()
         .map_err(|e| bad(format!("is not valid: {e}")))?;
@@ -409,15 +455,9 @@ impl Compiler<'_> {
             return self.dependency(r.clone(), "endpoint", key, from);
         }
         let Some(ep) = self.endpoints.get(key).copied() else {
-            if let Some(loc) = from {
-                self.report(
-                    Severity::Error,
-                    loc,
-                    "endpoint",
-                    format!("no endpoint named '{key}'"),
-                );
-            }
-            return None;
+            let loc = from?;
+            self.left_for_run("endpoint", key, loc, "endpoint").ok()?;
+            return Some(Arc::new(EndpointPlan::missing(key)));
         };
         if !self.in_progress.insert(format!("endpoint:{key}")) {
             if let Some(loc) = from {
@@ -564,22 +604,33 @@ impl Compiler<'_> {
         }
     }
 
-    /// The timeout and what to do on it; a 0 ms duration is reported.
+    /// The timeout and what to do on it, read as Synapse 3.0.1's `EndpointDefinitionFactory`
+    /// reads them: a duration of 0 or less sets no timeout of the endpoint's own (the default
+    /// applies), except that a `<responseAction>` (fault or discard) without a positive duration
+    /// means 30 s. Without a `<responseAction>`, Synapse drops the late response and the
+    /// transport's timeout faults the call; Sluice answers in every case (see docs), so a missing
+    /// one reads as fault. (WSO2 MI reads 0 as a timeout of 0 ms that its timeout handler applies
+    /// at its next sweep, up to 15 s later: an accident of its code, not followed here.)
     fn timeout(&mut self, a: &cfg::AddressEndpoint) -> (Option<Duration>, cfg::TimeoutAction) {
-        match &a.timeout {
-            Some(t) => {
-                if t.duration_ms == Some(0) {
-                    self.report(
-                        Severity::Error,
-                        &t.loc,
-                        "timeout",
-                        "a timeout duration of 0 ms would fail every call",
-                    );
-                }
-                (t.duration_ms.map(Duration::from_millis), t.action)
+        const WITH_ACTION_MS: u64 = 30_000;
+        let Some(t) = &a.timeout else {
+            return (None, cfg::TimeoutAction::Fault);
+        };
+        let own = t
+            .duration_ms
+            .and_then(|ms| u64::try_from(ms).ok())
+            .filter(|&ms| ms > 0);
+        let ms = match (own, t.action) {
+            (Some(ms), _) => Some(ms),
+            (None, Some(cfg::TimeoutAction::Fault | cfg::TimeoutAction::Discard)) => {
+                Some(WITH_ACTION_MS)
             }
-            None => (None, cfg::TimeoutAction::Fault),
-        }
+            (None, _) => None,
+        };
+        (
+            ms.map(Duration::from_millis),
+            t.action.unwrap_or(cfg::TimeoutAction::Fault),
+        )
     }
 
     /// An address, `<http>` or default endpoint.
@@ -769,6 +820,12 @@ mod tests {
             ("http://u:p@h/x", Severity::Unsupported),
             ("https://u@h/x", Severity::Unsupported),
             ("ftp://h/x", Severity::Unsupported),
+            // Parsed as HTTP URIs they were malformed (an error); their scheme says first.
+            ("jms:/SimpleStockQuoteService?transport.jms.ConnectionFactoryJNDIName=QueueConnectionFactory&java.naming.provider.url=tcp://localhost:61616", Severity::Unsupported),
+            ("vfs:file:///home/user/test/out", Severity::Unsupported),
+            ("vfs:sftp://user:pass@host/home/user/out", Severity::Unsupported),
+            ("mailto:user@host", Severity::Unsupported),
+            ("localhost:8280/x", Severity::Error),
             ("/x", Severity::Error),
             ("http:///x", Severity::Error),
         ] {
@@ -778,6 +835,45 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    /// The timeout of each proxy's target endpoint, compiled from `timeouts` (one `<timeout>`
+    /// body each), with the diagnostics.
+    fn compiled_timeouts(timeouts: &[&str]) -> (Vec<Option<Duration>>, sluice_config::Diagnostics) {
+        let mut text = String::from(r#"<definitions xmlns="http://ws.apache.org/ns/synapse">"#);
+        for (i, t) in timeouts.iter().enumerate() {
+            text.push_str(&format!(
+                r#"<proxy name="P{i}"><target><endpoint><address uri="http://h/x"><timeout>{t}</timeout></address></endpoint><inSequence/></target></proxy>"#
+            ));
+        }
+        text.push_str("</definitions>");
+        let (cfg, mut diags) = sluice_config::load_str("t.xml", &text);
+        let plan = crate::compile(&cfg, &crate::CompileOptions::default(), &mut diags);
+        let found = (0..timeouts.len())
+            .map(|i| {
+                plan.proxies[&format!("P{i}")]
+                    .target
+                    .as_ref()
+                    .unwrap()
+                    .timeout
+            })
+            .collect();
+        (found, diags)
+    }
+
+    #[test]
+    fn timeouts_of_zero_or_less_are_the_default_as_in_synapse() {
+        let (t, diags) = compiled_timeouts(&[
+            "<duration>0</duration>",
+            "<duration>-1</duration>",
+            "<duration>0</duration><responseAction>fault</responseAction>",
+            "<responseAction>discard</responseAction>",
+            "<duration>2500</duration><responseAction>fault</responseAction>",
+            "<duration>7</duration>",
+        ]);
+        assert!(diags.items.is_empty(), "{diags:?}");
+        let ms = |v: u64| Some(Duration::from_millis(v));
+        assert_eq!(t, [None, None, ms(30_000), ms(30_000), ms(2500), ms(7)]);
     }
 
     #[test]

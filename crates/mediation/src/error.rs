@@ -22,6 +22,10 @@ pub enum ErrorKind {
     /// No child of a failover or load-balance endpoint is ready (all suspended, or all failed for
     /// this message).
     NoReadyChild,
+    /// A `key` names no endpoint in the configuration. Synapse looks such keys up when a message
+    /// is sent, and fails that send (`ERROR_CODE` 305100); a failover parent goes on to its next
+    /// child.
+    EndpointNotFound,
     /// Reading the client's request failed, or it is malformed.
     BadRequest,
     /// The client stopped sending its request body (for longer than the endpoint timeout).
@@ -71,6 +75,7 @@ impl ErrorKind {
             | ErrorKind::PayloadTooLarge => ErrorSource::Client,
             ErrorKind::Mediation
             | ErrorKind::NoRoute
+            | ErrorKind::EndpointNotFound
             | ErrorKind::Internal
             | ErrorKind::Overloaded
             | ErrorKind::Stopped => ErrorSource::Sluice,
@@ -87,6 +92,7 @@ impl ErrorKind {
             ErrorKind::BackendProtocol => 101506,
             ErrorKind::EndpointSuspended => 303001,
             ErrorKind::NoReadyChild => 303000,
+            ErrorKind::EndpointNotFound => 305100,
             ErrorKind::BadRequest | ErrorKind::ClientTimeout => 101001,
             ErrorKind::NotFound => 404,
             ErrorKind::PayloadTooLarge => 101001,
@@ -107,7 +113,10 @@ impl ErrorKind {
             ErrorKind::ClientTimeout => 408,
             ErrorKind::NotFound => 404,
             ErrorKind::PayloadTooLarge => 413,
-            ErrorKind::Mediation | ErrorKind::NoRoute | ErrorKind::Internal => 500,
+            ErrorKind::Mediation
+            | ErrorKind::NoRoute
+            | ErrorKind::EndpointNotFound
+            | ErrorKind::Internal => 500,
             ErrorKind::Overloaded => 503,
             ErrorKind::Stopped => 500,
         }
@@ -137,6 +146,13 @@ impl ErrorKind {
         )
     }
 
+    /// Whether a failover or load-balance endpoint that fails over sends a message that failed
+    /// this way to another child: a back-end failure, or a child whose key names no endpoint (as
+    /// Synapse's IndirectEndpoint tells its parent).
+    pub fn moves_to_next_child(self) -> bool {
+        self.is_backend_failure() || self == ErrorKind::EndpointNotFound
+    }
+
     /// Whether the client, not the server side, is at fault (SOAP `Client` / `Sender` code).
     pub fn is_client_fault(self) -> bool {
         self.source() == ErrorSource::Client
@@ -153,6 +169,7 @@ impl ErrorKind {
             ErrorKind::BackendProtocol => "the back-end sent an invalid HTTP response",
             ErrorKind::EndpointSuspended => "the endpoint is suspended after failures",
             ErrorKind::NoReadyChild => "no child endpoint is ready",
+            ErrorKind::EndpointNotFound => "no such endpoint",
             ErrorKind::BadRequest => "bad request",
             ErrorKind::ClientTimeout => "the client stopped sending its request",
             ErrorKind::NotFound => "not found",
@@ -234,7 +251,7 @@ impl std::error::Error for Error {
 mod tests {
     use super::*;
 
-    const ALL: [ErrorKind; 16] = [
+    const ALL: [ErrorKind; 17] = [
         ErrorKind::ConnectFailed,
         ErrorKind::ConnectTimeout,
         ErrorKind::ResponseTimeout,
@@ -242,6 +259,7 @@ mod tests {
         ErrorKind::BackendProtocol,
         ErrorKind::EndpointSuspended,
         ErrorKind::NoReadyChild,
+        ErrorKind::EndpointNotFound,
         ErrorKind::BadRequest,
         ErrorKind::ClientTimeout,
         ErrorKind::NotFound,

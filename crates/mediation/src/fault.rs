@@ -50,13 +50,16 @@ pub enum Detail<'a> {
 
 fn push_code(out: &mut String, env_ns: &str, code: (&str, &str), tag: &str) {
     let (ns, local) = code;
+    // A code made per message (makefault's expression) may hold anything.
     if ns == env_ns {
-        out.push_str(&format!("<{tag}>soapenv:{local}</{tag}>"));
+        out.push_str(&format!("<{tag}>soapenv:"));
     } else {
         out.push_str(&format!("<{tag} xmlns:c=\""));
         escape(ns, out);
-        out.push_str(&format!("\">c:{local}</{tag}>"));
+        out.push_str("\">c:");
     }
+    escape(local, out);
+    out.push_str(&format!("</{tag}>"));
 }
 
 fn push_detail(out: &mut String, d: &Detail) {

@@ -18,7 +18,7 @@ pub use crate::mediators::foreach::ForeachPlan;
 pub use crate::mediators::header::HeaderPlan;
 pub use crate::mediators::iterate::IteratePlan;
 pub use crate::mediators::log::LogPlan;
-pub use crate::mediators::makefault::{DetailPlan, FaultPlan};
+pub use crate::mediators::makefault::{CodePlan, DetailPlan, FaultPlan};
 pub use crate::mediators::payload_factory::{PayloadArg, PayloadPlan, Segment};
 pub use crate::mediators::property::PropertyPlan;
 pub use crate::mediators::switch::SwitchPlan;

@@ -9,6 +9,7 @@ use roxmltree::Node;
 /// Top-level artifacts Synapse defines that Sluice does not serve yet.
 const KNOWN_UNSUPPORTED_ARTIFACTS: &[&str] = &[
     "inboundEndpoint",
+    "taskManager",
     "task",
     "messageStore",
     "messageProcessor",
@@ -69,7 +70,12 @@ impl FileParser<'_, '_> {
             "endpoint" => cfg.endpoints.extend(self.endpoint_artifact(root)),
             "localEntry" => cfg.local_entries.extend(self.local_entry(root)),
             "template" => self.template_artifact(root, cfg),
+            // The configuration's own description (Synapse keeps it as such).
+            "description" if expect == Expect::Any => {}
             other if KNOWN_UNSUPPORTED_ARTIFACTS.contains(&other) => {
+                if matches!(other, "registry" | "import") {
+                    cfg.key_sources.push((other.to_owned(), self.loc(root)));
+                }
                 self.artifact = root.attribute("name").map(|n| format!("{other} {n}"));
                 self.report(
                     Severity::Unsupported,
@@ -199,11 +205,14 @@ impl FileParser<'_, '_> {
             (Some("context"), v) if context.contains("{version}") => {
                 context.replace("{version}", v)
             }
+            // As MI's ContextVersionStrategy: it puts the version where `{version}` stands, and
+            // with none there the context is kept as written and matched as it is. (Apache Synapse
+            // 3.0.1 has no context versioning at all.)
             (Some("context"), _) => {
                 self.report(
-                    Severity::Error,
+                    Severity::Note,
                     n,
-                    "version-type=\"context\" needs '{version}' in the context",
+                    "version-type=\"context\" without '{version}' in the context: the version is not in the path, and requests match the context alone (as WSO2 MI)",
                 );
                 context
             }
@@ -295,7 +304,6 @@ impl FileParser<'_, '_> {
                     t.endpoint = self.endpoint_ref(c);
                     continue;
                 }
-                "description" if what == "resource" => continue,
                 _ => {
                     self.unknown_child(c, what);
                     continue;
@@ -346,9 +354,11 @@ impl FileParser<'_, '_> {
         let key = self.required_attr(n, "key")?;
         self.artifact = Some(format!("local entry {key}"));
         let loc = self.loc(n);
+        let mut artifact = None;
         let value = if let Some(src) = n.attribute("src") {
             LocalEntryValue::Src(src.to_owned())
         } else if let Some(c) = elements(n).next() {
+            artifact = self.entry_artifact(c, &key);
             LocalEntryValue::Xml {
                 root: c.tag_name().name().to_owned(),
                 text: self.serialize_element(c),
@@ -356,7 +366,42 @@ impl FileParser<'_, '_> {
         } else {
             LocalEntryValue::Text(n.text().unwrap_or("").trim().to_owned())
         };
-        Some(LocalEntry { key, loc, value })
+        Some(LocalEntry {
+            key,
+            loc,
+            value,
+            artifact,
+        })
+    }
+
+    /// The Synapse `<sequence>` or `<endpoint>` a local entry with `key` holds, read as one.
+    fn entry_artifact(&mut self, c: Node, key: &str) -> Option<EntryArtifact> {
+        if !is_synapse(c) {
+            return None;
+        }
+        match c.tag_name().name() {
+            "sequence" => {
+                let sequence = self.sequence(c);
+                Some(EntryArtifact::Sequence(NamedSequence {
+                    name: key.to_owned(),
+                    sequence,
+                    rejected: self.failed,
+                }))
+            }
+            "endpoint" => {
+                let e = self.endpoint(c).filter(|_| !self.failed);
+                Some(EntryArtifact::Endpoint(Endpoint {
+                    name: Some(key.to_owned()),
+                    ..e.unwrap_or_else(|| Endpoint {
+                        name: None,
+                        loc: self.loc(c),
+                        kind: EndpointKind::Rejected,
+                        properties: Vec::new(),
+                    })
+                }))
+            }
+            _ => None,
+        }
     }
 
     /// A `<template>`: an endpoint template when it holds an `<endpoint>`, else a sequence template.
@@ -390,14 +435,7 @@ impl FileParser<'_, '_> {
                     });
                 }
                 "sequence" if sequence.is_none() => sequence = Some(self.sequence(c)),
-                "description" => {}
-                other => self.report(
-                    Severity::Error,
-                    c,
-                    format!(
-                        "<{other}> in <template>: a template holds <parameter>s and one <sequence>"
-                    ),
-                ),
+                _ => self.unknown_child(c, "template"),
             }
         }
         let Some(sequence) = sequence else {
@@ -460,9 +498,14 @@ mod tests {
   </api>
   <api name="V1" context="/v/{{version}}/s" version="1.0" version-type="context"><resource/></api>
   <api name="V2" context="/w" version="2" version-type="url"><resource/></api>
+  <api name="V3" context="/c/" version="3" version-type="context"><resource/></api>
 </definitions>"#
         ));
-        assert!(d.items.is_empty(), "{:?}", d.items);
+        // A context version with no `{version}` to put it in: kept as written, as MI keeps it.
+        assert_eq!(d.items.len(), 1, "{:?}", d.items);
+        assert_eq!(d.items[0].severity, crate::diag::Severity::Note);
+        assert_eq!(cfg.apis[3].context, "/c/");
+        assert!(!cfg.apis[3].rejected);
         let a = &cfg.apis[0];
         assert_eq!(a.context, "/shop/");
         assert_eq!(a.resources.len(), 3);

@@ -48,7 +48,14 @@ impl FileParser<'_, '_> {
     pub(super) fn endpoint(&mut self, n: Node) -> Option<Endpoint> {
         let name = n.attribute("name").map(str::to_owned);
         let loc = self.loc(n);
-        let (kind, properties) = if let Some(k) = n.attribute("key") {
+        let (kind, properties) = if n.attribute("key-expression").is_some() {
+            self.report(
+                Severity::Unsupported,
+                n,
+                "endpoints resolved per message ('key-expression') are not supported yet",
+            );
+            return None;
+        } else if let Some(k) = n.attribute("key") {
             (EndpointKind::Indirect(k.to_owned()), Vec::new())
         } else if let Some(template) = n.attribute("template") {
             (self.template_use(n, template), Vec::new())
@@ -88,12 +95,7 @@ impl FileParser<'_, '_> {
                     };
                     args.push((p, v));
                 }
-                "description" => {}
-                other => self.report(
-                    Severity::Warning,
-                    c,
-                    format!("<{other}> in an endpoint made from a template: only its <parameter>s apply; ignored"),
-                ),
+                _ => self.unknown_child(c, "endpoint"),
             }
         }
         EndpointKind::Template {
@@ -119,8 +121,14 @@ impl FileParser<'_, '_> {
                     kind = self.endpoint_kind(c, element);
                 }
                 "property" => properties.extend(self.endpoint_property(c)),
-                "description" | "parameter" => {}
-                k @ ("wsdl" | "recipientlist" | "template" | "session") => {
+                "parameter" => {}
+                k @ ("wsdl"
+                | "recipientlist"
+                | "template"
+                | "session"
+                | "dynamicLoadbalance"
+                | "serviceDynamicLoadbalance"
+                | "class") => {
                     self.report(
                         Severity::Unsupported,
                         c,
@@ -128,14 +136,8 @@ impl FileParser<'_, '_> {
                     );
                     return None;
                 }
-                other => {
-                    self.report(
-                        Severity::Error,
-                        c,
-                        format!("unknown endpoint type <{other}>"),
-                    );
-                    return None;
-                }
+                // Synapse's EndpointFactory picks the kind by the children it knows.
+                _ => self.unknown_child(c, "endpoint"),
             }
         }
         match kind {
@@ -206,14 +208,7 @@ impl FileParser<'_, '_> {
                     );
                     ok = false;
                 }
-                other => {
-                    self.report(
-                        Severity::Error,
-                        c,
-                        format!("unknown element <{other}> in <{what}> (expected <endpoint>)"),
-                    );
-                    ok = false;
-                }
+                _ => self.unknown_child(c, what),
             }
         }
         if ok && children.is_empty() {
@@ -300,8 +295,17 @@ impl FileParser<'_, '_> {
                     }
                 }
                 "retryConfig" => a.retry = self.retry_config(c),
-                "enableAddressing" | "enableRM" | "description" | "property" => {
+                "enableAddressing" | "enableRM" | "property" => {
                     self.report(Severity::Warning, c, "not implemented yet; ignored");
+                }
+                // MI's <http> authentication (basic auth, OAuth): it sets headers Sluice would not.
+                "authentication" => {
+                    self.report(
+                        Severity::Unsupported,
+                        c,
+                        "endpoint authentication (basic auth, OAuth) is not supported yet",
+                    );
+                    return None;
                 }
                 "enableSec" => {
                     self.report(
@@ -366,15 +370,19 @@ impl FileParser<'_, '_> {
     }
 
     fn timeout(&mut self, n: Node) -> EndpointTimeout {
-        // Synapse discards the response on timeout when no responseAction is given; Sluice answers in
-        // every case (see docs), so a missing one reads as fault.
         let mut t = EndpointTimeout {
             loc: self.loc(n),
             duration_ms: None,
-            action: TimeoutAction::Fault,
+            action: None,
         };
         for c in elements(n) {
             match c.tag_name().name() {
+                // MI's duration per message, `{expression}`.
+                "duration" if text_of(c).starts_with('{') => self.report(
+                    Severity::Unsupported,
+                    c,
+                    "a timeout computed per message ({...}) is not supported yet",
+                ),
                 "duration" => t.duration_ms = self.number(c),
                 "responseAction" => {
                     let actions = [
@@ -382,9 +390,7 @@ impl FileParser<'_, '_> {
                         ("discard", TimeoutAction::Discard),
                         ("never", TimeoutAction::Never),
                     ];
-                    t.action = self
-                        .one_of(c, "responseAction", &text_of(c), &actions)
-                        .unwrap_or(TimeoutAction::Fault);
+                    t.action = self.one_of(c, "responseAction", &text_of(c), &actions);
                 }
                 _ => self.unknown_child(c, "timeout"),
             }

@@ -436,10 +436,17 @@ impl<'a, 'input> FileParser<'a, 'input> {
         false
     }
 
-    /// Reports `c` as an element its parent, a `<parent>`, does not hold.
+    /// An element its parent, a `<parent>`, does not hold. Synapse's factories read the children
+    /// they know by name and pass over the rest, so it is ignored, with a warning; a
+    /// `<description>` silently (Synapse keeps it as the description). A child Synapse or MI acts
+    /// on but Sluice does not is reported where it is read, as unsupported.
     fn unknown_child(&mut self, c: Node, parent: &str) {
-        let msg = format!("unknown element <{}> in <{parent}>", c.tag_name().name());
-        self.report(Severity::Error, c, msg);
+        let name = c.tag_name().name();
+        if name == "description" {
+            return;
+        }
+        let msg = format!("unknown element <{name}> in <{parent}>: ignored, as Synapse ignores it");
+        self.report(Severity::Warning, c, msg);
     }
 
     /// `value` as one of `options` (word, meaning). Anything else is reported as an error, "`what` must

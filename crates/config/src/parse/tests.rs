@@ -155,3 +155,60 @@ fn mutated_artifacts_never_panic() {
         let _ = parse(&text);
     }
 }
+
+/// Children Synapse's factories pass over are ignored with a warning (a `<description>` silently),
+/// not refused; ones Synapse or MI act on are unsupported.
+#[test]
+fn children_synapse_ignores_are_warnings_and_ones_it_acts_on_unsupported() {
+    let (cfg, d) = parse(&format!(
+        r#"<definitions {NS}>
+  <description>the configuration</description>
+  <proxy name="P"><description/><parameter name="x">1</parameter>
+    <target><description/><outSequenc/><inSequence><log><description/></log></inSequence></target></proxy>
+  <endpoint name="E"><description/><foo/><address uri="http://h/x"><description/>
+    <timeout><duration>5</duration><action>fault</action></timeout></address></endpoint>
+  <endpoint name="F"><failover><description/><bar/><endpoint key="E"/></failover></endpoint>
+  <api name="A" context="/a"><resource><respond/><inSequence><validate><property name="f" value="true"/><schema key="s"/><on-fail><drop/></on-fail></validate><filter xpath="//a"><then/><drop/></filter><call-template target="T"><x/></call-template></inSequence></resource></api>
+  <endpoint name="D"><dynamicLoadbalance/></endpoint>
+  <endpoint name="K" key-expression="//k"/>
+  <endpoint name="H"><http uri-template="http://h/x"><authentication/></http></endpoint>
+  <sequence name="S"><eventPublisher eventSourceName="x"/></sequence>
+  <sequence name="L"><log><message>hi</message></log></sequence>
+  <taskManager provider="p"/>
+</definitions>"#
+    ));
+    let got: Vec<(&str, Severity)> = d
+        .items
+        .iter()
+        .map(|x| (x.element.as_str(), x.severity))
+        .collect();
+    use Severity::{Unsupported as U, Warning as W};
+    assert_eq!(
+        got,
+        [
+            ("outSequenc", W),
+            ("foo", W),
+            ("action", W),
+            ("bar", W),
+            ("respond", W),
+            ("property", W),
+            ("drop", W),
+            ("x", W),
+            ("dynamicLoadbalance", U),
+            ("endpoint", U),
+            ("authentication", U),
+            ("eventPublisher", U),
+            ("message", U),
+            ("taskManager", U),
+        ],
+        "{:#?}",
+        d.items
+    );
+    assert!(!cfg.proxies[0].rejected && !cfg.apis[0].rejected);
+    assert_eq!(cfg.endpoints.len(), 5);
+    assert!(matches!(cfg.endpoints[0].kind, EndpointKind::Address(_)));
+    assert!(matches!(
+        cfg.endpoints[1].kind,
+        EndpointKind::Failover { .. }
+    ));
+}

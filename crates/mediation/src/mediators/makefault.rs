@@ -12,11 +12,21 @@ pub struct FaultPlan {
     pub response: bool,
     /// The whole fault when nothing in it is computed per message.
     pub fixed: Option<Bytes>,
-    pub code: Option<(String, String)>,
+    pub code: Option<CodePlan>,
     pub reason: Value,
     pub role: Option<String>,
     pub node: Option<String>,
     pub detail: Option<DetailPlan>,
+}
+
+#[derive(Debug)]
+pub enum CodePlan {
+    /// (namespace uri, local name).
+    QName(String, String),
+    /// Per message: the local name of a code in the fault's envelope namespace. Synapse takes the
+    /// whole string as the local name, so a value with a prefix (`soapenv:Server`) keeps it inside
+    /// (`soapenv:soapenv:Server`), as there.
+    Expr(Expr),
 }
 
 #[derive(Debug)]
@@ -26,16 +36,27 @@ pub enum DetailPlan {
 }
 
 impl FaultPlan {
-    pub fn render(&self, reason: &str, detail: Option<&str>) -> Bytes {
+    /// The fault with the parts computed for this message: the code's local name when the code is
+    /// an expression, the reason, the detail when it is a value.
+    pub fn render(&self, code: Option<&str>, reason: &str, detail: Option<&str>) -> Bytes {
         let detail = match (&self.detail, detail) {
             (Some(DetailPlan::Xml(x)), _) => Some(Detail::Xml(x)),
             (Some(DetailPlan::Value(_)), Some(d)) => Some(Detail::Text(d)),
             _ => None,
         };
+        let env = match self.version {
+            FaultVersion::Soap12 => fault::SOAP12_ENV,
+            _ => fault::SOAP11_ENV,
+        };
+        let code = match (&self.code, code) {
+            (Some(CodePlan::QName(ns, local)), _) => Some((ns.as_str(), local.as_str())),
+            (Some(CodePlan::Expr(_)), Some(local)) => Some((env, local)),
+            _ => None,
+        };
         fault::build(
             self.version,
             &FaultParts {
-                code: self.code.as_ref().map(|(a, b)| (a.as_str(), b.as_str())),
+                code,
                 reason,
                 role: self.role.as_deref(),
                 node: self.node.as_deref(),
@@ -60,11 +81,18 @@ impl Compiler<'_> {
             Some(cfg::FaultDetail::Xml(x)) => Some(DetailPlan::Xml(x.clone())),
             Some(cfg::FaultDetail::Value(v)) => Some(DetailPlan::Value(self.value(v, el)?)),
         };
+        let code = match &f.code {
+            None => None,
+            Some(cfg::FaultCode::QName(ns, local)) => {
+                Some(CodePlan::QName(ns.clone(), local.clone()))
+            }
+            Some(cfg::FaultCode::Expr(e)) => Some(CodePlan::Expr(self.expr(e, el)?)),
+        };
         let mut plan = FaultPlan {
             version: f.version,
             response: f.response,
             fixed: None,
-            code: f.code.clone(),
+            code,
             reason,
             role: f.role.clone(),
             node: f.node.clone(),
@@ -75,20 +103,37 @@ impl Compiler<'_> {
             Some(DetailPlan::Value(Value::Literal(d))) => Some(Some(d.as_str())),
             Some(DetailPlan::Value(Value::Expr(_))) => None,
         };
-        if let (Value::Literal(r), Some(d)) = (&plan.reason, detail_literal) {
-            plan.fixed = Some(plan.render(r, d));
+        let code_fixed = !matches!(plan.code, Some(CodePlan::Expr(_)));
+        if let (Value::Literal(r), Some(d), true) = (&plan.reason, detail_literal, code_fixed) {
+            plan.fixed = Some(plan.render(None, r, d));
         }
         Some(plan)
     }
 }
 
 impl Mediator for FaultPlan {
+    /// The reason, a detail value and a code expression, whichever read the body.
     fn reads(&self, _json: bool) -> Reads {
-        Reads::of(self.reason.body_need())
+        let mut need = self.reason.body_need();
+        if let Some(DetailPlan::Value(v)) = &self.detail {
+            need = need.max(v.body_need());
+        }
+        if let Some(CodePlan::Expr(e)) = &self.code {
+            need = need.max(e.body_need());
+        }
+        Reads::of(need)
     }
 
     fn by_head(&self, f: &mut dyn FnMut(&Expr) -> bool) -> ByHead {
-        value_by_head(&self.reason, f).into()
+        let detail = match &self.detail {
+            Some(DetailPlan::Value(v)) => value_by_head(v, f),
+            _ => true,
+        };
+        let code = match &self.code {
+            Some(CodePlan::Expr(e)) => e.body_need() == BodyNeed::None || f(e),
+            _ => true,
+        };
+        (value_by_head(&self.reason, f) && detail && code).into()
     }
 
     fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
@@ -108,7 +153,11 @@ fn make_fault(f: &FaultPlan, msg: &mut Message, doc: &DocCache) -> Result<(), Er
                 Some(DetailPlan::Value(v)) => Some(eval_value(v, msg, doc)?),
                 _ => None,
             };
-            f.render(&reason, detail.as_deref())
+            let code = match &f.code {
+                Some(CodePlan::Expr(e)) => Some(eval_expr(e, msg, doc)?),
+                _ => None,
+            };
+            f.render(code.as_deref(), &reason, detail.as_deref())
         }
     };
     msg.set_body(body, crate::fault::content_type(f.version));
@@ -118,4 +167,83 @@ fn make_fault(f: &FaultPlan, msg: &mut Message, doc: &DocCache) -> Result<(), Er
         msg.props.set("RESPONSE", "true".to_owned());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::exec::{run, Flow};
+    use crate::message::{Body, Message};
+    use sluice_expr::BodyNeed;
+
+    /// The in-sequence of proxy `P` in `proxy` (one `<proxy name="P">`), compiled.
+    fn compiled(proxy: &str) -> crate::Plan {
+        let text = format!(
+            r#"<definitions xmlns="http://ws.apache.org/ns/synapse">{proxy}</definitions>"#
+        );
+        let (cfg, mut diags) = sluice_config::load_str("t.xml", &text);
+        let plan = crate::compile(&cfg, &crate::CompileOptions::default(), &mut diags);
+        assert!(diags.items.is_empty(), "{diags:?}");
+        plan
+    }
+
+    /// The body `P` makes of a message with `body` and the property `c`.
+    fn fault_of(plan: &crate::Plan, body: &'static [u8], c: &str) -> String {
+        let mut msg = Message::request(
+            "P".into(),
+            http::Method::POST,
+            "/services/P".into(),
+            http::HeaderMap::new(),
+        );
+        msg.props.set("c", c.into());
+        msg.body = Body::Bytes(bytes::Bytes::from_static(body));
+        assert!(matches!(
+            run(&plan.proxies["P"].in_seq.steps, &mut msg),
+            Ok(Flow::Continue)
+        ));
+        let Body::Bytes(b) = &msg.body else { panic!() };
+        String::from_utf8(b.to_vec()).unwrap()
+    }
+
+    /// As Synapse's FaultMediator: a code expression's string value is the local name of a code in
+    /// the fault's envelope namespace, taken whole.
+    #[test]
+    fn code_expressions_name_a_code_per_message() {
+        let plan = compiled(
+            r#"<proxy name="P"><target><inSequence><makefault version="soap11">
+<code expression="get-property('c')"/><reason expression="//why"/></makefault></inSequence></target></proxy>"#,
+        );
+        // The reason reads the body: the body is read before the step runs.
+        assert_eq!(plan.proxies["P"].in_seq.body_need, BodyNeed::Full);
+        let f = fault_of(&plan, b"<r><why>boom</why></r>", "101503");
+        assert!(
+            f.contains("<faultcode>soapenv:101503</faultcode><faultstring>boom</faultstring>"),
+            "{f}"
+        );
+        let plan = compiled(
+            r#"<proxy name="P"><target><inSequence><makefault version="soap12">
+<code expression="$ctx:c"/><reason value="r"/></makefault></inSequence></target></proxy>"#,
+        );
+        assert_eq!(plan.proxies["P"].in_seq.body_need, BodyNeed::None);
+        let f = fault_of(&plan, b"<r/>", "Receiver<");
+        assert!(
+            f.contains(
+                "<soapenv:Code><soapenv:Value>soapenv:Receiver&lt;</soapenv:Value></soapenv:Code>"
+            ),
+            "{f}"
+        );
+    }
+
+    /// A detail from an expression over the body is counted in what the step reads.
+    #[test]
+    fn detail_expressions_read_the_body() {
+        let plan = compiled(
+            r#"<proxy name="P"><target><inSequence><makefault version="pox">
+<reason value="r"/><detail expression="//d"/></makefault></inSequence></target></proxy>"#,
+        );
+        assert_eq!(plan.proxies["P"].in_seq.body_need, BodyNeed::Full);
+        assert_eq!(
+            fault_of(&plan, b"<r><d>x</d></r>", ""),
+            "<Exception>r<detail>x</detail></Exception>"
+        );
+    }
 }

@@ -28,6 +28,7 @@ pub mod iterate;
 pub mod log;
 pub mod loopback;
 pub mod makefault;
+pub mod missing;
 pub mod payload_factory;
 pub mod property;
 pub mod respond;
@@ -213,6 +214,8 @@ mediators! {
     Enrich(enrich::EnrichPlan),
     Validate(validate::ValidatePlan),
     MakeFault(makefault::FaultPlan),
+    /// A reference to a sequence or template the configuration does not define: fails the message.
+    Missing(missing::MissingPlan),
     Rewrite(rewrite::RewritePlan),
     ConditionalRouter(conditional_router::RouterPlan),
 }

@@ -57,13 +57,18 @@ impl Compiler<'_> {
                     text.clone().into_bytes(),
                     format!("local entry '{key}' ({})", le.loc),
                 ),
-                _ => {
-                    self.report(
-                        Severity::Error,
-                        loc,
-                        el,
-                        format!("local entry '{key}' does not hold an XSLT stylesheet"),
-                    );
+                other => {
+                    let (severity, why) = match other {
+                        cfg::LocalEntryValue::Src(u) => (
+                            Severity::Unsupported,
+                            format!("local entry '{key}' refers to '{u}', which is not fetched (no network at load)"),
+                        ),
+                        _ => (
+                            Severity::Error,
+                            format!("local entry '{key}' does not hold an XSLT stylesheet"),
+                        ),
+                    };
+                    self.report(severity, loc, el, why);
                     self.xslt_cache.insert(key.to_owned(), None);
                     return None;
                 }
@@ -74,12 +79,8 @@ impl Compiler<'_> {
                 format!("registry resource '{key}' ({})", r.loc),
             )
         } else {
-            self.report(
-                Severity::Error,
-                loc,
-                el,
-                format!("no local entry or registry resource '{key}'"),
-            );
+            let (severity, why) = self.no_such_key(key);
+            self.report(severity, loc, el, why);
             self.xslt_cache.insert(key.to_owned(), None);
             return None;
         };

@@ -25,7 +25,7 @@ pub(super) async fn send_to_group(
         };
         let kind = failed.error.kind;
         if failed.skip_fault_sequence.is_some()
-            || !kind.is_backend_failure()
+            || !kind.moves_to_next_child()
             || !leaf.retry_allows(kind.synapse_code())
         {
             return Err(failed);

@@ -39,7 +39,6 @@ impl FileParser<'_, '_> {
                     Some(r) => routes.push(r),
                     None => ok = false,
                 },
-                "description" => {}
                 _ => self.unknown_child(c, "conditionalRouter"),
             }
         }

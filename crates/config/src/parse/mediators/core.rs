@@ -15,7 +15,22 @@ impl FileParser<'_, '_> {
             ("full", LogLevel::Full),
             ("custom", LogLevel::Custom),
         ];
-        let level = self.attr_one_of(n, "level", "simple", "log level", &levels)?;
+        // As Synapse 3.0.1's LogMediatorFactory: a level it does not know (`none` included) leaves
+        // the default, simple. WSO2 MI refuses one since 2018; said in the warning.
+        let level = match n.attribute("level") {
+            None => LogLevel::Simple,
+            Some(l) => match levels.iter().find(|(word, _)| *word == l) {
+                Some(&(_, level)) => level,
+                None => {
+                    self.report(
+                        Severity::Warning,
+                        n,
+                        format!("log level '{l}' is not simple, headers, full or custom: logged at the simple level, as Synapse does (WSO2 MI refuses it)"),
+                    );
+                    LogLevel::Simple
+                }
+            },
+        };
         let categories = [
             ("TRACE", LogCategory::Trace),
             ("DEBUG", LogCategory::Debug),
@@ -24,15 +39,32 @@ impl FileParser<'_, '_> {
             ("ERROR", LogCategory::Error),
             ("FATAL", LogCategory::Fatal),
         ];
+        // Both Synapse and MI read the category trimmed, in any case.
+        let category = n
+            .attribute("category")
+            .map(|c| c.trim().to_ascii_uppercase());
         let category = self
-            .attr_one_of(n, "category", "INFO", "log category", &categories)
+            .one_of(
+                n,
+                "log category",
+                category.as_deref().unwrap_or("INFO"),
+                &categories,
+            )
             .unwrap_or(LogCategory::Info);
         let separator = n.attribute("separator").unwrap_or(", ").to_owned();
         let mut properties = Vec::new();
         for c in elements(n) {
             match c.tag_name().name() {
                 "property" => properties.extend(self.named_value(c, "log property")),
-                "description" => {}
+                // MI 4.4's message template.
+                "message" => {
+                    self.report(
+                        Severity::Unsupported,
+                        c,
+                        "a log <message> template is not supported yet",
+                    );
+                    return None;
+                }
                 _ => self.unknown_child(c, "log"),
             }
         }
@@ -95,6 +127,15 @@ impl FileParser<'_, '_> {
     }
 
     pub(super) fn header(&mut self, n: Node) -> Option<Header> {
+        // As Synapse's HeaderMediatorFactory: no name is needed when the header is inline XML.
+        if n.attribute("name").is_none() && elements(n).next().is_some() {
+            self.report(
+                Severity::Unsupported,
+                n,
+                "inline XML SOAP headers are not supported yet",
+            );
+            return None;
+        }
         let name = self.required_attr(n, "name")?;
         let scopes = [
             ("default", HeaderScope::Default),
@@ -153,14 +194,7 @@ impl FileParser<'_, '_> {
         let mut params = Vec::new();
         for c in elements(n) {
             if c.tag_name().name() != "with-param" {
-                self.report(
-                    Severity::Error,
-                    c,
-                    format!(
-                        "<{}> in <call-template>: only <with-param>",
-                        c.tag_name().name()
-                    ),
-                );
+                self.unknown_child(c, "call-template");
                 continue;
             }
             let Some(name) = self.required_attr(c, "name") else {
@@ -186,5 +220,54 @@ impl FileParser<'_, '_> {
             params.push((name, v));
         }
         Some(MediatorKind::CallTemplate { target, params })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::diag::Severity;
+    use crate::model::*;
+    use crate::parse::tests::{parse, NS};
+
+    /// Synapse takes a header with no name when it holds inline XML (which Sluice does not run yet).
+    #[test]
+    fn nameless_headers_with_inline_xml_are_unsupported_not_wrong() {
+        let (_, d) = parse(&format!(
+            r#"<sequence name="S" {NS}><header><wsa:To xmlns:wsa="http://www.w3.org/2005/08/addressing">x</wsa:To></header><header value="v"/></sequence>"#
+        ));
+        let sev: Vec<Severity> = d.items.iter().map(|x| x.severity).collect();
+        assert_eq!(
+            sev,
+            [Severity::Unsupported, Severity::Error],
+            "{:?}",
+            d.items
+        );
+    }
+
+    #[test]
+    fn unknown_log_levels_log_simple_and_categories_read_in_any_case() {
+        let (cfg, d) = parse(&format!(
+            r#"<sequence name="S" {NS}><log level="none" category=" debug "/><log category="Trace"/><log category="loud"/></sequence>"#
+        ));
+        let sev: Vec<Severity> = d.items.iter().map(|x| x.severity).collect();
+        assert_eq!(sev, [Severity::Warning, Severity::Error], "{:?}", d.items);
+        assert!(d.items[0].message.contains("'none'"), "{:?}", d.items);
+        let logs: Vec<(LogLevel, LogCategory)> = cfg.sequences[0]
+            .sequence
+            .mediators
+            .iter()
+            .map(|m| match &m.kind {
+                MediatorKind::Log(l) => (l.level, l.category),
+                _ => panic!(),
+            })
+            .collect();
+        assert_eq!(
+            logs,
+            [
+                (LogLevel::Simple, LogCategory::Debug),
+                (LogLevel::Simple, LogCategory::Trace),
+                (LogLevel::Simple, LogCategory::Info),
+            ]
+        );
     }
 }

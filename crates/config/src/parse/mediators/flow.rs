@@ -33,12 +33,9 @@ impl FileParser<'_, '_> {
         let (then, otherwise) = if then_el.is_some() || else_el.is_some() {
             for c in elements(n) {
                 let name = c.tag_name().name();
-                if name != "then" && name != "else" && name != "description" {
-                    self.report(
-                        Severity::Error,
-                        c,
-                        "a filter with <then>/<else> cannot hold other mediators directly",
-                    );
+                // As Synapse's FilterMediatorFactory, which then reads only those two.
+                if name != "then" && name != "else" {
+                    self.unknown_child(c, "filter");
                 }
             }
             let then = match then_el {
@@ -78,7 +75,6 @@ impl FileParser<'_, '_> {
                     });
                 }
                 "default" => default = Some(self.sequence(c)),
-                "description" => {}
                 _ => self.unknown_child(c, "switch"),
             }
         }

@@ -314,7 +314,21 @@ impl FileParser<'_, '_> {
             self.report(Severity::Error, n, "an aggregate needs <onComplete>");
             return None;
         };
-        let expression = self.required_expr(oc, "expression")?;
+        // As Synapse's AggregateMediator: without an expression, each message's first Body child.
+        let expression = self.expr_attr(oc, "expression").unwrap_or_else(|| ExprSrc {
+            text: "/s11:Envelope/s11:Body/*[1] | /s12:Envelope/s12:Body/*[1]".to_owned(),
+            ns: std::sync::Arc::new(vec![
+                (
+                    "s11".to_owned(),
+                    "http://schemas.xmlsoap.org/soap/envelope/".to_owned(),
+                ),
+                (
+                    "s12".to_owned(),
+                    "http://www.w3.org/2003/05/soap-envelope".to_owned(),
+                ),
+            ]),
+            loc: self.loc(oc),
+        });
         if oc.attribute("sequence").is_some() {
             self.report(
                 Severity::Unsupported,

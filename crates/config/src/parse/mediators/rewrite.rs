@@ -55,7 +55,6 @@ impl FileParser<'_, '_> {
                     Some(r) => rules.push(r),
                     None => ok = false,
                 },
-                "description" => {}
                 _ => self.unknown_child(c, "rewrite"),
             }
         }
