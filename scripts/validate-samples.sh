@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # How many of the Apache Synapse samples Sluice loads clean: `sluice validate` on each
-# synapse_sample_*.xml and on the sample-600 folder of ../shared/reference/synapse-samples/ (copied
-# from apache/synapse, see its README), counting those with no error and nothing unsupported (exit 0).
+# synapse_sample_*.xml and on the sample-600 folder of conformance/synapse-samples/ (copied from
+# apache/synapse, see its README), counting those with no error and nothing unsupported (exit 0).
+# crates/sluice/tests/validate.rs holds the count as a floor.
 #
 #   cargo build -p sluice
 #   scripts/validate-samples.sh [-v]
@@ -12,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sluice=${SLUICE:-${CARGO_TARGET_DIR:-target}/debug/sluice}
-samples=${SAMPLES:-../shared/reference/synapse-samples}
+samples=${SAMPLES:-conformance/synapse-samples}
 verbose=${1:-}
 [ -x "$sluice" ] || { echo "no $sluice: cargo build -p sluice first (or set SLUICE)" >&2; exit 2; }
 [ -d "$samples/samples" ] || { echo "no samples at $samples (set SAMPLES)" >&2; exit 2; }

@@ -116,3 +116,28 @@ async fn run_deploys_the_artifacts_without_errors() {
     let r = c.get("/services/Typo").await.unwrap();
     assert_eq!(r.status, 404, "{}", r.text());
 }
+
+/// The Apache Synapse samples (conformance/synapse-samples, apache/synapse, Apache License 2.0)
+/// that load with no error and nothing unsupported: their number must not fall (27 on 2026-11-27;
+/// raise the floor as more load). `scripts/validate-samples.sh -v` says why each other one does not.
+#[test]
+fn synapse_samples_load_clean() {
+    let dir = workspace_root().join("conformance/synapse-samples");
+    let mut paths: Vec<_> = std::fs::read_dir(dir.join("samples"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "xml"))
+        .collect();
+    paths.push(dir.join("sample-600"));
+    assert!(paths.len() >= 118, "{} samples", paths.len());
+    let clean: Vec<_> = paths
+        .iter()
+        .filter(|p| validate(p).status.success())
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(clean.len() >= 27, "{} load clean: {clean:?}", clean.len());
+    // Samples the fidelity work made load: a regression shows here first.
+    for name in ["synapse_sample_4.xml", "synapse_sample_450.xml", "synapse_sample_157.xml"] {
+        assert!(clean.iter().any(|c| c == name), "{name} no longer loads clean");
+    }
+}
