@@ -5,12 +5,12 @@
 //! without touching the body. Every other expression is XPath 1.0 over the SOAP envelope (libxml2,
 //! compiled once), with prefixes from the mediator element's namespace declarations. Synapse's variables
 //! (`$body`, `$header`, `$ctx:`, `$trp:`, `$axis2:`, `$url:`) and `get-property()` with literal
-//! arguments may appear inside it ([`synapse`] rewrites them at load), and so may Synapse's functions
-//! `base64Encode`, `base64Decode` and `url-encode` ([`functions`]).
+//! arguments may appear inside it (the `synapse` module rewrites them at load), and so may Synapse's functions
+//! `base64Encode`, `base64Decode` and `url-encode` (the `functions` module).
 //!
 //! Regexes follow Java's `String.matches()`: the whole string must match.
 //!
-//! XPath in the [`stream`] subset is evaluated over the raw message bytes when the environment offers them
+//! XPath in the `stream` module's subset is evaluated over the raw message bytes when the environment offers them
 //! ([`Env::raw_xml`]), which avoids building a libxml2 tree; everything else, and every case the streaming
 //! evaluator cannot decide, goes through libxml2.
 
@@ -697,7 +697,7 @@ fn json_eval_path(t: &str) -> Option<&str> {
 /// arrays as compact JSON in their order; nothing found by a definite path is the empty string;
 /// an indefinite path (wildcard, deep scan, slice, union) always gives a JSON array of what it
 /// found.
-/// `Err` when the text would pass [`MAX_JSON_TEXT`].
+/// `Err` when the text would pass `MAX_JSON_TEXT`.
 pub fn json_string_value(
     values: &[Cow<'_, serde_json::Value>],
     definite: bool,

@@ -137,7 +137,14 @@ fn synapse_samples_load_clean() {
         .collect();
     assert!(clean.len() >= 27, "{} load clean: {clean:?}", clean.len());
     // Samples the fidelity work made load: a regression shows here first.
-    for name in ["synapse_sample_4.xml", "synapse_sample_450.xml", "synapse_sample_157.xml"] {
-        assert!(clean.iter().any(|c| c == name), "{name} no longer loads clean");
+    for name in [
+        "synapse_sample_4.xml",
+        "synapse_sample_450.xml",
+        "synapse_sample_157.xml",
+    ] {
+        assert!(
+            clean.iter().any(|c| c == name),
+            "{name} no longer loads clean"
+        );
     }
 }
