@@ -12,6 +12,13 @@ use tokio::net::{TcpListener, TcpStream};
 
 const BODY: &str = "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\"><soapenv:Body><a>1</a></soapenv:Body></soapenv:Envelope>";
 
+/// The test body posted to the proxy `Plain`, its answer.
+async fn plain(c: &mut Conn) -> Reply {
+    c.post("/services/Plain", SOAP_HEADERS, BODY.into())
+        .await
+        .unwrap()
+}
+
 /// What a scripted back-end saw and did.
 #[derive(Default)]
 struct Log {
@@ -105,10 +112,7 @@ async fn chunked_response_is_decoded_and_the_connection_reused() {
     let s = Sluice::failures_config(addr);
     let mut c = Conn::open(s.addr).await;
     for _ in 0..3 {
-        let r = c
-            .post("/services/Plain", SOAP_HEADERS, BODY.into())
-            .await
-            .unwrap();
+        let r = plain(&mut c).await;
         assert_eq!(r.status, 200);
         assert_eq!(r.text(), "<ok>abcdefghijklmnopqrstuvwxyz</ok>");
         assert_eq!(r.header("x-back"), "1");
@@ -133,10 +137,7 @@ async fn response_ending_with_the_connection_is_relayed_whole() {
     let s = Sluice::failures_config(addr);
     let mut c = Conn::open(s.addr).await;
     for _ in 0..2 {
-        let r = c
-            .post("/services/Plain", SOAP_HEADERS, BODY.into())
-            .await
-            .unwrap();
+        let r = plain(&mut c).await;
         assert_eq!(r.status, 200);
         assert_eq!(r.body.len(), 200_000);
         assert!(r.body.iter().all(|b| *b == b'x'));
@@ -153,10 +154,7 @@ async fn connections_the_backend_closes_after_each_response_are_not_errors() {
     let baseline = s.fd_count();
     let mut c = Conn::open(s.addr).await;
     for i in 0..20 {
-        let r = c
-            .post("/services/Plain", SOAP_HEADERS, BODY.into())
-            .await
-            .unwrap();
+        let r = plain(&mut c).await;
         assert_eq!(r.status, 200, "request {i}: {}", r.text());
         assert_eq!(r.text(), "<done/>");
     }
@@ -178,10 +176,7 @@ async fn interim_responses_are_skipped() {
     .await;
     let s = Sluice::failures_config(addr);
     let mut c = Conn::open(s.addr).await;
-    let r = c
-        .post("/services/Plain", SOAP_HEADERS, BODY.into())
-        .await
-        .unwrap();
+    let r = plain(&mut c).await;
     assert_eq!(r.status, 200);
     assert_eq!(r.text(), "<final/>");
 }
@@ -229,10 +224,7 @@ async fn a_request_read_then_left_unanswered_is_not_sent_again() {
     let (addr, log) = scripted(|_| (Vec::new(), true)).await;
     let s = Sluice::failures_config(addr);
     let mut c = Conn::open(s.addr).await;
-    let r = c
-        .post("/services/Plain", SOAP_HEADERS, BODY.into())
-        .await
-        .unwrap();
+    let r = plain(&mut c).await;
     assert_eq!(r.status, 502, "{}", r.text());
     assert!(r.text().contains("closed the connection"), "{}", r.text());
     assert_eq!(
@@ -279,10 +271,7 @@ async fn a_request_reset_unread_is_sent_again() {
     });
     let s = Sluice::failures_config(addr);
     let mut c = Conn::open(s.addr).await;
-    let r = c
-        .post("/services/Plain", SOAP_HEADERS, BODY.into())
-        .await
-        .unwrap();
+    let r = plain(&mut c).await;
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.text(), "<done/>");
     assert_eq!(requests.load(Ordering::SeqCst), 1);

@@ -7,16 +7,20 @@ use tokio::io::AsyncWriteExt;
 
 const BODY: &str = "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\"><soapenv:Body><a/></soapenv:Body></soapenv:Envelope>";
 
+/// The test body posted to the proxy `Plain`, its answer.
+async fn plain(c: &mut Conn) -> Reply {
+    c.post("/services/Plain", SOAP_HEADERS, BODY.into())
+        .await
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backend_down_gives_502_fault_naming_endpoint() {
     let s = Sluice::failures_config(format!("127.0.0.1:{}", closed_port()));
     let baseline = s.fd_count();
     {
         let mut c = Conn::open(s.addr).await;
-        let r = c
-            .post("/services/Plain", SOAP_HEADERS, BODY.into())
-            .await
-            .unwrap();
+        let r = plain(&mut c).await;
         assert_eq!(r.status, 502);
         let t = r.text();
         assert!(t.contains("<faultcode>soapenv:Server</faultcode>"), "{t}");
@@ -182,10 +186,7 @@ async fn slow_backend_gives_504_within_timeout() {
             "answered after {took:?}; the timeout is 500 ms"
         );
         // A fast request afterwards still works on the same connection.
-        let ok = c
-            .post("/services/Plain", SOAP_HEADERS, BODY.into())
-            .await
-            .unwrap();
+        let ok = plain(&mut c).await;
         assert_eq!(ok.status, 200);
     }
     // The abandoned back-end connection is closed, not pooled or leaked; the good one may stay pooled.
@@ -203,10 +204,7 @@ async fn backend_closing_before_response_gives_502() {
     let baseline = s.fd_count();
     {
         let mut c = Conn::open(s.addr).await;
-        let r = c
-            .post("/services/Plain", SOAP_HEADERS, BODY.into())
-            .await
-            .unwrap();
+        let r = plain(&mut c).await;
         assert_eq!(r.status, 502, "{}", r.text());
         assert!(
             r.text().contains("closed the connection") || r.text().contains("invalid HTTP"),
