@@ -452,10 +452,21 @@ impl<'a> Compiler<'a> {
             }
             cfg::SequenceRef::Inline(seq) => {
                 let steps = self.steps(&seq.mediators);
-                Some(Arc::new(SeqPlan::new(None, steps)))
+                let plan = Arc::new(SeqPlan::new(None, steps));
+                self.set_on_error(&plan, seq);
+                Some(plan)
             }
         }
     }
+    /// A sequence's `onError="KEY"`: the named sequence that runs when a mediator in it fails.
+    fn set_on_error(&mut self, plan: &Arc<SeqPlan>, seq: &cfg::Sequence) {
+        if let Some(key) = &seq.on_error {
+            if let Some(h) = self.named_sequence(key, Some(&seq.loc)) {
+                let _ = plan.on_error.0.set(h);
+            }
+        }
+    }
+
     /// A named sequence, compiled once. `from` is where it is referenced (None when compiled on its own).
     pub(crate) fn named_sequence(
         &mut self,
@@ -511,22 +522,16 @@ impl<'a> Compiler<'a> {
             c.steps(&seq.mediators)
         });
         self.in_progress.remove(&cache_key);
-        if seq.on_error.is_some() {
-            // Run-time mediation errors inside go to the proxy's fault sequence for now.
-            self.diags.push(
-                Severity::Note,
-                seq.loc.clone(),
-                kind,
-                "onError is not used yet: errors go to the proxy's fault sequence",
-                Some(&format!("{kind} {name}")),
-            );
-        }
         let r = if failed {
             Err(format!("{kind} '{name}' is not deployed"))
         } else {
             Ok(Arc::new(SeqPlan::new(Some(cache_key.clone()), steps)))
         };
         self.seq_cache.insert(cache_key, r.clone());
+        if let Ok(plan) = &r {
+            // After the cache holds it: the onError sequence may name this one.
+            self.set_on_error(plan, seq);
+        }
         self.dependency(r, kind, name, from)
     }
     /// A sequence template's steps, compiled once (cached with the sequences under `template:NAME`);

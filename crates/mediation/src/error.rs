@@ -191,6 +191,9 @@ pub struct Error {
     /// What was involved: the endpoint name and address, the mediator, ...
     pub context: String,
     pub source: Option<BoxError>,
+    /// A sequence's `onError` sequence ran for it already: the proxy's fault sequence does not run
+    /// again, and the client gets Sluice's fault.
+    pub handled: bool,
 }
 
 impl Error {
@@ -199,7 +202,14 @@ impl Error {
             kind,
             context: context.into(),
             source: None,
+            handled: false,
         }
+    }
+
+    /// The error, marked as handled by an `onError` sequence.
+    pub fn handled(mut self) -> Self {
+        self.handled = true;
+        self
     }
 
     pub fn with_source(mut self, source: impl Into<BoxError>) -> Self {

@@ -5,7 +5,7 @@ use crate::error::{Error, ErrorKind};
 pub use crate::mediators::aggregate::complete_gather;
 use crate::mediators::need_until_call;
 use crate::message::{Body, Message};
-use crate::plan::{EndpointPlan, Steps, Value};
+use crate::plan::{EndpointPlan, SeqPlan, Steps, Value};
 use sluice_expr::{BodyNeed, Env, Expr, ExprError, ExprErrorKind, PropScope};
 use sluice_xml::{Document, Fragment};
 use std::borrow::Cow;
@@ -250,6 +250,47 @@ pub fn run(steps: &Steps, msg: &mut Message) -> Result<Flow, Error> {
     let mut doc = DocCache::new();
     let flow = run_steps(steps, 0, msg, &mut doc)?;
     leaving(flow, msg, &doc)
+}
+
+/// Runs a sequence on a message; when a mediator in it fails, its `onError` sequence, if it has
+/// one ([`on_error`]).
+pub fn run_seq(seq: &SeqPlan, msg: &mut Message) -> Result<Flow, Error> {
+    let mut doc = DocCache::new();
+    let flow = match run_steps(&seq.steps, 0, msg, &mut doc) {
+        Ok(f) => f,
+        Err(e) => match seq.on_error.get() {
+            Some(h) if e.kind != ErrorKind::Stopped => {
+                doc = DocCache::new();
+                on_error(e, msg, |msg| run_steps(&h.steps, 0, msg, &mut doc))?
+            }
+            _ => return Err(e),
+        },
+    };
+    leaving(flow, msg, &doc)
+}
+
+/// Synapse's error handler: `ERROR_CODE`, `ERROR_MESSAGE` and `ERROR_DETAIL` set, then `handler`
+/// (the `onError` sequence) runs. What it decides is the flow; when it decides nothing, the error
+/// stands, handled (the proxy's fault sequence does not run again; the client gets Sluice's fault,
+/// where Synapse would leave it waiting).
+fn on_error(
+    e: Error,
+    msg: &mut Message,
+    handler: impl FnOnce(&mut Message) -> Result<Flow, Error>,
+) -> Result<Flow, Error> {
+    set_error_props(msg, &e);
+    match handler(msg)? {
+        Flow::Continue => Err(e.handled()),
+        f => Ok(f),
+    }
+}
+
+/// The properties a fault sequence reads: `ERROR_CODE`, `ERROR_MESSAGE`, `ERROR_DETAIL`.
+pub fn set_error_props(msg: &mut Message, e: &Error) {
+    msg.props
+        .set("ERROR_CODE", e.kind.synapse_code().to_string());
+    msg.props.set("ERROR_MESSAGE", e.reason());
+    msg.props.set("ERROR_DETAIL", e.reason());
 }
 
 /// The message as it leaves a run (to a back-end, to the client, or on to the engine's default):

@@ -117,6 +117,26 @@ pub struct SeqPlan {
     /// What they read of a JSON body: a JSON `messageType` needs an XML body read to convert it,
     /// not a JSON one, which goes out as it is.
     pub body_need_json: BodyNeed,
+    /// The `onError` sequence: it runs when a mediator in this one fails (set once the plan is
+    /// compiled, since it may refer back to this sequence).
+    pub on_error: OnError,
+}
+
+/// A sequence's `onError` sequence, once known.
+#[derive(Default)]
+pub struct OnError(pub(crate) std::sync::OnceLock<Arc<SeqPlan>>);
+
+impl OnError {
+    pub fn get(&self) -> Option<&Arc<SeqPlan>> {
+        self.0.get()
+    }
+}
+
+impl std::fmt::Debug for OnError {
+    // By name only: the sequences may refer to each other.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.get().and_then(|s| s.name.as_deref()).unwrap_or("-"))
+    }
 }
 
 impl SeqPlan {
@@ -126,6 +146,7 @@ impl SeqPlan {
             body_need: need_of(&steps, false),
             body_need_json: need_of(&steps, true),
             steps,
+            on_error: OnError::default(),
         }
     }
 

@@ -144,7 +144,7 @@ pub enum OwnedWork {
 impl Work<'_> {
     pub fn run(self, msg: &mut Message) -> Result<Flow, Error> {
         match self {
-            Work::Seq(s) => exec::run(&s.steps, msg),
+            Work::Seq(s) => exec::run_seq(s, msg),
             Work::Resume(k) => exec::resume(k, msg),
         }
     }

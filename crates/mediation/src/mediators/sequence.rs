@@ -1,5 +1,6 @@
 //! `<sequence key="..."/>`: a named sequence runs here (also the nested list a `call` with
-//! `<source>` / `<target>` compiles to).
+//! `<source>` / `<target>` compiles to). When a mediator in it fails and it has an `onError`
+//! sequence, that one runs, as Synapse's error handler.
 
 use crate::mediators::prelude::*;
 
@@ -34,6 +35,21 @@ impl Mediator for SequencePlan {
 
     #[inline]
     fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
-        cx.branch(&self.0.steps)
+        match cx.branch(&self.0.steps) {
+            Err(e) => match self.0.on_error.get() {
+                Some(h) if e.kind != ErrorKind::Stopped => {
+                    // As Synapse's error handler: the onError sequence runs on the message as it
+                    // is; what it decides is the flow, else the error stands, handled.
+                    *cx.doc = DocCache::new();
+                    crate::exec::set_error_props(cx.msg, &e);
+                    match cx.branch(&h.steps)? {
+                        Some(f) => Ok(Some(f)),
+                        None => Err(e.handled()),
+                    }
+                }
+                _ => Err(e),
+            },
+            r => r,
+        }
     }
 }

@@ -626,18 +626,16 @@ impl Engine {
     ) -> Response<RelayBody> {
         tracing::warn!(proxy = %proxy.name, kind = ?err.kind, source = ?err.kind.source(), "{}", err.reason());
         // A run stopped on its deadline left no message to run a fault sequence on.
+        // Nor after an onError sequence handled it (Synapse runs the innermost handler only).
         let fs = proxy
             .fault_seq
             .as_ref()
-            .filter(|_| err.kind != ErrorKind::Stopped);
+            .filter(|_| err.kind != ErrorKind::Stopped && !err.handled);
         let Some(fs) = fs else {
             discard(stream).await;
             return self.default_fault(msg.soap, &err);
         };
-        msg.props
-            .set("ERROR_CODE", err.kind.synapse_code().to_string());
-        msg.props.set("ERROR_MESSAGE", err.reason());
-        msg.props.set("ERROR_DETAIL", err.reason());
+        exec::set_error_props(&mut msg, &err);
         // A fault sequence that reads the body reads it now, from the stream nothing consumed (the
         // body a mediator needed before is already in the message).
         let mut stream = stream;
