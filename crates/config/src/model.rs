@@ -404,6 +404,8 @@ pub struct Mediator {
 pub enum MediatorKind {
     Send {
         endpoint: Option<EndpointRef>,
+        /// `receive="SEQ"`: the sequence the response goes through, instead of the out-sequence.
+        receive: Option<SequenceRef>,
     },
     /// `<call>`: the message goes to the endpoint (or its `To`), and mediation goes on with the
     /// response after this mediator.

@@ -415,6 +415,13 @@ impl Cx<'_> {
 }
 
 impl Continuation {
+    /// A continuation that runs `steps` from their start (a `send receive`'s sequence).
+    pub(crate) fn from_steps(steps: Steps) -> Continuation {
+        Continuation {
+            frames: vec![(steps, 0)],
+        }
+    }
+
     /// Adds a list to go on with, from its step `at`, after the frames already in it.
     pub(crate) fn push_frame(&mut self, steps: Steps, at: usize) {
         self.frames.push((steps, at));

@@ -52,7 +52,7 @@ pub(crate) mod prelude {
     pub(crate) use crate::exec::{
         envelope_with, escape_xml, eval_expr, eval_value, expr_error, json_becomes_xml,
         message_bytes, new_message_doc, payload_node, put_doc, run_steps, take_doc, unread_body,
-        within_parts_cap, xml_error, Cx, DocCache, Flow, View,
+        within_parts_cap, xml_error, Continuation, Cx, DocCache, Flow, View,
     };
     pub(crate) use crate::mediators::sequence::SequencePlan;
     pub(crate) use crate::message::{Body, Message};
@@ -226,7 +226,9 @@ impl Compiler<'_> {
     pub(crate) fn step(&mut self, m: &cfg::Mediator) -> Option<Step> {
         let el = m.element.as_str();
         match &m.kind {
-            cfg::MediatorKind::Send { endpoint } => send::compile(self, endpoint.as_ref()),
+            cfg::MediatorKind::Send { endpoint, receive } => {
+                send::compile(self, endpoint.as_ref(), receive.as_ref())
+            }
             cfg::MediatorKind::Call { endpoint, io } => {
                 call::compile(self, endpoint.as_ref(), io.as_deref(), el)
             }

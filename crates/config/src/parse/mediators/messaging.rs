@@ -10,14 +10,11 @@ use roxmltree::Node;
 impl FileParser<'_, '_> {
     pub(super) fn send(&mut self, n: Node) -> Option<MediatorKind> {
         let endpoint = self.child_endpoint(n)?;
-        if n.attribute("receive").is_some() || n.attribute("buildmessage").is_some() {
-            self.report(
-                Severity::Warning,
-                n,
-                "'receive' and 'buildmessage' are ignored",
-            );
+        if n.attribute("buildmessage").is_some() {
+            self.report(Severity::Warning, n, "'buildmessage' is ignored");
         }
-        Some(MediatorKind::Send { endpoint })
+        let receive = self.sequence_key(n, "receive");
+        Some(MediatorKind::Send { endpoint, receive })
     }
 
     pub(super) fn call(&mut self, n: Node) -> Option<MediatorKind> {
