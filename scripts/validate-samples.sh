@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # How many of the Apache Synapse samples Sluice loads clean: `sluice validate` on each
-# synapse_sample_*.xml and on the sample-600 folder of conformance/synapse-samples/ (copied from
+# synapse_sample_*.xml and on the sample-600 folder of conformance/third_party/synapse-samples/ (copied from
 # apache/synapse, see its README), counting those with no error and nothing unsupported (exit 0).
 # crates/sluice/tests/validate.rs holds the count as a floor.
 #
@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sluice=${SLUICE:-${CARGO_TARGET_DIR:-target}/debug/sluice}
-samples=${SAMPLES:-conformance/synapse-samples}
+samples=${SAMPLES:-conformance/third_party/synapse-samples}
 verbose=${1:-}
 [ -x "$sluice" ] || { echo "no $sluice: cargo build -p sluice first (or set SLUICE)" >&2; exit 2; }
 [ -d "$samples/samples" ] || { echo "no samples at $samples (set SAMPLES)" >&2; exit 2; }

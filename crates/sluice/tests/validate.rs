@@ -117,12 +117,12 @@ async fn run_deploys_the_artifacts_without_errors() {
     assert_eq!(r.status, 404, "{}", r.text());
 }
 
-/// The Apache Synapse samples (conformance/synapse-samples, apache/synapse, Apache License 2.0)
+/// The Apache Synapse samples (conformance/third_party/synapse-samples, apache/synapse, Apache License 2.0)
 /// that load with no error and nothing unsupported: their number must not fall (27 on 2026-11-27;
 /// raise the floor as more load). `scripts/validate-samples.sh -v` says why each other one does not.
 #[test]
 fn synapse_samples_load_clean() {
-    let dir = workspace_root().join("conformance/synapse-samples");
+    let dir = workspace_root().join("conformance/third_party/synapse-samples");
     let mut paths: Vec<_> = std::fs::read_dir(dir.join("samples"))
         .unwrap()
         .map(|e| e.unwrap().path())
