@@ -4,6 +4,14 @@ mod common;
 use common::*;
 use std::time::Duration;
 
+/// The echo back-end, Sluice on WSO2's capp in front of it, and a connection to Sluice.
+async fn on_capp() -> (Backend, Sluice, Conn) {
+    let be = backend().await;
+    let s = start(&capp(), be.addr);
+    let c = Conn::open(s.addr).await;
+    (be, s, c)
+}
+
 fn start(capp: &std::path::Path, backend: std::net::SocketAddr) -> Sluice {
     let ep = format!("RealService=http://{backend}/service/EchoService");
     Sluice::start(&["run", capp.to_str().unwrap(), "--endpoint", &ep])
@@ -11,9 +19,7 @@ fn start(capp: &std::path::Path, backend: std::net::SocketAddr) -> Sluice {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn direct_proxy_relays_payloads_and_headers_unchanged() {
-    let be = backend().await;
-    let s = start(&capp(), be.addr);
-    let mut c = Conn::open(s.addr).await;
+    let (be, _s, mut c) = on_capp().await;
     for name in ["1000B_buyStocks.xml", "10000B_buyStocks.xml"] {
         let body = payload(name);
         let r = c
@@ -61,9 +67,7 @@ async fn direct_proxy_relays_payloads_and_headers_unchanged() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cbr_transport_header_proxy_routes_or_faults() {
-    let be = backend().await;
-    let s = start(&capp(), be.addr);
-    let mut c = Conn::open(s.addr).await;
+    let (be, _s, mut c) = on_capp().await;
     let body = payload("1000B_buyStocks.xml");
     let ok = c
         .post(
@@ -132,9 +136,7 @@ async fn cbr_transport_header_proxy_routes_or_faults() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unsupported_proxies_are_reported_and_the_rest_serve() {
-    let be = backend().await;
-    let s = start(&capp(), be.addr);
-    let mut c = Conn::open(s.addr).await;
+    let (_be, s, mut c) = on_capp().await;
     let list = c.get("/services/").await.unwrap();
     let t = list.text();
     assert!(
@@ -170,9 +172,7 @@ async fn unsupported_proxies_are_reported_and_the_rest_serve() {
 /// what reached the back-end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn call_proxies_and_the_direct_api_run_unchanged() {
-    let be = backend().await;
-    let s = start(&capp(), be.addr);
-    let mut c = Conn::open(s.addr).await;
+    let (be, _s, mut c) = on_capp().await;
     let body = payload("1000B_buyStocks.xml");
     // DirectAPI: call then respond, the body streamed both ways.
     let r = c
@@ -262,9 +262,7 @@ async fn call_proxies_and_the_direct_api_run_unchanged() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wsdl_is_served_with_sluice_address() {
-    let be = backend().await;
-    let s = start(&capp(), be.addr);
-    let mut c = Conn::open(s.addr).await;
+    let (_be, s, mut c) = on_capp().await;
     let r = c.get("/services/DirectProxy?wsdl").await.unwrap();
     assert_eq!(r.status, 200);
     let t = r.text();
@@ -387,9 +385,7 @@ async fn cbr_proxy_routes_on_xpath_over_the_body() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cbr_soap_header_proxy_routes_on_the_soap_header() {
-    let be = backend().await;
-    let s = start(&capp(), be.addr);
-    let mut c = Conn::open(s.addr).await;
+    let (be, _s, mut c) = on_capp().await;
     let body = payload("1000B_buyStocks.xml");
     let r = c
         .post("/services/CBRSOAPHeaderProxy", SOAP_HEADERS, body.clone())
@@ -424,9 +420,7 @@ async fn cbr_soap_header_proxy_routes_on_the_soap_header() {
 /// answer holding every response's payload inside the `Aggregated` element the out-sequence sets.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clone_and_aggregate_proxies_gather_every_copy() {
-    let be = backend().await;
-    let s = start(&capp(), be.addr);
-    let mut c = Conn::open(s.addr).await;
+    let (be, _s, mut c) = on_capp().await;
     let body = payload("1000B_buyStocks.xml");
     for (proxy, copies) in [
         ("CloneAndAggregateWithTwoBackendProxy", 2),
@@ -453,9 +447,7 @@ async fn clone_and_aggregate_proxies_gather_every_copy() {
 /// `order` gathered in the answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn iterate_and_aggregate_proxy_calls_once_per_order() {
-    let be = backend().await;
-    let s = start(&capp(), be.addr);
-    let mut c = Conn::open(s.addr).await;
+    let (be, _s, mut c) = on_capp().await;
     let body = payload("1000B_buyStocks.xml");
     let orders = String::from_utf8_lossy(&body).matches("<order>").count();
     assert!(orders > 1);
