@@ -53,3 +53,23 @@ pub fn mutate(text: &str, specials: &[char], rng: &mut Rng) -> String {
     }
     chars.into_iter().collect()
 }
+
+/// The mutation tests' loop: `check` on 20,000 mutations of `seeds` (taken in turn, each mutated
+/// with `specials`, the generator seeded with `seed`). `check` says whether the text compiled;
+/// the count of those is returned with the count of rounds.
+pub fn mutation_rounds(
+    seeds: &[&str],
+    specials: &str,
+    seed: u64,
+    mut check: impl FnMut(&str) -> bool,
+) -> (usize, usize) {
+    let mut rng = Rng(seed);
+    let specials: Vec<char> = specials.chars().collect();
+    let (mut compiled, mut rounds) = (0, 0);
+    for s in seeds.iter().cycle().take(20_000) {
+        rounds += 1;
+        let text = mutate(s, &specials, &mut rng);
+        compiled += usize::from(check(&text));
+    }
+    (compiled, rounds)
+}

@@ -4,6 +4,14 @@ mod common;
 use common::*;
 use std::time::Duration;
 
+/// Posts `body` to `path`: the answer must be a 500 SOAP fault whose faultstring is `reason`.
+async fn expect_fault(c: &mut Conn, path: &str, body: bytes::Bytes, reason: &str) {
+    let f = c.post(path, SOAP_HEADERS, body).await.unwrap();
+    assert_eq!(f.status, 500);
+    let want = format!("<faultstring>{reason}</faultstring>");
+    assert!(f.text().contains(&want), "{}", f.text());
+}
+
 /// The echo back-end, Sluice on WSO2's capp in front of it, and a connection to Sluice.
 async fn on_capp() -> (Backend, Sluice, Conn) {
     let be = backend().await;
@@ -355,17 +363,13 @@ async fn cbr_proxy_routes_on_xpath_over_the_body() {
         .unwrap();
     assert_eq!((r.status, &r.body), (200, &ibm));
     let not_ibm = with_first_symbol(&ibm, "MSFT");
-    let f = c
-        .post("/services/CBRProxy", SOAP_HEADERS, not_ibm)
-        .await
-        .unwrap();
-    assert_eq!(f.status, 500);
-    assert!(
-        f.text()
-            .contains("<faultstring>First order must be for the symbol IBM</faultstring>"),
-        "{}",
-        f.text()
-    );
+    expect_fault(
+        &mut c,
+        "/services/CBRProxy",
+        not_ibm,
+        "First order must be for the symbol IBM",
+    )
+    .await;
     // "IBM" must be the whole value (Java matches()), not a substring.
     let f2 = c
         .post(
@@ -394,17 +398,13 @@ async fn cbr_soap_header_proxy_routes_on_the_soap_header() {
     assert_eq!((r.status, &r.body), (200, &body));
     let text = String::from_utf8(body.to_vec()).unwrap();
     let wrong = bytes::Bytes::from(text.replace("xadmin;server1;community#1.0##", "guest"));
-    let f = c
-        .post("/services/CBRSOAPHeaderProxy", SOAP_HEADERS, wrong)
-        .await
-        .unwrap();
-    assert_eq!(f.status, 500);
-    assert!(
-        f.text()
-            .contains("<faultstring>Invalid routing header</faultstring>"),
-        "{}",
-        f.text()
-    );
+    expect_fault(
+        &mut c,
+        "/services/CBRSOAPHeaderProxy",
+        wrong,
+        "Invalid routing header",
+    )
+    .await;
     let start_h = text.find("<soapenv:Header>").unwrap();
     let end_h = text.find("</soapenv:Header>").unwrap() + "</soapenv:Header>".len();
     let no_header = bytes::Bytes::from(format!("{}{}", &text[..start_h], &text[end_h..]));
