@@ -88,15 +88,7 @@ async fn xslt_proxy_sends_what_xsltproc_makes_and_returns_the_original() {
             .await
             .unwrap();
         assert_eq!(r.status, 200, "{}", r.text());
-        let sent = be
-            .seen
-            .lock()
-            .unwrap()
-            .last()
-            .unwrap()
-            .body
-            .clone()
-            .unwrap();
+        let sent = be.last_body();
         let expected = xsltproc(&reverse, &body_first_child(&body));
         assert_eq!(
             canon(&body_first_child(&sent)),
@@ -127,15 +119,7 @@ async fn xslt_enhanced_proxy_transforms_the_whole_envelope() {
         .await
         .unwrap();
     assert_eq!(r.status, 200, "{}", r.text());
-    let sent = be
-        .seen
-        .lock()
-        .unwrap()
-        .last()
-        .unwrap()
-        .body
-        .clone()
-        .unwrap();
+    let sent = be.last_body();
     assert_eq!(
         canon(&sent),
         canon(&xsltproc(&reverse, &body)),

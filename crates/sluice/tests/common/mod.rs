@@ -261,6 +261,15 @@ pub struct Backend {
     task: tokio::task::JoinHandle<()>,
 }
 
+impl Backend {
+    /// The body of the last request the back-end saw.
+    pub fn last_body(&self) -> Bytes {
+        let seen = self.seen.lock().unwrap();
+        let last = seen.last().expect("the back-end saw no request");
+        last.body.clone().expect("the last request had no body")
+    }
+}
+
 impl Drop for Backend {
     fn drop(&mut self) {
         self.task.abort();
