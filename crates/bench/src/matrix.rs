@@ -702,6 +702,15 @@ struct Progress<'a> {
     delay: u64,
 }
 
+impl Progress<'_> {
+    /// The start of a progress line: where the matrix is, `what` runs, and `more` after it.
+    fn line(&self, what: &str, more: &str) -> String {
+        let (n, total, users, size_l, delay) =
+            (*self.n, self.total, self.users, self.size_l, self.delay);
+        format!("[{n:>3}/{total}] {what}, {users} users, {size_l}, delay {delay} ms{more} ... ")
+    }
+}
+
 /// One cell per (target, scenario) for this size, delay and user count.
 fn group_cells(
     spec: &MatrixSpec,
@@ -752,21 +761,12 @@ fn measure_concurrent(
     size: usize,
     at: Progress<'_>,
 ) -> std::io::Result<Vec<(Row, u64)>> {
-    let Progress {
-        n,
-        total,
-        users,
-        size_l,
-        delay,
-    } = at;
-    let n = {
-        *n += group.len();
-        *n
-    };
+    *at.n += group.len();
+    let delay = at.delay;
     if spec.progress {
         eprint!(
-            "[{n:>3}/{total}] all {} targets at once, {users} users, {size_l}, delay {delay} ms ... ",
-            group.len()
+            "{}",
+            at.line(&format!("all {} targets at once", group.len()), "")
         );
         let _ = std::io::stderr().flush();
     }
@@ -797,20 +797,14 @@ fn measure_rounds(
     size: usize,
     at: Progress<'_>,
 ) -> std::io::Result<Vec<(Row, u64)>> {
-    let Progress {
-        n,
-        total,
-        users,
-        size_l,
-        delay,
-    } = at;
+    let delay = at.delay;
     let rounds = spec.rounds.max(1);
     let mut runs: Vec<Vec<(Row, u64)>> = vec![Vec::new(); group.len()];
     for round in 0..rounds {
         for k in round_order(group.len(), round) {
             let c = &group[k];
             if round == 0 {
-                *n += 1;
+                *at.n += 1;
             }
             if spec.progress {
                 let r = if rounds > 1 {
@@ -818,10 +812,7 @@ fn measure_rounds(
                 } else {
                     String::new()
                 };
-                eprint!(
-                    "[{n:>3}/{total}] {}, {users} users, {size_l}, delay {delay} ms{r} ... ",
-                    c.label
-                );
+                eprint!("{}", at.line(&c.label, &r));
                 let _ = std::io::stderr().flush();
             }
             let (mut row, cpu) = measure(c, size, delay)?;
