@@ -40,6 +40,87 @@ pub fn resolve_ref(name: &str) -> Option<char> {
     is_xml_char(c).then_some(c)
 }
 
+/// Whether every `&` in `text` begins a reference [`resolve_ref`] takes (the name up to the next
+/// `;`), checked without building the name or the character: for text that is validated but not
+/// kept. Linear in `text`, each byte looked at once.
+pub fn refs_valid(text: &[u8]) -> bool {
+    let mut i = 0;
+    while let Some(a) = next_amp(text, i) {
+        match ref_end(text, a + 1) {
+            Some(semi) => i = semi + 1,
+            None => return false,
+        }
+    }
+    true
+}
+
+/// The next `&` at or after `i`.
+#[inline]
+fn next_amp(text: &[u8], i: usize) -> Option<usize> {
+    // References in a row are the case worth a fast answer.
+    match text.get(i) {
+        Some(b'&') => Some(i),
+        Some(_) => memchr::memchr(b'&', &text[i..]).map(|k| i + k),
+        None => None,
+    }
+}
+
+/// Each byte's value as a digit of base 16 (`0xFF`: none); a decimal digit is below 10.
+const DIGIT: [u8; 256] = {
+    let mut t = [0xFF; 256];
+    let mut c = 0;
+    while c < 256 {
+        t[c] = match c as u8 {
+            b @ b'0'..=b'9' => b - b'0',
+            b @ b'a'..=b'f' => b - b'a' + 10,
+            b @ b'A'..=b'F' => b - b'A' + 10,
+            _ => 0xFF,
+        };
+        c += 1;
+    }
+    t
+};
+
+/// The index of the `;` ending the valid reference whose name starts at `i`, as [`resolve_ref`]
+/// would take it.
+#[inline]
+fn ref_end(text: &[u8], mut i: usize) -> Option<usize> {
+    if text.get(i) != Some(&b'#') {
+        let semi = i + text.get(i..)?.iter().take(5).position(|&b| b == b';')?;
+        return matches!(&text[i..semi], b"lt" | b"gt" | b"amp" | b"apos" | b"quot")
+            .then_some(semi);
+    }
+    i += 1;
+    let radix = if text.get(i) == Some(&b'x') {
+        i += 1;
+        16
+    } else {
+        10
+    };
+    let start = i;
+    let mut n: u32 = 0;
+    loop {
+        let d = u32::from(DIGIT[usize::from(*text.get(i)?)]);
+        if d >= radix {
+            break;
+        }
+        // Past the last character: no longer a character whatever follows.
+        n = n * radix + d;
+        if n > 0x10_FFFF {
+            return None;
+        }
+        i += 1;
+    }
+    let ok = i > start
+        && text[i] == b';'
+        && (matches!(n, 0x9 | 0xA | 0xD)
+            || (0x20..=0x10_FFFF).contains(&n)
+                && !(0xD800..=0xDFFF).contains(&n)
+                && n != 0xFFFE
+                && n != 0xFFFF);
+    ok.then_some(i)
+}
+
 /// CR LF and a lone CR become LF, as every XML parser reports line ends; appended to `out`.
 #[inline]
 pub fn normalize_eol_into(s: &str, out: &mut String) {
@@ -120,5 +201,79 @@ mod tests {
             Some("a b c\nd&")
         );
         assert_eq!(attr_value_replaced("a&b"), None);
+    }
+
+    /// What [`refs_valid`] answers, the slow way: each name up to `;` through [`resolve_ref`].
+    fn refs_valid_by_resolving(text: &str) -> bool {
+        let mut rest = text;
+        while let Some(a) = rest.find('&') {
+            let after = &rest[a + 1..];
+            let Some(semi) = after.find(';') else {
+                return false;
+            };
+            if resolve_ref(&after[..semi]).is_none() {
+                return false;
+            }
+            rest = &after[semi + 1..];
+        }
+        true
+    }
+
+    #[test]
+    fn refs_valid_answers_as_resolve_ref() {
+        let pieces = [
+            "",
+            "a",
+            "&",
+            ";",
+            "&amp;",
+            "&lt;",
+            "&gt;",
+            "&apos;",
+            "&quot;",
+            "&quo;",
+            "&ampx;",
+            "&#x41;",
+            "&#65;",
+            "&#x;",
+            "&#;",
+            "&#X41;",
+            "&#x0;",
+            "&#xD800;",
+            "&#xFFFE;",
+            "&#x10FFFF;",
+            "&#x110000;",
+            "&#1114111;",
+            "&#1114112;",
+            "&#99999999999;",
+            "&#x00000000000000000000000000000000000000041;",
+            "&#9;",
+            "&#10;",
+            "&#13;",
+            "&#31;",
+            "&#x4g;",
+            "&#6a;",
+            "&nbsp;",
+            "&a",
+            "x&#x41",
+            "&;",
+            "&#xfffd;",
+        ];
+        for a in pieces {
+            for b in pieces {
+                let t = format!("{a}t{b}");
+                assert_eq!(
+                    refs_valid(t.as_bytes()),
+                    refs_valid_by_resolving(&t),
+                    "{t:?}"
+                );
+                let t = format!("{a}{b}");
+                assert_eq!(
+                    refs_valid(t.as_bytes()),
+                    refs_valid_by_resolving(&t),
+                    "{t:?}"
+                );
+            }
+        }
     }
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 mod artifacts;
 mod endpoints;
+mod guard;
 pub(crate) mod mediators;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -153,7 +154,7 @@ pub fn instantiate_endpoint(
                 t.loc.clone(),
                 "template",
                 format!(
-                    "endpoint template '{}' with these parameters is not well-formed XML: {e}",
+                    "endpoint template '{}' with these parameters cannot be read: {e}",
                     t.name
                 ),
                 None,
@@ -180,13 +181,40 @@ pub fn instantiate_endpoint(
     (!p.failed).then_some(e)
 }
 
-/// `text` as an XML document, DTDs refused.
-fn read_xml(text: &str) -> Result<Document<'_>, roxmltree::Error> {
+/// Why a text is not read as a document: roxmltree's error, or the guard's refusal.
+pub(crate) struct ReadError {
+    pub row: u32,
+    pub col: u32,
+    message: String,
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// `text` as an XML document, DTDs refused, after [`guard::check`].
+fn read_xml(text: &str) -> Result<Document<'_>, ReadError> {
+    if let Err(r) = guard::check(text) {
+        let before = &text[..r.at];
+        let row = before.bytes().filter(|&c| c == b'\n').count() + 1;
+        let col = before.len() - before.rfind('\n').map_or(0, |n| n + 1) + 1;
+        return Err(ReadError {
+            row: u32::try_from(row).unwrap_or(u32::MAX),
+            col: u32::try_from(col).unwrap_or(u32::MAX),
+            message: format!("XML refused before reading: {}", r.message),
+        });
+    }
     let opts = ParsingOptions {
         allow_dtd: false,
         ..ParsingOptions::default()
     };
-    Document::parse_with_options(text, opts)
+    Document::parse_with_options(text, opts).map_err(|e| ReadError {
+        row: e.pos().row,
+        col: e.pos().col,
+        message: format!("malformed XML: {e}"),
+    })
 }
 
 /// `text` (of `file`) as an XML document; `None` when it is not well-formed, reported at the place.
@@ -198,16 +226,15 @@ pub(crate) fn read_document<'t>(
     match read_xml(text) {
         Ok(d) => Some(d),
         Err(e) => {
-            let pos = e.pos();
             diags.push(
                 Severity::Error,
                 Location {
                     file: file.clone(),
-                    line: pos.row,
-                    col: pos.col,
+                    line: e.row,
+                    col: e.col,
                 },
                 "",
-                format!("malformed XML: {e}"),
+                e.to_string(),
                 None,
             );
             None

@@ -212,3 +212,24 @@ fn children_synapse_ignores_are_warnings_and_ones_it_acts_on_unsupported() {
         EndpointKind::Failover { .. }
     ));
 }
+
+#[test]
+fn text_past_the_guard_is_refused_at_its_place() {
+    let attrs: String = (0..200).map(|k| format!(" a{k}=\"1\"")).collect();
+    let (cfg, d) = parse(&format!(
+        "<definitions {NS}>\n<sequence name=\"S\">\n  <log{attrs}/>\n</sequence>\n</definitions>"
+    ));
+    assert!(cfg.sequences.is_empty());
+    let e = &d.items[0];
+    assert_eq!(
+        (e.severity, e.location.line, e.location.col),
+        (Severity::Error, 3, 3)
+    );
+    assert!(
+        e.message.contains(
+            "an element with 200 attributes (namespace declarations included); the limit is 128"
+        ),
+        "{}",
+        e.message
+    );
+}

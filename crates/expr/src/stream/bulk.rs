@@ -29,8 +29,9 @@
 use super::fast::KnownNames;
 use super::needle::Bang;
 use super::run::Run;
-use super::scan::{bound, leaf_end, same_name, text_end, UNPLAIN};
+use super::scan::{bound, leaf_end, same_name, text_end, AMP, UNPLAIN};
 use super::{StreamPath, INERT_STACK, MAX_DEPTH};
+use sluice_xml::chars::refs_valid;
 use sluice_xml::names::PrefixIndex;
 
 impl StreamPath {
@@ -78,7 +79,7 @@ impl StreamPath {
                 i
             } else {
                 match text_end(xml, i) {
-                    (lt, seen) if seen & UNPLAIN == 0 => lt,
+                    (lt, seen) if inert_text(&xml[i..lt], seen) => lt,
                     _ => return (i, top),
                 }
             };
@@ -144,7 +145,13 @@ impl StreamPath {
                         leaf_end(xml, i, from, name_end - from)
                     };
                     match leaf {
-                        Some((end, seen)) if seen & UNPLAIN == 0 => i = end + 1,
+                        // The end tag `</name>` ends at `end`.
+                        Some((end, seen))
+                            if seen & UNPLAIN == 0
+                                || inert_text(&xml[i..end - 2 - (name_end - from)], seen) =>
+                        {
+                            i = end + 1;
+                        }
                         _ => {
                             stack[top] = (from, name_end - from);
                             top += 1;
@@ -154,6 +161,14 @@ impl StreamPath {
             }
         }
     }
+}
+
+/// Whether text that nothing collects, whose bytes have the classes `seen`, is read over: plain
+/// text, or text whose only other bytes are `&` beginning valid references (checked here, never
+/// resolved). Anything else goes to the general reader.
+#[inline(always)]
+fn inert_text(text: &[u8], seen: u8) -> bool {
+    seen & UNPLAIN == 0 || (seen & UNPLAIN == AMP && refs_valid(text))
 }
 
 /// Which elements [`StreamPath::inert_span`] reads are inert.

@@ -234,9 +234,14 @@ pub(super) fn text_end(xml: &[u8], i: usize) -> (usize, u8) {
     }
     let mut seen = 0u8;
     let mut p = i;
-    // A word at a time: its bytes are classified one by one only when one of them may be other
-    // than plain ASCII text (a flag can be false, never missing).
+    // A word at a time: its bytes are classified only when one of them may be other than plain
+    // ASCII text (a flag can be false, never missing). Text longer than a few words is searched
+    // for its end first and then classified in one pass the compiler vectorises.
     while let Some(w) = word_at(xml, p) {
+        if p - i >= LONG_TEXT {
+            let lt = memchr::memchr(b'<', &xml[p..]).map_or(xml.len(), |k| p + k);
+            return (lt, seen | text_class(&xml[p..lt]));
+        }
         let lt = bytes_below(w ^ (ONES * u64::from(b'<')), 1);
         let odd = w & (ONES << 7)
             | bytes_below(w, 0x20)
@@ -248,9 +253,7 @@ pub(super) fn text_end(xml: &[u8], i: usize) -> (usize, u8) {
             k => (k as usize / 8, (1 << (k & !7)) - 1),
         };
         if odd & before != 0 {
-            for &c in &xml[p..p + n] {
-                seen |= BYTE_CLASS[usize::from(c)];
-            }
+            seen |= word_class(w, before);
         }
         p += n;
         if n < 8 {
@@ -266,6 +269,51 @@ pub(super) fn text_end(xml: &[u8], i: usize) -> (usize, u8) {
         p += 1;
     }
     (p, seen)
+}
+
+/// From this many bytes of text on, [`text_end`] searches for the end and classifies afterwards.
+const LONG_TEXT: usize = 32;
+
+/// The [`BYTE_CLASS`]es of `text` (no `<` in it) or'd together, in one pass without branches or
+/// table lookups, so that the compiler vectorises it.
+fn text_class(text: &[u8]) -> u8 {
+    let (mut amp, mut gt, mut cr, mut ctrl, mut high) = (0u8, 0u8, 0u8, 0u8, 0u8);
+    for &b in text {
+        amp |= u8::from(b == b'&');
+        gt |= u8::from(b == b'>');
+        cr |= u8::from(b == b'\r');
+        ctrl |= u8::from(b < 0x20) & u8::from(b != b'\t' && b != b'\n' && b != b'\r');
+        high |= b >> 7;
+    }
+    (amp * AMP) | (gt * GT) | (cr * CR) | (ctrl * CTRL) | (high * HIGH)
+}
+
+/// Every byte's top bit clear but for the top bit.
+const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+
+/// The bytes of `w` equal to `b`, flagged in their top bit, every flag exact (no borrow crosses a
+/// byte).
+#[inline(always)]
+fn bytes_eq(w: u64, b: u8) -> u64 {
+    let x = w ^ (ONES * u64::from(b));
+    !(((x & LOW7) + LOW7) | x) & (ONES << 7)
+}
+
+/// The [`BYTE_CLASS`]es of the bytes of `w` under `mask` (whole bytes) or'd together, computed
+/// for the word at once: the same as looking each byte up.
+#[inline(always)]
+pub(super) fn word_class(w: u64, mask: u64) -> u8 {
+    let on = |flags: u64, class: u8| if flags & mask != 0 { class } else { 0 };
+    // Bytes below 0x20, exact: the low seven bits plus 0x60 stay below 0x80 only for them.
+    let low = !(((w & LOW7) + ONES * 0x60) | w) & (ONES << 7);
+    let cr = bytes_eq(w, b'\r');
+    let ctrl = low & !(cr | bytes_eq(w, b'\t') | bytes_eq(w, b'\n'));
+    on(bytes_eq(w, b'&'), AMP)
+        | on(bytes_eq(w, b'>'), GT)
+        | on(w & (ONES << 7), HIGH)
+        | on(cr, CR)
+        | on(ctrl, CTRL)
+        | on(bytes_eq(w, b'<'), LT)
 }
 
 /// Character data at `at` followed by the end tag of the element named `xml[name..name + len]`:

@@ -489,3 +489,52 @@ fn prefixed_inert_spans() {
         }
     }
 }
+
+/// References in text nothing collects are checked where the span reads them (never resolved):
+/// valid ones read over, in a leaf, between children and in the span's element's own text; a
+/// reference libxml2 refuses makes the document refused, wherever it is.
+#[test]
+fn references_in_inert_text() {
+    let texts = ["//order[1]/symbol", "//order[2]/symbol", "count(//b)"];
+    let good = [
+        "&#x41;",
+        "&#65;&amp;",
+        "a&lt;b&gt;c",
+        "&#x0000000041;&quot;",
+        "&apos;x",
+    ];
+    let bad = [
+        "&#0;",
+        "&#xFFFE;",
+        "&bogus;",
+        "& ",
+        "&#x41",
+        "&#x110000;",
+        "&#;",
+    ];
+    for r in good.iter().chain(&bad) {
+        for shape in [
+            format!("<b>{r}</b>"),
+            format!("<b>x{r}<c/>{r}</b>"),
+            format!("{r}<b>1</b>{r}"),
+            format!("<b><c>{r}</c><c>{r}</c></b>"),
+        ] {
+            let doc = format!(
+                "<r><order><c>1</c>{shape}<symbol>s</symbol></order><order><symbol>t</symbol></order></r>"
+            );
+            for text in texts {
+                let s = sp(text);
+                match parse(doc.as_bytes()) {
+                    Some(d) => {
+                        assert!(good.contains(r), "libxml2 takes {r}");
+                        assert!(check(doc.as_bytes(), &Lib(d), text, &s), "{text}: {doc}");
+                    }
+                    None => {
+                        assert!(bad.contains(r), "libxml2 refuses {r}");
+                        assert_eq!(s.eval_string(doc.as_bytes()), None, "{text}: {doc}");
+                    }
+                }
+            }
+        }
+    }
+}

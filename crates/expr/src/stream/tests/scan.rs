@@ -59,9 +59,10 @@ fn text_ends_agree_with_the_byte_table() {
         });
         assert_eq!(short_text(&w, 0), want, "{w:?}");
     }
-    // Longer texts, read a word at a time: mostly plain bytes, so that words without a flag occur.
+    // Longer texts, read a word at a time and, past `LONG_TEXT`, searched then classified: mostly
+    // plain bytes, so that words without a flag occur.
     for _ in 0..100_000 {
-        let len = r.below(40);
+        let len = r.below(200);
         let w: Vec<u8> = (0..len)
             .map(|_| {
                 if r.chance(15) {
@@ -99,4 +100,36 @@ fn word_helpers() {
     assert!(same_name(names, 31, 42, 10));
     assert!(!same_name(names, 31, 53, 10));
     assert!(!same_name(names, 60, 1, 5)); // out of range
+}
+
+/// A word's classes computed at once are those of its bytes looked up one by one, for every prefix
+/// of the word, on bytes drawn mostly from the classes' edges.
+#[test]
+fn word_classes_are_the_bytes_classes() {
+    let edges = [
+        0u8, 1, 8, 9, 10, 11, 12, 13, 14, 0x1f, 0x20, 0x21, b'&', b'<', b'>', b'=', b'?', 0x7e,
+        0x7f, 0x80, 0x81, 0xa0, 0xdf, 0xe0, 0xfe, 0xff, b'a', b';',
+    ];
+    let mut r = crate::testing::Rng(0x9e37_79b9_7f4a_7c15);
+    for _ in 0..200_000 {
+        let bytes: [u8; 8] = std::array::from_fn(|_| {
+            if r.below(4) == 0 {
+                r.next() as u8
+            } else {
+                edges[r.below(edges.len())]
+            }
+        });
+        let w = u64::from_le_bytes(bytes);
+        for n in 0..=8 {
+            let mask = if n == 8 {
+                u64::MAX
+            } else {
+                (1u64 << (8 * n)) - 1
+            };
+            let want = bytes[..n]
+                .iter()
+                .fold(0, |s, &c| s | BYTE_CLASS[usize::from(c)]);
+            assert_eq!(word_class(w, mask), want, "{bytes:?} first {n}");
+        }
+    }
 }
