@@ -1,11 +1,13 @@
 //! The one body type Sluice sends, both ways: nothing, bytes made in memory, or another message's stream
 //! relayed frame by frame (bounded by hyper's buffers, never collected).
 
+use crate::error::{Fault, FaultKind};
 use crate::client::BackendBody;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 use sluice_mediation::error::BoxError;
+use sluice_mediation::ErrorSource;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -64,27 +66,6 @@ impl IdleTimeout {
     }
 }
 
-/// An error that is its message (the kind is its type: the engine tells them apart by type).
-macro_rules! message_error {
-    ($(#[$doc:meta])* $name:ident) => {
-        $(#[$doc])*
-        #[derive(Debug)]
-        pub struct $name(pub String);
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
-        impl std::error::Error for $name {}
-    };
-}
-
-message_error!(
-    /// A relayed stream that made no progress for its idle timeout.
-    StalledError
-);
-
 /// How slowly a client may send its request body. A slow mobile client passes with room; a client
 /// that trickles bytes to hold a connection (and the back-end connection its body is relayed on) does
 /// not.
@@ -139,16 +120,16 @@ impl BodyPace {
     }
 }
 
-message_error!(
-    /// A client's request body sent slower than its [`BodyPace`] allows: answered 408.
-    TooSlow
-);
+/// A client's request body sent slower than its [`BodyPace`] allows: answered 408.
+fn too_slow(why: String) -> Fault {
+    Fault::new(FaultKind::TooSlow, ErrorSource::Client, why)
+}
 
-/// What a failure to read the client's request body means: [`TooSlow`] is the client's timeout
-/// (408), anything else a bad request (400).
+/// What a failure to read the client's request body means: [`FaultKind::TooSlow`] is the client's
+/// timeout (408), anything else a bad request (400).
 pub fn request_body_error(e: BoxError, context: String) -> sluice_mediation::Error {
     use sluice_mediation::ErrorKind;
-    let kind = if e.is::<TooSlow>() {
+    let kind = if Fault::is(e.as_ref(), FaultKind::TooSlow) {
         ErrorKind::ClientTimeout
     } else {
         ErrorKind::BadRequest
@@ -192,7 +173,7 @@ impl ClientBody {
                 .too_slow(self.read, now.saturating_duration_since(since))
             {
                 self.timer = None;
-                return Poll::Ready(Some(Err(Box::new(TooSlow(why)))));
+                return Poll::Ready(Some(Err(Box::new(too_slow(why)))));
             }
             let at = since + self.pace.next_check(self.read);
             let timer = self
@@ -205,7 +186,7 @@ impl ClientBody {
                 return Poll::Pending;
             }
         }
-        Poll::Ready(Some(Err(Box::new(TooSlow(
+        Poll::Ready(Some(Err(Box::new(too_slow(
             "the request body came too slowly".into(),
         )))))
     }
@@ -389,7 +370,8 @@ impl Body for RelayBody {
                                 let msg =
                                     format!("{} sent nothing for {:?}", idle.what, idle.limit);
                                 s.idle = None;
-                                return Poll::Ready(Some(Err(Box::new(StalledError(msg)))));
+                                let stalled = Fault::new(FaultKind::Stalled, ErrorSource::Backend, msg);
+                                return Poll::Ready(Some(Err(Box::new(stalled))));
                             }
                         }
                         Poll::Pending

@@ -9,7 +9,8 @@
 //! poll, so neither side can stall the other.
 
 use crate::body::RelayBody;
-use crate::h1::{self, Decoded, ProtocolError, RequestFraming, ResponseFraming};
+use crate::error::{Fault, FaultKind};
+use crate::h1::{self, Decoded, RequestFraming, ResponseFraming};
 use crate::tls::{self, Io};
 use bytes::{Buf, Bytes, BytesMut};
 use http::header::{self, HeaderMap};
@@ -366,11 +367,11 @@ enum Failure {
         any_bytes: bool,
         reset: bool,
     },
-    Protocol(ProtocolError),
+    Protocol(Fault),
     /// The request body (from the client) failed.
     Body(BoxError),
     /// The request body did not match its declared length.
-    Length(String),
+    Length(Fault),
 }
 
 impl Failure {
@@ -385,7 +386,7 @@ impl Failure {
                 e,
                 format!("reading the request body for {} failed", ep.describe()),
             ),
-            Failure::Length(m) => Error::new(ErrorKind::Internal, m),
+            Failure::Length(f) => Error::new(ErrorKind::Internal, f.to_string()),
         }
     }
 }
@@ -400,9 +401,19 @@ impl From<Failure> for BoxError {
             )),
             Failure::Protocol(e) => Box::new(e),
             Failure::Body(e) => e,
-            Failure::Length(m) => Box::new(io::Error::other(m)),
+            Failure::Length(f) => Box::new(f),
         }
     }
+}
+
+/// A request body Sluice relays that does not match the length it declared (Sluice's fault: it
+/// chose the framing).
+fn length_fault(detail: String) -> Failure {
+    Failure::Length(Fault::new(
+        FaultKind::BodyLength,
+        sluice_mediation::ErrorSource::Sluice,
+        detail,
+    ))
 }
 
 /// Writes the request head and body, framing the body as it goes. Small pieces are gathered into one
@@ -531,7 +542,7 @@ impl Writer {
                     self.body_done = true;
                     match self.framing {
                         RequestFraming::Length(n) if self.left != 0 => {
-                            return Err(Failure::Length(format!(
+                            return Err(length_fault(format!(
                                 "the request body ended {} bytes short of its Content-Length {n}",
                                 self.left
                             )))
@@ -551,7 +562,7 @@ impl Writer {
                     match self.framing {
                         RequestFraming::Length(n) => {
                             if data.len() as u64 > self.left {
-                                return Err(Failure::Length(format!(
+                                return Err(length_fault(format!(
                                     "the request body is longer than its Content-Length {n}"
                                 )));
                             }
@@ -566,7 +577,7 @@ impl Writer {
                             self.push(Bytes::from_static(b"\r\n"));
                         }
                         RequestFraming::Empty => {
-                            return Err(Failure::Length(
+                            return Err(length_fault(
                                 "a request declared without body produced bytes".into(),
                             ))
                         }

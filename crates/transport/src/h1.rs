@@ -6,6 +6,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, StatusCode};
 
+use crate::error::{Fault, Protocol};
+
 /// Most response header fields accepted.
 const MAX_HEADERS: usize = 128;
 /// Largest response head accepted: a back-end sending more is broken or hostile.
@@ -15,18 +17,8 @@ const MAX_CHUNK_LINE: usize = 4 * 1024;
 const MAX_TRAILERS: usize = 16 * 1024;
 
 /// Why a back-end's bytes are not HTTP/1.1.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProtocolError(pub String);
-
-impl std::fmt::Display for ProtocolError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-impl std::error::Error for ProtocolError {}
-
-fn proto(s: impl Into<String>) -> ProtocolError {
-    ProtocolError(s.into())
+fn proto(part: Protocol, s: impl Into<String>) -> Fault {
+    Fault::protocol(part, s)
 }
 
 /// How a request body is delimited on the wire.
@@ -135,7 +127,7 @@ pub fn has_blank_line(buf: &[u8]) -> bool {
 pub fn parse_response_head(
     buf: &[u8],
     request_method: &Method,
-) -> Result<Option<(ResponseHead, usize)>, ProtocolError> {
+) -> Result<Option<(ResponseHead, usize)>, Fault> {
     let mut offset = 0;
     loop {
         // Left uninitialised: zeroing the array would cost more than parsing a short head.
@@ -151,18 +143,18 @@ pub fn parse_response_head(
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) => {
                 if buf.len() - offset > MAX_HEAD {
-                    return Err(proto(format!("response head larger than {MAX_HEAD} bytes")));
+                    return Err(proto(Protocol::HeadTooLarge, format!("response head larger than {MAX_HEAD} bytes")));
                 }
                 return Ok(None);
             }
-            Err(e) => return Err(proto(format!("invalid response head: {e}"))),
+            Err(e) => return Err(proto(Protocol::Head, format!("invalid response head: {e}"))),
         };
         let code = resp.code.unwrap_or(0);
         let status =
-            StatusCode::from_u16(code).map_err(|_| proto(format!("invalid status code {code}")))?;
+            StatusCode::from_u16(code).map_err(|_| proto(Protocol::Status, format!("invalid status code {code}")))?;
         if status.is_informational() {
             if code == 101 {
-                return Err(proto("101 Switching Protocols: upgrades are not relayed"));
+                return Err(proto(Protocol::Status, "101 Switching Protocols: upgrades are not relayed"));
             }
             offset += n;
             continue;
@@ -175,13 +167,13 @@ pub fn parse_response_head(
         let mut conn_close = !version_11;
         for f in resp.headers.iter() {
             let name = HeaderName::from_bytes(f.name.as_bytes())
-                .map_err(|_| proto(format!("invalid header name {:?}", f.name)))?;
+                .map_err(|_| proto(Protocol::Header, format!("invalid header name {:?}", f.name)))?;
             let value = HeaderValue::from_bytes(f.value)
-                .map_err(|_| proto(format!("invalid value for header {}", f.name)))?;
+                .map_err(|_| proto(Protocol::Header, format!("invalid value for header {}", f.name)))?;
             if name == header::CONTENT_LENGTH {
                 let n = parse_length(f.value)?;
                 if length.is_some_and(|l| l != n) {
-                    return Err(proto("conflicting Content-Length values"));
+                    return Err(proto(Protocol::ContentLength, "conflicting Content-Length values"));
                 }
                 length = Some(n);
             } else if name == header::TRANSFER_ENCODING {
@@ -240,10 +232,10 @@ pub fn parse_response_head(
     }
 }
 
-pub(crate) fn parse_length(v: &[u8]) -> Result<u64, ProtocolError> {
+pub(crate) fn parse_length(v: &[u8]) -> Result<u64, Fault> {
     let v = v.trim_ascii();
     if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
-        return Err(proto(format!(
+        return Err(proto(Protocol::ContentLength, format!(
             "invalid Content-Length {:?}",
             String::from_utf8_lossy(v)
         )));
@@ -300,19 +292,19 @@ impl ChunkedDecoder {
     }
 
     /// Consumes from the front of `buf` what it can. Bytes after the end of the body are left in `buf`.
-    pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Decoded, ProtocolError> {
+    pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Decoded, Fault> {
         loop {
             match self.state {
                 ChunkState::Done => return Ok(Decoded::Done),
                 ChunkState::Size => {
                     let Some(eol) = memchr::memchr(b'\n', buf) else {
                         if buf.len() > MAX_CHUNK_LINE {
-                            return Err(proto("chunk-size line too long"));
+                            return Err(proto(Protocol::Chunked, "chunk-size line too long"));
                         }
                         return Ok(Decoded::NeedMore);
                     };
                     if eol == 0 || buf[eol - 1] != b'\r' {
-                        return Err(proto("chunk-size line not ended by CRLF"));
+                        return Err(proto(Protocol::Chunked, "chunk-size line not ended by CRLF"));
                     }
                     let line = &buf[..eol - 1];
                     let digits_end = line
@@ -321,12 +313,12 @@ impl ChunkedDecoder {
                         .unwrap_or(line.len());
                     let rest = &line[digits_end..];
                     if digits_end == 0 || digits_end > 15 {
-                        return Err(proto("invalid chunk size"));
+                        return Err(proto(Protocol::Chunked, "invalid chunk size"));
                     }
                     // After the digits: optional whitespace, then extensions, which are ignored.
                     let rest = rest.trim_ascii_start();
                     if !rest.is_empty() && rest[0] != b';' {
-                        return Err(proto("invalid chunk size"));
+                        return Err(proto(Protocol::Chunked, "invalid chunk size"));
                     }
                     let size = line[..digits_end].iter().fold(0u64, |n, d| {
                         n * 16 + u64::from((*d as char).to_digit(16).unwrap_or(0))
@@ -356,7 +348,7 @@ impl ChunkedDecoder {
                         return Ok(Decoded::NeedMore);
                     }
                     if &buf[..2] != b"\r\n" {
-                        return Err(proto("chunk data not followed by CRLF"));
+                        return Err(proto(Protocol::Chunked, "chunk data not followed by CRLF"));
                     }
                     let _ = buf.split_to(2);
                     self.state = ChunkState::Size;
@@ -364,19 +356,19 @@ impl ChunkedDecoder {
                 ChunkState::Trailers(seen) => {
                     let Some(eol) = memchr::memchr(b'\n', buf) else {
                         if seen + buf.len() > MAX_TRAILERS {
-                            return Err(proto("trailer section too long"));
+                            return Err(proto(Protocol::Chunked, "trailer section too long"));
                         }
                         return Ok(Decoded::NeedMore);
                     };
                     if eol == 0 || buf[eol - 1] != b'\r' {
-                        return Err(proto("trailer line not ended by CRLF"));
+                        return Err(proto(Protocol::Chunked, "trailer line not ended by CRLF"));
                     }
                     let empty = eol == 1;
                     let _ = buf.split_to(eol + 1);
                     if empty {
                         self.state = ChunkState::Done;
                     } else if seen + eol + 1 > MAX_TRAILERS {
-                        return Err(proto("trailer section too long"));
+                        return Err(proto(Protocol::Chunked, "trailer section too long"));
                     } else {
                         self.state = ChunkState::Trailers(seen + eol + 1);
                     }
@@ -413,7 +405,7 @@ mod tests {
     fn decode_all(
         input: &[u8],
         splits: &[usize],
-    ) -> Result<(Vec<u8>, bool, Vec<u8>), ProtocolError> {
+    ) -> Result<(Vec<u8>, bool, Vec<u8>), Fault> {
         let mut dec = ChunkedDecoder::new();
         let mut buf = BytesMut::new();
         let mut out = Vec::new();

@@ -4,6 +4,7 @@ pub mod body;
 pub mod buffered;
 pub mod client;
 pub mod engine;
+pub mod error;
 pub mod h1;
 pub mod headers;
 pub mod offload;
