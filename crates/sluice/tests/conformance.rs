@@ -66,6 +66,11 @@ struct BackendExpect {
     /// The path (and `?query`) the last request reached the back-end with.
     path: Option<String>,
     method: Option<String>,
+    /// The request target of the last request as its request line had it; `{backend}` stands for
+    /// the back-end's address (absolute-form, Synapse's `POST_TO_URI`).
+    target: Option<String>,
+    /// The last request's HTTP version, `HTTP/1.1` or `HTTP/1.0`.
+    version: Option<String>,
     #[serde(default)]
     headers: BTreeMap<String, String>,
     #[serde(default)]
@@ -147,7 +152,7 @@ async fn run_suite(dir: &std::path::Path) -> Vec<String> {
         why.extend(check_log(&s, log_from, &case.expect));
         if let Some(b) = &case.backend {
             let seen = be.seen.lock().unwrap()[before..].to_vec();
-            why.extend(check_backend(b, &seen));
+            why.extend(check_backend(b, &seen, &be.addr.to_string()));
         }
         if !why.is_empty() {
             failures.push(format!("{}:\n  {}", case.name, why.join("\n  ")));
@@ -157,7 +162,7 @@ async fn run_suite(dir: &std::path::Path) -> Vec<String> {
 }
 
 /// What the case's `backend` expectations find wrong in the requests the back-end saw.
-fn check_backend(b: &BackendExpect, seen: &[Seen]) -> Vec<String> {
+fn check_backend(b: &BackendExpect, seen: &[Seen], addr: &str) -> Vec<String> {
     let mut why = Vec::new();
     if let Some(n) = b.count {
         if seen.len() != n {
@@ -171,6 +176,19 @@ fn check_backend(b: &BackendExpect, seen: &[Seen]) -> Vec<String> {
         };
         if b.path.as_ref().is_some_and(|p| *p != path) {
             why.push(format!("back-end path {path:?} (want {:?})", b.path));
+        }
+        let target = b.target.as_ref().map(|t| t.replace("{backend}", addr));
+        if target.as_ref().is_some_and(|t| *t != last.target) {
+            why.push(format!(
+                "back-end request target {:?} (want {target:?})",
+                last.target
+            ));
+        }
+        if b.version.as_ref().is_some_and(|v| *v != last.version) {
+            why.push(format!(
+                "back-end HTTP version {} (want {:?})",
+                last.version, b.version
+            ));
         }
         if b.method.as_ref().is_some_and(|m| *m != last.method) {
             why.push(format!(
@@ -197,6 +215,8 @@ fn check_backend(b: &BackendExpect, seen: &[Seen]) -> Vec<String> {
         }
     } else if !b.headers.is_empty()
         || b.path.is_some()
+        || b.target.is_some()
+        || b.version.is_some()
         || b.method.is_some()
         || !b.absent.is_empty()
     {

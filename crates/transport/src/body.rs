@@ -1,8 +1,8 @@
 //! The one body type Sluice sends, both ways: nothing, bytes made in memory, or another message's stream
 //! relayed frame by frame (bounded by hyper's buffers, never collected).
 
-use crate::error::{Fault, FaultKind};
 use crate::client::BackendBody;
+use crate::error::{Fault, FaultKind};
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
@@ -370,7 +370,8 @@ impl Body for RelayBody {
                                 let msg =
                                     format!("{} sent nothing for {:?}", idle.what, idle.limit);
                                 s.idle = None;
-                                let stalled = Fault::new(FaultKind::Stalled, ErrorSource::Backend, msg);
+                                let stalled =
+                                    Fault::new(FaultKind::Stalled, ErrorSource::Backend, msg);
                                 return Poll::Ready(Some(Err(Box::new(stalled))));
                             }
                         }

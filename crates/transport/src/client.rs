@@ -251,12 +251,28 @@ impl BackendClient {
     ) -> Result<Response<BackendBody>, Unsent> {
         let (parts, body) = req.into_parts();
         let framing = request_framing(&parts.headers, &body);
-        let pq = ep.uri.path_and_query().map_or("/", |p| p.as_str());
+        let wire = parts.extensions.get::<Wire>().copied().unwrap_or_default();
+        let absolute;
+        let target = if wire.absolute_target {
+            absolute = ep.uri.to_string();
+            absolute.as_str()
+        } else {
+            ep.uri.path_and_query().map_or("/", |p| p.as_str())
+        };
+        let version = if wire.http10 {
+            http::Version::HTTP_10
+        } else {
+            http::Version::HTTP_11
+        };
         let mut head = BytesMut::with_capacity(512);
-        h1::write_request_head(&parts.method, pq, &parts.headers, framing, &mut head);
+        let line = (&parts.method, target, version);
+        h1::write_request_head(line, &parts.headers, framing, &mut head);
         let mut writer = Writer::new(head, body, framing);
         match self.exchange_retried(&mut writer, &parts.method, ep).await {
-            Ok((head, conn)) => Ok(self.response(head, conn, writer, ep)),
+            Ok((mut head, conn)) => {
+                head.keep_alive &= !wire.close;
+                Ok(self.response(head, conn, writer, ep))
+            }
             Err(error) => Err(Unsent {
                 error,
                 body: writer.unread_body(),
@@ -334,6 +350,18 @@ impl BackendClient {
         *r.headers_mut() = head.headers;
         r
     }
+}
+
+/// How a request goes on the wire when the message asks for more than the usual (Synapse's
+/// `POST_TO_URI`, `FORCE_HTTP_1.0`, `NO_KEEPALIVE`): carried in the request's extensions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Wire {
+    /// The request line names the whole URI (`POST http://host/path HTTP/1.1`), as to a proxy.
+    pub absolute_target: bool,
+    /// The request line says HTTP/1.0.
+    pub http10: bool,
+    /// The connection is closed after the response, never pooled.
+    pub close: bool,
 }
 
 fn is_https(ep: &EndpointPlan) -> bool {

@@ -4,7 +4,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
-use http::{Method, StatusCode};
+use http::{Method, StatusCode, Version};
 
 use crate::error::{Fault, Protocol};
 
@@ -35,8 +35,7 @@ pub enum RequestFraming {
 /// Writes a request head. `headers` must already be free of hop-by-hop fields; the framing header is
 /// written from `framing` and any `Content-Length` / `Transfer-Encoding` in `headers` is skipped.
 pub fn write_request_head(
-    method: &Method,
-    path_and_query: &str,
+    (method, path_and_query, version): (&Method, &str, Version),
     headers: &HeaderMap,
     framing: RequestFraming,
     out: &mut BytesMut,
@@ -50,7 +49,11 @@ pub fn write_request_head(
     out.put_slice(method.as_str().as_bytes());
     out.put_u8(b' ');
     out.put_slice(target.as_bytes());
-    out.put_slice(b" HTTP/1.1\r\n");
+    out.put_slice(if version == Version::HTTP_10 {
+        b" HTTP/1.0\r\n"
+    } else {
+        b" HTTP/1.1\r\n"
+    });
     for (name, value) in headers {
         if name == header::CONTENT_LENGTH || name == header::TRANSFER_ENCODING {
             continue;
@@ -143,18 +146,24 @@ pub fn parse_response_head(
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) => {
                 if buf.len() - offset > MAX_HEAD {
-                    return Err(proto(Protocol::HeadTooLarge, format!("response head larger than {MAX_HEAD} bytes")));
+                    return Err(proto(
+                        Protocol::HeadTooLarge,
+                        format!("response head larger than {MAX_HEAD} bytes"),
+                    ));
                 }
                 return Ok(None);
             }
             Err(e) => return Err(proto(Protocol::Head, format!("invalid response head: {e}"))),
         };
         let code = resp.code.unwrap_or(0);
-        let status =
-            StatusCode::from_u16(code).map_err(|_| proto(Protocol::Status, format!("invalid status code {code}")))?;
+        let status = StatusCode::from_u16(code)
+            .map_err(|_| proto(Protocol::Status, format!("invalid status code {code}")))?;
         if status.is_informational() {
             if code == 101 {
-                return Err(proto(Protocol::Status, "101 Switching Protocols: upgrades are not relayed"));
+                return Err(proto(
+                    Protocol::Status,
+                    "101 Switching Protocols: upgrades are not relayed",
+                ));
             }
             offset += n;
             continue;
@@ -166,14 +175,25 @@ pub fn parse_response_head(
         let mut has_te = false;
         let mut conn_close = !version_11;
         for f in resp.headers.iter() {
-            let name = HeaderName::from_bytes(f.name.as_bytes())
-                .map_err(|_| proto(Protocol::Header, format!("invalid header name {:?}", f.name)))?;
-            let value = HeaderValue::from_bytes(f.value)
-                .map_err(|_| proto(Protocol::Header, format!("invalid value for header {}", f.name)))?;
+            let name = HeaderName::from_bytes(f.name.as_bytes()).map_err(|_| {
+                proto(
+                    Protocol::Header,
+                    format!("invalid header name {:?}", f.name),
+                )
+            })?;
+            let value = HeaderValue::from_bytes(f.value).map_err(|_| {
+                proto(
+                    Protocol::Header,
+                    format!("invalid value for header {}", f.name),
+                )
+            })?;
             if name == header::CONTENT_LENGTH {
                 let n = parse_length(f.value)?;
                 if length.is_some_and(|l| l != n) {
-                    return Err(proto(Protocol::ContentLength, "conflicting Content-Length values"));
+                    return Err(proto(
+                        Protocol::ContentLength,
+                        "conflicting Content-Length values",
+                    ));
                 }
                 length = Some(n);
             } else if name == header::TRANSFER_ENCODING {
@@ -235,10 +255,10 @@ pub fn parse_response_head(
 pub(crate) fn parse_length(v: &[u8]) -> Result<u64, Fault> {
     let v = v.trim_ascii();
     if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
-        return Err(proto(Protocol::ContentLength, format!(
-            "invalid Content-Length {:?}",
-            String::from_utf8_lossy(v)
-        )));
+        return Err(proto(
+            Protocol::ContentLength,
+            format!("invalid Content-Length {:?}", String::from_utf8_lossy(v)),
+        ));
     }
     Ok(v.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0')))
 }
@@ -304,7 +324,10 @@ impl ChunkedDecoder {
                         return Ok(Decoded::NeedMore);
                     };
                     if eol == 0 || buf[eol - 1] != b'\r' {
-                        return Err(proto(Protocol::Chunked, "chunk-size line not ended by CRLF"));
+                        return Err(proto(
+                            Protocol::Chunked,
+                            "chunk-size line not ended by CRLF",
+                        ));
                     }
                     let line = &buf[..eol - 1];
                     let digits_end = line
@@ -402,10 +425,7 @@ mod tests {
         }
     }
 
-    fn decode_all(
-        input: &[u8],
-        splits: &[usize],
-    ) -> Result<(Vec<u8>, bool, Vec<u8>), Fault> {
+    fn decode_all(input: &[u8], splits: &[usize]) -> Result<(Vec<u8>, bool, Vec<u8>), Fault> {
         let mut dec = ChunkedDecoder::new();
         let mut buf = BytesMut::new();
         let mut out = Vec::new();
@@ -608,8 +628,7 @@ mod tests {
         h.insert("soapaction", "\"urn:x\"".parse().unwrap());
         let mut out = BytesMut::new();
         write_request_head(
-            &Method::POST,
-            "/s?a=1",
+            (&Method::POST, "/s?a=1", Version::HTTP_11),
             &h,
             RequestFraming::Length(1234),
             &mut out,
@@ -620,8 +639,7 @@ mod tests {
         );
         out.clear();
         write_request_head(
-            &Method::GET,
-            "",
+            (&Method::GET, "", Version::HTTP_11),
             &HeaderMap::new(),
             RequestFraming::Empty,
             &mut out,
@@ -629,8 +647,7 @@ mod tests {
         assert_eq!(&out[..], b"GET / HTTP/1.1\r\n\r\n");
         out.clear();
         write_request_head(
-            &Method::PUT,
-            "/",
+            (&Method::PUT, "/", Version::HTTP_11),
             &HeaderMap::new(),
             RequestFraming::Chunked,
             &mut out,
@@ -645,12 +662,19 @@ mod tests {
         assert_eq!(&out[..], b"1a2b\r\n0\r\n");
         out.clear();
         write_request_head(
-            &Method::POST,
-            "/",
+            (&Method::POST, "/", Version::HTTP_11),
             &HeaderMap::new(),
             RequestFraming::Length(u64::MAX),
             &mut out,
         );
         assert!(out.ends_with(b"content-length: 18446744073709551615\r\n\r\n"));
+        out.clear();
+        write_request_head(
+            (&Method::GET, "http://b:80/s", Version::HTTP_10),
+            &HeaderMap::new(),
+            RequestFraming::Empty,
+            &mut out,
+        );
+        assert_eq!(&out[..], b"GET http://b:80/s HTTP/1.0\r\n\r\n");
     }
 }

@@ -1,6 +1,6 @@
 //! `<property>`: sets or removes a message property (default and operation scope) or an axis2
 //! one (`HTTP_SC` sets the status; `messageType` and `ContentType` may make the message leave
-//! as JSON). The transport scope sets HTTP headers: it compiles to a [`HeaderPlan`] step.
+//! as JSON; `DISABLE_CHUNKING` and `FORCE_HTTP_1.0` have the body read, to leave with its length). The transport scope sets HTTP headers: it compiles to a [`HeaderPlan`] step.
 
 use crate::mediators::header::{check_header_value, HeaderPlan};
 use crate::mediators::prelude::*;
@@ -112,11 +112,26 @@ impl PropertyPlan {
     }
 }
 
+impl PropertyPlan {
+    /// Whether the step may ask for a request that leaves with a `Content-Length` (axis2
+    /// `DISABLE_CHUNKING` or `FORCE_HTTP_1.0`): the body is then read, so that its length is known.
+    fn wants_length(&self) -> bool {
+        matches!(self, PropertyPlan::Set {
+            scope: Scope::Axis2 | Scope::Axis2Client,
+            name,
+            value,
+            ..
+        } if (name == "DISABLE_CHUNKING" || name == "FORCE_HTTP_1.0")
+            && !matches!(value, Value::Literal(v) if !v.eq_ignore_ascii_case("true")))
+    }
+}
+
 impl Mediator for PropertyPlan {
     fn reads(&self, json: bool) -> Reads {
         match self {
             // Leaving as JSON: an XML body is read to be converted; a JSON one goes as it is.
             p if p.makes_json() && !json => Reads::WHOLE,
+            p if p.wants_length() => Reads::WHOLE,
             PropertyPlan::Set { value, .. } => Reads::of(value.body_need()),
             PropertyPlan::Remove { .. } => Reads::NOTHING,
         }
@@ -124,7 +139,7 @@ impl Mediator for PropertyPlan {
 
     fn by_head(&self, f: &mut dyn FnMut(&Expr) -> bool) -> ByHead {
         match self {
-            p if p.makes_json() => ByHead::No,
+            p if p.makes_json() || p.wants_length() => ByHead::No,
             PropertyPlan::Set { value, .. } => value_by_head(value, f).into(),
             PropertyPlan::Remove { .. } => ByHead::Yes,
         }

@@ -248,6 +248,10 @@ pub struct Seen {
     pub method: String,
     pub path: String,
     pub query: Option<String>,
+    /// The request target as the request line had it (absolute-form when so).
+    pub target: String,
+    /// The request line's version: `HTTP/1.1`, `HTTP/1.0`.
+    pub version: String,
     pub headers: http::HeaderMap,
     /// The body, for requests of at most 1 MiB with a Content-Length (larger ones stream back).
     pub body: Option<Bytes>,
@@ -302,6 +306,8 @@ pub async fn backend() -> Backend {
                             method: parts.method.to_string(),
                             path: parts.uri.path().to_owned(),
                             query: parts.uri.query().map(str::to_owned),
+                            target: parts.uri.to_string(),
+                            version: format!("{:?}", parts.version),
                             headers: parts.headers.clone(),
                             body: None,
                         };

@@ -2,6 +2,7 @@
 //! the endpoint's timeout and suspension, and the request as the back-end gets it.
 
 use super::*;
+use crate::client::Wire;
 
 /// Sends a message whose body is in memory through a failover or load-balance endpoint: to the
 /// child [`EndpointPlan::pick`] chooses, then, after a back-end failure the child's `retryConfig`
@@ -98,8 +99,15 @@ pub(super) fn backend_request(
         headers.insert(header::CONTENT_TYPE, ct.clone());
     }
     msg.apply_action(&mut headers);
+    let method = outgoing_method(msg, ep);
+    let wire = wire(msg, &mut headers);
+    // A GET leaves without a body and its Content-Type, as in Synapse (whatever the message holds).
+    let no_body = msg.axis2.is_true("NO_ENTITY_BODY") || method == Method::GET;
+    if method == Method::GET {
+        headers.remove(header::CONTENT_TYPE);
+    }
     let mut activity = None;
-    let body = if msg.axis2.is_true("NO_ENTITY_BODY") {
+    let body = if no_body {
         headers.remove(header::CONTENT_LENGTH);
         RelayBody::Empty
     } else {
@@ -135,10 +143,41 @@ pub(super) fn backend_request(
         }
     };
     let mut req = Request::new(body);
-    *req.method_mut() = ep.method.clone().unwrap_or_else(|| msg.method.clone());
+    *req.method_mut() = method;
     *req.uri_mut() = ep.uri.clone();
     *req.headers_mut() = headers;
+    if wire != Wire::default() {
+        req.extensions_mut().insert(wire);
+    }
     (req, activity)
+}
+
+/// The method a request leaves with: the `http` endpoint's, else the axis2 `HTTP_METHOD` a
+/// mediator set (one that is no method is passed over), else the client's.
+fn outgoing_method(msg: &Message, ep: &EndpointPlan) -> Method {
+    ep.method
+        .clone()
+        .or_else(|| {
+            let m = msg.axis2.get("HTTP_METHOD")?;
+            Method::from_bytes(m.trim().to_ascii_uppercase().as_bytes()).ok()
+        })
+        .unwrap_or_else(|| msg.method.clone())
+}
+
+/// Synapse's axis2 properties about the wire: `POST_TO_URI` (the whole URI in the request line),
+/// `FORCE_HTTP_1.0` (an HTTP/1.0 request line; the connection is then not kept) and
+/// `NO_KEEPALIVE` (`Connection: close`, the connection not kept).
+fn wire(msg: &Message, headers: &mut HeaderMap) -> Wire {
+    let http10 = msg.axis2.is_true("FORCE_HTTP_1.0");
+    let close = http10 || msg.axis2.is_true("NO_KEEPALIVE");
+    if close {
+        headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    Wire {
+        absolute_target: msg.axis2.is_true("POST_TO_URI"),
+        http10,
+        close,
+    }
 }
 
 /// A send that got no response: why, the request body if nothing read it, and why the fault sequence
