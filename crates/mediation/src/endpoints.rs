@@ -45,14 +45,7 @@ pub struct EndpointPlan {
     pub format: Format,
 }
 
-/// An address endpoint's `format`, as far as Sluice applies it: the REST postfix of an API request
-/// is appended for REST requests (as is), always (pox), or never (SOAP).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    AsIs,
-    Soap,
-    Pox,
-}
+pub use crate::format::Format;
 
 #[derive(Debug)]
 pub enum Address {
@@ -295,9 +288,9 @@ impl EndpointPlan {
                 FaultVersion::Soap12 => false,
             };
         match self.format {
-            Format::Soap => None,
+            Format::Soap11 | Format::Soap12 => None,
             Format::Pox => Some(p),
-            Format::AsIs => rest.then_some(p),
+            Format::AsIs | Format::Json => rest.then_some(p),
         }
     }
 
@@ -682,15 +675,17 @@ impl Compiler<'_> {
                 }
             }
         };
-        if let Some(f) = &a.format {
-            if !matches!(f.as_str(), "soap11" | "soap12" | "pox" | "leave-as-is") {
-                self.report(
-                    Severity::Unsupported,
-                    &a.uri_loc,
-                    "address",
-                    format!("format '{f}' is not supported yet (message conversion)"),
-                );
-            }
+        let format = Format::named(a.format.as_deref());
+        if format.is_none() {
+            self.report(
+                Severity::Unsupported,
+                &a.uri_loc,
+                "address",
+                format!(
+                    "format '{}' is not supported yet (message conversion)",
+                    a.format.as_deref().unwrap_or_default()
+                ),
+            );
         }
         let (timeout, timeout_action) = self.timeout(a);
         let mut plan = EndpointPlan::new(
@@ -709,11 +704,7 @@ impl Compiler<'_> {
         };
         plan.template_vars = template_vars;
         plan.method = a.method.as_deref().and_then(|m| m.parse().ok());
-        plan.format = match a.format.as_deref() {
-            Some("soap11" | "soap12") => Format::Soap,
-            Some("pox") => Format::Pox,
-            _ => Format::AsIs,
-        };
+        plan.format = format.unwrap_or(Format::AsIs);
         Some(Arc::new(plan))
     }
     /// A failover or load-balance endpoint; None (all problems reported) when a child is not

@@ -7,6 +7,7 @@ pub mod endpoints;
 pub mod error;
 pub mod exec;
 pub mod fault;
+pub mod format;
 pub mod health;
 pub mod json;
 pub mod mediators;

@@ -434,6 +434,11 @@ impl Engine {
                 return self.send_failed(proxy, msg, failed, depth).await;
             }
         }
+        if ep.group.is_none() && ep.format.converts(&msg) {
+            if let Err(failed) = self.in_format(&mut msg, &mut stream, &ep).await {
+                return self.send_failed(proxy, msg, failed, depth).await;
+            }
+        }
         let kept = go_on.as_ref().map(|_| msg.clone());
         let single = if ep.group.is_some() {
             if !ep.any_ready(Instant::now()) {
@@ -748,6 +753,10 @@ impl Engine {
         keep_headers: bool,
     ) -> Result<(Response<BackendBody>, Arc<EndpointPlan>), NotSent> {
         if ep.group.is_none() {
+            if ep.format.converts(msg) {
+                // Boxed: the conversion's state stays out of every plain send's future.
+                Box::pin(self.in_format(msg, &mut stream, ep)).await?;
+            }
             let limit = self.opts.default_timeout;
             return send_once(&self.client, limit, msg, ep, stream, keep_headers).await;
         }
@@ -762,6 +771,20 @@ impl Engine {
             send_to_group(&self.client, self.opts.default_timeout, msg, ep).await
         })
         .await
+    }
+
+    /// Reads the body and converts the message to the endpoint's `format`
+    /// ([`sluice_mediation::format`]). A body that cannot be read or converted is not sent.
+    async fn in_format(
+        &self,
+        msg: &mut Message,
+        stream: &mut Option<Inbound>,
+        ep: &EndpointPlan,
+    ) -> Result<(), NotSent> {
+        self.read_whole(msg, stream)
+            .await
+            .and_then(|()| ep.format.apply(msg))
+            .map_err(NotSent::unreadable)
     }
 
     async fn reply(&self, msg: Message, req_stream: Option<Inbound>) -> Response<RelayBody> {

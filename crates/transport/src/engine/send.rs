@@ -71,6 +71,10 @@ pub(super) async fn send_once(
         Ok(t) => t,
         Err(error) => return Err(NotSent::with_stream(error, stream)),
     };
+    // A group's child: the body is in memory (a single endpoint's was converted before).
+    if let Err(error) = target.format.apply(msg) {
+        return Err(NotSent::with_stream(error, stream));
+    }
     let (req, activity) = backend_request(msg, &target, stream, keep_headers);
     let limit = target.timeout.unwrap_or(default_timeout);
     match send_with_timeout(client, req, &target, activity, limit).await {
