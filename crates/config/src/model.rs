@@ -59,6 +59,8 @@ pub struct EndpointTemplate {
 pub struct CloneMediator {
     pub id: Option<String>,
     pub targets: Vec<CloneTarget>,
+    /// The copies go through their targets one after another (`sequential="true"`), not at once.
+    pub sequential: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -72,12 +74,18 @@ pub struct CloneTarget {
 }
 
 /// `<iterate expression>` with one `<target>`: each selected element becomes the payload of a new
-/// message (`preservePayload` false).
+/// message, or with `preservePayload` is put back into a copy of the whole message.
 #[derive(Clone, Debug)]
 pub struct IterateMediator {
     pub id: Option<String>,
     pub expression: ExprSrc,
     pub target: CloneTarget,
+    /// Each part goes into a copy of the whole message (the parts taken out), under the first
+    /// node `attach_path` selects (default `.`: the envelope), instead of alone in the Body.
+    pub preserve_payload: bool,
+    pub attach_path: Option<ExprSrc>,
+    /// The parts go through the target one after another, not at once.
+    pub sequential: bool,
 }
 
 /// `<aggregate>`: `completeCondition` (`messageCount min max`, `timeout`) and `onComplete`

@@ -245,7 +245,9 @@ fn to_json(body: &[u8]) -> Result<bytes::Bytes, Error> {
     }
     let doc = sluice_xml::parse_untrusted(body, &sluice_xml::Limits::default()).map_err(failed)?;
     let p = crate::exec::payload_node(&doc).ok_or_else(|| failed("no payload element"))?;
-    crate::json::xml_to_json(p).map(bytes::Bytes::from).map_err(failed)
+    crate::json::xml_to_json(p)
+        .map(bytes::Bytes::from)
+        .map_err(failed)
 }
 
 #[cfg(test)]
@@ -257,8 +259,8 @@ mod tests {
         let body = format!(
             r#"<e:Envelope xmlns:e="{SOAP11_ENV}"><e:Body><m:a xmlns:m="urn:m">{SOAP11_ENV}</m:a><b x='{SOAP11_ENV}' xmlns:q = '{SOAP11_ENV}'/></e:Body></e:Envelope>"#
         );
-        let out = String::from_utf8(rename_namespace(body.as_bytes(), SOAP11_ENV, SOAP12_ENV))
-            .unwrap();
+        let out =
+            String::from_utf8(rename_namespace(body.as_bytes(), SOAP11_ENV, SOAP12_ENV)).unwrap();
         assert_eq!(
             out,
             format!(

@@ -7,6 +7,8 @@ use crate::mediators::prelude::*;
 #[derive(Debug)]
 pub struct ClonePlan {
     pub targets: Vec<CloneTargetPlan>,
+    /// The copies go through their targets one after another.
+    pub sequential: bool,
 }
 
 #[derive(Debug)]
@@ -23,7 +25,10 @@ pub(crate) fn compile(c: &mut Compiler, cl: &cfg::CloneMediator) -> Option<Step>
     for t in &cl.targets {
         targets.push(c.clone_target(t)?);
     }
-    Some(Step::Clone(Arc::new(ClonePlan { targets })))
+    Some(Step::Clone(Arc::new(ClonePlan {
+        targets,
+        sequential: cl.sequential,
+    })))
 }
 
 impl Compiler<'_> {

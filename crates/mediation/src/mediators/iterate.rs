@@ -1,14 +1,30 @@
-//! `<iterate>`: a message for each element the expression selects (each in an envelope of its
-//! own), through the target; mediation of the original ends. The transport sends them.
+//! `<iterate>`: a message for each element the expression selects, through the target; mediation
+//! of the original ends. The transport sends them (one after another with `sequential`).
+//!
+//! As in Synapse, the selected elements are first taken out of a copy of the message. Each part
+//! then goes alone into the Body of a copy (its SOAP header kept), or with `preservePayload` into
+//! a copy of the whole message, as the last child of the first node `attachPath` selects (default
+//! `.`, the envelope; relative paths start at the envelope).
 
 use crate::mediators::clone::CloneTargetPlan;
 use crate::mediators::prelude::*;
+use sluice_xml::{Document, Fragment, Placement};
 
 /// `<iterate>`: what it splits on, and where each part goes.
 #[derive(Debug)]
 pub struct IteratePlan {
     pub expression: Expr,
     pub target: CloneTargetPlan,
+    /// With `preservePayload`: where each part goes (`None`: the envelope).
+    pub attach: Option<Attach>,
+    pub sequential: bool,
+}
+
+/// `preservePayload="true"`: the parts go back into the whole message, under `path`'s first node.
+#[derive(Debug)]
+pub struct Attach {
+    /// The path and its text (for the error when it selects nothing).
+    pub path: Option<(Expr, String)>,
 }
 
 pub(crate) fn compile(
@@ -18,9 +34,23 @@ pub(crate) fn compile(
 ) -> Option<Step> {
     let expression = c.xml_parts(&it.expression, &m.loc, &m.element, "iterating over");
     let target = c.clone_target(&it.target);
+    let attach = match (&it.attach_path, it.preserve_payload) {
+        (_, false) => None,
+        (None, true) => Some(Attach { path: None }),
+        // "." is the envelope itself.
+        (Some(p), true) if p.text.trim() == "." => Some(Attach { path: None }),
+        (Some(p), true) => Some(Attach {
+            path: Some((
+                c.xml_parts(p, &m.loc, &m.element, "attaching to")?,
+                p.text.clone(),
+            )),
+        }),
+    };
     Some(Step::Iterate(Arc::new(IteratePlan {
         expression: expression?,
         target: target?,
+        attach,
+        sequential: it.sequential,
     })))
 }
 
@@ -39,25 +69,93 @@ impl Mediator for Arc<IteratePlan> {
 
     #[inline]
     fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
-        let parts = self
-            .expression
-            .eval_nodes_xml_each(&View {
-                msg: cx.msg,
-                doc: cx.doc,
-            })
-            .map_err(expr_error)?
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Mediation,
-                    "iterate: the expression selects no nodes",
-                )
-            })?;
-        // One request must not fan out without bound: each part is a back-end call.
-        within_parts_cap("iterate", parts.len())?;
-        let bodies = parts
-            .iter()
-            .map(|p| envelope_with(p, cx.msg.soap))
-            .collect();
+        let env = View {
+            msg: cx.msg,
+            doc: cx.doc,
+        };
+        let doc = env.document().map_err(expr_error)?;
+        let bodies = self.split(doc, &env)?;
         Ok(Some(Flow::Iterate(self.clone(), bodies)))
+    }
+}
+
+fn failed(why: impl std::fmt::Display) -> Error {
+    Error::new(ErrorKind::Mediation, format!("iterate: {why}"))
+}
+
+impl IteratePlan {
+    /// The messages the parts make, as bytes.
+    fn split(&self, doc: &Document, env: &dyn Env) -> Result<Vec<bytes::Bytes>, Error> {
+        // A copy with the parts taken out, and the parts, each declaring what it uses.
+        let mut rest = doc.duplicate().map_err(|e| xml_error("iterate", e))?;
+        let (parts, ids) = {
+            let nodes = self.expression.nodes(&rest, env).map_err(expr_error)?;
+            if nodes.is_empty() {
+                return Err(failed("the expression selects no nodes"));
+            }
+            // One request must not fan out without bound: each part is a back-end call.
+            within_parts_cap("iterate", nodes.len())?;
+            let mut parts = Vec::with_capacity(nodes.len());
+            for n in &nodes {
+                parts.push(Fragment::from_nodes(&[*n]).map_err(|e| xml_error("iterate", e))?);
+            }
+            (parts, nodes.iter().map(|n| n.id()).collect::<Vec<_>>())
+        };
+        for id in ids {
+            rest.remove(id).map_err(|e| xml_error("iterate", e))?;
+        }
+        if rest.soap_body().is_none() {
+            // Plain XML: each part is a message of its own (what Synapse's POX formatter writes).
+            return parts
+                .iter()
+                .map(|p| p.to_xml_string().map(bytes::Bytes::from))
+                .collect::<Result<_, _>>()
+                .map_err(|e| xml_error("iterate", e));
+        }
+        if self.attach.is_none() {
+            let children: Vec<_> = rest
+                .soap_body()
+                .map(|b| b.children().map(|c| c.id()).collect())
+                .unwrap_or_default();
+            for c in children {
+                rest.remove(c).map_err(|e| xml_error("iterate", e))?;
+            }
+        }
+        parts.iter().map(|p| self.one(&rest, p, env)).collect()
+    }
+
+    /// One message: a copy of `rest` (a SOAP envelope) with `part` added under the Body or the
+    /// attach path's node.
+    fn one(&self, rest: &Document, part: &Fragment, env: &dyn Env) -> Result<bytes::Bytes, Error> {
+        let mut m = rest.duplicate().map_err(|e| xml_error("iterate", e))?;
+        let at = match &self.attach {
+            None => m
+                .soap_body()
+                .map(|b| b.id())
+                .ok_or_else(|| failed("the message has no SOAP Body"))?,
+            Some(Attach { path: None }) => m
+                .root_element()
+                .map(|r| r.id())
+                .ok_or_else(|| failed("the message has no envelope to attach to"))?,
+            Some(Attach {
+                path: Some((p, text)),
+            }) => {
+                let root = m
+                    .root_element()
+                    .ok_or_else(|| failed("the message has no envelope to attach to"))?;
+                let nodes = p.nodes_at(root, env).map_err(expr_error)?;
+                match nodes.first() {
+                    Some(n) if n.is_element() => n.id(),
+                    _ => {
+                        return Err(failed(format_args!(
+                            "the attachPath '{text}' selects no element"
+                        )))
+                    }
+                }
+            }
+        };
+        m.insert(at, part, Placement::LastChild)
+            .map_err(|e| xml_error("iterate", e))?;
+        message_bytes(&m, "iterate").map(bytes::Bytes::from)
     }
 }

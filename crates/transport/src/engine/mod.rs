@@ -591,7 +591,20 @@ impl Engine {
                 self.request_decided(proxy, copy, None, flow, depth).await
             }));
         }
-        let answers = join_all(copies).await;
+        let sequential = match &fanout {
+            Fanout::Clone(c) => c.sequential,
+            Fanout::Iterate(it, _) => it.sequential,
+        };
+        let answers = if sequential {
+            // `sequential="true"`: each copy's whole run before the next one starts.
+            let mut answers = Vec::with_capacity(copies.len());
+            for c in copies {
+                answers.push(c.await);
+            }
+            answers
+        } else {
+            join_all(copies).await
+        };
         // The first real answer: not a copy an aggregate kept, nor one dropped or sent one-way.
         if let Some(r) = answers
             .into_iter()

@@ -173,12 +173,18 @@ impl FileParser<'_, '_> {
     }
 
     pub(super) fn iterate(&mut self, n: Node) -> Option<IterateMediator> {
-        self.refuse_true(
-            n,
-            "iterate",
-            &["sequential", "continueParent", "preservePayload"],
-        )?;
-        // attachPath matters only with preservePayload (refused above): ignored, as in Synapse.
+        self.refuse_true(n, "iterate", &["continueParent"])?;
+        let preserve_payload = loose_bool(n, "preservePayload", false);
+        let attach_path = self.expr_attr(n, "attachPath");
+        if attach_path.is_some() && !preserve_payload {
+            // Synapse refuses it too.
+            self.report(
+                Severity::Error,
+                n,
+                "an iterate that does not preserve the payload cannot have an attachPath",
+            );
+            return None;
+        }
         let expression = self.required_expr(n, "expression")?;
         let c = self.clone_mediator(n)?;
         let mut targets = c.targets.into_iter();
@@ -190,6 +196,9 @@ impl FileParser<'_, '_> {
             id: c.id,
             expression,
             target,
+            preserve_payload,
+            attach_path,
+            sequential: c.sequential,
         })
     }
 
@@ -212,7 +221,12 @@ impl FileParser<'_, '_> {
     }
 
     pub(super) fn clone_mediator(&mut self, n: Node) -> Option<CloneMediator> {
-        self.refuse_true(n, "clone", &["sequential", "continueParent"])?;
+        let what = if n.tag_name().name() == "iterate" {
+            "iterate"
+        } else {
+            "clone"
+        };
+        self.refuse_true(n, what, &["continueParent"])?;
         let mut targets = Vec::new();
         for c in elements(n) {
             if c.tag_name().name() != "target" {
@@ -232,6 +246,8 @@ impl FileParser<'_, '_> {
         Some(CloneMediator {
             id: n.attribute("id").map(str::to_owned),
             targets,
+            // Synapse takes exactly "true".
+            sequential: n.attribute("sequential") == Some("true"),
         })
     }
 

@@ -243,4 +243,39 @@ mod tests {
         assert_eq!(d.items[0].severity, crate::diag::Severity::Warning);
         assert_eq!(d.items[0].location.line, 8);
     }
+
+    #[test]
+    fn iterate_options_read_as_synapse_reads_them() {
+        let iterate = |attrs: &str| {
+            parse(&format!(
+                r#"<sequence name="S" {NS}><iterate expression="//a" {attrs}><target><sequence><drop/></sequence></target></iterate></sequence>"#
+            ))
+        };
+        let (cfg, d) = iterate(r#"preservePayload="TRUE" attachPath="//p" sequential="true""#);
+        assert!(d.items.is_empty(), "{:?}", d.items);
+        let crate::model::MediatorKind::Iterate(it) = &cfg.sequences[0].sequence.mediators[0].kind
+        else {
+            panic!()
+        };
+        assert!(it.preserve_payload && it.sequential);
+        assert_eq!(
+            it.attach_path.as_ref().map(|p| p.text.as_str()),
+            Some("//p")
+        );
+        // Synapse: an attachPath without preservePayload is a configuration error.
+        let (_, d) = iterate(r#"attachPath="//p""#);
+        assert!(d.has_errors());
+        assert!(
+            d.items[0].message.contains("cannot have an attachPath"),
+            "{:?}",
+            d.items
+        );
+        // continueParent is not supported: reported, the sequence not deployed.
+        let (_, d) = iterate(r#"continueParent="true""#);
+        assert!(
+            d.items[0].message.contains("iterate with continueParent"),
+            "{:?}",
+            d.items
+        );
+    }
 }
