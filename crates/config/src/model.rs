@@ -453,9 +453,11 @@ pub enum MediatorKind {
         body: Sequence,
     },
     Switch(Switch),
-    /// `<sequence key="..."/>`.
+    /// `<sequence key="..."/>`; a key in braces is an expression naming the sequence per
+    /// message (`dynamic`, the text inside the braces).
     SequenceRef {
         key: String,
+        dynamic: Option<ExprSrc>,
     },
     MakeFault(MakeFault),
     /// `<xslt>` (result replaces the source node) or `<fastXSLT>` (whole envelope in, bytes out).

@@ -204,6 +204,8 @@ mediators! {
     Filter(filter::FilterPlan),
     Switch(switch::SwitchPlan),
     Sequence(sequence::SequencePlan),
+    /// `<sequence key="{...}"/>`: the sequence each message names.
+    SequenceByKey(sequence::PerMessagePlan),
     Template(template::TemplateStep),
     Clone(std::sync::Arc<clone::ClonePlan>),
     Iterate(std::sync::Arc<iterate::IteratePlan>),
@@ -243,7 +245,9 @@ impl Compiler<'_> {
             }
             cfg::MediatorKind::Filter(f) => filter::compile(self, f, el),
             cfg::MediatorKind::Switch(s) => switch::compile(self, s, el),
-            cfg::MediatorKind::SequenceRef { key } => sequence::compile(self, key, m),
+            cfg::MediatorKind::SequenceRef { key, dynamic } => {
+                sequence::compile(self, key, dynamic.as_ref(), m)
+            }
             cfg::MediatorKind::Clone(c) => clone::compile(self, c),
             cfg::MediatorKind::Foreach(f) => foreach::compile(self, f, m),
             cfg::MediatorKind::Iterate(it) => iterate::compile(self, it, m),

@@ -1,16 +1,64 @@
 //! `<sequence key="..."/>`: a named sequence runs here (also the nested list a `call` with
 //! `<source>` / `<target>` compiles to). When a mediator in it fails and it has an `onError`
 //! sequence, that one runs, as Synapse's error handler.
+//!
+//! A key in braces (`key="{//m:route}"`) is an expression: each message runs the named sequence
+//! its value names ([`PerMessagePlan`]), looked up among every named sequence of the
+//! configuration; a name that is none fails the message, in Synapse's words.
 
 use crate::mediators::prelude::*;
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 #[derive(Debug)]
 pub struct SequencePlan(pub Arc<SeqPlan>);
 
-pub(crate) fn compile(c: &mut Compiler, key: &str, m: &cfg::Mediator) -> Option<Step> {
+/// Every named sequence of the configuration by name, filled once the configuration is compiled
+/// (a sequence may name itself per message).
+pub(crate) type ByName = Arc<OnceLock<HashMap<String, Arc<SeqPlan>>>>;
+
+/// `<sequence key="{expression}"/>`.
+#[derive(Debug)]
+pub struct PerMessagePlan {
+    key: Expr,
+    all: ByName,
+}
+
+pub(crate) fn compile(
+    c: &mut Compiler,
+    key: &str,
+    dynamic: Option<&cfg::ExprSrc>,
+    m: &cfg::Mediator,
+) -> Option<Step> {
+    if let Some(e) = dynamic {
+        return Some(Step::SequenceByKey(PerMessagePlan {
+            key: c.expr(e, &m.element)?,
+            all: c.sequences_by_name.clone(),
+        }));
+    }
     Some(Step::Sequence(SequencePlan(
         c.named_sequence(key, Some(&m.loc))?,
     )))
+}
+
+/// Runs `seq`'s steps here; on a failure its `onError` sequence, if it has one.
+fn run_here(seq: &SeqPlan, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
+    match cx.branch(&seq.steps) {
+        Err(e) => match seq.on_error.get() {
+            Some(h) if e.kind != ErrorKind::Stopped => {
+                // As Synapse's error handler: the onError sequence runs on the message as it
+                // is; what it decides is the flow, else the error stands, handled.
+                *cx.doc = DocCache::new();
+                crate::exec::set_error_props(cx.msg, &e);
+                match cx.branch(&h.steps)? {
+                    Some(f) => Ok(Some(f)),
+                    None => Err(e.handled()),
+                }
+            }
+            _ => Err(e),
+        },
+        r => r,
+    }
 }
 
 impl Mediator for SequencePlan {
@@ -35,21 +83,36 @@ impl Mediator for SequencePlan {
 
     #[inline]
     fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
-        match cx.branch(&self.0.steps) {
-            Err(e) => match self.0.on_error.get() {
-                Some(h) if e.kind != ErrorKind::Stopped => {
-                    // As Synapse's error handler: the onError sequence runs on the message as it
-                    // is; what it decides is the flow, else the error stands, handled.
-                    *cx.doc = DocCache::new();
-                    crate::exec::set_error_props(cx.msg, &e);
-                    match cx.branch(&h.steps)? {
-                        Some(f) => Ok(Some(f)),
-                        None => Err(e.handled()),
-                    }
-                }
-                _ => Err(e),
-            },
-            r => r,
+        run_here(&self.0, cx)
+    }
+}
+
+impl Mediator for PerMessagePlan {
+    /// Any sequence may run: the body is read, and so is a response a call in it gets.
+    fn reads(&self, _json: bool) -> Reads {
+        Reads {
+            need: BodyNeed::Full,
+            then_response: true,
         }
+    }
+
+    fn by_head(&self, _f: &mut dyn FnMut(&Expr) -> bool) -> ByHead {
+        ByHead::No
+    }
+
+    fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
+        let name = eval_expr(&self.key, cx.msg, cx.doc)?;
+        let seq = self
+            .all
+            .get()
+            .and_then(|all| all.get(name.as_str()))
+            .cloned()
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Mediation,
+                    format!("Sequence named {name} cannot be found"),
+                )
+            })?;
+        run_here(&seq, cx)
     }
 }

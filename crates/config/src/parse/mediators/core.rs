@@ -182,10 +182,14 @@ impl FileParser<'_, '_> {
         })
     }
 
-    /// `<sequence key>`: the named sequence runs here.
+    /// `<sequence key>`: the named sequence runs here; `{expression}`, the one it names.
     pub(super) fn sequence_ref(&mut self, n: Node) -> Option<MediatorKind> {
         let key = self.required_attr(n, "key")?;
-        Some(MediatorKind::SequenceRef { key })
+        let dynamic = key
+            .strip_prefix('{')
+            .and_then(|k| k.strip_suffix('}'))
+            .map(|inner| self.expr(n, "key", inner.trim()));
+        Some(MediatorKind::SequenceRef { key, dynamic })
     }
 
     /// `<call-template target>` with its `<with-param name value>`s.
