@@ -671,8 +671,11 @@ pub struct Property {
 
 #[derive(Clone, Debug)]
 pub struct Header {
-    /// As written: `To`, `Content-Type`, or `prefix:local` for a SOAP header.
+    /// As written: `To`, `Content-Type`, or `prefix:local` for a SOAP header; empty with `inline`.
     pub name: String,
+    /// Synapse's header with inline XML and no name: these elements (serialised, declaring the
+    /// namespaces they use) are added to the SOAP Header; `action` is then `Set` and unused.
+    pub inline: Option<String>,
     /// The namespace of a prefixed name, resolved from the element's in-scope declarations.
     pub namespace: Option<String>,
     pub scope: HeaderScope,

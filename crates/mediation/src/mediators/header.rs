@@ -31,11 +31,27 @@ pub enum HeaderPlan {
         ns: String,
         local: String,
     },
+    /// Elements given inline (`<header><h:block xmlns:h="..">..</h:block></header>`) appended to
+    /// the Header, as Synapse 3.0.1 adds them.
+    AddSoapXml(String),
 }
 
 pub(crate) fn compile(c: &mut Compiler, h: &cfg::Header, m: &cfg::Mediator) -> Option<Step> {
     let el = m.element.as_str();
     let set = |c: &mut Compiler, v: &cfg::ValueSrc| c.value(v, el);
+    if let Some(xml) = &h.inline {
+        // Checked once here: each message parses it again (a plan is shared between threads).
+        if let Err(e) = Fragment::parse(xml) {
+            c.report(
+                Severity::Error,
+                &m.loc,
+                el,
+                format!("inline header XML: {e}"),
+            );
+            return None;
+        }
+        return Some(Step::Header(HeaderPlan::AddSoapXml(xml.clone())));
+    }
     let plan = match h.scope {
         cfg::HeaderScope::Transport => {
             let Ok(name) = HeaderName::from_bytes(h.name.as_bytes()) else {
@@ -139,7 +155,9 @@ impl Mediator for HeaderPlan {
             HeaderPlan::SetHttp { value, .. }
             | HeaderPlan::SetTo(value)
             | HeaderPlan::SetAction(value) => Reads::of(value.body_need()),
-            HeaderPlan::SetSoap { .. } | HeaderPlan::RemoveSoap { .. } => Reads::WHOLE,
+            HeaderPlan::SetSoap { .. }
+            | HeaderPlan::RemoveSoap { .. }
+            | HeaderPlan::AddSoapXml(_) => Reads::WHOLE,
             HeaderPlan::RemoveHttp(_) | HeaderPlan::RemoveTo | HeaderPlan::RemoveAction => {
                 Reads::NOTHING
             }
@@ -151,7 +169,9 @@ impl Mediator for HeaderPlan {
             HeaderPlan::SetHttp { value, .. }
             | HeaderPlan::SetTo(value)
             | HeaderPlan::SetAction(value) => value_by_head(value, f).into(),
-            HeaderPlan::SetSoap { .. } | HeaderPlan::RemoveSoap { .. } => ByHead::No,
+            HeaderPlan::SetSoap { .. }
+            | HeaderPlan::RemoveSoap { .. }
+            | HeaderPlan::AddSoapXml(_) => ByHead::No,
             HeaderPlan::RemoveHttp(_) | HeaderPlan::RemoveTo | HeaderPlan::RemoveAction => {
                 ByHead::Yes
             }
@@ -193,6 +213,10 @@ impl Mediator for HeaderPlan {
                 set_soap_header(ns, prefix, local, &v, msg, doc)?;
             }
             HeaderPlan::RemoveSoap { ns, local } => remove_soap_header(ns, local, msg, doc)?,
+            HeaderPlan::AddSoapXml(xml) => {
+                let frag = Fragment::parse(xml).map_err(|e| xml_error("header", e))?;
+                add_soap_header(&frag, msg, doc)?;
+            }
         }
         Ok(None)
     }
@@ -207,17 +231,6 @@ fn set_soap_header(
     doc: &mut DocCache,
 ) -> Result<(), Error> {
     let what = "header";
-    let mut d = take_doc(msg, doc)?;
-    let header = match d.ensure_soap_header() {
-        Ok(Some(h)) => h,
-        Ok(None) => {
-            // Not a SOAP envelope: nothing to add a header to (Synapse's POX messages have an
-            // envelope only inside the engine). Leave the message as it was.
-            *doc = DocCache::from(Ok(d));
-            return Ok(());
-        }
-        Err(e) => return Err(xml_error(what, e)),
-    };
     let mut block = String::new();
     block.push('<');
     block.push_str(prefix);
@@ -235,7 +248,24 @@ fn set_soap_header(
     block.push_str(local);
     block.push('>');
     let frag = Fragment::parse(&block).map_err(|e| xml_error(what, e))?;
-    d.insert(header, &frag, Placement::LastChild)
+    add_soap_header(&frag, msg, doc)
+}
+
+/// Appends `blocks` to the SOAP Header, made when absent.
+fn add_soap_header(blocks: &Fragment, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error> {
+    let what = "header";
+    let mut d = take_doc(msg, doc)?;
+    let header = match d.ensure_soap_header() {
+        Ok(Some(h)) => h,
+        Ok(None) => {
+            // Not a SOAP envelope: nothing to add a header to (Synapse's POX messages have an
+            // envelope only inside the engine). Leave the message as it was.
+            *doc = DocCache::from(Ok(d));
+            return Ok(());
+        }
+        Err(e) => return Err(xml_error(what, e)),
+    };
+    d.insert(header, blocks, Placement::LastChild)
         .map_err(|e| xml_error(what, e))?;
     put_doc(msg, doc, d, what)
 }

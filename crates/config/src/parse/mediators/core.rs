@@ -129,12 +129,7 @@ impl FileParser<'_, '_> {
     pub(super) fn header(&mut self, n: Node) -> Option<Header> {
         // As Synapse's HeaderMediatorFactory: no name is needed when the header is inline XML.
         if n.attribute("name").is_none() && elements(n).next().is_some() {
-            self.report(
-                Severity::Unsupported,
-                n,
-                "inline XML SOAP headers are not supported yet",
-            );
-            return None;
+            return self.inline_header(n);
         }
         let name = self.required_attr(n, "name")?;
         let scopes = [
@@ -176,9 +171,39 @@ impl FileParser<'_, '_> {
         })?;
         Some(Header {
             name,
+            inline: None,
             namespace,
             scope,
             action,
+        })
+    }
+
+    /// `<header>` holding XML elements and no name: the elements are added to the SOAP Header
+    /// (Synapse 3.0.1 appends them; removing by inline XML is MI's).
+    fn inline_header(&mut self, n: Node) -> Option<Header> {
+        if n.attribute("action") == Some("remove") {
+            self.report(
+                Severity::Unsupported,
+                n,
+                "removing SOAP headers given as inline XML is not supported yet",
+            );
+            return None;
+        }
+        if n.attribute("scope").is_some_and(|s| s != "default") {
+            self.report(
+                Severity::Error,
+                n,
+                "a header given as inline XML is a SOAP header: scope must be default",
+            );
+            return None;
+        }
+        let inline: String = elements(n).map(|e| self.serialize_element(e)).collect();
+        Some(Header {
+            name: String::new(),
+            inline: Some(inline),
+            namespace: None,
+            scope: HeaderScope::Default,
+            action: Action::Set(ValueSrc::Literal(String::new())),
         })
     }
 
@@ -233,11 +258,13 @@ mod tests {
     use crate::model::*;
     use crate::parse::tests::{parse, NS};
 
-    /// Synapse takes a header with no name when it holds inline XML (which Sluice does not run yet).
+    /// Synapse takes a header with no name when it holds inline XML: its elements, serialised
+    /// with the namespaces they use. Removing by inline XML is MI's (unsupported); a header with
+    /// neither name nor XML is an error.
     #[test]
-    fn nameless_headers_with_inline_xml_are_unsupported_not_wrong() {
-        let (_, d) = parse(&format!(
-            r#"<sequence name="S" {NS}><header><wsa:To xmlns:wsa="http://www.w3.org/2005/08/addressing">x</wsa:To></header><header value="v"/></sequence>"#
+    fn nameless_headers_with_inline_xml_are_read() {
+        let (cfg, d) = parse(&format!(
+            r#"<sequence name="S" {NS} xmlns:wsa="http://www.w3.org/2005/08/addressing"><header><wsa:To>x</wsa:To></header><header action="remove"><wsa:To/></header><header value="v"/></sequence>"#
         ));
         let sev: Vec<Severity> = d.items.iter().map(|x| x.severity).collect();
         assert_eq!(
@@ -245,6 +272,13 @@ mod tests {
             [Severity::Unsupported, Severity::Error],
             "{:?}",
             d.items
+        );
+        let MediatorKind::Header(h) = &cfg.sequences[0].sequence.mediators[0].kind else {
+            panic!()
+        };
+        assert_eq!(
+            h.inline.as_deref(),
+            Some(r#"<wsa:To xmlns:wsa="http://www.w3.org/2005/08/addressing">x</wsa:To>"#)
         );
     }
 
