@@ -20,7 +20,9 @@ import synapse  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # How long a case waits for Synapse's answer. Synapse leaves some requests unanswered (an onError
 # sequence that sends nothing); the golden says so.
-ANSWER_WITHIN = 10
+ANSWER_WITHIN = 5
+# Each suite runs on this many fresh Synapses; a part answered otherwise in one of them is unstable.
+RUNS = 3
 
 
 def headers_that_matter(case):
@@ -83,14 +85,37 @@ def record_case(syn, be, case):
     return entry
 
 
-def record(suite, only):
-    suite_dir = os.path.join(ROOT, "conformance", suite)
-    with open(os.path.join(suite_dir, "cases.json"), encoding="utf-8") as f:
-        spec = json.load(f)
-    cases = [c for c in spec["cases"] if not only or c["name"] in only]
-    missing = set(only) - {c["name"] for c in cases}
-    if missing:
-        raise synapse.SynapseError(f"no case named {sorted(missing)} in {suite}")
+def parts(entry):
+    """A recorded answer as the parts the Rust test compares, named as it names them."""
+    out = {"answer": "no_answer" not in entry, "backend_count": entry["backend_count"]}
+    if "no_answer" not in entry:
+        out["status"] = entry["status"]
+        out["body"] = entry["body"]
+        out.update({f"header {k}": v for k, v in entry["headers"].items()})
+    return out
+
+
+def merge_runs(runs):
+    """The first run's answers; where a later run answered a case otherwise, the case's `unstable`
+    names each part that changed with every value seen, and the test does not compare that part."""
+    merged = runs[0]
+    for i, entry in enumerate(merged):
+        seen = [parts(run[i]) for run in runs]
+        unstable = {}
+        for part in sorted(set().union(*seen)):
+            values = []
+            for s in seen:
+                if s.get(part) not in values:
+                    values.append(s.get(part))
+            if len(values) > 1:
+                unstable[part] = values
+        if unstable:
+            entry["unstable"] = unstable
+    return merged
+
+
+def run_once(suite_dir, spec, cases):
+    """Synapse's answers to `cases`, from a Synapse started for this run."""
     be = echo.EchoServer()
     config = synapse.merged_config(os.path.join(suite_dir, "synapse"))
     for name in spec.get("endpoints", []):
@@ -107,7 +132,22 @@ def record(suite, only):
         be.shutdown()
         if not done:
             print(f"record: Synapse's log is in {syn.log_path}", file=sys.stderr)
-    command = "differential/record.sh " + " ".join([suite] + [f"--case '{n}'" for n in only])
+    return startup, results
+
+
+def record(suite, only, runs):
+    suite_dir = os.path.join(ROOT, "conformance", suite)
+    with open(os.path.join(suite_dir, "cases.json"), encoding="utf-8") as f:
+        spec = json.load(f)
+    cases = [c for c in spec["cases"] if not only or c["name"] in only]
+    missing = set(only) - {c["name"] for c in cases}
+    if missing:
+        raise synapse.SynapseError(f"no case named {sorted(missing)} in {suite}")
+    recorded = [run_once(suite_dir, spec, cases) for _ in range(runs)]
+    startup = recorded[0][0]
+    results = merge_runs([r for _, r in recorded])
+    args = [suite] + [f"--case '{n}'" for n in only] + ([f"--runs {runs}"] if runs != RUNS else [])
+    command = "differential/record.sh " + " ".join(args)
     return {
         "recorded_with": command,
         "synapse": f"Apache Synapse {synapse.VERSION} (Maven Central jars, differential/synapse)",
@@ -122,9 +162,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("suite", help="a folder under conformance/")
     ap.add_argument("--case", action="append", default=[], help="record only this case (repeatable)")
+    ap.add_argument("--runs", type=int, default=RUNS, help=f"Synapse runs to compare (default {RUNS})")
     ap.add_argument("--stdout", action="store_true", help="print the golden instead of writing it")
     args = ap.parse_args()
-    golden = record(args.suite, args.case)
+    golden = record(args.suite, args.case, max(args.runs, 1))
     text = json.dumps(golden, indent=2, ensure_ascii=False) + "\n"
     if args.stdout:
         sys.stdout.write(text)
