@@ -107,10 +107,10 @@ def merged_config(path):
 
 def repoint(config, name, url):
     """`config` with endpoint `name`'s address (or http uri-template, or template uri) set to `url`,
-    as Sluice's `--endpoint NAME=URL` does."""
-    start = re.search(
-        r"<(?:[\w.-]+:)?endpoint\b[^>]*?\bname\s*=\s*[\"']" + re.escape(name) + r"[\"'][^>]*>",
-        config,
+    as Sluice's `--endpoint NAME=URL` does. The endpoint is a named one or a local entry holding one."""
+    quoted = r"\s*=\s*[\"']" + re.escape(name) + r"[\"'][^>]*>"
+    start = re.search(r"<(?:[\w.-]+:)?endpoint\b[^>]*?\bname" + quoted, config) or re.search(
+        r"<(?:[\w.-]+:)?localEntry\b[^>]*?\bkey" + quoted, config
     )
     if start is None:
         raise SynapseError(f"no endpoint named '{name}'")
@@ -123,7 +123,8 @@ def repoint(config, name, url):
         r"<(?:[\w.-]+:)?(?:address\b[^>]*?\buri|http\b[^>]*?\buri-template)\s*=\s*(\"[^\"]*\"|'[^']*')"
     )
     m = inner.search(config, start.end())
-    close = config.find("endpoint>", start.end())
+    element = tag.split()[0].split(":")[-1].lstrip("<")
+    close = config.find(f"{element}>", start.end())
     if m is None or (close != -1 and m.start() > close):
         raise SynapseError(f"endpoint '{name}' has no address or http uri to re-point")
     return config[: m.start(1)] + f'"{url}"' + config[m.end(1) :]
