@@ -33,6 +33,11 @@ JVM_FLAGS = [
 ]
 
 READY_LINE = "Apache Synapse started successfully"
+JVM_PROBLEM = re.compile(
+    r"InaccessibleObjectException|IllegalAccessError|NoClassDefFoundError|ClassNotFoundException"
+    r"|UnsupportedClassVersionError|illegal reflective access",
+    re.I,
+)
 
 
 class SynapseError(Exception):
@@ -197,6 +202,16 @@ class Synapse:
         """The ERROR lines of Synapse's log so far, for the golden."""
         lines = self.log().splitlines()
         return [l for l in lines if " ERROR " in l]
+
+    def jvm_problems(self):
+        """Log lines that say the JVM refused something Synapse did (Java 17's module checks, a class
+        missing from the class path), once each."""
+        found = []
+        for line in self.log().splitlines():
+            m = JVM_PROBLEM.search(line)
+            if m and m.group() + line[m.end() : m.end() + 120] not in found:
+                found.append(m.group() + line[m.end() : m.end() + 120])
+        return found
 
     def stop(self, keep_dir=False):
         """Ends Synapse; removes its run folder unless `keep_dir` (the log helps when a run failed)."""
