@@ -13,6 +13,7 @@ import json
 import os
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the repository
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import echo  # noqa: E402
 import synapse  # noqa: E402
