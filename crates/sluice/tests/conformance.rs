@@ -81,16 +81,8 @@ async fn run_suite(dir: &std::path::Path) -> Vec<String> {
     let suite: Suite =
         serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).unwrap()).unwrap();
     let be = backend().await;
-    let mut args = vec![
-        "run".to_owned(),
-        dir.join("synapse").to_str().unwrap().to_owned(),
-    ];
-    for e in &suite.endpoints {
-        args.push("--endpoint".into());
-        args.push(format!("{e}=http://{}/backend", be.addr));
-    }
-    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    let s = Sluice::start_logging(&argv, suite.log_filter.as_deref().unwrap_or("info"));
+    let filter = suite.log_filter.as_deref().unwrap_or("info");
+    let s = Sluice::on_suite(dir, &suite.endpoints, be.addr, filter);
     let mut failures = Vec::new();
     assert!(!suite.cases.is_empty());
     for case in &suite.cases {

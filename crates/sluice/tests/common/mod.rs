@@ -140,6 +140,26 @@ impl Sluice {
         }
     }
 
+    /// Sluice on a conformance suite's `synapse/` folder, each endpoint named in `endpoints`
+    /// re-pointed at `backend` (`http://BACKEND/backend`, as the suites' cases expect).
+    pub fn on_suite(
+        dir: &std::path::Path,
+        endpoints: &[String],
+        backend: SocketAddr,
+        log_filter: &str,
+    ) -> Sluice {
+        let mut args = vec![
+            "run".to_owned(),
+            dir.join("synapse").to_str().unwrap().to_owned(),
+        ];
+        for e in endpoints {
+            args.push("--endpoint".into());
+            args.push(format!("{e}=http://{backend}/backend"));
+        }
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        Sluice::start_logging(&argv, log_filter)
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
