@@ -251,10 +251,12 @@ pub enum EndpointKind {
         children: Vec<Endpoint>,
     },
     /// `<loadbalance>` with the round-robin algorithm: the next ready child in turn; when `failover`
-    /// (the default), a failed send goes to the next ready one.
+    /// (the default), a failed send goes to the next ready one. `weighted`: Synapse's
+    /// `WeightedRoundRobin`, each child its `loadbalance.weight` property's turns in a row.
     Loadbalance {
         failover: bool,
         children: Vec<Endpoint>,
+        weighted: bool,
     },
     /// `<endpoint template="..">`: the named endpoint template with these parameter values (the
     /// endpoint's `name` and `uri` attributes among them), instantiated when the plan is compiled.

@@ -47,6 +47,10 @@ pub struct EndpointPlan {
 
 pub use crate::format::Format;
 
+/// Endpoint properties a load-balance endpoint reads (the weights of its children; Synapse's
+/// thread-local variant, which changes nothing a client sees).
+const LOADBALANCE_PROPERTIES: &[&str] = &["loadbalance.weight", "loadbalance.threadLocal"];
+
 #[derive(Debug)]
 pub enum Address {
     /// `uri`, the same for every message.
@@ -66,6 +70,9 @@ pub struct Group {
     pub children: Vec<Arc<EndpointPlan>>,
     /// Round robin: where the next turn starts; static failover: the child in use.
     cursor: AtomicUsize,
+    /// Weighted round robin: the running sums of the children's weights (child `i` has the turns
+    /// from `sums[i - 1]` up to `sums[i]`). `None`: a turn each.
+    sums: Option<Box<[u64]>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,6 +81,30 @@ pub enum GroupKind {
     Failover { dynamic: bool },
     /// Round robin over the ready children; `failover`: a failed send goes to the next one.
     RoundRobin { failover: bool },
+}
+
+impl Group {
+    /// Weighted round robin: the child whose turn it is, or the next ready one after it (its
+    /// turns skipped as Synapse skips a child that is not ready), within one round.
+    fn pick_weighted(&self, now: Instant, tried: &[usize]) -> Option<Arc<EndpointPlan>> {
+        let sums = self.sums.as_deref()?;
+        let total = *sums.last()?;
+        let start = self.cursor.fetch_add(1, Ordering::Relaxed) as u64;
+        let mut k = 0u64;
+        for _ in 0..self.children.len() {
+            let at = (start + k) % total;
+            let i = sums.partition_point(|&s| s <= at);
+            if let Some(leaf) = self.children[i].pick(now, tried) {
+                if k > 0 {
+                    self.cursor.fetch_add(k as usize, Ordering::Relaxed);
+                }
+                return Some(leaf);
+            }
+            // On to the first turn of the next child.
+            k += sums[i] - at;
+        }
+        None
+    }
 }
 
 impl EndpointPlan {
@@ -100,9 +131,32 @@ impl EndpointPlan {
                 kind,
                 children,
                 cursor: AtomicUsize::new(0),
+                sums: None,
             }),
             format: Format::AsIs,
         }
+    }
+
+    /// A round-robin group whose children take `weights` turns in a row each (Synapse's
+    /// `WeightedRoundRobin`). Each weight must be at least 1.
+    pub fn weighted(
+        name: String,
+        failover: bool,
+        children: Vec<Arc<EndpointPlan>>,
+        weights: &[u32],
+    ) -> Self {
+        let mut plan = EndpointPlan::group(name, GroupKind::RoundRobin { failover }, children);
+        let sums = weights
+            .iter()
+            .scan(0u64, |sum, &w| {
+                *sum += u64::from(w.max(1));
+                Some(*sum)
+            })
+            .collect();
+        if let Some(g) = &mut plan.group {
+            g.sums = Some(sums);
+        }
+        plan
     }
 
     /// The address endpoint a send goes to now: this one, or, for a failover or load-balance
@@ -131,6 +185,7 @@ impl EndpointPlan {
                     })
                 })
             }
+            GroupKind::RoundRobin { .. } if g.sums.is_some() => g.pick_weighted(now, tried),
             GroupKind::RoundRobin { .. } => {
                 let start = g.cursor.fetch_add(1, Ordering::Relaxed);
                 (0..n).find_map(|k| {
@@ -535,6 +590,8 @@ impl Compiler<'_> {
         for p in &ep.properties {
             if template_kind && is_template_variable(&p.name) {
                 template_vars.push((p.name.clone(), p.value.clone()));
+            } else if LOADBALANCE_PROPERTIES.contains(&p.name.as_str()) {
+                // Read by the load-balance endpoint around it (or ignored, as in Synapse).
             } else {
                 self.report(
                     Severity::Warning,
@@ -559,11 +616,30 @@ impl Compiler<'_> {
                 let kind = GroupKind::Failover { dynamic: *dynamic };
                 return self.group(ep, name, kind, children, override_uri);
             }
-            cfg::EndpointKind::Loadbalance { failover, children } => {
+            cfg::EndpointKind::Loadbalance {
+                failover,
+                children,
+                weighted: false,
+            } => {
                 let kind = GroupKind::RoundRobin {
                     failover: *failover,
                 };
                 return self.group(ep, name, kind, children, override_uri);
+            }
+            cfg::EndpointKind::Loadbalance {
+                failover,
+                children,
+                weighted: true,
+            } => {
+                let weights = self.weights(children)?;
+                let kind = GroupKind::RoundRobin {
+                    failover: *failover,
+                };
+                let g = self.group(ep, name.clone(), kind, children, override_uri)?;
+                let plans = g.group.as_ref()?.children.clone();
+                return Some(Arc::new(EndpointPlan::weighted(
+                    name, *failover, plans, &weights,
+                )));
             }
         };
         self.address(ep, a, name, template_vars, override_uri)
@@ -709,6 +785,34 @@ impl Compiler<'_> {
     }
     /// A failover or load-balance endpoint; None (all problems reported) when a child is not
     /// deployable.
+    /// Each child's `loadbalance.weight` property (default 1), as Synapse's `WeightedRoundRobin`
+    /// reads it: a whole number above zero, else the endpoint does not deploy.
+    fn weights(&mut self, children: &[cfg::Endpoint]) -> Option<Vec<u32>> {
+        let mut weights = Vec::with_capacity(children.len());
+        for c in children {
+            let Some(p) = c.properties.iter().find(|p| p.name == "loadbalance.weight") else {
+                weights.push(1);
+                continue;
+            };
+            match p.value.trim().parse::<u32>() {
+                Ok(w) if w > 0 => weights.push(w),
+                _ => {
+                    self.report(
+                        Severity::Error,
+                        &p.loc,
+                        "property",
+                        format!(
+                            "loadbalance.weight '{}' is not a whole number above zero",
+                            p.value
+                        ),
+                    );
+                    return None;
+                }
+            }
+        }
+        Some(weights)
+    }
+
     pub(crate) fn group(
         &mut self,
         ep: &cfg::Endpoint,
@@ -793,6 +897,63 @@ mod tests {
         assert!(dynamic.fails_over() && rr.fails_over() && !a.fails_over());
         let no = group(GroupKind::RoundRobin { failover: false }, &[&a]);
         assert!(!no.fails_over());
+    }
+
+    /// Synapse's WeightedRoundRobin: each child its weight's turns in a row; a child that is not
+    /// ready is passed over with its turns; none ready gives none.
+    #[test]
+    fn weighted_round_robin_gives_each_child_its_turns_in_a_row() {
+        let (a, b, c) = (leaf("a"), leaf("b"), leaf("c"));
+        let wrr = |weights: &[u32]| {
+            Arc::new(EndpointPlan::weighted(
+                "w".into(),
+                true,
+                vec![a.clone(), b.clone(), c.clone()],
+                weights,
+            ))
+        };
+        let g = wrr(&[3, 1, 2]);
+        assert_eq!(
+            picks(&g, 12, &[]),
+            ["a", "a", "a", "b", "c", "c", "a", "a", "a", "b", "c", "c"]
+        );
+        let g = wrr(&[2, 2, 1]);
+        assert_eq!(picks(&g, 3, &[b.id()]), ["a", "a", "c"]);
+        assert_eq!(picks(&g, 3, &[b.id()]), ["a", "a", "c"]);
+        let big = wrr(&[1_000_000, 1, u32::MAX]);
+        assert_eq!(picks(&big, 1, &[a.id(), b.id(), c.id()]), ["-"]);
+        assert_eq!(picks(&big, 1, &[a.id(), c.id()]), ["b"]);
+    }
+
+    /// The weights come from the children's `loadbalance.weight` properties, which draw no
+    /// warning; a weight that is no whole number above zero stops the endpoint.
+    #[test]
+    fn weights_are_read_from_the_children() {
+        let load = |w: &str| {
+            let text = format!(
+                r#"<definitions xmlns="http://ws.apache.org/ns/synapse"><proxy name="P"><target><endpoint name="W">
+<loadbalance algorithm="org.apache.synapse.endpoints.algorithms.WeightedRoundRobin">
+<endpoint name="a"><address uri="http://a/"/><property name="loadbalance.weight" value="{w}"/></endpoint>
+<endpoint name="b"><address uri="http://b/"/></endpoint>
+</loadbalance></endpoint></target></proxy></definitions>"#
+            );
+            let (cfg, mut diags) = sluice_config::load_str("t.xml", &text);
+            let plan = crate::compile(&cfg, &crate::CompileOptions::default(), &mut diags);
+            (plan, diags)
+        };
+        let (plan, d) = load("2");
+        assert!(d.items.is_empty(), "{:?}", d.items);
+        let w = plan.proxies["P"].target.clone().unwrap();
+        assert_eq!(picks(&w, 6, &[]), ["a", "a", "b", "a", "a", "b"]);
+        for bad in ["0", "-1", "two"] {
+            let (plan, d) = load(bad);
+            assert!(plan.proxies.is_empty(), "{bad}");
+            assert!(
+                d.items[0].message.contains("loadbalance.weight"),
+                "{:?}",
+                d.items
+            );
+        }
     }
 
     #[test]

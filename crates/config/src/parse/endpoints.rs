@@ -230,17 +230,26 @@ impl FileParser<'_, '_> {
 
     fn loadbalance(&mut self, n: Node) -> Option<EndpointKind> {
         const ROUND_ROBIN: &str = "org.apache.synapse.endpoints.algorithms.RoundRobin";
-        if let Some(a) = n.attribute("algorithm").filter(|a| *a != ROUND_ROBIN) {
-            self.report(
-                Severity::Unsupported,
-                n,
-                format!("load-balance algorithm '{a}' is not supported yet (only {ROUND_ROBIN})"),
-            );
-            return None;
-        }
+        const WEIGHTED: &str = "org.apache.synapse.endpoints.algorithms.WeightedRoundRobin";
+        let weighted = match n.attribute("algorithm") {
+            None | Some(ROUND_ROBIN) => false,
+            Some(WEIGHTED) => true,
+            Some(a) => {
+                self.report(
+                    Severity::Unsupported,
+                    n,
+                    format!("load-balance algorithm '{a}' is not supported yet (only {ROUND_ROBIN} and {WEIGHTED})"),
+                );
+                return None;
+            }
+        };
         let failover = loose_bool(n, "failover", true);
         let children = self.children(n, "loadbalance")?;
-        Some(EndpointKind::Loadbalance { failover, children })
+        Some(EndpointKind::Loadbalance {
+            failover,
+            children,
+            weighted,
+        })
     }
 
     fn retry_config(&mut self, n: Node) -> RetryConfig {
@@ -654,7 +663,7 @@ mod tests {
         assert!(matches!(&children[1].kind, EndpointKind::Indirect(k) if k == "B"));
         assert!(matches!(
             &cfg.endpoints[1].kind,
-            EndpointKind::Loadbalance { failover: false, children } if children.len() == 2
+            EndpointKind::Loadbalance { failover: false, children, .. } if children.len() == 2
         ));
         let msgs: Vec<String> = d.items.iter().map(|x| x.to_string()).collect();
         assert_eq!(msgs.len(), 3, "{msgs:#?}");
