@@ -455,6 +455,7 @@ pub enum MediatorKind {
         body: Sequence,
     },
     Switch(Switch),
+    Callout(Callout),
     /// `<sequence key="..."/>`; a key in braces is an expression naming the sequence per
     /// message (`dynamic`, the text inside the braces).
     SequenceRef {
@@ -566,6 +567,27 @@ pub struct Foreach {
     /// The `sequence` key, or the inline `<sequence>`.
     pub sequence: SequenceRef,
     pub continue_on_failure: bool,
+}
+
+/// `<callout>` (Synapse's blocking call with its own request and where the answer goes): the
+/// request is a copy of the message, or with `source` a new envelope holding that node (or the
+/// XML in that property); the response's payload replaces the `target` node, goes into the
+/// `target` property, or (no target) becomes the message's body. Mediation goes on after it.
+#[derive(Clone, Debug)]
+pub struct Callout {
+    /// `serviceURL` (as an inline address endpoint) or the `<endpoint>` child; `None`: the
+    /// message's To address.
+    pub endpoint: Option<EndpointRef>,
+    pub action: Option<String>,
+    pub source: Option<CalloutPart>,
+    pub target: Option<CalloutPart>,
+}
+
+/// A callout's `<source>` or `<target>`.
+#[derive(Clone, Debug)]
+pub enum CalloutPart {
+    XPath(ExprSrc),
+    Key(String),
 }
 
 /// A `call`'s `<source>` and `<target>` (WSO2 MI).

@@ -171,7 +171,7 @@ fn call_source(c: &CallSourcePlan, msg: &mut Message, doc: &mut DocCache) -> Res
 
 /// A `call`'s property target: the response payload as it came, XML (the payload element) when
 /// it is XML, else its text (JSON among it); empty for a response without a body.
-fn call_target(property: &str, msg: &mut Message, doc: &DocCache) -> Result<(), Error> {
+pub(crate) fn call_target(property: &str, msg: &mut Message, doc: &DocCache) -> Result<(), Error> {
     unread_body(msg, "the response for the target property")?;
     let json = msg
         .headers

@@ -16,6 +16,7 @@ use sluice_expr::{BodyNeed, Expr};
 
 pub mod aggregate;
 pub mod call;
+pub mod callout;
 pub mod clone;
 pub mod conditional_router;
 pub mod drop;
@@ -194,6 +195,8 @@ mediators! {
     Send(send::SendPlan),
     /// `call`, and the steps a `call` with `<source>` / `<target>` compiles to.
     Call(call::CallStep),
+    /// The last step of a `callout`: the response put where its target says.
+    Callout(callout::CalloutResultPlan),
     Respond(respond::RespondPlan),
     Loopback(loopback::LoopbackPlan),
     Drop(drop::DropPlan),
@@ -245,6 +248,7 @@ impl Compiler<'_> {
             }
             cfg::MediatorKind::Filter(f) => filter::compile(self, f, el),
             cfg::MediatorKind::Switch(s) => switch::compile(self, s, el),
+            cfg::MediatorKind::Callout(co) => callout::compile(self, co, m),
             cfg::MediatorKind::SequenceRef { key, dynamic } => {
                 sequence::compile(self, key, dynamic.as_ref(), m)
             }

@@ -25,6 +25,84 @@ impl FileParser<'_, '_> {
         Some(MediatorKind::Call { endpoint, io })
     }
 
+    /// `<callout>`, as Synapse 3.0.1's CalloutMediatorFactory reads it. Its `<configuration>`
+    /// (an Axis2 client's) is passed over with a warning; `<enableSec>` and `passHeaders` with a
+    /// source are not supported.
+    pub(super) fn callout(&mut self, n: Node) -> Option<Callout> {
+        let endpoint = match (n.attribute("serviceURL"), child(n, "endpoint")) {
+            (_, Some(e)) => Some(self.endpoint_ref(e)?),
+            (Some(url), None) => Some(EndpointRef::Inline(Box::new(Endpoint {
+                name: None,
+                loc: self.attr_loc(n, "serviceURL"),
+                kind: EndpointKind::Address(Box::new(AddressEndpoint {
+                    uri: url.trim().to_owned(),
+                    uri_loc: self.attr_loc(n, "serviceURL"),
+                    format: None,
+                    kind: AddressKind::Address,
+                    method: None,
+                    timeout: None,
+                    suspend_on_failure: SuspendOnFailure::default(),
+                    mark_for_suspension: MarkForSuspension::default(),
+                    retry: RetryConfig::default(),
+                })),
+                properties: Vec::new(),
+            }))),
+            (None, None) => None,
+        };
+        if child(n, "enableSec").is_some() {
+            self.report(
+                Severity::Unsupported,
+                n,
+                "callout with <enableSec> (WS-Security) is not supported yet",
+            );
+            return None;
+        }
+        if let Some(c) = child(n, "configuration") {
+            self.report(
+                Severity::Warning,
+                c,
+                "a callout's Axis2 client <configuration> is ignored",
+            );
+        }
+        let source = self.callout_part(n, "source")?;
+        if source.is_some()
+            && n.attribute("passHeaders")
+                .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        {
+            self.report(
+                Severity::Unsupported,
+                n,
+                "callout with passHeaders=\"true\" and a <source> is not supported yet",
+            );
+            return None;
+        }
+        Some(Callout {
+            endpoint,
+            action: n.attribute("action").map(str::to_owned),
+            source,
+            target: self.callout_part(n, "target")?,
+        })
+    }
+
+    /// A callout's `<source>` or `<target>`: `xpath` or `key`, one of them required (as Synapse).
+    fn callout_part(&mut self, n: Node, name: &str) -> Option<Option<CalloutPart>> {
+        let Some(c) = child(n, name) else {
+            return Some(None);
+        };
+        if let Some(x) = self.expr_attr(c, "xpath") {
+            return Some(Some(CalloutPart::XPath(x)));
+        }
+        if let Some(k) = c.attribute("key") {
+            return Some(Some(CalloutPart::Key(k.to_owned())));
+        }
+        self.report(
+            Severity::Error,
+            c,
+            format!("a callout <{name}> needs an 'xpath' or 'key' attribute"),
+        );
+        None
+    }
+
     /// A send's or call's `<endpoint>`: `Some(None)` when it has none, `None` when it is not valid.
     fn child_endpoint(&mut self, n: Node) -> Option<Option<EndpointRef>> {
         match child(n, "endpoint") {

@@ -16,7 +16,6 @@ pub(crate) mod rewrite;
 
 /// Mediators Synapse and WSO2 MI define that Sluice does not run yet: reported as unsupported, not unknown.
 const KNOWN_UNSUPPORTED_MEDIATORS: &[&str] = &[
-    "callout",
     "cache",
     "throttle",
     "script",
@@ -117,6 +116,7 @@ impl FileParser<'_, '_> {
             // messaging.rs
             "send" => self.send(n)?,
             "call" => self.call(n)?,
+            "callout" => MediatorKind::Callout(self.callout(n)?),
             "clone" => MediatorKind::Clone(self.clone_mediator(n)?),
             "iterate" => MediatorKind::Iterate(self.iterate(n)?),
             "foreach" => MediatorKind::Foreach(self.foreach(n)?),
@@ -277,5 +277,33 @@ mod tests {
             "{:?}",
             d.items
         );
+    }
+
+    #[test]
+    fn callouts_read_as_synapse_reads_them() {
+        let callout = |inner: &str| {
+            parse(&format!(
+                r#"<sequence name="S" {NS}><callout serviceURL="http://h/s" action="urn:a">{inner}</callout></sequence>"#
+            ))
+        };
+        let (cfg, d) =
+            callout(r#"<source xpath="//a"/><target key="k"/><configuration axis2xml="x"/>"#);
+        assert_eq!(d.items.len(), 1, "{:?}", d.items);
+        assert!(d.items[0].message.contains("<configuration> is ignored"));
+        let crate::model::MediatorKind::Callout(c) = &cfg.sequences[0].sequence.mediators[0].kind
+        else {
+            panic!()
+        };
+        assert!(
+            matches!(&c.endpoint, Some(crate::model::EndpointRef::Inline(e))
+            if matches!(&e.kind, crate::model::EndpointKind::Address(a) if a.uri == "http://h/s"))
+        );
+        assert_eq!(c.action.as_deref(), Some("urn:a"));
+        assert!(matches!(&c.source, Some(crate::model::CalloutPart::XPath(x)) if x.text == "//a"));
+        assert!(matches!(&c.target, Some(crate::model::CalloutPart::Key(k)) if k == "k"));
+        let (_, d) = callout(r#"<source/>"#);
+        assert!(d.has_errors(), "{:?}", d.items);
+        let (_, d) = callout(r#"<enableSec policy="p"/>"#);
+        assert!(d.items[0].message.contains("enableSec"), "{:?}", d.items);
     }
 }
