@@ -299,6 +299,13 @@ fn is_name(s: &str) -> bool {
             .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
+/// The context node of an XPath over a message: its root element (a SOAP message's Envelope), as
+/// Synapse evaluates with the envelope as context, so that relative paths such as
+/// `s11:Body/child::*[1]` start there; the document itself when it has no element.
+fn message_context(doc: &sluice_xml::Document) -> sluice_xml::Node<'_> {
+    doc.root_element().unwrap_or_else(|| doc.as_node())
+}
+
 impl Expr {
     /// Compiles an expression as written in a mediator attribute; `ns` are the (prefix, uri) declarations
     /// in scope at the element.
@@ -530,7 +537,8 @@ impl Expr {
                 let v = if x.no_nodes {
                     NO_MESSAGE.with(|doc| x.xpath.eval_string(doc, &vars))
                 } else {
-                    x.xpath.eval_string(env.document()?, &vars)
+                    x.xpath
+                        .eval_string_at(message_context(env.document()?), &vars)
                 };
                 Cow::Owned(v.map_err(|e| invalid(format!("XPath '{}': {e}", x.text)))?)
             }
@@ -548,12 +556,13 @@ impl Expr {
     }
 
     /// Every node an XPath selects in `doc`, in document order (for mediators that work on nodes).
+    /// Relative paths start at the root element, as Synapse's start at the envelope.
     pub fn nodes<'d>(
         &self,
         doc: &'d sluice_xml::Document,
         env: &dyn Env,
     ) -> Result<Vec<sluice_xml::Node<'d>>, ExprError> {
-        self.nodes_at(doc.as_node(), env)
+        self.nodes_at(message_context(doc), env)
     }
 
     /// Like [`Expr::nodes`], with `context` as the context node (relative paths start there).
@@ -592,7 +601,7 @@ impl Expr {
             return Ok(None);
         }
         let doc = env.document()?;
-        let nodes = match x.xpath.eval(doc, &x.vars(env)) {
+        let nodes = match x.xpath.eval_at(message_context(doc), &x.vars(env)) {
             Ok(sluice_xml::XPathValue::NodeSet(nodes)) => nodes,
             Ok(_) => return Ok(None),
             Err(e) => return Err(invalid(format!("XPath '{}': {e}", x.text))),
@@ -628,7 +637,7 @@ impl Expr {
             return self.eval_string(env);
         }
         let doc = env.document()?;
-        let nodes = match x.xpath.eval(doc, &x.vars(env)) {
+        let nodes = match x.xpath.eval_at(message_context(doc), &x.vars(env)) {
             Ok(sluice_xml::XPathValue::NodeSet(nodes)) => nodes,
             Ok(_) => return self.eval_string(env),
             Err(e) => return Err(invalid(format!("XPath '{}': {e}", x.text))),
@@ -674,7 +683,8 @@ impl Expr {
                 if x.no_nodes {
                     NO_MESSAGE.with(|doc| x.xpath.eval_bool(doc, &vars))
                 } else {
-                    x.xpath.eval_bool(env.document()?, &vars)
+                    x.xpath
+                        .eval_bool_at(message_context(env.document()?), &vars)
                 }
                 .map_err(|e| invalid(format!("XPath '{}': {e}", x.text)))
             }

@@ -95,6 +95,10 @@ impl FileParser<'_, '_> {
         if let Some(k) = c.attribute("key") {
             return Some(Some(CalloutPart::Key(k.to_owned())));
         }
+        // MI: `type="envelope"`, the whole message (what no <source> means too).
+        if name == "source" && c.attribute("type") == Some("envelope") {
+            return Some(None);
+        }
         self.report(
             Severity::Error,
             c,
