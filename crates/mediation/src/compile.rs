@@ -480,6 +480,20 @@ impl<'a> Compiler<'a> {
             }
         }
     }
+    /// A sequence of one step that runs the named sequence `expression` names per message. The
+    /// expression has no namespaces of its own (a key attribute holds no XPath prefixes Synapse
+    /// could resolve either, beyond the usual functions).
+    fn per_message_sequence(&mut self, expression: &str, loc: &Location) -> Option<Arc<SeqPlan>> {
+        let src = cfg::ExprSrc {
+            text: expression.trim().to_owned(),
+            ns: Arc::default(),
+            loc: loc.clone(),
+        };
+        let key = self.expr(&src, "sequence")?;
+        let step = crate::mediators::sequence::per_message(key, self.sequences_by_name.clone());
+        Some(Arc::new(SeqPlan::new(None, Arc::from([step]))))
+    }
+
     /// A sequence's `onError="KEY"`: the named sequence that runs when a mediator in it fails.
     fn set_on_error(&mut self, plan: &Arc<SeqPlan>, seq: &cfg::Sequence) {
         if let Some(key) = &seq.on_error {
@@ -497,6 +511,11 @@ impl<'a> Compiler<'a> {
     ) -> Option<Arc<SeqPlan>> {
         let Some(seq) = self.sequences.get(key).copied() else {
             let loc = from?;
+            if let Some(inner) = key.strip_prefix('{').and_then(|k| k.strip_suffix('}')) {
+                // A key computed per message (`receive="{get-property('seq')}"`): the sequence it
+                // names, looked up when a message gets there.
+                return self.per_message_sequence(inner, loc);
+            }
             self.left_for_run("sequence", key, loc, "sequence").ok()?;
             return Some(self.missing_sequence(format!("Sequence named {key} cannot be found")));
         };

@@ -41,6 +41,12 @@ pub(crate) fn compile(
     )))
 }
 
+/// The step that runs the named sequence `key` names, for a key given in braces anywhere a
+/// sequence is referenced (`send receive`, a target's `sequence`, a proxy's `inSequence`).
+pub(crate) fn per_message(key: Expr, all: ByName) -> Step {
+    Step::SequenceByKey(PerMessagePlan { key, all })
+}
+
 /// Runs `seq`'s steps here; on a failure its `onError` sequence, if it has one.
 fn run_here(seq: &SeqPlan, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
     match cx.branch(&seq.steps) {
