@@ -456,6 +456,7 @@ pub enum MediatorKind {
     },
     Switch(Switch),
     Callout(Callout),
+    Cache(Cache),
     /// `<sequence key="..."/>`; a key in braces is an expression naming the sequence per
     /// message (`dynamic`, the text inside the braces).
     SequenceRef {
@@ -567,6 +568,29 @@ pub struct Foreach {
     /// The `sequence` key, or the inline `<sequence>`.
     pub sequence: SequenceRef,
     pub continue_on_failure: bool,
+}
+
+/// `<cache>` (MI 4.x): on the request path, a response cached for an identical request answers it
+/// (through `on_hit` when there is one); on the response path (`collector`), the response is
+/// cached for the request that caused it.
+#[derive(Clone, Debug)]
+pub struct Cache {
+    pub collector: bool,
+    /// How long a response stays cached, in seconds.
+    pub timeout_secs: u64,
+    /// Responses larger than this (bytes) are not cached.
+    pub max_message_size: Option<usize>,
+    /// `<implementation maxSize>`: the most responses kept.
+    pub max_size: usize,
+    pub on_hit: Option<SequenceRef>,
+    /// `<protocol type="http">`: the request methods cached (`None`: all), the response codes
+    /// cached (a Java regex over the status; `None`: all), and which request headers make the
+    /// hash (all but `exclude`, or only `include` when it is set).
+    pub methods: Option<Vec<String>>,
+    pub response_codes: Option<String>,
+    pub headers_exclude: Vec<String>,
+    pub headers_include: Vec<String>,
+    pub loc: Location,
 }
 
 /// `<callout>` (Synapse's blocking call with its own request and where the answer goes): the

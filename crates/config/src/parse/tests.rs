@@ -38,7 +38,7 @@ fn start_tag_declarations() {
 fn every_problem_is_reported_with_its_position() {
     let (cfg, d) = parse(&format!(
         r#"<definitions {NS}>
-  <proxy name="A"><target><inSequence><cache/><bogus/></inSequence></target></proxy>
+  <proxy name="A"><target><inSequence><store/><bogus/></inSequence></target></proxy>
   <endpoint name="E"><address uri="http://h/x"><timeout><duration>soon</duration></timeout></address></endpoint>
   <sequence name="S"><property name="p" type="NUMBER" value="1"/></sequence>
 </definitions>"#
@@ -46,7 +46,7 @@ fn every_problem_is_reported_with_its_position() {
     let msgs: Vec<String> = d.items.iter().map(|x| x.to_string()).collect();
     assert!(
         msgs.iter()
-            .any(|m| m.starts_with("t.xml:2:39: unsupported: <cache>")),
+            .any(|m| m.starts_with("t.xml:2:39: unsupported: <store>")),
         "{msgs:#?}"
     );
     assert!(

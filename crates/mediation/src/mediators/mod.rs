@@ -15,6 +15,7 @@ use sluice_config as cfg;
 use sluice_expr::{BodyNeed, Expr};
 
 pub mod aggregate;
+pub mod cache;
 pub mod call;
 pub mod callout;
 pub mod clone;
@@ -195,6 +196,8 @@ mediators! {
     Send(send::SendPlan),
     /// `call`, and the steps a `call` with `<source>` / `<target>` compiles to.
     Call(call::CallStep),
+    /// `cache`: a response cached for the request answers it; the collector caches responses.
+    Cache(cache::CachePlan),
     /// The last step of a `callout`: the response put where its target says.
     Callout(callout::CalloutResultPlan),
     Respond(respond::RespondPlan),
@@ -249,6 +252,7 @@ impl Compiler<'_> {
             cfg::MediatorKind::Filter(f) => filter::compile(self, f, el),
             cfg::MediatorKind::Switch(s) => switch::compile(self, s, el),
             cfg::MediatorKind::Callout(co) => callout::compile(self, co, m),
+            cfg::MediatorKind::Cache(k) => cache::compile(self, k, m),
             cfg::MediatorKind::SequenceRef { key, dynamic } => {
                 sequence::compile(self, key, dynamic.as_ref(), m)
             }

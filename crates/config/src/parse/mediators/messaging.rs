@@ -25,6 +25,72 @@ impl FileParser<'_, '_> {
         Some(MediatorKind::Call { endpoint, io })
     }
 
+    /// `<cache>`, in MI 4.x's form (`timeout`, `collector`, `maxMessageSize`, `<onCacheHit>`,
+    /// `<protocol type="http">`, `<implementation maxSize>`) and the older one (`id`, `scope`,
+    /// `hashGenerator`: read, the hash is Sluice's own).
+    pub(super) fn cache(&mut self, n: Node) -> Option<Cache> {
+        let number = |p: &mut Self, node: Node, attr: &str| -> Option<Option<u64>> {
+            match node.attribute(attr).map(str::trim) {
+                None => Some(None),
+                Some(v) => match v.parse::<u64>() {
+                    Ok(x) => Some(Some(x)),
+                    Err(_) => {
+                        p.report(
+                            Severity::Error,
+                            node,
+                            format!("cache {attr} '{v}' is not a whole number"),
+                        );
+                        None
+                    }
+                },
+            }
+        };
+        let timeout_secs = number(self, n, "timeout")?.unwrap_or(5000);
+        let max_message_size = number(self, n, "maxMessageSize")?
+            .filter(|&m| m > 0)
+            .map(|m| usize::try_from(m).unwrap_or(usize::MAX));
+        let max_size = match child(n, "implementation") {
+            Some(i) => number(self, i, "maxSize")?.unwrap_or(1000),
+            None => 1000,
+        };
+        let on_hit = child(n, "onCacheHit").map(|h| match self.sequence_key(h, "sequence") {
+            Some(r) => r,
+            None => SequenceRef::Inline(self.sequence(h)),
+        });
+        let list = |node: Option<Node>| -> Vec<String> {
+            node.and_then(|x| x.text())
+                .map(|t| {
+                    t.split(',')
+                        .map(|v| v.trim().to_owned())
+                        .filter(|v| !v.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let protocol = child(n, "protocol");
+        let methods = protocol
+            .and_then(|p| child(p, "methods"))
+            .map(|m| list(Some(m)))
+            .filter(|m| !m.iter().any(|x| x == "*"));
+        let response_codes = protocol
+            .and_then(|p| child(p, "responseCodes"))
+            .and_then(|c| c.text())
+            .map(|t| t.trim().to_owned())
+            .filter(|t| !t.is_empty());
+        Some(Cache {
+            collector: loose_bool(n, "collector", false),
+            timeout_secs,
+            max_message_size,
+            max_size: usize::try_from(max_size).unwrap_or(usize::MAX).max(1),
+            on_hit,
+            methods,
+            response_codes,
+            headers_exclude: list(protocol.and_then(|p| child(p, "headersToExcludeInHash"))),
+            headers_include: list(protocol.and_then(|p| child(p, "headersToIncludeInHash"))),
+            loc: self.loc(n),
+        })
+    }
+
     /// `<callout>`, as Synapse 3.0.1's CalloutMediatorFactory reads it. Its `<configuration>`
     /// (an Axis2 client's) is passed over with a warning; `<enableSec>` and `passHeaders` with a
     /// source are not supported.

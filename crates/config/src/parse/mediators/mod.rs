@@ -16,7 +16,6 @@ pub(crate) mod rewrite;
 
 /// Mediators Synapse and WSO2 MI define that Sluice does not run yet: reported as unsupported, not unknown.
 const KNOWN_UNSUPPORTED_MEDIATORS: &[&str] = &[
-    "cache",
     "throttle",
     "script",
     "class",
@@ -117,6 +116,7 @@ impl FileParser<'_, '_> {
             "send" => self.send(n)?,
             "call" => self.call(n)?,
             "callout" => MediatorKind::Callout(self.callout(n)?),
+            "cache" => MediatorKind::Cache(self.cache(n)?),
             "clone" => MediatorKind::Clone(self.clone_mediator(n)?),
             "iterate" => MediatorKind::Iterate(self.iterate(n)?),
             "foreach" => MediatorKind::Foreach(self.foreach(n)?),
