@@ -61,6 +61,8 @@ pub struct CloneMediator {
     pub targets: Vec<CloneTarget>,
     /// The copies go through their targets one after another (`sequential="true"`), not at once.
     pub sequential: bool,
+    /// The original goes on after the clone (`continueParent="true"`).
+    pub continue_parent: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -86,6 +88,8 @@ pub struct IterateMediator {
     pub attach_path: Option<ExprSrc>,
     /// The parts go through the target one after another, not at once.
     pub sequential: bool,
+    /// The original goes on after the iterate (`continueParent="true"`).
+    pub continue_parent: bool,
 }
 
 /// `<aggregate>`: `completeCondition` (`messageCount min max`, `timeout`) and `onComplete`

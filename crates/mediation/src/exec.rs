@@ -58,6 +58,9 @@ pub enum Flow {
     /// `call`: to this endpoint (None: the message's `To`, else the proxy's target), then the
     /// continuation runs on the response.
     Call(Option<Arc<EndpointPlan>>, Continuation),
+    /// `clone` or `iterate` with `continueParent`: the copies go to their targets while the
+    /// original goes on with the continuation.
+    ForkThen(Box<Flow>, Continuation),
 }
 
 /// The message as expressions see it: its properties, and the body parsed as XML on the first XPath
@@ -373,6 +376,10 @@ pub(crate) fn nested(flow: Flow, steps: &Steps, i: usize) -> Option<Flow> {
         Flow::Call(ep, mut k) => {
             k.frames.push((steps.clone(), i + 1));
             Some(Flow::Call(ep, k))
+        }
+        Flow::ForkThen(fork, mut k) => {
+            k.frames.push((steps.clone(), i + 1));
+            Some(Flow::ForkThen(fork, k))
         }
         f => Some(f),
     }

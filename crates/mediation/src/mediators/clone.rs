@@ -9,6 +9,8 @@ pub struct ClonePlan {
     pub targets: Vec<CloneTargetPlan>,
     /// The copies go through their targets one after another.
     pub sequential: bool,
+    /// The original goes on after the clone (`continueParent`).
+    pub continue_parent: bool,
 }
 
 #[derive(Debug)]
@@ -28,6 +30,7 @@ pub(crate) fn compile(c: &mut Compiler, cl: &cfg::CloneMediator) -> Option<Step>
     Some(Step::Clone(Arc::new(ClonePlan {
         targets,
         sequential: cl.sequential,
+        continue_parent: cl.continue_parent,
     })))
 }
 
@@ -72,11 +75,15 @@ impl Mediator for Arc<ClonePlan> {
     }
 
     fn ends_sequence(&self) -> bool {
-        true
+        !self.continue_parent
     }
 
     #[inline]
-    fn run(&self, _cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
-        Ok(Some(Flow::Clone(self.clone())))
+    fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
+        let fork = Flow::Clone(self.clone());
+        if self.continue_parent {
+            return Ok(Some(Flow::ForkThen(Box::new(fork), cx.after_this())));
+        }
+        Ok(Some(fork))
     }
 }

@@ -18,6 +18,8 @@ pub struct IteratePlan {
     /// With `preservePayload`: where each part goes (`None`: the envelope).
     pub attach: Option<Attach>,
     pub sequential: bool,
+    /// The original goes on after the iterate (`continueParent`).
+    pub continue_parent: bool,
 }
 
 /// `preservePayload="true"`: the parts go back into the whole message, under `path`'s first node.
@@ -51,6 +53,7 @@ pub(crate) fn compile(
         target: target?,
         attach,
         sequential: it.sequential,
+        continue_parent: it.continue_parent,
     })))
 }
 
@@ -64,7 +67,7 @@ impl Mediator for Arc<IteratePlan> {
     }
 
     fn ends_sequence(&self) -> bool {
-        true
+        !self.continue_parent
     }
 
     #[inline]
@@ -75,7 +78,11 @@ impl Mediator for Arc<IteratePlan> {
         };
         let doc = env.document().map_err(expr_error)?;
         let bodies = self.split(doc, &env)?;
-        Ok(Some(Flow::Iterate(self.clone(), bodies)))
+        let fork = Flow::Iterate(self.clone(), bodies);
+        if self.continue_parent {
+            return Ok(Some(Flow::ForkThen(Box::new(fork), cx.after_this())));
+        }
+        Ok(Some(fork))
     }
 }
 

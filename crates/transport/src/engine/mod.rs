@@ -245,6 +245,9 @@ impl Engine {
                 ))
                 .await
             }
+            Flow::ForkThen(fork, k) => {
+                return Box::pin(self.fork_then(proxy, msg, stream, *fork, k, depth)).await
+            }
             // A message marked as a response (RESPONSE, loopback) whose flow ends: the answer.
             Flow::Continue if msg.is_response() => return self.reply(msg, stream).await,
             // Synapse acknowledges a resource that sends nothing.
@@ -380,6 +383,9 @@ impl Engine {
                         depth,
                     ))
                     .await
+                }
+                Ok(Flow::ForkThen(fork, k)) => {
+                    return Box::pin(self.fork_then(proxy, rmsg, rstream, *fork, k, depth)).await
                 }
                 Ok(Flow::Send(Some(next))) => next,
                 Ok(Flow::Call(next, k)) => {
@@ -620,6 +626,47 @@ impl Engine {
                 Box::pin(self.request_decided(proxy, m, None, flow, depth)).await
             }
         }
+    }
+
+    /// `clone` or `iterate` with `continueParent`: the copies go through their targets (as
+    /// [`Engine::clone_flow`], their answers unused) while the original goes on with the rest of
+    /// its sequences; the original's flow gives the answer, once the copies are done too.
+    async fn fork_then(
+        &self,
+        proxy: &Arc<ProxyPlan>,
+        mut msg: Message,
+        mut stream: Option<Inbound>,
+        fork: Flow,
+        k: Continuation,
+        depth: Depth,
+    ) -> Response<RelayBody> {
+        if let Err(e) = self.read_whole(&mut msg, &mut stream).await {
+            return self.default_fault(msg.soap, &e);
+        }
+        let fanout = match fork {
+            Flow::Clone(c) => Fanout::Clone(c),
+            Flow::Iterate(it, bodies) => Fanout::Iterate(it, bodies),
+            other => {
+                let e = Error::new(
+                    ErrorKind::Internal,
+                    format!("continueParent with a flow that is no fork: {other:?}"),
+                );
+                return self.default_fault(msg.soap, &e);
+            }
+        };
+        let copies = Box::pin(self.clone_flow(proxy, msg.clone(), None, fanout, depth));
+        let parent = async {
+            let mut msg = msg;
+            match mediate!(self, msg, Work::Resume(k)) {
+                Ok(flow) => Box::pin(self.request_decided(proxy, msg, None, flow, depth)).await,
+                Err(e) => {
+                    let failed = NotSent::plain(e);
+                    Box::pin(self.send_failed(proxy, msg, failed, depth)).await
+                }
+            }
+        };
+        let (_, answer) = tokio::join!(copies, parent);
+        answer
     }
 
     fn too_many_calls(&self, msg: &Message) -> Response<RelayBody> {

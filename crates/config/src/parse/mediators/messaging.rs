@@ -321,7 +321,6 @@ impl FileParser<'_, '_> {
     }
 
     pub(super) fn iterate(&mut self, n: Node) -> Option<IterateMediator> {
-        self.refuse_true(n, "iterate", &["continueParent"])?;
         let preserve_payload = loose_bool(n, "preservePayload", false);
         let attach_path = self.expr_attr(n, "attachPath");
         if attach_path.is_some() && !preserve_payload {
@@ -347,34 +346,11 @@ impl FileParser<'_, '_> {
             preserve_payload,
             attach_path,
             sequential: c.sequential,
+            continue_parent: c.continue_parent,
         })
     }
 
-    /// `None` (reported as unsupported) when one of `attrs` is "true" on `n`.
-    fn refuse_true(&mut self, n: Node, what: &str, attrs: &[&str]) -> Option<()> {
-        match attrs
-            .iter()
-            .find(|a| n.attribute(**a).is_some_and(|v| v == "true"))
-        {
-            Some(a) => {
-                self.report(
-                    Severity::Unsupported,
-                    n,
-                    format!("{what} with {a}=\"true\" is not supported yet"),
-                );
-                None
-            }
-            None => Some(()),
-        }
-    }
-
     pub(super) fn clone_mediator(&mut self, n: Node) -> Option<CloneMediator> {
-        let what = if n.tag_name().name() == "iterate" {
-            "iterate"
-        } else {
-            "clone"
-        };
-        self.refuse_true(n, what, &["continueParent"])?;
         let mut targets = Vec::new();
         for c in elements(n) {
             if c.tag_name().name() != "target" {
@@ -394,8 +370,9 @@ impl FileParser<'_, '_> {
         Some(CloneMediator {
             id: n.attribute("id").map(str::to_owned),
             targets,
-            // Synapse takes exactly "true".
+            // Synapse takes exactly "true" here, and any case of it for continueParent.
             sequential: n.attribute("sequential") == Some("true"),
+            continue_parent: loose_bool(n, "continueParent", false),
         })
     }
 

@@ -270,13 +270,14 @@ mod tests {
             "{:?}",
             d.items
         );
-        // continueParent is not supported: reported, the sequence not deployed.
-        let (_, d) = iterate(r#"continueParent="true""#);
-        assert!(
-            d.items[0].message.contains("iterate with continueParent"),
-            "{:?}",
-            d.items
-        );
+        // continueParent in any case, as Synapse's Boolean.valueOf.
+        let (cfg, d) = iterate(r#"continueParent="True""#);
+        assert!(d.items.is_empty(), "{:?}", d.items);
+        let crate::model::MediatorKind::Iterate(it) = &cfg.sequences[0].sequence.mediators[0].kind
+        else {
+            panic!()
+        };
+        assert!(it.continue_parent);
     }
 
     #[test]
