@@ -23,13 +23,7 @@ fn repeated_and_similar_names() {
         "//q/order/symbol",
         "//orde/symbol",
     ] {
-        assert!(check(doc.as_bytes(), &lib, text, &sp(text)), "{text}");
-        assert!(
-            sp(text)
-                .run_fast(doc.as_bytes(), Mode::String, true)
-                .is_ok(),
-            "the fast reader reads {text}"
-        );
+        decides_and_reads_through(doc.as_bytes(), &lib, text);
     }
 }
 
