@@ -94,6 +94,37 @@ unsafe fn guard_of<'g>(ctx: *mut c_void) -> (xmlParserCtxtPtr, &'g mut Guard) {
     unsafe { (ctxt, &mut *((*ctxt)._private as *mut Guard)) }
 }
 
+/// [`guard_of`] while the parse goes on; `None` once it found a violation (the hooks then do
+/// nothing more).
+///
+/// # Safety
+/// As [`guard_of`].
+unsafe fn live_guard<'g>(ctx: *mut c_void) -> Option<(xmlParserCtxtPtr, &'g mut Guard)> {
+    // SAFETY: per the function contract.
+    let (ctxt, guard) = unsafe { guard_of(ctx) };
+    guard.violation.is_none().then_some((ctxt, guard))
+}
+
+/// For a hook of an entity declaration: whether such declarations are allowed. When they are
+/// not, the parse is stopped with `refusal` of the declared name.
+///
+/// # Safety
+/// `name` must be NULL or a valid NUL-terminated string.
+unsafe fn entities_allowed(
+    ctxt: xmlParserCtxtPtr,
+    guard: &mut Guard,
+    name: *const xmlChar,
+    refusal: impl FnOnce(String) -> String,
+) -> bool {
+    if guard.allow_entities {
+        return true;
+    }
+    // SAFETY: per the function contract.
+    let name = unsafe { cstr_lossy(name) };
+    stop(ctxt, guard, XmlErrorKind::EntityDeclaration, refusal(name));
+    false
+}
+
 fn stop(ctxt: xmlParserCtxtPtr, guard: &mut Guard, kind: XmlErrorKind, msg: String) {
     // SAFETY: `ctxt` is the live parser context of the running parse.
     let line = unsafe { xmlSAX2GetLineNumber(ctxt as *mut c_void) };
@@ -119,10 +150,9 @@ unsafe extern "C" fn hook_start_element_ns(
     attributes: *mut *const xmlChar,
 ) {
     // SAFETY: only installed by `parse_raw`, which sets up `_private`.
-    let (ctxt, guard) = unsafe { guard_of(ctx) };
-    if guard.violation.is_some() {
+    let Some((ctxt, guard)) = (unsafe { live_guard(ctx) }) else {
         return;
-    }
+    };
     guard.depth += 1;
     if guard.depth > guard.max_depth {
         let msg = format!(
@@ -158,10 +188,9 @@ unsafe extern "C" fn hook_end_element_ns(
     uri: *const xmlChar,
 ) {
     // SAFETY: only installed by `parse_raw`, which sets up `_private`.
-    let (_, guard) = unsafe { guard_of(ctx) };
-    if guard.violation.is_some() {
+    let Some((_, guard)) = (unsafe { live_guard(ctx) }) else {
         return;
-    }
+    };
     guard.depth = guard.depth.saturating_sub(1);
     if let Some(f) = guard.end_ns {
         // SAFETY: forwards libxml2's arguments to the original handler.
@@ -178,15 +207,13 @@ unsafe extern "C" fn hook_entity_decl(
     content: *mut xmlChar,
 ) {
     // SAFETY: only installed by `parse_raw`, which sets up `_private`.
-    let (ctxt, guard) = unsafe { guard_of(ctx) };
-    if guard.violation.is_some() {
+    let Some((ctxt, guard)) = (unsafe { live_guard(ctx) }) else {
         return;
-    }
-    if !guard.allow_entities {
-        // SAFETY: `name` is a NUL-terminated string from the parser (or NULL).
-        let name = unsafe { cstr_lossy(name) };
-        let msg = format!("entity declaration '{name}' refused (DTD entities are not allowed)");
-        stop(ctxt, guard, XmlErrorKind::EntityDeclaration, msg);
+    };
+    let refusal =
+        |n: String| format!("entity declaration '{n}' refused (DTD entities are not allowed)");
+    // SAFETY: `name` is a NUL-terminated string from the parser (or NULL).
+    if !unsafe { entities_allowed(ctxt, guard, name, refusal) } {
         return;
     }
     if let Some(f) = guard.entity_decl {
@@ -203,15 +230,12 @@ unsafe extern "C" fn hook_unparsed_entity_decl(
     notation_name: *const xmlChar,
 ) {
     // SAFETY: only installed by `parse_raw`, which sets up `_private`.
-    let (ctxt, guard) = unsafe { guard_of(ctx) };
-    if guard.violation.is_some() {
+    let Some((ctxt, guard)) = (unsafe { live_guard(ctx) }) else {
         return;
-    }
-    if !guard.allow_entities {
-        // SAFETY: `name` is a NUL-terminated string from the parser (or NULL).
-        let name = unsafe { cstr_lossy(name) };
-        let msg = format!("unparsed entity declaration '{name}' refused");
-        stop(ctxt, guard, XmlErrorKind::EntityDeclaration, msg);
+    };
+    let refusal = |n: String| format!("unparsed entity declaration '{n}' refused");
+    // SAFETY: `name` is a NUL-terminated string from the parser (or NULL).
+    if !unsafe { entities_allowed(ctxt, guard, name, refusal) } {
         return;
     }
     if let Some(f) = guard.unparsed_entity_decl {
