@@ -392,14 +392,9 @@ impl<'a> Compiler<'a> {
             Some(cfg::SequenceRef::Key { key, loc })
                 if !self.sequences.contains_key(key.as_str()) =>
             {
-                self.missing_key("sequence", key, loc, "faultSequence")
+                let then = "as in Synapse, the default fault sequence handles errors instead";
+                self.missing_key("sequence", key, loc, "faultSequence", then)
                     .ok()?;
-                self.report(
-                    Severity::Warning,
-                    loc,
-                    "faultSequence",
-                    format!("no sequence named '{key}' in the configuration: as in Synapse, the default fault sequence handles errors instead"),
-                );
                 self.fault_sequence(&None, loc)
             }
             Some(s) => Some(self.sequence_ref(s, "faultSequence")),
