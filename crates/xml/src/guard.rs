@@ -563,22 +563,14 @@ fn doubtful(body: &[u8]) -> bool {
     if body.len() > LONG_BODY {
         return true;
     }
-    let mut high = false;
-    // Branch-free within a chunk, so that the loop vectorises (a CDATA section may be megabytes).
-    for chunk in body.chunks(64) {
-        let (mut ctrl, mut h) = (false, false);
-        for &c in chunk {
-            ctrl |= c < 0x20 && c != b'\t' && c != b'\n' && c != b'\r';
-            h |= c >= 0x80;
+    match crate::chars::control_scan(body) {
+        Some(high) => {
+            high && match std::str::from_utf8(body) {
+                Ok(s) => s.contains(['\u{FFFE}', '\u{FFFF}']),
+                Err(_) => true,
+            }
         }
-        if ctrl {
-            return true;
-        }
-        high |= h;
-    }
-    high && match std::str::from_utf8(body) {
-        Ok(s) => s.contains(['\u{FFFE}', '\u{FFFF}']),
-        Err(_) => true,
+        None => true,
     }
 }
 
@@ -671,25 +663,39 @@ mod tests {
             return false;
         };
         let (a, n) = truth(&tree);
-        if a > 0 {
-            let l = Limits {
-                max_attributes: a - 1,
-                ..unlimited()
-            };
-            let what = format!("{a} attributes");
-            refused(doc, &l, XmlErrorKind::TooManyAttributes, &what, |e| {
-                matches!(e, Excess::Attributes { .. })
-            });
-        }
-        if n > 0 {
-            let l = Limits {
-                max_namespaces: n - 1,
-                ..unlimited()
-            };
-            let what = format!("{n} in scope");
-            refused(doc, &l, XmlErrorKind::TooManyNamespaces, &what, |e| {
-                matches!(e, Excess::Namespaces { .. })
-            });
+        type Case = (
+            usize,
+            Limits,
+            XmlErrorKind,
+            &'static str,
+            fn(&Excess) -> bool,
+        );
+        let cases: [Case; 2] = [
+            (
+                a,
+                Limits {
+                    max_attributes: a.saturating_sub(1),
+                    ..unlimited()
+                },
+                XmlErrorKind::TooManyAttributes,
+                "attributes",
+                |e| matches!(e, Excess::Attributes { .. }),
+            ),
+            (
+                n,
+                Limits {
+                    max_namespaces: n.saturating_sub(1),
+                    ..unlimited()
+                },
+                XmlErrorKind::TooManyNamespaces,
+                "in scope",
+                |e| matches!(e, Excess::Namespaces { .. }),
+            ),
+        ];
+        for (count, l, kind, what, is_excess) in cases {
+            if count > 0 {
+                refused(doc, &l, kind, &format!("{count} {what}"), is_excess);
+            }
         }
         true
     }
@@ -701,7 +707,7 @@ mod tests {
         l: &Limits,
         kind: XmlErrorKind,
         what: &str,
-        is_excess: impl Fn(&Excess) -> bool,
+        is_excess: fn(&Excess) -> bool,
     ) {
         let got = check(doc, l).err().map(|e| e.kind());
         assert_eq!(got, Some(kind), "{what}: {}", String::from_utf8_lossy(doc));

@@ -1,7 +1,7 @@
 //! Secure parsing of untrusted XML.
 
 use crate::document::{Document, RawDoc};
-use crate::error::{Capture, XmlError, XmlErrorKind};
+use crate::error::{allocated, Capture, XmlError, XmlErrorKind};
 use libxml::bindings::{
     endElementNsSAX2Func, entityDeclSAXFunc, startElementNsSAX2Func, unparsedEntityDeclSAXFunc,
     xmlChar, xmlCtxtReadMemory, xmlFreeParserCtxt, xmlNewParserCtxt, xmlParserCtxtPtr,
@@ -105,24 +105,26 @@ unsafe fn live_guard<'g>(ctx: *mut c_void) -> Option<(xmlParserCtxtPtr, &'g mut 
     guard.violation.is_none().then_some((ctxt, guard))
 }
 
-/// For a hook of an entity declaration: whether such declarations are allowed. When they are
-/// not, the parse is stopped with `refusal` of the declared name.
+/// For the hook of an entity declaration (of `name`): the guard, while the parse goes on and
+/// such declarations are allowed. When they are not, the parse is stopped with `refusal` of the
+/// name.
 ///
 /// # Safety
-/// `name` must be NULL or a valid NUL-terminated string.
-unsafe fn entities_allowed(
-    ctxt: xmlParserCtxtPtr,
-    guard: &mut Guard,
+/// As [`guard_of`]; `name` must be NULL or a valid NUL-terminated string.
+unsafe fn declaration_guard<'g>(
+    ctx: *mut c_void,
     name: *const xmlChar,
     refusal: impl FnOnce(String) -> String,
-) -> bool {
+) -> Option<&'g mut Guard> {
+    // SAFETY: per the function contract.
+    let (ctxt, guard) = unsafe { live_guard(ctx) }?;
     if guard.allow_entities {
-        return true;
+        return Some(guard);
     }
     // SAFETY: per the function contract.
     let name = unsafe { cstr_lossy(name) };
     stop(ctxt, guard, XmlErrorKind::EntityDeclaration, refusal(name));
-    false
+    None
 }
 
 fn stop(ctxt: xmlParserCtxtPtr, guard: &mut Guard, kind: XmlErrorKind, msg: String) {
@@ -206,17 +208,12 @@ unsafe extern "C" fn hook_entity_decl(
     system_id: *const xmlChar,
     content: *mut xmlChar,
 ) {
-    // SAFETY: only installed by `parse_raw`, which sets up `_private`.
-    let Some((ctxt, guard)) = (unsafe { live_guard(ctx) }) else {
-        return;
-    };
     let refusal =
         |n: String| format!("entity declaration '{n}' refused (DTD entities are not allowed)");
-    // SAFETY: `name` is a NUL-terminated string from the parser (or NULL).
-    if !unsafe { entities_allowed(ctxt, guard, name, refusal) } {
-        return;
-    }
-    if let Some(f) = guard.entity_decl {
+    // SAFETY: only installed by `parse_raw`, which sets up `_private`; `name` is a NUL-terminated
+    // string from the parser (or NULL).
+    let guard = unsafe { declaration_guard(ctx, name, refusal) };
+    if let Some(f) = guard.and_then(|g| g.entity_decl) {
         // SAFETY: forwards libxml2's arguments to the original handler.
         unsafe { f(ctx, name, type_, public_id, system_id, content) };
     }
@@ -229,16 +226,11 @@ unsafe extern "C" fn hook_unparsed_entity_decl(
     system_id: *const xmlChar,
     notation_name: *const xmlChar,
 ) {
-    // SAFETY: only installed by `parse_raw`, which sets up `_private`.
-    let Some((ctxt, guard)) = (unsafe { live_guard(ctx) }) else {
-        return;
-    };
     let refusal = |n: String| format!("unparsed entity declaration '{n}' refused");
-    // SAFETY: `name` is a NUL-terminated string from the parser (or NULL).
-    if !unsafe { entities_allowed(ctxt, guard, name, refusal) } {
-        return;
-    }
-    if let Some(f) = guard.unparsed_entity_decl {
+    // SAFETY: only installed by `parse_raw`, which sets up `_private`; `name` is a NUL-terminated
+    // string from the parser (or NULL).
+    let guard = unsafe { declaration_guard(ctx, name, refusal) };
+    if let Some(f) = guard.and_then(|g| g.unparsed_entity_decl) {
         // SAFETY: forwards libxml2's arguments to the original handler.
         unsafe { f(ctx, name, public_id, system_id, notation_name) };
     }
@@ -315,13 +307,7 @@ pub(crate) fn parse_raw(
     // SAFETY: plain constructor; checked for NULL below and owned by the
     // ParserCtxt guard, which frees it on every path.
     let ctxt = unsafe { xmlNewParserCtxt() };
-    if ctxt.is_null() {
-        return Err(XmlError::new(
-            XmlErrorKind::OutOfMemory,
-            "cannot allocate a parser context",
-        ));
-    }
-    let ctxt = ParserCtxt(ctxt);
+    let ctxt = ParserCtxt(allocated(ctxt, "cannot allocate a parser context")?);
 
     let mut guard = Guard {
         max_depth: limits.max_depth,
