@@ -11,6 +11,19 @@ pub(super) fn parse(text: &str) -> (Config, Diagnostics) {
 
 pub(super) const NS: &str = r#"xmlns="http://ws.apache.org/ns/synapse""#;
 
+/// The first mediator `pick` takes in a sequence holding `xml`, and the diagnostics, as text.
+pub(super) fn mediator_of<T>(
+    xml: &str,
+    pick: impl Fn(&MediatorKind) -> Option<T>,
+) -> (Option<T>, Vec<String>) {
+    let (cfg, diags) = parse(&format!(r#"<sequence {NS} name="s">{xml}</sequence>"#));
+    let found = cfg
+        .sequences
+        .first()
+        .and_then(|s| s.sequence.mediators.iter().find_map(|m| pick(&m.kind)));
+    (found, diags.items.iter().map(|d| d.to_string()).collect())
+}
+
 #[test]
 fn start_tag_declarations() {
     assert_eq!(
