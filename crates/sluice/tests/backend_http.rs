@@ -14,9 +14,7 @@ const BODY: &str = "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org
 
 /// The test body posted to the proxy `Plain`, its answer.
 async fn plain(c: &mut Conn) -> Reply {
-    c.post("/services/Plain", SOAP_HEADERS, BODY.into())
-        .await
-        .unwrap()
+    c.soap("/services/Plain", BODY).await
 }
 
 /// What a scripted back-end saw and did.
@@ -195,10 +193,7 @@ async fn invalid_responses_give_502_naming_the_problem() {
     let s = Sluice::failures_config(addr);
     let baseline = s.fd_count();
     let mut c = Conn::open(s.addr).await;
-    let r = c
-        .post("/services/Plain", SOAP_HEADERS, "<bad1/>".into())
-        .await
-        .unwrap();
+    let r = c.soap("/services/Plain", "<bad1/>").await;
     assert_eq!(r.status, 502);
     assert!(
         r.text().contains("invalid HTTP response") && r.text().contains("Content-Length"),
@@ -224,8 +219,7 @@ async fn a_request_read_then_left_unanswered_is_not_sent_again() {
     let (addr, log) = scripted(|_| (Vec::new(), true)).await;
     let s = Sluice::failures_config(addr);
     let mut c = Conn::open(s.addr).await;
-    let r = plain(&mut c).await;
-    assert_eq!(r.status, 502, "{}", r.text());
+    let r = plain(&mut c).await.assert_status(502);
     assert!(r.text().contains("closed the connection"), "{}", r.text());
     assert_eq!(
         log.requests.lock().unwrap().len(),
@@ -271,8 +265,7 @@ async fn a_request_reset_unread_is_sent_again() {
     });
     let s = Sluice::failures_config(addr);
     let mut c = Conn::open(s.addr).await;
-    let r = plain(&mut c).await;
-    assert_eq!(r.status, 200, "{}", r.text());
+    let r = plain(&mut c).await.assert_status(200);
     assert_eq!(r.text(), "<done/>");
     assert_eq!(requests.load(Ordering::SeqCst), 1);
 }

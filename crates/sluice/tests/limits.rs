@@ -3,6 +3,7 @@
 //! deadline, and a body-less GET relayed without a body.
 
 mod common;
+use common::setup::*;
 use common::*;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -24,14 +25,12 @@ fn start(backend: SocketAddr, config: Option<&PathBuf>) -> Sluice {
 
 /// [`start`], with more arguments.
 fn start_with(backend: SocketAddr, config: Option<&PathBuf>, more: &[&str]) -> Sluice {
-    let capp = capp();
-    let ep = format!("RealService=http://{backend}/service/EchoService");
-    let mut args = vec!["run", capp.to_str().unwrap(), "--endpoint", &ep];
+    let mut args = Vec::new();
     if let Some(c) = config {
         args.extend(["--config", c.to_str().unwrap()]);
     }
     args.extend(more);
-    Sluice::start(&args)
+    start_on_capp(&capp(), backend, &args)
 }
 
 /// Sends DirectProxy requests one after the other until `heavy` has finished and then for `after`
@@ -47,13 +46,8 @@ async fn serve_direct_while<T>(
     while finished.is_none_or(|t| t.elapsed() < after) {
         let sent = Instant::now();
         let r = c
-            .post(
-                "/services/DirectProxy",
-                SOAP_HEADERS,
-                payload("1000B_buyStocks.xml"),
-            )
-            .await
-            .unwrap();
+            .soap("/services/DirectProxy", payload("1000B_buyStocks.xml"))
+            .await;
         assert_eq!(r.status, 200);
         slowest = slowest.max(sent.elapsed());
         served += 1;
@@ -236,20 +230,12 @@ async fn bodies_in_memory_are_bounded_per_message_and_in_all() {
     // Within the message limit but past what all bodies may hold: 503 with Retry-After.
     let mut c = Conn::open(s.addr).await;
     let big = payload("100000B_buyStocks.xml");
-    let r = c
-        .post("/services/CBRProxy", SOAP_HEADERS, big)
-        .await
-        .unwrap();
-    assert_eq!(r.status, 503, "{}", r.text());
+    let r = c.soap("/services/CBRProxy", big).await.assert_status(503);
     assert_eq!(r.header("retry-after"), "1");
     // Small bodies are not counted, and a refused one left nothing held.
     let mut c = Conn::open(s.addr).await;
     let small = payload("1000B_buyStocks.xml");
-    let r = c
-        .post("/services/CBRProxy", SOAP_HEADERS, small)
-        .await
-        .unwrap();
-    assert_eq!(r.status, 200, "{}", r.text());
+    c.soap("/services/CBRProxy", small).await.assert_status(200);
     let _ = std::fs::remove_file(cfg);
 }
 
@@ -273,10 +259,7 @@ async fn large_mediation_has_a_deadline_and_others_are_served_meanwhile() {
     let addr = s.addr;
     let heavy = tokio::spawn(async move {
         let mut c = Conn::open(addr).await;
-        let r = c
-            .post("/services/XSLTProxy", SOAP_HEADERS, big.into())
-            .await
-            .unwrap();
+        let r = c.soap("/services/XSLTProxy", big).await;
         (Instant::now(), r)
     });
     // The one worker keeps answering while the heavy message is mediated, and after its answer,
@@ -297,12 +280,7 @@ async fn large_mediation_has_a_deadline_and_others_are_served_meanwhile() {
 #[test]
 fn a_bad_settings_file_is_refused_with_its_line() {
     let cfg = settings("bad", "[transport.http]\nmax_body_sise = 5\n");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["--config", cfg.to_str().unwrap(), "--port", "0"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused_start(&["--config", cfg.to_str().unwrap(), "--port", "0"]);
     assert!(
         err.contains("max_body_sise") && err.contains("line 2"),
         "{err}"
@@ -330,9 +308,7 @@ async fn a_million_attributes_are_refused_and_the_worker_stays_responsive() {
     let addr = s.addr;
     let heavy = tokio::spawn(async move {
         let mut c = Conn::open(addr).await;
-        c.post("/services/CBRProxy", SOAP_HEADERS, body.into())
-            .await
-            .unwrap()
+        c.soap("/services/CBRProxy", body).await
     });
     let (served, slowest) = serve_direct_while(s.addr, &heavy, Duration::ZERO).await;
     let r = heavy.await.unwrap();
