@@ -148,9 +148,7 @@ pub fn normalize_eol_into(s: &str, out: &mut String) {
     let mut chars = s.chars().peekable();
     while let Some(c) = chars.next() {
         if c == '\r' {
-            if chars.peek() == Some(&'\n') {
-                chars.next();
-            }
+            chars.next_if_eq(&'\n');
             out.push('\n');
         } else {
             out.push(c);

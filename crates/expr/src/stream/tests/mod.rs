@@ -386,15 +386,19 @@ fn check(doc: &[u8], lib: &Lib, text: &str, s: &StreamPath) -> bool {
     decided
 }
 
-/// [`check`] where streaming must decide, and the fast reader must read the whole of `doc`.
-fn decides_and_reads_through(doc: &[u8], lib: &Lib, text: &str) {
-    let s = sp(text);
-    assert!(check(doc, lib, text, &s), "{text}");
-    assert!(
-        s.run_fast(doc, Mode::String, true).is_ok(),
-        "the fast reader reads {text} over\n{}",
-        show(doc)
-    );
+/// [`check`] of each of `texts` over `doc`, where streaming must decide, and the fast reader must
+/// read the whole of `doc`.
+fn decide_and_read_through(doc: &[u8], texts: &[&str]) {
+    let lib = Lib(parse(doc).unwrap());
+    for &text in texts {
+        let s = sp(text);
+        assert!(check(doc, &lib, text, &s), "{text}");
+        assert!(
+            s.run_fast(doc, Mode::String, true).is_ok(),
+            "the fast reader reads {text} over\n{}",
+            show(doc)
+        );
+    }
 }
 
 fn shown(o: Out) -> String {
