@@ -3,6 +3,7 @@
 mod common;
 use common::setup::*;
 use common::*;
+use sluice_xml::testing::without_space_between_tags;
 use sluice_xml::{canonicalize, Document};
 use std::path::Path;
 
@@ -42,21 +43,7 @@ fn xsltproc(sheet: &[u8], input: &[u8]) -> Vec<u8> {
 /// without the original's line breaks).
 fn canon(bytes: &[u8]) -> String {
     let c = canonicalize(&Document::parse(bytes).unwrap()).unwrap();
-    let s = String::from_utf8(c).unwrap();
-    let mut out = String::with_capacity(s.len());
-    let mut pending = String::new();
-    for ch in s.chars() {
-        if ch.is_whitespace() && (out.ends_with('>') || !pending.is_empty()) {
-            pending.push(ch);
-            continue;
-        }
-        if ch != '<' {
-            out.push_str(&pending);
-        }
-        pending.clear();
-        out.push(ch);
-    }
-    out
+    without_space_between_tags(&String::from_utf8(c).unwrap())
 }
 
 fn body_first_child(envelope: &[u8]) -> Vec<u8> {

@@ -167,25 +167,9 @@ fn reverse_then_forward_gives_the_original_back() {
     }
 }
 
-/// Removes white space between tags.
+/// Without white space between tags.
 fn strip_ws(b: &[u8]) -> String {
-    let s = show(b);
-    let mut out = String::new();
-    let mut pending = String::new();
-    let mut after_tag = false;
-    for c in s.chars() {
-        if after_tag && c.is_whitespace() {
-            pending.push(c);
-            continue;
-        }
-        if c != '<' {
-            out.push_str(&pending);
-        }
-        pending.clear();
-        out.push(c);
-        after_tag = c == '>';
-    }
-    out
+    sluice_xml::testing::without_space_between_tags(&show(b))
 }
 
 /// The source text of the first element whose start tag begins with `open`.
