@@ -612,6 +612,11 @@ impl<'a> Compiler<'a> {
             .map_err(|err| self.report_expr_error(err, loc, element))
             .ok()
     }
+    /// [`Compiler::steps`] of a sequence there may not be (none: no steps).
+    pub(crate) fn steps_of(&mut self, seq: Option<&cfg::Sequence>) -> Steps {
+        seq.map(|s| self.steps(&s.mediators)).unwrap_or_default()
+    }
+
     pub(crate) fn steps(&mut self, ms: &[cfg::Mediator]) -> Steps {
         let mut out = Vec::with_capacity(ms.len());
         for (i, m) in ms.iter().enumerate() {
