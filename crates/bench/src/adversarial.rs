@@ -9,7 +9,7 @@
 
 use crate::hostile::{self, Case, Place};
 use serde::{Deserialize, Serialize};
-use sluice_expr::{Env, Expr, ExprError, ExprErrorKind, JsonPath, PropScope, StreamPath};
+use sluice_expr::{Env, Expr, ExprError, ExprErrorKind, JsonPath, StreamPath};
 use sluice_stx::StreamSheet;
 use std::borrow::Cow;
 use std::cell::OnceCell;
@@ -154,12 +154,6 @@ impl<'a> Raw<'a> {
 }
 
 impl Env for Raw<'_> {
-    fn property(&self, _: PropScope, _: &str) -> Option<Cow<'_, str>> {
-        None
-    }
-    fn url_param(&self, _: &str) -> Option<Cow<'_, str>> {
-        None
-    }
     fn raw_xml(&self) -> Option<&[u8]> {
         Some(self.bytes)
     }

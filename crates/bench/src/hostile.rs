@@ -192,23 +192,23 @@ pub fn soap(case: Case, place: Place, size: usize, reference: Option<&std::path:
     let p = part(case, size.saturating_sub(skeleton + TAIL.len()));
     let mut s = String::with_capacity(size + 256);
     s.push_str(ENV_OPEN);
+    // The rest of a start tag, `end` (`>` and what follows it), with the hostile part when it goes
+    // in this element.
+    let close = |s: &mut String, here: Place, end: &str| {
+        let hostile = place == here;
+        if hostile {
+            s.push_str(&p.attrs);
+        }
+        s.push_str(end);
+        if hostile {
+            s.push_str(&p.content);
+        }
+    };
     s.push_str("<soapenv:Header");
-    if place == Place::Header {
-        s.push_str(&p.attrs);
-        s.push('>');
-        s.push_str(&p.content);
-    } else {
-        s.push('>');
-    }
+    close(&mut s, Place::Header, ">");
     s.push_str(ROUTING);
     s.push_str(BODY_OPEN);
-    if place == Place::Payload {
-        s.push_str(&p.attrs);
-        s.push_str(">\n");
-        s.push_str(&p.content);
-    } else {
-        s.push_str(">\n");
-    }
+    close(&mut s, Place::Payload, ">\n");
     s.push_str(ORDER);
     s.push_str(TAIL);
     s

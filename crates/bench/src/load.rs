@@ -520,12 +520,7 @@ mod tests {
 
     #[test]
     fn drives_the_echo_and_counts_assertions_and_refusals() {
-        let echo = sluice_echo::EchoServer::bind_and_start(
-            "127.0.0.1:0".parse().unwrap(),
-            1,
-            sluice_echo::EchoOptions::default(),
-        )
-        .unwrap();
+        let echo = sluice_echo::EchoServer::local(Duration::ZERO).unwrap();
         let mut spec = LoadSpec {
             addr: echo.addr(),
             path: "/".into(),

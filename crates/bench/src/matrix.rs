@@ -635,18 +635,17 @@ fn run_in(spec: &MatrixSpec, command: &str, dir: &Path) -> std::io::Result<Repor
                 // few % of a core): they run concurrently, every target at once, unless told otherwise.
                 let concurrent = delay > 0 && spec.concurrent_delayed;
                 let group = group_cells(spec, &targets, &cells, &body, users, delay);
-                let size_l = payload::size_label(size);
                 let at = Progress {
                     n: &mut n,
                     total,
                     users,
-                    size_l: &size_l,
+                    size,
                     delay,
                 };
                 let measured = if concurrent {
-                    measure_concurrent(spec, &group, size, at)?
+                    measure_concurrent(spec, &group, at)?
                 } else {
-                    measure_rounds(spec, &group, size, at)?
+                    measure_rounds(spec, &group, at)?
                 };
                 rows.extend(measured.into_iter().map(|(r, _)| r));
             }
@@ -698,15 +697,15 @@ struct Progress<'a> {
     n: &'a mut usize,
     total: usize,
     users: usize,
-    size_l: &'a str,
+    size: usize,
     delay: u64,
 }
 
 impl Progress<'_> {
     /// The start of a progress line: where the matrix is, `what` runs, and `more` after it.
     fn line(&self, what: &str, more: &str) -> String {
-        let (n, total, users, size_l, delay) =
-            (*self.n, self.total, self.users, self.size_l, self.delay);
+        let (n, total, users, delay) = (*self.n, self.total, self.users, self.delay);
+        let size_l = payload::size_label(self.size);
         format!("[{n:>3}/{total}] {what}, {users} users, {size_l}, delay {delay} ms{more} ... ")
     }
 }
@@ -754,15 +753,13 @@ fn group_cells(
         .collect()
 }
 
+/// Each cell's row, and the CPU microseconds its target used over the measured window.
+type Measured = std::io::Result<Vec<(Row, u64)>>;
+
 /// Every cell of the group at once (latency-bound cells, a back-end delay).
-fn measure_concurrent(
-    spec: &MatrixSpec,
-    group: &[Cell],
-    size: usize,
-    at: Progress<'_>,
-) -> std::io::Result<Vec<(Row, u64)>> {
+fn measure_concurrent(spec: &MatrixSpec, group: &[Cell], at: Progress<'_>) -> Measured {
     *at.n += group.len();
-    let delay = at.delay;
+    let (size, delay) = (at.size, at.delay);
     if spec.progress {
         eprint!(
             "{}",
@@ -791,13 +788,8 @@ fn measure_concurrent(
 }
 
 /// Each cell alone, `rounds` times in a rotating order; the median round of each.
-fn measure_rounds(
-    spec: &MatrixSpec,
-    group: &[Cell],
-    size: usize,
-    at: Progress<'_>,
-) -> std::io::Result<Vec<(Row, u64)>> {
-    let delay = at.delay;
+fn measure_rounds(spec: &MatrixSpec, group: &[Cell], at: Progress<'_>) -> Measured {
+    let (size, delay) = (at.size, at.delay);
     let rounds = spec.rounds.max(1);
     let mut runs: Vec<Vec<(Row, u64)>> = vec![Vec::new(); group.len()];
     for round in 0..rounds {

@@ -146,9 +146,6 @@ impl Env for Parsed {
             "secret"
         }))
     }
-    fn url_param(&self, _: &str) -> Option<Cow<'_, str>> {
-        None
-    }
     fn document(&self) -> Result<&sluice_xml::Document, ExprError> {
         Ok(&self.0)
     }

@@ -92,13 +92,18 @@ mod tests {
         (a - b).abs() <= b.abs() * rel
     }
 
+    /// The summary of a histogram of these latencies (µs).
+    fn summary_of(us: impl IntoIterator<Item = u64>) -> Summary {
+        let mut h = histogram();
+        for v in us {
+            h.record(v).unwrap();
+        }
+        Summary::of(&h)
+    }
+
     #[test]
     fn percentiles_of_a_uniform_series() {
-        let mut h = histogram();
-        for us in 1..=10_000u64 {
-            h.record(us * 10).unwrap(); // 10 µs .. 100 ms
-        }
-        let s = Summary::of(&h);
+        let s = summary_of((1..=10_000u64).map(|k| k * 10)); // 10 µs .. 100 ms
         assert_eq!(s.count, 10_000);
         assert!(close(s.p50_ms, 50.0, 0.002), "{s:?}");
         assert!(close(s.p90_ms, 90.0, 0.002), "{s:?}");
@@ -110,12 +115,7 @@ mod tests {
 
     #[test]
     fn std_dev_of_two_values() {
-        let mut h = histogram();
-        for _ in 0..500 {
-            h.record(1_000).unwrap();
-            h.record(3_000).unwrap();
-        }
-        let s = Summary::of(&h);
+        let s = summary_of([1_000, 3_000].repeat(500));
         assert!(close(s.mean_ms, 2.0, 0.001), "{s:?}");
         // Population std-dev of {1, 3} ms is 1 ms.
         assert!(close(s.stddev_ms, 1.0, 0.001), "{s:?}");
@@ -123,14 +123,7 @@ mod tests {
 
     #[test]
     fn a_tail_shows_in_p99_not_p50() {
-        let mut h = histogram();
-        for _ in 0..980 {
-            h.record(1_000).unwrap();
-        }
-        for _ in 0..20 {
-            h.record(500_000).unwrap();
-        }
-        let s = Summary::of(&h);
+        let s = summary_of([vec![1_000; 980], vec![500_000; 20]].concat());
         assert!(close(s.p50_ms, 1.0, 0.001));
         assert!(close(s.p99_ms, 500.0, 0.001), "{s:?}");
     }

@@ -626,12 +626,7 @@ mod tests {
     /// answer as the echo streams it back, and a large body is echoed whole.
     #[test]
     fn the_clients_against_the_echo() {
-        let echo = sluice_echo::EchoServer::bind_and_start(
-            "127.0.0.1:0".parse().unwrap(),
-            1,
-            sluice_echo::EchoOptions::default(),
-        )
-        .unwrap();
+        let echo = sluice_echo::EchoServer::local(Duration::ZERO).unwrap();
         let addr = echo.addr();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()

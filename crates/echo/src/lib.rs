@@ -170,6 +170,12 @@ impl EchoServer {
         EchoServer::start(bind(addr)?, threads, opts)
     }
 
+    /// One thread on a free port of 127.0.0.1 answering after `delay`: the echo tests run against.
+    pub fn local(delay: Duration) -> std::io::Result<EchoServer> {
+        let addr = SocketAddr::from(([127, 0, 0, 1], 0));
+        EchoServer::bind_and_start(addr, 1, EchoOptions { delay })
+    }
+
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
@@ -202,14 +208,7 @@ mod tests {
     use std::time::Instant;
 
     fn start(delay_ms: u64) -> EchoServer {
-        EchoServer::bind_and_start(
-            "127.0.0.1:0".parse().unwrap(),
-            1,
-            EchoOptions {
-                delay: Duration::from_millis(delay_ms),
-            },
-        )
-        .unwrap()
+        EchoServer::local(Duration::from_millis(delay_ms)).unwrap()
     }
 
     fn exchange(addr: SocketAddr, req: &[u8], reads: usize) -> String {

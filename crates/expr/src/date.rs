@@ -55,8 +55,7 @@ impl DateFormat {
         while let Some(c) = chars.next() {
             if c == '\'' {
                 // '' is a quote; 'text' is literal text (a '' inside it a quote too).
-                if chars.peek() == Some(&'\'') {
-                    chars.next();
+                if chars.next_if_eq(&'\'').is_some() {
                     text.push('\'');
                     continue;
                 }
@@ -239,18 +238,22 @@ mod tests {
 
     #[test]
     fn java_patterns() {
-        assert_eq!(
-            at("yyyy-MM-dd'T'HH:mm:ss.SSSXXX"),
-            "2026-03-07T14:05:09.042+05:30"
-        );
-        assert_eq!(at("yyyyMMddHHmmss"), "20260307140509");
-        assert_eq!(at("dd/MMM/yy h:mm a"), "07/Mar/26 2:05 PM");
-        assert_eq!(at("EEEE, MMMM d, yyyy"), "Saturday, March 7, 2026");
-        assert_eq!(at("EEE D u"), "Sat 66 6");
-        assert_eq!(at("Z z X XX"), "+0530 GMT+05:30 +05 +0530");
-        assert_eq!(at("'it''s' hh 'o''clock'"), "it's 02 o'clock");
-        assert_eq!(at("S SS SSSS"), "42 42 0042");
-        assert_eq!(at("k K G"), "14 2 AD");
+        for (pattern, want) in [
+            (
+                "yyyy-MM-dd'T'HH:mm:ss.SSSXXX",
+                "2026-03-07T14:05:09.042+05:30",
+            ),
+            ("yyyyMMddHHmmss", "20260307140509"),
+            ("dd/MMM/yy h:mm a", "07/Mar/26 2:05 PM"),
+            ("EEEE, MMMM d, yyyy", "Saturday, March 7, 2026"),
+            ("EEE D u", "Sat 66 6"),
+            ("Z z X XX", "+0530 GMT+05:30 +05 +0530"),
+            ("'it''s' hh 'o''clock'", "it's 02 o'clock"),
+            ("S SS SSSS", "42 42 0042"),
+            ("k K G", "14 2 AD"),
+        ] {
+            assert_eq!(at(pattern), want, "{pattern}");
+        }
         assert_eq!(
             DateFormat::java_default()
                 .format(&chrono::Utc.with_ymd_and_hms(2026, 3, 7, 0, 5, 9).unwrap()),

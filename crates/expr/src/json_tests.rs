@@ -8,12 +8,6 @@ fn body(text: &'static str) -> Body {
 }
 
 impl Env for Body {
-    fn property(&self, _: PropScope, _: &str) -> Option<Cow<'_, str>> {
-        None
-    }
-    fn url_param(&self, _: &str) -> Option<Cow<'_, str>> {
-        None
-    }
     fn raw_xml(&self) -> Option<&[u8]> {
         Some(self.0.as_bytes())
     }

@@ -55,8 +55,14 @@ pub enum BodyNeed {
 
 /// The values an expression can read.
 pub trait Env {
-    fn property(&self, scope: PropScope, name: &str) -> Option<Cow<'_, str>>;
-    fn url_param(&self, name: &str) -> Option<Cow<'_, str>>;
+    /// A property's value; `None` when it is not set (and where the environment has none).
+    fn property(&self, _scope: PropScope, _name: &str) -> Option<Cow<'_, str>> {
+        None
+    }
+    /// Synapse's `$url:NAME`, a query parameter of the request; `None` when it has none.
+    fn url_param(&self, _name: &str) -> Option<Cow<'_, str>> {
+        None
+    }
     /// The message as an XML document, parsed on first use; an error when the body is not well-formed
     /// XML or was not read.
     fn document(&self) -> Result<&sluice_xml::Document, ExprError> {
@@ -870,12 +876,6 @@ pub(crate) struct WithDoc(pub(crate) sluice_xml::Document);
 
 #[cfg(test)]
 impl Env for WithDoc {
-    fn property(&self, _: PropScope, _: &str) -> Option<Cow<'_, str>> {
-        None
-    }
-    fn url_param(&self, _: &str) -> Option<Cow<'_, str>> {
-        None
-    }
     fn document(&self) -> Result<&sluice_xml::Document, ExprError> {
         Ok(&self.0)
     }

@@ -425,23 +425,17 @@ fn mutated_expressions_never_panic() {
         ("soapenv".to_owned(), SOAP11_ENV.to_owned()),
         ("t".to_owned(), "urn:t".to_owned()),
     ];
-    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut r = crate::testing::Rng(0x2545_f491_4f6c_dd1d);
     let alphabet: Vec<char> = "$:/'\"()[],=!<>*@.|-_ aZ9\u{e9}\u{0}".chars().collect();
     for i in 0..5000 {
         let mut chars: Vec<char> = seeds[i % seeds.len()].chars().collect();
-        for _ in 0..(1 + next() % 4) {
+        for _ in 0..(1 + r.next() % 4) {
             if chars.is_empty() {
                 break;
             }
-            let at = (next() as usize) % chars.len();
-            match next() % 3 {
-                0 => chars[at] = alphabet[(next() as usize) % alphabet.len()],
+            let at = r.below(chars.len());
+            match r.next() % 3 {
+                0 => chars[at] = alphabet[r.below(alphabet.len())],
                 1 => {
                     chars.remove(at);
                 }

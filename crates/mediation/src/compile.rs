@@ -414,14 +414,9 @@ impl<'a> Compiler<'a> {
             Some(cfg::SequenceRef::Key { key, loc })
                 if !self.sequences.contains_key(key.as_str()) =>
             {
-                self.missing_key("sequence", key, loc, "faultSequence")
+                let then = "as in Synapse, the default fault sequence handles errors instead";
+                self.missing_key("sequence", key, loc, "faultSequence", then)
                     .ok()?;
-                self.report(
-                    Severity::Warning,
-                    loc,
-                    "faultSequence",
-                    format!("no sequence named '{key}' in the configuration: as in Synapse, the default fault sequence handles errors instead"),
-                );
                 self.fault_sequence(&None, loc)
             }
             Some(s) => Some(self.sequence_ref(s, "faultSequence")),
@@ -658,6 +653,11 @@ impl<'a> Compiler<'a> {
             .map_err(|err| self.report_expr_error(err, loc, element))
             .ok()
     }
+    /// [`Compiler::steps`] of a sequence there may not be (none: no steps).
+    pub(crate) fn steps_of(&mut self, seq: Option<&cfg::Sequence>) -> Steps {
+        seq.map(|s| self.steps(&s.mediators)).unwrap_or_default()
+    }
+
     pub(crate) fn steps(&mut self, ms: &[cfg::Mediator]) -> Steps {
         let mut out = Vec::with_capacity(ms.len());
         for (i, m) in ms.iter().enumerate() {

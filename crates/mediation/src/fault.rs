@@ -69,75 +69,69 @@ fn push_detail(out: &mut String, d: &Detail) {
     }
 }
 
+/// `<tag>` around `text`, escaped; nothing without a text.
+fn text_element(out: &mut String, tag: &str, text: Option<&str>) {
+    if let Some(t) = text {
+        element(out, tag, |out| escape(t, out));
+    }
+}
+
+/// `<tag>` around the detail; nothing without one.
+fn detail_element(out: &mut String, tag: &str, detail: Option<&Detail>) {
+    if let Some(d) = detail {
+        element(out, tag, |out| push_detail(out, d));
+    }
+}
+
+/// `<tag>`, what `content` writes, `</tag>`.
+fn element(out: &mut String, tag: &str, content: impl FnOnce(&mut String)) {
+    out.push('<');
+    out.push_str(tag);
+    out.push('>');
+    content(out);
+    out.push_str("</");
+    out.push_str(tag);
+    out.push('>');
+}
+
 pub fn build(version: FaultVersion, f: &FaultParts) -> Bytes {
     let mut out = String::with_capacity(320 + f.reason.len());
-    match version {
-        FaultVersion::Soap11 => {
-            out.push_str("<soapenv:Envelope xmlns:soapenv=\"");
-            out.push_str(SOAP11_ENV);
-            out.push_str("\"><soapenv:Body><soapenv:Fault>");
-            push_code(
-                &mut out,
-                SOAP11_ENV,
-                f.code.unwrap_or((SOAP11_ENV, "Server")),
-                "faultcode",
-            );
-            out.push_str("<faultstring>");
-            escape(f.reason, &mut out);
-            out.push_str("</faultstring>");
-            if let Some(r) = f.role {
-                out.push_str("<faultactor>");
-                escape(r, &mut out);
-                out.push_str("</faultactor>");
-            }
-            if let Some(d) = &f.detail {
-                out.push_str("<detail>");
-                push_detail(&mut out, d);
-                out.push_str("</detail>");
-            }
-            out.push_str("</soapenv:Fault></soapenv:Body></soapenv:Envelope>");
-        }
-        FaultVersion::Soap12 => {
-            out.push_str("<soapenv:Envelope xmlns:soapenv=\"");
-            out.push_str(SOAP12_ENV);
-            out.push_str("\"><soapenv:Body><soapenv:Fault><soapenv:Code>");
-            push_code(
-                &mut out,
-                SOAP12_ENV,
-                f.code.unwrap_or((SOAP12_ENV, "Receiver")),
-                "soapenv:Value",
-            );
-            out.push_str("</soapenv:Code><soapenv:Reason><soapenv:Text xml:lang=\"en\">");
-            escape(f.reason, &mut out);
-            out.push_str("</soapenv:Text></soapenv:Reason>");
-            if let Some(n) = f.node {
-                out.push_str("<soapenv:Node>");
-                escape(n, &mut out);
-                out.push_str("</soapenv:Node>");
-            }
-            if let Some(r) = f.role {
-                out.push_str("<soapenv:Role>");
-                escape(r, &mut out);
-                out.push_str("</soapenv:Role>");
-            }
-            if let Some(d) = &f.detail {
-                out.push_str("<soapenv:Detail>");
-                push_detail(&mut out, d);
-                out.push_str("</soapenv:Detail>");
-            }
-            out.push_str("</soapenv:Fault></soapenv:Body></soapenv:Envelope>");
-        }
+    let ns = match version {
+        FaultVersion::Soap11 => SOAP11_ENV,
+        FaultVersion::Soap12 => SOAP12_ENV,
         FaultVersion::Pox => {
             out.push_str("<Exception>");
             escape(f.reason, &mut out);
-            if let Some(d) = &f.detail {
-                out.push_str("<detail>");
-                push_detail(&mut out, d);
-                out.push_str("</detail>");
-            }
+            detail_element(&mut out, "detail", f.detail.as_ref());
             out.push_str("</Exception>");
+            return Bytes::from(out);
         }
+    };
+    out.push_str("<soapenv:Envelope xmlns:soapenv=\"");
+    out.push_str(ns);
+    out.push_str("\"><soapenv:Body><soapenv:Fault>");
+    if version == FaultVersion::Soap11 {
+        let code = f.code.unwrap_or((ns, "Server"));
+        push_code(&mut out, ns, code, "faultcode");
+        text_element(&mut out, "faultstring", Some(f.reason));
+        text_element(&mut out, "faultactor", f.role);
+        detail_element(&mut out, "detail", f.detail.as_ref());
+    } else {
+        out.push_str("<soapenv:Code>");
+        push_code(
+            &mut out,
+            ns,
+            f.code.unwrap_or((ns, "Receiver")),
+            "soapenv:Value",
+        );
+        out.push_str("</soapenv:Code><soapenv:Reason><soapenv:Text xml:lang=\"en\">");
+        escape(f.reason, &mut out);
+        out.push_str("</soapenv:Text></soapenv:Reason>");
+        text_element(&mut out, "soapenv:Node", f.node);
+        text_element(&mut out, "soapenv:Role", f.role);
+        detail_element(&mut out, "soapenv:Detail", f.detail.as_ref());
     }
+    out.push_str("</soapenv:Fault></soapenv:Body></soapenv:Envelope>");
     Bytes::from(out)
 }
 

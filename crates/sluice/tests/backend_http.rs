@@ -14,9 +14,7 @@ const BODY: &str = "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org
 
 /// The test body posted to the proxy `Plain`, its answer.
 async fn plain(c: &mut Conn) -> Reply {
-    c.post("/services/Plain", SOAP_HEADERS, BODY.into())
-        .await
-        .unwrap()
+    c.soap("/services/Plain", BODY).await
 }
 
 /// What a scripted back-end saw and did.
@@ -61,6 +59,18 @@ where
     (addr, log)
 }
 
+/// Sluice on the `failures` config in front of a [`scripted`] back-end, a connection to it, and
+/// the back-end's log.
+async fn behind_sluice<F>(answer: F) -> (Sluice, Conn, Arc<Log>)
+where
+    F: Fn(&[u8]) -> (Vec<u8>, bool) + Send + Sync + 'static,
+{
+    let (addr, log) = scripted(answer).await;
+    let s = Sluice::failures_config(addr);
+    let c = Conn::open(s.addr).await;
+    (s, c, log)
+}
+
 /// One whole request from `s` (bytes after it stay in `buf`), or None at the end of the connection.
 async fn read_request(s: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Vec<u8>> {
     let mut chunk = [0u8; 16384];
@@ -100,7 +110,7 @@ fn ok_with_length(body: &str) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chunked_response_is_decoded_and_the_connection_reused() {
-    let (addr, log) = scripted(|_| {
+    let (_s, mut c, log) = behind_sluice(|_| {
         let resp = "HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nTransfer-Encoding: chunked\r\nX-Back: 1\r\n\r\n\
                     4;ext=1\r\n<ok>\r\n\
                     1A\r\nabcdefghijklmnopqrstuvwxyz\r\n\
@@ -109,8 +119,6 @@ async fn chunked_response_is_decoded_and_the_connection_reused() {
         (resp.as_bytes().to_vec(), false)
     })
     .await;
-    let s = Sluice::failures_config(addr);
-    let mut c = Conn::open(s.addr).await;
     for _ in 0..3 {
         let r = plain(&mut c).await;
         assert_eq!(r.status, 200);
@@ -127,15 +135,13 @@ async fn chunked_response_is_decoded_and_the_connection_reused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn response_ending_with_the_connection_is_relayed_whole() {
-    let (addr, log) = scripted(|_| {
+    let (_s, mut c, log) = behind_sluice(|_| {
         let mut resp =
             b"HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nConnection: close\r\n\r\n".to_vec();
         resp.extend(std::iter::repeat_n(b'x', 200_000));
         (resp, true)
     })
     .await;
-    let s = Sluice::failures_config(addr);
-    let mut c = Conn::open(s.addr).await;
     for _ in 0..2 {
         let r = plain(&mut c).await;
         assert_eq!(r.status, 200);
@@ -167,15 +173,13 @@ async fn connections_the_backend_closes_after_each_response_are_not_errors() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interim_responses_are_skipped() {
-    let (addr, _log) = scripted(|_| {
+    let (_s, mut c, _log) = behind_sluice(|_| {
         let mut resp =
             b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n".to_vec();
         resp.extend(ok_with_length("<final/>"));
         (resp, false)
     })
     .await;
-    let s = Sluice::failures_config(addr);
-    let mut c = Conn::open(s.addr).await;
     let r = plain(&mut c).await;
     assert_eq!(r.status, 200);
     assert_eq!(r.text(), "<final/>");
@@ -195,10 +199,7 @@ async fn invalid_responses_give_502_naming_the_problem() {
     let s = Sluice::failures_config(addr);
     let baseline = s.fd_count();
     let mut c = Conn::open(s.addr).await;
-    let r = c
-        .post("/services/Plain", SOAP_HEADERS, "<bad1/>".into())
-        .await
-        .unwrap();
+    let r = c.soap("/services/Plain", "<bad1/>").await;
     assert_eq!(r.status, 502);
     assert!(
         r.text().contains("invalid HTTP response") && r.text().contains("Content-Length"),
@@ -221,11 +222,8 @@ async fn invalid_responses_give_502_naming_the_problem() {
 /// pooled one the back-end closed while idle, are still sent again: nothing acted on them.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_read_then_left_unanswered_is_not_sent_again() {
-    let (addr, log) = scripted(|_| (Vec::new(), true)).await;
-    let s = Sluice::failures_config(addr);
-    let mut c = Conn::open(s.addr).await;
-    let r = plain(&mut c).await;
-    assert_eq!(r.status, 502, "{}", r.text());
+    let (_s, mut c, log) = behind_sluice(|_| (Vec::new(), true)).await;
+    let r = plain(&mut c).await.assert_status(502);
     assert!(r.text().contains("closed the connection"), "{}", r.text());
     assert_eq!(
         log.requests.lock().unwrap().len(),
@@ -271,8 +269,7 @@ async fn a_request_reset_unread_is_sent_again() {
     });
     let s = Sluice::failures_config(addr);
     let mut c = Conn::open(s.addr).await;
-    let r = plain(&mut c).await;
-    assert_eq!(r.status, 200, "{}", r.text());
+    let r = plain(&mut c).await.assert_status(200);
     assert_eq!(r.text(), "<done/>");
     assert_eq!(requests.load(Ordering::SeqCst), 1);
 }

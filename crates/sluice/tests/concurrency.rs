@@ -1,6 +1,7 @@
 //! 2,000 concurrent keep-alive client connections through DirectProxy, with no tuning of Sluice.
 
 mod common;
+use common::setup::*;
 use common::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -11,8 +12,7 @@ async fn two_thousand_concurrent_keepalive_connections_without_errors() {
     const CONNS: usize = 2000;
     const PER_CONN: usize = 3;
     let be = backend().await;
-    let ep = format!("RealService=http://{}/service/EchoService", be.addr);
-    let s = Sluice::start(&["run", capp().to_str().unwrap(), "--endpoint", &ep]);
+    let s = start_on_capp(&capp(), be.addr, &[]);
     let body = payload("1000B_buyStocks.xml");
     // Open every connection first, so all 2,000 are open at once.
     let mut conns = Vec::with_capacity(CONNS);

@@ -26,11 +26,56 @@ fn sluice(one: &Backend, two: &Backend) -> Sluice {
     Sluice::with_endpoints("endpoints", &eps)
 }
 
+/// Two back-ends, Sluice on the `endpoints` config in front of them ([`sluice`]), and a connection
+/// to Sluice.
+async fn rig() -> (Backend, Backend, Sluice, Conn) {
+    let (one, two) = (backend().await, backend().await);
+    let s = sluice(&one, &two);
+    let c = Conn::open(s.addr).await;
+    (one, two, s, c)
+}
+
 /// The test body to a proxy.
 async fn send(c: &mut Conn, proxy: &str) -> Reply {
-    c.post(&format!("/services/{proxy}"), SOAP_HEADERS, BODY.into())
+    c.soap(&format!("/services/{proxy}"), BODY).await
+}
+
+/// The test body to a proxy `n` times, each answered 200: the answers.
+async fn send_ok(c: &mut Conn, proxy: &str, n: usize) -> Vec<Reply> {
+    let mut answers = Vec::new();
+    for i in 0..n {
+        let r = send(c, proxy).await;
+        assert_eq!(r.status, 200, "request {i}: {}", r.text());
+        answers.push(r);
+    }
+    answers
+}
+
+/// The test body to a proxy with the SOAP Content-Type and one more header (no SOAPAction).
+async fn send_with(c: &mut Conn, proxy: &str, header: (&str, &str)) -> Reply {
+    let headers = [SOAP_HEADERS[0], header];
+    let r = c
+        .post(&format!("/services/{proxy}"), &headers, BODY.into())
+        .await;
+    r.unwrap()
+}
+
+/// A body of `kib` KiB (many frames on the way in) to `proxy`: answered 200 with all of it,
+/// and One got it.
+async fn comes_back_whole(proxy: &str, kib: usize) {
+    let (one, _two, _s, mut c) = rig().await;
+    let big = BODY.replace("IBM", &"IBM ".repeat(kib * 1024 / 4));
+    let r = c
+        .soap(&format!("/services/{proxy}"), big.clone())
         .await
-        .unwrap()
+        .assert_status(200);
+    assert!(
+        r.body == big.as_bytes(),
+        "{} bytes back of {}",
+        r.body.len(),
+        big.len()
+    );
+    assert_eq!(count(&one), 1);
 }
 
 fn count(b: &Backend) -> usize {
@@ -39,12 +84,8 @@ fn count(b: &Backend) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failover_sends_the_whole_message_to_the_next_ready_child() {
-    let (one, two) = (backend().await, backend().await);
-    let s = sluice(&one, &two);
-    let mut c = Conn::open(s.addr).await;
-    for i in 0..3 {
-        let r = send(&mut c, "Failover").await;
-        assert_eq!(r.status, 200, "request {i}: {}", r.text());
+    let (one, two, s, mut c) = rig().await;
+    for (i, r) in send_ok(&mut c, "Failover", 3).await.iter().enumerate() {
         assert_eq!(r.text(), BODY, "request {i}: the body is resent whole");
     }
     // Down refused the first message and is suspended: the others go straight to One, and Two,
@@ -57,34 +98,14 @@ async fn failover_sends_the_whole_message_to_the_next_ready_child() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failover_resends_a_large_body_whole() {
-    let (one, two) = (backend().await, backend().await);
-    let s = sluice(&one, &two);
-    let mut c = Conn::open(s.addr).await;
-    // 300 KiB, many frames on the way in: all of it reaches One after Down refused it.
-    let big = BODY.replace("IBM", &"IBM ".repeat(300 * 1024 / 4));
-    let r = c
-        .post("/services/Failover", SOAP_HEADERS, big.clone().into())
-        .await
-        .unwrap();
-    assert_eq!(r.status, 200, "{}", r.text());
-    assert!(
-        r.body == big.as_bytes(),
-        "{} bytes back of {}",
-        r.body.len(),
-        big.len()
-    );
-    assert_eq!(count(&one), 1);
+    // 300 KiB: all of it reaches One after Down refused it.
+    comes_back_whole("Failover", 300).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_that_is_never_suspended_is_tried_by_each_message() {
-    let (one, two) = (backend().await, backend().await);
-    let s = sluice(&one, &two);
-    let mut c = Conn::open(s.addr).await;
-    for i in 0..2 {
-        let r = send(&mut c, "FailoverKept").await;
-        assert_eq!(r.status, 200, "request {i}: {}", r.text());
-    }
+    let (one, _two, s, mut c) = rig().await;
+    send_ok(&mut c, "FailoverKept", 2).await;
     assert_eq!(count(&one), 2);
     let log = s.stderr_with("trying endpoint One", Duration::from_secs(5));
     assert!(log.contains("endpoint DownKept"), "{log}");
@@ -92,12 +113,8 @@ async fn a_child_that_is_never_suspended_is_tried_by_each_message() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn round_robin_alternates_between_the_children() {
-    let (one, two) = (backend().await, backend().await);
-    let s = sluice(&one, &two);
-    let mut c = Conn::open(s.addr).await;
-    for i in 0..6 {
-        let r = send(&mut c, "RoundRobin").await;
-        assert_eq!(r.status, 200, "request {i}: {}", r.text());
+    let (one, two, _s, mut c) = rig().await;
+    for r in send_ok(&mut c, "RoundRobin", 6).await {
         assert_eq!(r.text(), BODY);
     }
     assert_eq!((count(&one), count(&two)), (3, 3));
@@ -115,48 +132,39 @@ async fn round_robin_alternates_between_the_children() {
 async fn the_group_above_a_failed_child_takes_the_failure() {
     // A failover inside a load-balance endpoint that does not fail over: the failover tries its
     // next child.
-    let (one, two) = (backend().await, backend().await);
-    let s = sluice(&one, &two);
-    let mut c = Conn::open(s.addr).await;
-    let r = send(&mut c, "Nested").await;
-    assert_eq!(r.status, 200, "{}", r.text());
+    let (one, _two, _s, mut c) = rig().await;
+    send(&mut c, "Nested").await.assert_status(200);
     assert_eq!(count(&one), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retry_config_keeps_a_failure_from_going_to_another_child() {
-    let (one, two) = (backend().await, backend().await);
-    let s = sluice(&one, &two);
-    let mut c = Conn::open(s.addr).await;
-    let r = send(&mut c, "NoRetry").await;
-    assert_eq!(r.status, 502, "{}", r.text());
+    let (one, _two, _s, mut c) = rig().await;
+    let r = send(&mut c, "NoRetry").await.assert_status(502);
     assert!(r.text().contains("endpoint DownNoRetry"), "{}", r.text());
     assert_eq!(count(&one), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_no_child_is_ready_the_error_is_the_last_childs_then_303000() {
-    let (one, two) = (backend().await, backend().await);
-    let s = sluice(&one, &two);
-    let mut c = Conn::open(s.addr).await;
-    // Both children tried and refused: as in Synapse, ERROR_CODE is the last child's.
-    let r = send(&mut c, "NoneReady").await;
-    let t = r.text();
-    assert!(t.contains("<detail>101503</detail>"), "{t}");
-    assert!(
-        t.contains("no other child endpoint of loadbalance endpoint Nothing is ready"),
-        "{t}"
-    );
-    // Both are suspended now: nothing is tried, 303000 (503 without a fault sequence).
-    let r = send(&mut c, "NoneReady").await;
-    let t = r.text();
-    assert!(t.contains("<detail>303000</detail>"), "{t}");
-    assert!(
-        t.contains("loadbalance endpoint Nothing has no ready child endpoint"),
-        "{t}"
-    );
-    let r = send(&mut c, "NoneReadyPlain").await;
-    assert_eq!(r.status, 503, "{}", r.text());
+    let (_one, _two, _s, mut c) = rig().await;
+    for (code, why) in [
+        // Both children tried and refused: as in Synapse, ERROR_CODE is the last child's.
+        (
+            "101503",
+            "no other child endpoint of loadbalance endpoint Nothing is ready",
+        ),
+        // Both are suspended now: nothing is tried, 303000 (503 without a fault sequence).
+        (
+            "303000",
+            "loadbalance endpoint Nothing has no ready child endpoint",
+        ),
+    ] {
+        let t = send(&mut c, "NoneReady").await.text();
+        assert!(t.contains(&format!("<detail>{code}</detail>")), "{t}");
+        assert!(t.contains(why), "{t}");
+    }
+    let r = send(&mut c, "NoneReadyPlain").await.assert_status(503);
     assert!(
         r.text().contains("has no ready child endpoint"),
         "{}",
@@ -167,8 +175,7 @@ async fn when_no_child_is_ready_the_error_is_the_last_childs_then_303000() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_aborts_its_upload_does_not_suspend_the_endpoint() {
     use tokio::io::AsyncWriteExt;
-    let (one, two) = (backend().await, backend().await);
-    let s = sluice(&one, &two);
+    let (_one, _two, s, mut c) = rig().await;
     let mut raw = tokio::net::TcpStream::connect(s.addr).await.unwrap();
     raw.write_all(
         b"POST /services/Plain HTTP/1.1\r\nHost: x\r\nContent-Type: text/xml\r\nContent-Length: 100000\r\n\r\n<a>",
@@ -180,20 +187,15 @@ async fn a_client_that_aborts_its_upload_does_not_suspend_the_endpoint() {
     let log = s.stderr_with("reading the request body", Duration::from_secs(5));
     assert!(log.contains("reading the request body"), "{log}");
     // One has Synapse's default suspension (any back-end error), yet still takes requests.
-    let mut c = Conn::open(s.addr).await;
-    let r = send(&mut c, "Plain").await;
-    assert_eq!(r.status, 200, "{}", r.text());
+    send(&mut c, "Plain").await.assert_status(200);
     let log = s.stderr();
     assert!(!log.contains("suspending"), "{log}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_way_sends_fail_over_in_the_background() {
-    let (one, two) = (backend().await, backend().await);
-    let s = sluice(&one, &two);
-    let mut c = Conn::open(s.addr).await;
-    let r = send(&mut c, "OneWay").await;
-    assert_eq!(r.status, 202, "{}", r.text());
+    let (_one, two, _s, mut c) = rig().await;
+    send(&mut c, "OneWay").await.assert_status(202);
     // DownKept refuses it; Two gets it, whole.
     tokio::time::timeout(Duration::from_secs(5), async {
         while count(&two) == 0 {
@@ -208,18 +210,10 @@ async fn one_way_sends_fail_over_in_the_background() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_endpoints_expand_their_uri_template_per_message() {
-    let (one, two) = (backend().await, backend().await);
-    let s = sluice(&one, &two);
-    let mut c = Conn::open(s.addr).await;
-    let r = c
-        .post(
-            "/services/Http",
-            &[SOAP_HEADERS[0], ("x-q", "x&y")],
-            BODY.into(),
-        )
+    let (one, two, _s, mut c) = rig().await;
+    let r = send_with(&mut c, "Http", ("x-q", "x&y"))
         .await
-        .unwrap();
-    assert_eq!(r.status, 200, "{}", r.text());
+        .assert_status(200);
     assert_eq!(r.text(), BODY);
     {
         let seen = one.seen.lock().unwrap();
@@ -229,15 +223,9 @@ async fn http_endpoints_expand_their_uri_template_per_message() {
     }
     // A whole URL from a property, kept as it is (reserved expansion).
     let url = format!("http://{}/any/where?a=1&b=2", two.addr);
-    let r = c
-        .post(
-            "/services/HttpAnywhere",
-            &[SOAP_HEADERS[0], ("x-url", url.as_str())],
-            BODY.into(),
-        )
+    send_with(&mut c, "HttpAnywhere", ("x-url", url.as_str()))
         .await
-        .unwrap();
-    assert_eq!(r.status, 200, "{}", r.text());
+        .assert_status(200);
     {
         let seen = two.seen.lock().unwrap();
         assert_eq!(seen[0].method, "POST");
@@ -247,8 +235,7 @@ async fn http_endpoints_expand_their_uri_template_per_message() {
         );
     }
     // No URL: the message cannot be sent; the client is told why.
-    let r = send(&mut c, "HttpAnywhere").await;
-    assert_eq!(r.status, 500, "{}", r.text());
+    let r = send(&mut c, "HttpAnywhere").await.assert_status(500);
     assert!(
         r.text().contains("uri-template of endpoint Anywhere"),
         "{}",
@@ -258,36 +245,24 @@ async fn http_endpoints_expand_their_uri_template_per_message() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_endpoint_variables_of_its_own_and_a_host_from_the_message() {
-    let (one, two) = (backend().await, backend().await);
-    let s = sluice(&one, &two);
-    let mut c = Conn::open(s.addr).await;
+    let (one, two, _s, mut c) = rig().await;
     // The endpoint's <property name="uri.var.kind" value="gold"/> wins over the message's "silver".
-    let r = send(&mut c, "HttpFixed").await;
-    assert_eq!(r.status, 200, "{}", r.text());
+    send(&mut c, "HttpFixed").await.assert_status(200);
     assert_eq!(two.seen.lock().unwrap()[0].path, "/fixed/gold");
     // http://{+uri.var.host}/vh loads (its host is not known until a message comes) and goes where
     // the message says.
     let host = one.addr.to_string();
-    let r = c
-        .post(
-            "/services/HttpVarHost",
-            &[SOAP_HEADERS[0], ("x-host", host.as_str())],
-            BODY.into(),
-        )
+    send_with(&mut c, "HttpVarHost", ("x-host", host.as_str()))
         .await
-        .unwrap();
-    assert_eq!(r.status, 200, "{}", r.text());
+        .assert_status(200);
     assert_eq!(one.seen.lock().unwrap()[0].path, "/vh");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_one_way_send_with_no_ready_child_is_answered_at_once() {
-    let (one, two) = (backend().await, backend().await);
-    let s = sluice(&one, &two);
-    let mut c = Conn::open(s.addr).await;
+    let (_one, _two, s, mut c) = rig().await;
     // Both children ready: accepted, then both refuse it in the background and are suspended.
-    let r = send(&mut c, "OneWayNone").await;
-    assert_eq!(r.status, 202, "{}", r.text());
+    send(&mut c, "OneWayNone").await.assert_status(202);
     let log = s.stderr_with("suspending endpoint DownToo", Duration::from_secs(5));
     let log = if log.contains("suspending endpoint Down (") {
         log
@@ -310,59 +285,32 @@ async fn a_one_way_send_with_no_ready_child_is_answered_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fault_sequence_sends_the_unread_request_through_a_failover() {
-    let (one, two) = (backend().await, backend().await);
-    let s = sluice(&one, &two);
-    let mut c = Conn::open(s.addr).await;
     // DownKept refuses the in-sequence's send; the fault sequence's failover tries it again, then
     // One, which gets the request whole.
-    let big = BODY.replace("IBM", &"IBM ".repeat(100 * 1024 / 4));
-    let r = c
-        .post("/services/FaultToGroup", SOAP_HEADERS, big.clone().into())
-        .await
-        .unwrap();
-    assert_eq!(r.status, 200, "{}", r.text());
-    assert!(
-        r.body == big.as_bytes(),
-        "{} bytes of {}",
-        r.body.len(),
-        big.len()
-    );
-    assert_eq!(count(&one), 1);
+    comes_back_whole("FaultToGroup", 100).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_default_endpoint_sends_to_each_messages_to_address() {
-    let (one, two) = (backend().await, backend().await);
-    let s = sluice(&one, &two);
-    let mut c = Conn::open(s.addr).await;
+    let (one, two, _s, mut c) = rig().await;
     for (b, path) in [(&one, "/to/one"), (&two, "/to/two")] {
         let to = format!("http://{}{path}", b.addr);
-        let r = c
-            .post(
-                "/services/ToDefault",
-                &[SOAP_HEADERS[0], ("x-to", to.as_str())],
-                BODY.into(),
-            )
+        send_with(&mut c, "ToDefault", ("x-to", to.as_str()))
             .await
-            .unwrap();
-        assert_eq!(r.status, 200, "{}", r.text());
+            .assert_status(200);
         assert_eq!(b.seen.lock().unwrap()[0].path, path);
     }
     // No To address: nowhere to send it, and the client is told so.
-    let r = send(&mut c, "ToDefault").await;
-    assert_eq!(r.status, 500, "{}", r.text());
+    let r = send(&mut c, "ToDefault").await.assert_status(500);
     assert!(r.text().contains("has none"), "{}", r.text());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_out_sequence_sends_the_response_on_through_a_failover() {
-    let (one, two) = (backend().await, backend().await);
-    let s = sluice(&one, &two);
-    let mut c = Conn::open(s.addr).await;
+    let (one, two, _s, mut c) = rig().await;
     // One echoes the request; the out-sequence sends that response through the failover, whose
     // first child refuses it; Two echoes it back to the client.
-    let r = send(&mut c, "OutToGroup").await;
-    assert_eq!(r.status, 200, "{}", r.text());
+    let r = send(&mut c, "OutToGroup").await.assert_status(200);
     assert_eq!(r.text(), BODY);
     assert_eq!((count(&one), count(&two)), (1, 1));
     assert_eq!(

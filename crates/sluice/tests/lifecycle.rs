@@ -1,6 +1,7 @@
 //! Start-up on the embedded default, and graceful shutdown.
 
 mod common;
+use common::setup::*;
 use common::*;
 use std::time::{Duration, Instant};
 
@@ -9,24 +10,17 @@ async fn the_embedded_default_serves_its_examples() {
     let s = Sluice::start(&[]);
     let mut c = Conn::open(s.addr).await;
     let body = bytes::Bytes::from_static(b"<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\"><soapenv:Body><hello>world</hello></soapenv:Body></soapenv:Envelope>");
-    let r = c
-        .post("/services/EchoProxy", SOAP_HEADERS, body.clone())
-        .await
-        .unwrap();
+    let r = c.soap("/services/EchoProxy", body.clone()).await;
     assert_eq!((r.status, &r.body), (200, &body));
     let gold = c
-        .post(
+        .posted(
             "/services/HeaderRoutingProxy",
             &[SOAP_HEADERS[0], ("routing", "gold")],
             body.clone(),
         )
-        .await
-        .unwrap();
+        .await;
     assert_eq!((gold.status, &gold.body), (200, &body));
-    let none = c
-        .post("/services/HeaderRoutingProxy", SOAP_HEADERS, body.clone())
-        .await
-        .unwrap();
+    let none = c.soap("/services/HeaderRoutingProxy", body.clone()).await;
     assert_eq!(none.status, 500);
     assert!(
         none.text().contains("soapenv:Client") && none.text().contains("routing: gold"),
@@ -45,13 +39,12 @@ async fn the_embedded_default_serves_its_examples() {
     );
     let xml = bytes::Bytes::from_static(b"<order><id>7</id></order>");
     let echoed = c
-        .post(
+        .posted(
             "/orders",
             &[("content-type", "application/xml")],
             xml.clone(),
         )
-        .await
-        .unwrap();
+        .await;
     assert_eq!((echoed.status, &echoed.body), (200, &xml));
     // The banner comes after the listening line, on the other stream: wait for it (bounded).
     let err = s.stderr_with("curl", Duration::from_secs(10));
@@ -62,8 +55,7 @@ async fn the_embedded_default_serves_its_examples() {
 async fn sigterm_finishes_in_flight_requests_then_exits_zero() {
     // The exit is bounded at 10 s below, a third of the grace period (30 s).
     let be = backend().await;
-    let ep = format!("RealService=http://{}/service/EchoService", be.addr);
-    let mut s = Sluice::start(&["run", capp().to_str().unwrap(), "--endpoint", &ep]);
+    let mut s = start_on_capp(&capp(), be.addr, &[]);
     let mut c = Conn::open(s.addr).await;
     let body = payload("1000B_buyStocks.xml");
     let b2 = body.clone();
@@ -138,10 +130,7 @@ async fn workers_flag_sets_the_event_loops() {
     assert_eq!(names, ["sluice-0", "sluice-1", "sluice-2"]);
     let mut c = Conn::open(s.addr).await;
     let body = bytes::Bytes::from_static(b"<a/>");
-    let r = c
-        .post("/services/EchoProxy", SOAP_HEADERS, body.clone())
-        .await
-        .unwrap();
+    let r = c.soap("/services/EchoProxy", body.clone()).await;
     assert_eq!((r.status, &r.body), (200, &body));
     let zero = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(["--workers", "0", "validate", "."])

@@ -3,6 +3,7 @@
 //! deadline, and a body-less GET relayed without a body.
 
 mod common;
+use common::setup::*;
 use common::*;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -10,28 +11,39 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// Writes a `--config` file for one test and gives its path.
-fn settings(name: &str, toml: &str) -> PathBuf {
+/// A `--config` file for one test, removed when the test is done with it.
+struct Settings(PathBuf);
+
+impl Drop for Settings {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Writes the settings `toml` to a file named for `name`.
+fn settings(name: &str, toml: &str) -> Settings {
     let p = std::env::temp_dir().join(format!("sluice-limits-{}-{name}.toml", std::process::id()));
     std::fs::write(&p, toml).unwrap();
-    p
+    Settings(p)
 }
 
-/// Sluice on the WSO2 CAR, its back-end at `backend`, with the settings file if any.
-fn start(backend: SocketAddr, config: Option<&PathBuf>) -> Sluice {
-    start_with(backend, config, &[])
-}
-
-/// [`start`], with more arguments.
-fn start_with(backend: SocketAddr, config: Option<&PathBuf>, more: &[&str]) -> Sluice {
-    let capp = capp();
-    let ep = format!("RealService=http://{backend}/service/EchoService");
-    let mut args = vec!["run", capp.to_str().unwrap(), "--endpoint", &ep];
+/// Sluice on the WSO2 CAR, its back-end at `backend`, with the settings file if any and `more`
+/// arguments.
+fn start(backend: SocketAddr, config: Option<&Settings>, more: &[&str]) -> Sluice {
+    let mut args = Vec::new();
     if let Some(c) = config {
-        args.extend(["--config", c.to_str().unwrap()]);
+        args.extend(["--config", c.0.to_str().unwrap()]);
     }
     args.extend(more);
-    Sluice::start(&args)
+    start_on_capp(&capp(), backend, &args)
+}
+
+/// The echo back-end, and [`start`] in front of it with the settings `toml` (see [`settings`]).
+async fn with_settings(name: &str, toml: &str, more: &[&str]) -> (Backend, Sluice, Settings) {
+    let be = backend().await;
+    let cfg = settings(name, toml);
+    let s = start(be.addr, Some(&cfg), more);
+    (be, s, cfg)
 }
 
 /// Sends DirectProxy requests one after the other until `heavy` has finished and then for `after`
@@ -47,13 +59,8 @@ async fn serve_direct_while<T>(
     while finished.is_none_or(|t| t.elapsed() < after) {
         let sent = Instant::now();
         let r = c
-            .post(
-                "/services/DirectProxy",
-                SOAP_HEADERS,
-                payload("1000B_buyStocks.xml"),
-            )
-            .await
-            .unwrap();
+            .soap("/services/DirectProxy", payload("1000B_buyStocks.xml"))
+            .await;
         assert_eq!(r.status, 200);
         slowest = slowest.max(sent.elapsed());
         served += 1;
@@ -89,7 +96,7 @@ fn status_of(answer: &str) -> u16 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_heads_are_held_to_rfc_9112() {
     let be = backend().await;
-    let s = start(be.addr, None);
+    let s = start(be.addr, None, &[]);
     let body = "<a/>";
     let post = |method: &str, headers: &str| {
         format!(
@@ -140,7 +147,7 @@ async fn request_heads_are_held_to_rfc_9112() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_get_without_a_body_is_relayed_without_one() {
     let be = backend().await;
-    let s = start(be.addr, None);
+    let s = start(be.addr, None, &[]);
     let mut c = Conn::open(s.addr).await;
     let r = c.get("/services/DirectProxy").await.unwrap();
     assert_eq!(r.status, 200, "{}", r.text());
@@ -187,7 +194,7 @@ async fn a_trickled_body_is_cut_and_its_backend_connection_released() {
         "trickle",
         "[transport.http]\nrequest_body_grace = 1\nrequest_body_min_rate = 100\n",
     );
-    let s = start(be, Some(&cfg));
+    let s = start(be, Some(&cfg), &[]);
     let mut c = TcpStream::connect(s.addr).await.unwrap();
     c.write_all(b"POST /services/DirectProxy HTTP/1.1\r\nHost: x\r\nContent-Type: text/xml\r\nContent-Length: 1000\r\n\r\n<")
         .await
@@ -218,17 +225,16 @@ async fn a_trickled_body_is_cut_and_its_backend_connection_released() {
         .expect("the back-end connection is closed")
         .unwrap();
     assert!(relayed > 0, "the head went to the back-end before the cut");
-    let _ = std::fs::remove_file(cfg);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bodies_in_memory_are_bounded_per_message_and_in_all() {
-    let be = backend().await;
-    let cfg = settings(
+    let (_be, s, _cfg) = with_settings(
         "budget",
         "[transport.http]\nmax_body_size = 500000\nmax_buffered_bytes = 50000\n",
-    );
-    let s = start(be.addr, Some(&cfg));
+        &[],
+    )
+    .await;
     // A length over the limit is refused before any of the body is read: only the head is sent.
     let head = "POST /services/CBRProxy HTTP/1.1\r\nHost: x\r\nContent-Type: text/xml\r\nContent-Length: 200000000\r\n\r\n";
     let refused = exchange(s.addr, head.as_bytes()).await;
@@ -236,33 +242,24 @@ async fn bodies_in_memory_are_bounded_per_message_and_in_all() {
     // Within the message limit but past what all bodies may hold: 503 with Retry-After.
     let mut c = Conn::open(s.addr).await;
     let big = payload("100000B_buyStocks.xml");
-    let r = c
-        .post("/services/CBRProxy", SOAP_HEADERS, big)
-        .await
-        .unwrap();
-    assert_eq!(r.status, 503, "{}", r.text());
+    let r = c.soap("/services/CBRProxy", big).await.assert_status(503);
     assert_eq!(r.header("retry-after"), "1");
     // Small bodies are not counted, and a refused one left nothing held.
     let mut c = Conn::open(s.addr).await;
     let small = payload("1000B_buyStocks.xml");
-    let r = c
-        .post("/services/CBRProxy", SOAP_HEADERS, small)
-        .await
-        .unwrap();
-    assert_eq!(r.status, 200, "{}", r.text());
-    let _ = std::fs::remove_file(cfg);
+    c.soap("/services/CBRProxy", small).await.assert_status(200);
 }
 
 /// A large message is mediated off the event loop, with a deadline: past it the client gets a
 /// fault, and the worker serves others all along.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_mediation_has_a_deadline_and_others_are_served_meanwhile() {
-    let be = backend().await;
-    let cfg = settings(
+    let (_be, s, _cfg) = with_settings(
         "deadline",
         "[mediation]\noffload_above = 65536\noffload_threads = 1\ndeadline = 100\n",
-    );
-    let s = start_with(be.addr, Some(&cfg), &["--workers", "1"]);
+        &["--workers", "1"],
+    )
+    .await;
     // About 20 MB for XSLTProxy: libxslt takes far longer than 100 ms over it.
     let order = "<order><price>1.0</price><volume>10</volume><symbol>IBM</symbol></order>";
     let mut big = String::from("<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\"><soapenv:Body><buyStocks>");
@@ -273,10 +270,7 @@ async fn large_mediation_has_a_deadline_and_others_are_served_meanwhile() {
     let addr = s.addr;
     let heavy = tokio::spawn(async move {
         let mut c = Conn::open(addr).await;
-        let r = c
-            .post("/services/XSLTProxy", SOAP_HEADERS, big.into())
-            .await
-            .unwrap();
+        let r = c.soap("/services/XSLTProxy", big).await;
         (Instant::now(), r)
     });
     // The one worker keeps answering while the heavy message is mediated, and after its answer,
@@ -290,24 +284,17 @@ async fn large_mediation_has_a_deadline_and_others_are_served_meanwhile() {
         slowest < Duration::from_millis(500),
         "a DirectProxy request waited {slowest:?} ({served} served)"
     );
-    let _ = std::fs::remove_file(cfg);
 }
 
 /// The settings file's errors stop Sluice before it starts, with the line.
 #[test]
 fn a_bad_settings_file_is_refused_with_its_line() {
     let cfg = settings("bad", "[transport.http]\nmax_body_sise = 5\n");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["--config", cfg.to_str().unwrap(), "--port", "0"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused_start(&["--config", cfg.0.to_str().unwrap(), "--port", "0"]);
     assert!(
         err.contains("max_body_sise") && err.contains("line 2"),
         "{err}"
     );
-    let _ = std::fs::remove_file(cfg);
 }
 
 /// The attack of issue 30: one CBRProxy message whose element carries 1,000,000 attributes (12 MB).
@@ -317,7 +304,7 @@ fn a_bad_settings_file_is_refused_with_its_line() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_million_attributes_are_refused_and_the_worker_stays_responsive() {
     let be = backend().await;
-    let s = start_with(be.addr, None, &["--workers", "1"]);
+    let s = start(be.addr, None, &["--workers", "1"]);
     let mut attrs = String::with_capacity(13_000_000);
     for i in 0..1_000_000 {
         attrs.push_str(&format!(" a{i}=\"1\""));
@@ -330,9 +317,7 @@ async fn a_million_attributes_are_refused_and_the_worker_stays_responsive() {
     let addr = s.addr;
     let heavy = tokio::spawn(async move {
         let mut c = Conn::open(addr).await;
-        c.post("/services/CBRProxy", SOAP_HEADERS, body.into())
-            .await
-            .unwrap()
+        c.soap("/services/CBRProxy", body).await
     });
     let (served, slowest) = serve_direct_while(s.addr, &heavy, Duration::ZERO).await;
     let r = heavy.await.unwrap();

@@ -2,10 +2,12 @@
 
 mod common;
 use bytes::Bytes;
+use common::setup::*;
 use common::*;
 use http_body_util::BodyExt;
 use hyper::body::{Body, Frame, SizeHint};
 use hyper_util::rt::TokioIo;
+use std::iter::{Chain, RepeatN};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -31,7 +33,7 @@ impl<I: Iterator<Item = Bytes> + Unpin> Body for Frames<I> {
 }
 
 /// `n` copies of one chunk, generated as they are sent.
-type Generated = Frames<std::iter::RepeatN<Bytes>>;
+type Generated = Frames<RepeatN<Bytes>>;
 
 fn generated(chunk: Bytes, n: u64) -> Generated {
     let len = n * chunk.len() as u64;
@@ -50,8 +52,7 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let be = backend().await;
-    let ep = format!("RealService=http://{}/service/EchoService", be.addr);
-    let s = Sluice::start(&["run", capp().to_str().unwrap(), "--endpoint", &ep]);
+    let s = start_on_capp(&capp(), be.addr, &[]);
     let stream = tokio::net::TcpStream::connect(s.addr).await.unwrap();
     let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
@@ -67,12 +68,8 @@ async fn a_512_mib_post_streams_through_with_bounded_memory() {
     let (_be, s, mut send) = capp_with_client().await;
     let post = |n_chunks: u64, send: &mut hyper::client::conn::http1::SendRequest<Generated>| {
         let chunk = Bytes::from(vec![b'x'; CHUNK]);
-        let req = hyper::Request::post("/services/DirectProxy")
-            .header("host", "sluice")
-            .header("content-type", "text/xml")
-            .body(generated(chunk, n_chunks))
-            .unwrap();
-        send.send_request(req)
+        let body = generated(chunk, n_chunks);
+        send.send_request(xml_post("/services/DirectProxy", None, body))
     };
     // Warm up (pools, buffers) with 1 MiB, then take the peak RSS as the baseline.
     let r = post(16, &mut send)
@@ -106,67 +103,38 @@ async fn a_512_mib_post_streams_through_with_bounded_memory() {
     );
 }
 
-/// A SOAP request of `orders` order elements after a `routing` SOAP header, generated on the fly.
-struct Envelope {
-    parts: std::collections::VecDeque<Bytes>,
-    left: u64,
-    order: Bytes,
-    tail: Bytes,
-    len: u64,
-}
+/// A SOAP request of chunks of orders after a `routing` SOAP header, generated as it is sent.
+type Envelope =
+    Frames<Chain<Chain<std::iter::Once<Bytes>, RepeatN<Bytes>>, std::iter::Once<Bytes>>>;
 
 const HEAD: &str = "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\">\
 <soapenv:Header><routing xmlns=\"http://someuri\">xadmin;server1;community#1.0##</routing></soapenv:Header>\
 <soapenv:Body><m:buyStocks xmlns:m=\"http://services.samples/xsd\">";
 const TAIL: &str = "</m:buyStocks></soapenv:Body></soapenv:Envelope>";
 
-impl Envelope {
-    fn new(orders_per_chunk: usize, chunks: u64) -> Envelope {
-        let order = "<order><symbol>IBM</symbol><buyerID>a</buyerID><price>1.0</price><volume>1</volume></order>"
-            .repeat(orders_per_chunk);
-        let len = (HEAD.len() + TAIL.len()) as u64 + chunks * order.len() as u64;
-        // The first frame carries the header and several chunks at once (over 256 KiB, more than
-        // the transport probes frame by frame), as a fast client on a kept-alive connection does.
-        let first = chunks.min(5);
-        let mut start = HEAD.as_bytes().to_vec();
-        for _ in 0..first {
-            start.extend_from_slice(order.as_bytes());
-        }
-        Envelope {
-            parts: [Bytes::from(start)].into(),
-            left: chunks - first,
-            order: Bytes::from(order),
-            tail: Bytes::from_static(TAIL.as_bytes()),
-            len,
-        }
+/// An [`Envelope`] of `chunks` chunks of `orders_per_chunk` orders each, and its length.
+fn envelope(orders_per_chunk: usize, chunks: u64) -> (Envelope, u64) {
+    let order = "<order><symbol>IBM</symbol><buyerID>a</buyerID><price>1.0</price><volume>1</volume></order>"
+        .repeat(orders_per_chunk);
+    let len = (HEAD.len() + TAIL.len()) as u64 + chunks * order.len() as u64;
+    // The first frame carries the header and several chunks at once (over 256 KiB, more than
+    // the transport probes frame by frame), as a fast client on a kept-alive connection does.
+    let first = chunks.min(5);
+    let mut start = HEAD.as_bytes().to_vec();
+    for _ in 0..first {
+        start.extend_from_slice(order.as_bytes());
     }
-}
-
-impl Body for Envelope {
-    type Data = Bytes;
-    type Error = std::convert::Infallible;
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        if let Some(p) = self.parts.pop_front() {
-            self.len -= p.len() as u64;
-            return Poll::Ready(Some(Ok(Frame::data(p))));
-        }
-        let next = if self.left > 0 {
-            self.left -= 1;
-            self.order.clone()
-        } else if !self.tail.is_empty() {
-            std::mem::take(&mut self.tail)
-        } else {
-            return Poll::Ready(None);
-        };
-        self.len -= next.len() as u64;
-        Poll::Ready(Some(Ok(Frame::data(next))))
-    }
-    fn size_hint(&self) -> SizeHint {
-        SizeHint::with_exact(self.len)
-    }
+    let rest = std::iter::repeat_n(Bytes::from(order), usize::try_from(chunks - first).unwrap());
+    let frames = std::iter::once(Bytes::from(start))
+        .chain(rest)
+        .chain(std::iter::once(Bytes::from_static(TAIL.as_bytes())));
+    (
+        Frames {
+            frames,
+            len: Some(len),
+        },
+        len,
+    )
 }
 
 /// Routing on a SOAP header reads only up to the header and relays the rest: a message larger than
@@ -177,13 +145,12 @@ async fn soap_header_routing_streams_the_rest_of_a_96_mib_message() {
     const CHUNKS: u64 = 1500;
     let (_be, s, mut send) = capp_with_client().await;
     let post = |chunks: u64, send: &mut hyper::client::conn::http1::SendRequest<Envelope>| {
-        let req = hyper::Request::post("/services/CBRSOAPHeaderProxy")
-            .header("host", "sluice")
-            .header("content-type", "text/xml")
-            .header("soapaction", "urn:buy")
-            .body(Envelope::new(ORDERS, chunks))
-            .unwrap();
-        send.send_request(req)
+        let body = envelope(ORDERS, chunks).0;
+        send.send_request(xml_post(
+            "/services/CBRSOAPHeaderProxy",
+            Some("urn:buy"),
+            body,
+        ))
     };
     // Warm up (pools, buffers) with about 1 MiB, then take the peak RSS as the baseline.
     let small = post(16, &mut send).await.unwrap();
@@ -193,7 +160,7 @@ async fn soap_header_routing_streams_the_rest_of_a_96_mib_message() {
     let hwm_before = s.status_kb("VmHWM");
 
     send.ready().await.unwrap();
-    let expected = Envelope::new(ORDERS, CHUNKS).len;
+    let expected = envelope(ORDERS, CHUNKS).1;
     assert!(
         expected > 64 * 1024 * 1024,
         "larger than the buffering limit"
@@ -235,15 +202,22 @@ fn chunked_post(
     size: usize,
 ) -> hyper::Request<Frames<std::vec::IntoIter<Bytes>>> {
     let pieces: Vec<Bytes> = message.chunks(size).map(Bytes::copy_from_slice).collect();
-    hyper::Request::post(format!("/services/{service}"))
+    let body = Frames {
+        frames: pieces.into_iter(),
+        len: None,
+    };
+    xml_post(&format!("/services/{service}"), Some("urn:buy"), body)
+}
+
+/// A POST of `body` to `path` as text/xml, with a SOAPAction when `action` is one.
+fn xml_post<B>(path: &str, action: Option<&str>, body: B) -> hyper::Request<B> {
+    let mut req = hyper::Request::post(path)
         .header("host", "sluice")
-        .header("content-type", "text/xml")
-        .header("soapaction", "urn:buy")
-        .body(Frames {
-            frames: pieces.into_iter(),
-            len: None,
-        })
-        .unwrap()
+        .header("content-type", "text/xml");
+    if let Some(a) = action {
+        req = req.header("soapaction", a);
+    }
+    req.body(body).unwrap()
 }
 
 /// The SOAP header arriving over many body frames (16-byte chunks): the start is gathered across

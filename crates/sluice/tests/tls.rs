@@ -6,6 +6,7 @@
 
 mod common;
 use bytes::Bytes;
+use common::setup::*;
 use common::*;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -168,9 +169,7 @@ fn rand_suffix() -> u128 {
 /// The test body to the Both proxy, on a new connection to `s`.
 async fn post_both(s: &Sluice) -> Reply {
     let mut c = Conn::open(s.addr).await;
-    c.post("/services/Both", SOAP_HEADERS, BODY.into())
-        .await
-        .unwrap()
+    c.soap("/services/Both", BODY).await
 }
 
 /// Sluice on the `tls` config with its Backend endpoint at `endpoint`, and more arguments.
@@ -193,20 +192,13 @@ async fn a_trusted_https_backend_is_reached_and_its_connection_pooled() {
     );
     let mut c = Conn::open(s.addr).await;
     for _ in 0..3 {
-        let r = c
-            .post("/services/Both", SOAP_HEADERS, BODY.into())
-            .await
-            .unwrap();
-        assert_eq!(r.status, 200, "{}", r.text());
+        let r = c.soap("/services/Both", BODY).await.assert_status(200);
         assert_eq!(r.text(), BODY);
     }
     // A large body streams through the TLS connection both ways.
     let big: String = std::iter::repeat_n("<v>0123456789abcdef</v>", 20_000).collect();
     let big = format!("<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\"><soapenv:Body><a>{big}</a></soapenv:Body></soapenv:Envelope>");
-    let r = c
-        .post("/services/Both", SOAP_HEADERS, Bytes::from(big.clone()))
-        .await
-        .unwrap();
+    let r = c.soap("/services/Both", Bytes::from(big.clone())).await;
     assert_eq!(r.status, 200);
     assert_eq!(r.body.len(), big.len());
     assert!(r.body == big.as_bytes());
@@ -221,8 +213,7 @@ async fn an_untrusted_or_misnamed_certificate_gives_502_naming_the_problem() {
     let (addr, _) = tls_echo(&pki, false).await;
     // The system's roots alone do not hold the test CA.
     let s = start(&format!("https://localhost:{}/service", addr.port()), &[]);
-    let r = post_both(&s).await;
-    assert_eq!(r.status, 502, "{}", r.text());
+    let r = post_both(&s).await.assert_status(502);
     let t = r.text();
     assert!(
         t.contains("endpoint Backend") && t.contains("UnknownIssuer"),
@@ -235,8 +226,7 @@ async fn an_untrusted_or_misnamed_certificate_gives_502_naming_the_problem() {
         &format!("https://127.0.0.1:{}/service", addr.port()),
         &["--trust-ca", ca.to_str().unwrap()],
     );
-    let r = post_both(&s).await;
-    assert_eq!(r.status, 502, "{}", r.text());
+    let r = post_both(&s).await.assert_status(502);
     let t = r.text();
     assert!(t.contains("not valid for name"), "{t}");
     let _ = std::fs::remove_file(ca);
@@ -244,20 +234,7 @@ async fn an_untrusted_or_misnamed_certificate_gives_502_naming_the_problem() {
 
 #[test]
 fn a_bad_trust_file_stops_sluice_with_its_name() {
-    let config = test_config("failures");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args([
-            "run",
-            config.to_str().unwrap(),
-            "--trust-ca",
-            "/nonexistent/ca.pem",
-            "--port",
-            "0",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused_run("failures", &["--trust-ca", "/nonexistent/ca.pem"]);
     assert!(err.contains("--trust-ca /nonexistent/ca.pem"), "{err}");
 }
 
@@ -407,16 +384,10 @@ async fn the_https_listener_serves_proxies_by_their_transports() {
     assert!(text.contains(">secure tls</answer>"), "{text}");
     // The plain listener serves by the same rule.
     let mut p = Conn::open(http).await;
-    let r = p
-        .post("/services/HttpsOnly", SOAP_HEADERS, BODY.into())
-        .await
-        .unwrap();
+    let r = p.soap("/services/HttpsOnly", BODY).await;
     assert_eq!(r.status, 404);
     assert!(r.text().contains("not served on http"), "{}", r.text());
-    let r = p
-        .post("/services/Both", SOAP_HEADERS, BODY.into())
-        .await
-        .unwrap();
+    let r = p.soap("/services/Both", BODY).await;
     assert_eq!((r.status, r.text().as_str()), (200, BODY));
     let r = p.get("/services/Both?wsdl").await.unwrap();
     let want = format!("location=\"http://{http}/services/Both\"");
@@ -430,24 +401,11 @@ fn a_key_that_does_not_match_the_certificate_stops_sluice() {
     let (a, b) = (Pki::new(), Pki::new());
     let cert = temp_file("cert.pem", &a.server.cert_pem);
     let key = temp_file("key.pem", &b.server.key_pem);
-    let config = test_config("tls");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args([
-            "run",
-            config.to_str().unwrap(),
-            "--port",
-            "0",
-            "--https-port",
-            "0",
-        ])
-        .arg("--tls-cert")
-        .arg(&cert)
-        .arg("--tls-key")
-        .arg(&key)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let err = refused_run(
+        "tls",
+        &["--https-port", "0", "--tls-cert", cert, "--tls-key", key],
+    );
     assert!(
         err.contains("--tls-cert") && err.contains("--tls-key"),
         "{err}"
@@ -497,8 +455,7 @@ async fn a_backend_that_asks_for_a_client_certificate_gets_sluices() {
     let endpoint = format!("https://localhost:{}/service", addr.port());
     // Without --backend-cert Sluice shows none, and the back-end ends the handshake.
     let s = start(&endpoint, &["--trust-ca", ca.to_str().unwrap()]);
-    let r = post_both(&s).await;
-    assert_eq!(r.status, 502, "{}", r.text());
+    let r = post_both(&s).await.assert_status(502);
     assert!(r.text().contains("endpoint Backend"), "{}", r.text());
     drop(s);
     let id = pki.issue("sluice");

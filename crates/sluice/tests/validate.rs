@@ -1,6 +1,7 @@
 //! `sluice validate` reports every problem at once with file:line:column.
 
 mod common;
+use common::setup::*;
 use common::*;
 use std::process::{Command, Output};
 
@@ -60,18 +61,8 @@ fn validate_of_the_wso2_capp_lists_unsupported_features_by_file() {
 
 #[test]
 fn run_strict_refuses_a_configuration_with_errors() {
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args([
-            "run",
-            test_config("invalid").to_str().unwrap(),
-            "--strict",
-            "--port",
-            "0",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing was started"));
+    let err = refused_run("invalid", &["--strict"]);
+    assert!(err.contains("nothing was started"), "{err}");
 }
 
 #[test]

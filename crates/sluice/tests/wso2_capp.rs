@@ -1,28 +1,32 @@
 //! The WSO2 performance-test Carbon Application, loaded unchanged, against a real back-end.
 
 mod common;
+use common::setup::*;
 use common::*;
 use std::time::Duration;
 
 /// Posts `body` to `path`: the answer must be a 500 SOAP fault whose faultstring is `reason`.
 async fn expect_fault(c: &mut Conn, path: &str, body: bytes::Bytes, reason: &str) {
-    let f = c.post(path, SOAP_HEADERS, body).await.unwrap();
+    let f = c.soap(path, body).await;
     assert_eq!(f.status, 500);
     let want = format!("<faultstring>{reason}</faultstring>");
     assert!(f.text().contains(&want), "{}", f.text());
 }
 
-/// The echo back-end, Sluice on WSO2's capp in front of it, and a connection to Sluice.
-async fn on_capp() -> (Backend, Sluice, Conn) {
-    let be = backend().await;
-    let s = start(&capp(), be.addr);
-    let c = Conn::open(s.addr).await;
-    (be, s, c)
-}
+/// The routing header the CBR proxies look for, with the value they route on.
+const ROUTED: &[(&str, &str)] = &[
+    SOAP_HEADERS[0],
+    SOAP_HEADERS[1],
+    ("routing", "xadmin;server1;community#1.0##"),
+];
 
-fn start(capp: &std::path::Path, backend: std::net::SocketAddr) -> Sluice {
-    let ep = format!("RealService=http://{backend}/service/EchoService");
-    Sluice::start(&["run", capp.to_str().unwrap(), "--endpoint", &ep])
+/// Sluice on the 2018 CAR, its RealService at `backend`.
+fn on_car_of_2018(backend: std::net::SocketAddr) -> Sluice {
+    start_on_capp(
+        &reference().join("performance-ei/capp-2018-01-car"),
+        backend,
+        &[],
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -31,35 +35,16 @@ async fn direct_proxy_relays_payloads_and_headers_unchanged() {
     for name in ["1000B_buyStocks.xml", "10000B_buyStocks.xml"] {
         let body = payload(name);
         let r = c
-            .post(
-                "/services/DirectProxy",
-                &[
-                    SOAP_HEADERS[0],
-                    SOAP_HEADERS[1],
-                    ("routing", "xadmin;server1;community#1.0##"),
-                ],
-                body.clone(),
-            )
-            .await
-            .unwrap();
+            .posted("/services/DirectProxy", ROUTED, body.clone())
+            .await;
         assert_eq!(r.status, 200, "{}", r.text());
         assert_eq!(r.body, body, "{name} must come back byte-identical");
         assert_eq!(r.header("content-type"), "text/xml; charset=UTF-8");
     }
     // The 2019 payloads of exactly 1 KiB and 10 KiB too.
     for name in ["1024B_buyStocks.xml", "10240B_buyStocks.xml"] {
-        let body = bytes::Bytes::from(
-            std::fs::read(
-                reference()
-                    .join("performance-ei/requests/2019-04_to_2020-08")
-                    .join(name),
-            )
-            .unwrap(),
-        );
-        let r = c
-            .post("/services/DirectProxy", SOAP_HEADERS, body.clone())
-            .await
-            .unwrap();
+        let body = request_file(&format!("2019-04_to_2020-08/{name}"));
+        let r = c.soap("/services/DirectProxy", body.clone()).await;
         assert_eq!(r.body, body);
     }
     let seen = be.seen.lock().unwrap().clone();
@@ -78,28 +63,14 @@ async fn cbr_transport_header_proxy_routes_or_faults() {
     let (be, _s, mut c) = on_capp().await;
     let body = payload("1000B_buyStocks.xml");
     let ok = c
-        .post(
-            "/services/CBRTransportHeaderProxy",
-            &[
-                SOAP_HEADERS[0],
-                SOAP_HEADERS[1],
-                ("routing", "xadmin;server1;community#1.0##"),
-            ],
-            body.clone(),
-        )
-        .await
-        .unwrap();
+        .posted("/services/CBRTransportHeaderProxy", ROUTED, body.clone())
+        .await;
     assert_eq!(ok.status, 200);
     assert_eq!(ok.body, body);
     // Without the header: the SOAP 1.1 fault, on the same keep-alive connection.
     let bad = c
-        .post(
-            "/services/CBRTransportHeaderProxy",
-            SOAP_HEADERS,
-            body.clone(),
-        )
-        .await
-        .unwrap();
+        .soap("/services/CBRTransportHeaderProxy", body.clone())
+        .await;
     assert_eq!(bad.status, 500);
     assert!(
         bad.header("content-type").starts_with("text/xml"),
@@ -118,7 +89,7 @@ async fn cbr_transport_header_proxy_routes_or_faults() {
     );
     // A wrong value is refused too (full match, not substring).
     let partial = c
-        .post(
+        .posted(
             "/services/CBRTransportHeaderProxy",
             &[
                 SOAP_HEADERS[0],
@@ -126,8 +97,7 @@ async fn cbr_transport_header_proxy_routes_or_faults() {
             ],
             body.clone(),
         )
-        .await
-        .unwrap();
+        .await;
     assert_eq!(partial.status, 500);
     assert_eq!(
         be.seen.lock().unwrap().len(),
@@ -135,10 +105,7 @@ async fn cbr_transport_header_proxy_routes_or_faults() {
         "only the matching request reaches the back-end"
     );
     // And the connection still works after a fault.
-    let again = c
-        .post("/services/DirectProxy", SOAP_HEADERS, body.clone())
-        .await
-        .unwrap();
+    let again = c.soap("/services/DirectProxy", body.clone()).await;
     assert_eq!(again.body, body);
 }
 
@@ -165,13 +132,8 @@ async fn unsupported_proxies_are_reported_and_the_rest_serve() {
     assert!(err.contains("unsupported"), "{err}");
     // An undeployed proxy answers 404 naming what is deployed.
     let r = c
-        .post(
-            "/services/SecureProxy",
-            SOAP_HEADERS,
-            payload("1000B_buyStocks.xml"),
-        )
-        .await
-        .unwrap();
+        .soap("/services/SecureProxy", payload("1000B_buyStocks.xml"))
+        .await;
     assert_eq!(r.status, 404);
     assert!(r.text().contains("DirectProxy"), "{}", r.text());
 }
@@ -183,11 +145,7 @@ async fn call_proxies_and_the_direct_api_run_unchanged() {
     let (be, _s, mut c) = on_capp().await;
     let body = payload("1000B_buyStocks.xml");
     // DirectAPI: call then respond, the body streamed both ways.
-    let r = c
-        .post("/directApi", SOAP_HEADERS, body.clone())
-        .await
-        .unwrap();
-    assert_eq!(r.status, 200, "{}", r.text());
+    let r = c.soap("/directApi", body.clone()).await.assert_status(200);
     assert_eq!(r.body, body);
     let seen = be.seen.lock().unwrap().last().cloned().unwrap();
     assert_eq!(
@@ -202,14 +160,9 @@ async fn call_proxies_and_the_direct_api_run_unchanged() {
     // EnrichBackAndForthProxy: the back-end gets <hello>world</hello>; the client gets its own
     // request back, restored from the property after the call.
     let r = c
-        .post(
-            "/services/EnrichBackAndForthProxy",
-            SOAP_HEADERS,
-            body.clone(),
-        )
+        .soap("/services/EnrichBackAndForthProxy", body.clone())
         .await
-        .unwrap();
-    assert_eq!(r.status, 200, "{}", r.text());
+        .assert_status(200);
     let seen = be.seen.lock().unwrap().last().cloned().unwrap();
     let sent = String::from_utf8_lossy(seen.body.as_deref().unwrap()).into_owned();
     assert!(sent.contains("<hello xmlns=\"\">world</hello>"), "{sent}");
@@ -222,31 +175,28 @@ async fn call_proxies_and_the_direct_api_run_unchanged() {
     assert!(!back.contains("hello"), "{back}");
     // XSLTTransformProxy: the back-end gets the transformed request, the client the echo of it.
     let r = c
-        .post("/services/XSLTTransformProxy", SOAP_HEADERS, body.clone())
+        .soap("/services/XSLTTransformProxy", body.clone())
         .await
-        .unwrap();
-    assert_eq!(r.status, 200, "{}", r.text());
+        .assert_status(200);
     let seen = be.seen.lock().unwrap().last().cloned().unwrap();
     assert_eq!(seen.body.as_deref(), Some(&r.body[..]));
     assert_ne!(r.body, body, "the stylesheet changed the request");
     // MessageBuildingProxy: a payload built from the body goes out, and its echo comes back.
     let r = c
-        .post("/services/MessageBuildingProxy", SOAP_HEADERS, body.clone())
+        .soap("/services/MessageBuildingProxy", body.clone())
         .await
-        .unwrap();
-    assert_eq!(r.status, 200, "{}", r.text());
+        .assert_status(200);
     assert!(r.text().contains("<payload"), "{}", r.text());
     // JsonToSOAPProxy: WSO2's JSON payload goes out as XML in a SOAP 1.2 envelope, as
     // application/xml with the Action it sets, and the echo comes back.
     let json = payload("1000B_JSONPayload.json");
     let r = c
-        .post(
+        .posted(
             "/services/JsonToSOAPProxy",
             &[("content-type", "application/json")],
             json,
         )
-        .await
-        .unwrap();
+        .await;
     assert_eq!(r.status, 200, "{}", r.text());
     let seen = be.seen.lock().unwrap().last().cloned().unwrap();
     let sent = String::from_utf8_lossy(seen.body.as_deref().unwrap()).into_owned();
@@ -290,16 +240,10 @@ async fn wsdl_is_served_with_sluice_address() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn car_of_2018_loads_and_routes() {
     let be = backend().await;
-    let s = start(
-        &reference().join("performance-ei/capp-2018-01-car"),
-        be.addr,
-    );
+    let s = on_car_of_2018(be.addr);
     let mut c = Conn::open(s.addr).await;
     let body = payload("1000B_buyStocks.xml");
-    let r = c
-        .post("/services/DirectProxy", SOAP_HEADERS, body.clone())
-        .await
-        .unwrap();
+    let r = c.soap("/services/DirectProxy", body.clone()).await;
     assert_eq!(r.body, body);
 }
 
@@ -323,25 +267,17 @@ fn with_first_symbol(body: &bytes::Bytes, symbol: &str) -> bytes::Bytes {
 async fn cbr_proxy_routes_on_xpath_over_the_body() {
     let be = backend().await;
     // Current artifacts: regex ".*", so any well-formed order routes; a body that is not XML is refused.
-    let s = start(&capp(), be.addr);
+    let s = start_on_capp(&capp(), be.addr, &[]);
     let mut c = Conn::open(s.addr).await;
     for name in ["1000B_buyStocks.xml", "10000B_buyStocks.xml"] {
         let body = payload(name);
-        let r = c
-            .post("/services/CBRProxy", SOAP_HEADERS, body.clone())
-            .await
-            .unwrap();
+        let r = c.soap("/services/CBRProxy", body.clone()).await;
         assert_eq!((r.status, &r.body), (200, &body), "{name}");
     }
     let bad = c
-        .post(
-            "/services/CBRProxy",
-            SOAP_HEADERS,
-            "<soapenv:Envelope><unclosed>".into(),
-        )
+        .soap("/services/CBRProxy", "<soapenv:Envelope><unclosed>")
         .await
-        .unwrap();
-    assert_eq!(bad.status, 400, "{}", bad.text());
+        .assert_status(400);
     assert!(
         bad.text().contains("not acceptable XML") && bad.text().contains("soapenv:Client"),
         "{}",
@@ -351,16 +287,10 @@ async fn cbr_proxy_routes_on_xpath_over_the_body() {
     drop(s);
 
     // The 2018 CAR: the first order must be IBM.
-    let s = start(
-        &reference().join("performance-ei/capp-2018-01-car"),
-        be.addr,
-    );
+    let s = on_car_of_2018(be.addr);
     let mut c = Conn::open(s.addr).await;
     let ibm = request_file(IBM_FIRST);
-    let r = c
-        .post("/services/CBRProxy", SOAP_HEADERS, ibm.clone())
-        .await
-        .unwrap();
+    let r = c.soap("/services/CBRProxy", ibm.clone()).await;
     assert_eq!((r.status, &r.body), (200, &ibm));
     let not_ibm = with_first_symbol(&ibm, "MSFT");
     expect_fault(
@@ -372,13 +302,8 @@ async fn cbr_proxy_routes_on_xpath_over_the_body() {
     .await;
     // "IBM" must be the whole value (Java matches()), not a substring.
     let f2 = c
-        .post(
-            "/services/CBRProxy",
-            SOAP_HEADERS,
-            with_first_symbol(&ibm, "IBMX"),
-        )
-        .await
-        .unwrap();
+        .soap("/services/CBRProxy", with_first_symbol(&ibm, "IBMX"))
+        .await;
     assert_eq!(f2.status, 500);
     assert_eq!(
         be.seen.lock().unwrap().len(),
@@ -391,10 +316,7 @@ async fn cbr_proxy_routes_on_xpath_over_the_body() {
 async fn cbr_soap_header_proxy_routes_on_the_soap_header() {
     let (be, _s, mut c) = on_capp().await;
     let body = payload("1000B_buyStocks.xml");
-    let r = c
-        .post("/services/CBRSOAPHeaderProxy", SOAP_HEADERS, body.clone())
-        .await
-        .unwrap();
+    let r = c.soap("/services/CBRSOAPHeaderProxy", body.clone()).await;
     assert_eq!((r.status, &r.body), (200, &body));
     let text = String::from_utf8(body.to_vec()).unwrap();
     let wrong = bytes::Bytes::from(text.replace("xadmin;server1;community#1.0##", "guest"));
@@ -408,11 +330,9 @@ async fn cbr_soap_header_proxy_routes_on_the_soap_header() {
     let start_h = text.find("<soapenv:Header>").unwrap();
     let end_h = text.find("</soapenv:Header>").unwrap() + "</soapenv:Header>".len();
     let no_header = bytes::Bytes::from(format!("{}{}", &text[..start_h], &text[end_h..]));
-    let f = c
-        .post("/services/CBRSOAPHeaderProxy", SOAP_HEADERS, no_header)
+    c.soap("/services/CBRSOAPHeaderProxy", no_header)
         .await
-        .unwrap();
-    assert_eq!(f.status, 500, "{}", f.text());
+        .assert_status(500);
     assert_eq!(be.seen.lock().unwrap().len(), 1);
 }
 
@@ -428,10 +348,7 @@ async fn clone_and_aggregate_proxies_gather_every_copy() {
         ("CloneAndAggregateWithEightBackendProxy", 8),
     ] {
         let before = be.seen.lock().unwrap().len();
-        let r = c
-            .post(&format!("/services/{proxy}"), SOAP_HEADERS, body.clone())
-            .await
-            .unwrap();
+        let r = c.soap(&format!("/services/{proxy}"), body.clone()).await;
         assert_eq!(r.status, 200, "{proxy}: {}", r.text());
         let t = r.text();
         assert!(
@@ -452,10 +369,9 @@ async fn iterate_and_aggregate_proxy_calls_once_per_order() {
     let orders = String::from_utf8_lossy(&body).matches("<order>").count();
     assert!(orders > 1);
     let r = c
-        .post("/services/IterateAndAggregateProxy", SOAP_HEADERS, body)
+        .soap("/services/IterateAndAggregateProxy", body)
         .await
-        .unwrap();
-    assert_eq!(r.status, 200, "{}", r.text());
+        .assert_status(200);
     let t = r.text();
     assert!(
         t.contains("<Aggregated") && t.contains("</Aggregated>"),

@@ -1,46 +1,25 @@
 //! Hostile XML sent to a proxy that reads the body: each gets a fault, memory stays bounded, nothing leaks.
 
 mod common;
+use common::setup::*;
 use common::*;
-
-fn start(be: std::net::SocketAddr) -> Sluice {
-    let ep = format!("RealService=http://{be}/service/EchoService");
-    Sluice::start(&["run", capp().to_str().unwrap(), "--endpoint", &ep])
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn entity_bombs_external_entities_and_deep_nesting_get_faults() {
-    let be = backend().await;
-    let s = start(be.addr);
-    let mut c = Conn::open(s.addr).await;
+    let (be, s, mut c) = on_capp().await;
     let rss_before = s.status_kb("VmHWM");
 
-    let laughs = r#"<?xml version="1.0"?>
-<!DOCTYPE lolz [
- <!ENTITY lol "lol">
- <!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
- <!ENTITY lol2 "&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;">
- <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
- <!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">
- <!ENTITY lol5 "&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;">
- <!ENTITY lol6 "&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;">
- <!ENTITY lol7 "&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;">
- <!ENTITY lol8 "&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;">
- <!ENTITY lol9 "&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;">
-]>
-<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/"><soapenv:Body><order><symbol>&lol9;</symbol></order></soapenv:Body></soapenv:Envelope>"#;
-    let r = c
-        .post("/services/CBRProxy", SOAP_HEADERS, laughs.into())
+    // The billion laughs the XML parser's own tests refuse, with a SOAP envelope as its root.
+    let laughs = include_str!("../../xml/tests/data/billion-laughs.xml").replace(
+        "<lolz>&lol9;</lolz>",
+        r#"<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/"><soapenv:Body><order><symbol>&lol9;</symbol></order></soapenv:Body></soapenv:Envelope>"#,
+    );
+    c.soap("/services/CBRProxy", laughs)
         .await
-        .unwrap();
-    assert_eq!(r.status, 400, "{}", r.text());
+        .assert_status(400);
 
     let xxe = r#"<?xml version="1.0"?><!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]><soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/"><soapenv:Body><order><symbol>&x;</symbol></order></soapenv:Body></soapenv:Envelope>"#;
-    let r = c
-        .post("/services/CBRProxy", SOAP_HEADERS, xxe.into())
-        .await
-        .unwrap();
-    assert_eq!(r.status, 400, "{}", r.text());
+    let r = c.soap("/services/CBRProxy", xxe).await.assert_status(400);
     assert!(
         !r.text().contains("root:"),
         "file content must never appear: {}",
@@ -52,22 +31,13 @@ async fn entity_bombs_external_entities_and_deep_nesting_get_faults() {
         "<a>".repeat(10_000),
         "</a>".repeat(10_000)
     );
-    let r = c
-        .post("/services/CBRProxy", SOAP_HEADERS, deep.into())
-        .await
-        .unwrap();
-    assert_eq!(r.status, 400, "{}", r.text());
+    c.soap("/services/CBRProxy", deep).await.assert_status(400);
 
     // None of them reached the back-end, the connection still serves, and memory stayed bounded.
     assert!(be.seen.lock().unwrap().is_empty());
     let ok = c
-        .post(
-            "/services/CBRProxy",
-            SOAP_HEADERS,
-            payload("1000B_buyStocks.xml"),
-        )
-        .await
-        .unwrap();
+        .soap("/services/CBRProxy", payload("1000B_buyStocks.xml"))
+        .await;
     assert_eq!(ok.status, 200);
     let growth = s.status_kb("VmHWM").saturating_sub(rss_before);
     assert!(

@@ -1,7 +1,9 @@
 //! XSLTProxy and XSLTEnhancedProxy from the WSO2 artifacts, checked against xsltproc.
 
 mod common;
+use common::setup::*;
 use common::*;
+use sluice_xml::testing::without_space_between_tags;
 use sluice_xml::{canonicalize, Document};
 use std::path::Path;
 
@@ -41,21 +43,7 @@ fn xsltproc(sheet: &[u8], input: &[u8]) -> Vec<u8> {
 /// without the original's line breaks).
 fn canon(bytes: &[u8]) -> String {
     let c = canonicalize(&Document::parse(bytes).unwrap()).unwrap();
-    let s = String::from_utf8(c).unwrap();
-    let mut out = String::with_capacity(s.len());
-    let mut pending = String::new();
-    for ch in s.chars() {
-        if ch.is_whitespace() && (out.ends_with('>') || !pending.is_empty()) {
-            pending.push(ch);
-            continue;
-        }
-        if ch != '<' {
-            out.push_str(&pending);
-        }
-        pending.clear();
-        out.push(ch);
-    }
-    out
+    without_space_between_tags(&String::from_utf8(c).unwrap())
 }
 
 fn body_first_child(envelope: &[u8]) -> Vec<u8> {
@@ -68,26 +56,18 @@ fn body_first_child(envelope: &[u8]) -> Vec<u8> {
         .unwrap()
 }
 
-fn start(be: std::net::SocketAddr) -> Sluice {
-    let ep = format!("RealService=http://{be}/service/EchoService");
-    Sluice::start(&["run", capp().to_str().unwrap(), "--endpoint", &ep])
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn xslt_proxy_sends_what_xsltproc_makes_and_returns_the_original() {
-    let be = backend().await;
-    let s = start(be.addr);
-    let mut c = Conn::open(s.addr).await;
+    let (be, _s, mut c) = on_capp().await;
     let reverse = stylesheet_of(
         &capp().join("xslt_transform_reverse_1.0.0/xslt_transform_reverse-1.0.0.xml"),
     );
     for name in ["1000B_buyStocks.xml", "10000B_buyStocks.xml"] {
         let body = payload(name);
         let r = c
-            .post("/services/XSLTProxy", SOAP_HEADERS, body.clone())
+            .soap("/services/XSLTProxy", body.clone())
             .await
-            .unwrap();
-        assert_eq!(r.status, 200, "{}", r.text());
+            .assert_status(200);
         let sent = be.last_body();
         let expected = xsltproc(&reverse, &body_first_child(&body));
         assert_eq!(
@@ -107,18 +87,15 @@ async fn xslt_proxy_sends_what_xsltproc_makes_and_returns_the_original() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn xslt_enhanced_proxy_transforms_the_whole_envelope() {
-    let be = backend().await;
-    let s = start(be.addr);
-    let mut c = Conn::open(s.addr).await;
+    let (be, _s, mut c) = on_capp().await;
     let reverse = stylesheet_of(
         &capp().join("fastxslt_transform_reverse_1.0.0/fastxslt_transform_reverse-1.0.0.xml"),
     );
     let body = payload("1000B_buyStocks.xml");
     let r = c
-        .post("/services/XSLTEnhancedProxy", SOAP_HEADERS, body.clone())
+        .soap("/services/XSLTEnhancedProxy", body.clone())
         .await
-        .unwrap();
-    assert_eq!(r.status, 200, "{}", r.text());
+        .assert_status(200);
     let sent = be.last_body();
     assert_eq!(
         canon(&sent),

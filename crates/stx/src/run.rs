@@ -324,14 +324,7 @@ fn format(ops: &[Op], buf: &[u8], out: &mut Vec<u8>) {
         let d;
         match ops[i] {
             Op::Start { from, to, has_text } => {
-                if depth == 0 {
-                    if prev_comment {
-                        out.push(b'\n');
-                    }
-                    prev_comment = false;
-                } else if on {
-                    indent(out, level);
-                }
+                begin(out, depth, on.then_some(level), &mut prev_comment, false);
                 out.extend_from_slice(&buf[from..to]);
                 if matches!(ops.get(i + 1), Some(Op::End { .. })) {
                     out.extend_from_slice(b"/>");
@@ -354,24 +347,12 @@ fn format(ops: &[Op], buf: &[u8], out: &mut Vec<u8>) {
                 }
             }
             Op::Text { from, to } => {
-                if depth == 0 {
-                    if prev_comment {
-                        out.push(b'\n');
-                    }
-                    prev_comment = false;
-                }
+                begin(out, depth, None, &mut prev_comment, false);
                 out.extend_from_slice(&buf[from..to]);
                 d = depth;
             }
             Op::Comment { from, to } => {
-                if depth == 0 {
-                    if prev_comment {
-                        out.push(b'\n');
-                    }
-                    prev_comment = true;
-                } else if on {
-                    indent(out, level);
-                }
+                begin(out, depth, on.then_some(level), &mut prev_comment, true);
                 out.extend_from_slice(&buf[from..to]);
                 d = depth;
             }
@@ -394,6 +375,24 @@ fn format(ops: &[Op], buf: &[u8], out: &mut Vec<u8>) {
             out.push(b'\n');
         }
         i += 1;
+    }
+}
+
+/// Where [`format`] starts a node (a `comment` or not): at the top level, a line break after a
+/// comment before it; below, the indentation of `indent_to` (`None` where it writes the node as is).
+fn begin(
+    out: &mut Vec<u8>,
+    depth: usize,
+    indent_to: Option<usize>,
+    prev_comment: &mut bool,
+    comment: bool,
+) {
+    if depth == 0 {
+        if std::mem::replace(prev_comment, comment) {
+            out.push(b'\n');
+        }
+    } else if let Some(level) = indent_to {
+        indent(out, level);
     }
 }
 
@@ -813,34 +812,10 @@ pub(crate) fn run<'a>(
     fragment: bool,
     out: &mut Vec<u8>,
 ) -> Option<()> {
-    let base = out.len();
-    let r = run_inner(c, input, inherited, fragment, out);
-    if r.is_none() {
-        out.truncate(base);
-    }
-    r
-}
-
-fn run_inner<'a>(
-    c: &'a Compiled,
-    input: &'a [u8],
-    inherited: &[(&'a str, &'a str)],
-    fragment: bool,
-    out: &mut Vec<u8>,
-) -> Option<()> {
-    let mut tok = Tokenizer::new(input, inherited)?;
-    let mut r = Run {
-        c,
-        ser: Ser::new(out, c, fragment),
-        frames: Vec::new(),
-        first_top_element: true,
-    };
-    walk(&mut r, &mut tok, None)?;
-    if !r.frames.is_empty() {
-        return None;
-    }
-    r.ser.finish();
-    Some(())
+    all_or_nothing(out, |out| {
+        let mut tok = Tokenizer::new(input, inherited)?;
+        transform(c, &mut tok, None, fragment, out)
+    })
 }
 
 /// The xslt mediator's default source in one pass: the message is copied as it is up to the SOAP
@@ -851,34 +826,48 @@ pub(crate) fn run_body_child<'a>(
     input: &'a [u8],
     out: &mut Vec<u8>,
 ) -> Option<()> {
+    all_or_nothing(out, |out| {
+        let mut tok = Tokenizer::new(input, &[])?;
+        let (start, first, _) = crate::soap::seek_body_child(&mut tok)?;
+        out.extend_from_slice(input.get(..start)?);
+        transform(c, &mut tok, Some(first), true, out)?;
+        let end = tok.position()?;
+        crate::soap::finish(&mut tok)?;
+        out.extend_from_slice(input.get(end..)?);
+        Some(())
+    })
+}
+
+/// What `write` answers; when that is `None`, what it wrote to `out` is taken back.
+fn all_or_nothing(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>) -> Option<()>) -> Option<()> {
     let base = out.len();
-    let r = body_child_inner(c, input, out);
+    let r = write(out);
     if r.is_none() {
         out.truncate(base);
     }
     r
 }
 
-fn body_child_inner<'a>(c: &'a Compiled, input: &'a [u8], out: &mut Vec<u8>) -> Option<()> {
-    let mut tok = Tokenizer::new(input, &[])?;
-    let (start, first, _) = crate::soap::seek_body_child(&mut tok)?;
-    out.extend_from_slice(input.get(..start)?);
-    {
-        let mut r = Run {
-            c,
-            ser: Ser::new(out, c, true),
-            frames: Vec::new(),
-            first_top_element: true,
-        };
-        walk(&mut r, &mut tok, Some(first))?;
-        if !r.frames.is_empty() {
-            return None;
-        }
-        r.ser.finish();
+/// The result of the templates applied from `first` on (as [`walk`] reads), written to `out`:
+/// `None` when it ends with elements left open.
+fn transform<'a>(
+    c: &'a Compiled,
+    tok: &mut Tokenizer<'a>,
+    first: Option<Start<'a>>,
+    fragment: bool,
+    out: &mut Vec<u8>,
+) -> Option<()> {
+    let mut r = Run {
+        c,
+        ser: Ser::new(out, c, fragment),
+        frames: Vec::new(),
+        first_top_element: true,
+    };
+    walk(&mut r, tok, first)?;
+    if !r.frames.is_empty() {
+        return None;
     }
-    let end = tok.position()?;
-    crate::soap::finish(&mut tok)?;
-    out.extend_from_slice(input.get(end..)?);
+    r.ser.finish();
     Some(())
 }
 

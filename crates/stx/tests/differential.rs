@@ -316,14 +316,14 @@ fn gen_sheet(r: &mut Rng) -> String {
         1 => attrs.push_str(" indent=\"yes\""),
         _ => {}
     }
-    if r.pct(30) {
-        attrs.push_str(" omit-xml-declaration=\"yes\"");
-    }
-    if r.pct(30) {
-        attrs.push_str(" encoding=\"UTF-8\"");
-    }
-    if r.pct(70) {
-        attrs.push_str(" method=\"xml\"");
+    for (percent, attr) in [
+        (30, " omit-xml-declaration=\"yes\""),
+        (30, " encoding=\"UTF-8\""),
+        (70, " method=\"xml\""),
+    ] {
+        if r.pct(percent) {
+            attrs.push_str(attr);
+        }
     }
     if r.pct(80) {
         s.push_str(&format!("<xsl:output{attrs}/>\n"));

@@ -72,10 +72,24 @@ fn wso2_sheets_compile_to_the_fast_path() {
         .indent());
 }
 
-#[test]
-fn wso2_payloads_give_libxslts_bytes() {
+/// One comparison with libxslt: a sheet (`rel`, with the Synapse default namespace declared on it
+/// or not), compiled both ways, and an input.
+#[derive(Clone, Copy)]
+struct Case<'a> {
+    rel: &'a str,
+    def: bool,
+    name: &'a str,
+    fast: &'a StreamSheet,
+    slow: &'a Stylesheet,
+    input: &'a [u8],
+}
+
+/// Every WSO2 sheet, with and without the Synapse default, on every payload in both shapes: the
+/// original (the reverse sheet's input) and the reversed one (the forward sheet's input). Answers
+/// how many cases `check` was given.
+fn for_each_case(mut check: impl FnMut(Case<'_>)) -> usize {
     let reverse = StreamSheet::compile(&sheet_text(REVERSE, true)).unwrap();
-    let mut checked = 0;
+    let mut cases = 0;
     for rel in SHEETS {
         for def in [true, false] {
             let text = sheet_text(rel, def);
@@ -83,22 +97,39 @@ fn wso2_payloads_give_libxslts_bytes() {
             let slow = Stylesheet::compile(&text, None).unwrap();
             for name in PAYLOADS {
                 let original = payload(name);
-                // Both shapes: the original (the reverse sheet's input) and the reversed one (the
-                // forward sheet's input).
                 for input in [original.clone(), reversed(&reverse, &original)] {
-                    let want = reference(&slow, &input).expect("libxslt");
-                    let mut got = Vec::new();
-                    fast.transform(&input, &mut got).expect("fast path");
-                    assert_eq!(
-                        show(&got),
-                        show(&want),
-                        "{rel} (synapse default {def}) on {name}"
-                    );
-                    checked += 1;
+                    let (fast, slow, input) = (&fast, &slow, &input[..]);
+                    check(Case {
+                        rel,
+                        def,
+                        name,
+                        fast,
+                        slow,
+                        input,
+                    });
+                    cases += 1;
                 }
             }
         }
     }
+    cases
+}
+
+#[test]
+fn wso2_payloads_give_libxslts_bytes() {
+    let checked = for_each_case(|c| {
+        let want = reference(c.slow, c.input).expect("libxslt");
+        let mut got = Vec::new();
+        c.fast.transform(c.input, &mut got).expect("fast path");
+        assert_eq!(
+            show(&got),
+            show(&want),
+            "{} (synapse default {}) on {}",
+            c.rel,
+            c.def,
+            c.name
+        );
+    });
     assert_eq!(checked, 4 * 2 * PAYLOADS.len() * 2);
 }
 
@@ -136,25 +167,9 @@ fn reverse_then_forward_gives_the_original_back() {
     }
 }
 
-/// Removes white space between tags.
+/// Without white space between tags.
 fn strip_ws(b: &[u8]) -> String {
-    let s = show(b);
-    let mut out = String::new();
-    let mut pending = String::new();
-    let mut after_tag = false;
-    for c in s.chars() {
-        if after_tag && c.is_whitespace() {
-            pending.push(c);
-            continue;
-        }
-        if c != '<' {
-            out.push_str(&pending);
-        }
-        pending.clear();
-        out.push(c);
-        after_tag = c == '>';
-    }
-    out
+    sluice_xml::testing::without_space_between_tags(&show(b))
 }
 
 /// The source text of the first element whose start tag begins with `open`.
@@ -166,72 +181,63 @@ fn element_text<'x>(doc: &'x str, open: &str, close: &str) -> &'x str {
 
 #[test]
 fn the_body_element_alone_matches_libxslt() {
-    let reverse_fast = StreamSheet::compile(&sheet_text(REVERSE, true)).unwrap();
-    for rel in SHEETS {
-        for def in [true, false] {
-            let text = sheet_text(rel, def);
-            let fast = StreamSheet::compile(&text).unwrap();
-            let slow = Stylesheet::compile(&text, None).unwrap();
-            for name in PAYLOADS {
-                let original = payload(name);
-                for input in [original.clone(), reversed(&reverse_fast, &original)] {
-                    let s = show(&input);
-                    let (open, close) = if s.contains("<m:buyStocks") {
-                        ("<m:buyStocks", "</m:buyStocks>")
-                    } else {
-                        ("<m0:skcotSyub", "</m0:skcotSyub>")
-                    };
-                    let el = element_text(&s, open, close);
+    for_each_case(|c| {
+        let (rel, def, name) = (c.rel, c.def, c.name);
+        let (fast, slow, input) = (c.fast, c.slow, c.input);
+        let s = show(input);
+        let (open, close) = if s.contains("<m:buyStocks") {
+            ("<m:buyStocks", "</m:buyStocks>")
+        } else {
+            ("<m0:skcotSyub", "</m0:skcotSyub>")
+        };
+        let el = element_text(&s, open, close);
 
-                    // The xslt mediator's way: the Body's first child copied out as a document.
-                    let doc = Document::parse(&input).unwrap();
-                    // (The Elements payloads are plain XML: the mediator takes the root element.)
-                    let soap = doc.soap_body_first_child().is_some();
-                    let node = doc
-                        .soap_body_first_child()
-                        .or_else(|| doc.root_element())
-                        .unwrap();
-                    let alone = node.to_document().unwrap();
-                    let result = slow.transform(&alone, &[]).unwrap();
-                    let want = canonicalize(&result).unwrap();
+        // The xslt mediator's way: the Body's first child copied out as a document.
+        let doc = Document::parse(input).unwrap();
+        // (The Elements payloads are plain XML: the mediator takes the root element.)
+        let soap = doc.soap_body_first_child().is_some();
+        let node = doc
+            .soap_body_first_child()
+            .or_else(|| doc.root_element())
+            .unwrap();
+        let alone = node.to_document().unwrap();
+        let result = slow.transform(&alone, &[]).unwrap();
+        let want = canonicalize(&result).unwrap();
 
-                    let mut got = Vec::new();
-                    let scope: &[(&str, &str)] = if soap { &[("soapenv", SOAPENV)] } else { &[] };
-                    fast.transform_fragment(el.as_bytes(), scope, &mut got)
-                        .expect("fast path");
-                    assert!(!got.starts_with(b"<?xml"));
-                    assert_eq!(
-                        show(&c14n(&got).unwrap()),
-                        show(&want),
-                        "{rel} (synapse default {def}) fragment of {name}"
-                    );
+        let mut got = Vec::new();
+        let scope: &[(&str, &str)] = if soap { &[("soapenv", SOAPENV)] } else { &[] };
+        fast.transform_fragment(el.as_bytes(), scope, &mut got)
+            .expect("fast path");
+        assert!(!got.starts_with(b"<?xml"));
+        assert_eq!(
+            show(&c14n(&got).unwrap()),
+            show(&want),
+            "{rel} (synapse default {def}) fragment of {name}"
+        );
 
-                    // The whole message with the result spliced in, against the mediator's tree
-                    // replacement (canonical forms compared).
-                    let mut spliced = Vec::new();
-                    let r = fast.transform_soap_body_child(&input, &mut spliced);
-                    if soap {
-                        r.expect("fast path over the envelope");
-                        let mut d = Document::parse(&input).unwrap();
-                        let target = d.soap_body_first_child().unwrap().id();
-                        d.replace_node(target, &result).unwrap();
-                        assert_eq!(
-                            show(&c14n(&spliced).unwrap()),
-                            show(&c14n(&d.to_bytes().unwrap()).unwrap()),
-                            "{rel} (synapse default {def}) spliced into {name}"
-                        );
-                    } else {
-                        assert!(r.is_err() && spliced.is_empty(), "not SOAP: {name}");
-                    }
-
-                    // And the element as a document of its own, byte for byte.
-                    let own = alone.to_bytes().unwrap();
-                    let want = reference(&slow, &own).unwrap();
-                    let mut got = Vec::new();
-                    fast.transform(&own, &mut got).unwrap();
-                    assert_eq!(show(&got), show(&want), "{rel} element of {name}");
-                }
-            }
+        // The whole message with the result spliced in, against the mediator's tree
+        // replacement (canonical forms compared).
+        let mut spliced = Vec::new();
+        let r = fast.transform_soap_body_child(input, &mut spliced);
+        if soap {
+            r.expect("fast path over the envelope");
+            let mut d = Document::parse(input).unwrap();
+            let target = d.soap_body_first_child().unwrap().id();
+            d.replace_node(target, &result).unwrap();
+            assert_eq!(
+                show(&c14n(&spliced).unwrap()),
+                show(&c14n(&d.to_bytes().unwrap()).unwrap()),
+                "{rel} (synapse default {def}) spliced into {name}"
+            );
+        } else {
+            assert!(r.is_err() && spliced.is_empty(), "not SOAP: {name}");
         }
-    }
+
+        // And the element as a document of its own, byte for byte.
+        let own = alone.to_bytes().unwrap();
+        let want = reference(slow, &own).unwrap();
+        let mut got = Vec::new();
+        fast.transform(&own, &mut got).unwrap();
+        assert_eq!(show(&got), show(&want), "{rel} element of {name}");
+    });
 }

@@ -1,6 +1,6 @@
 //! Documents, nodes, serialisation, SOAP helpers and C14N.
 
-use crate::error::{Capture, XmlError, XmlErrorKind};
+use crate::error::{allocated, Capture, XmlError, XmlErrorKind};
 use libxml::bindings::{
     xmlAddNextSibling, xmlBufferContent, xmlBufferCreate, xmlBufferFree, xmlBufferLength,
     xmlBufferPtr, xmlC14NDocDumpMemory, xmlC14NMode_XML_C14N_1_0, xmlC14NMode_XML_C14N_1_1,
@@ -400,14 +400,10 @@ pub(crate) fn save(
         }
     }
     // SAFETY: plain constructor, NULL-checked, freed by `Buf`.
-    let buf = unsafe { xmlBufferCreate() };
-    if buf.is_null() {
-        return Err(XmlError::new(
-            XmlErrorKind::OutOfMemory,
-            "xmlBufferCreate failed",
-        ));
-    }
-    let buf = Buf(buf);
+    let buf = Buf(allocated(
+        unsafe { xmlBufferCreate() },
+        "xmlBufferCreate failed",
+    )?);
     let capture = Capture::start();
     let utf8 = c"UTF-8";
     // SAFETY: `buf.0` is a live buffer; the save context is closed (which

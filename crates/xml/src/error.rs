@@ -65,6 +65,15 @@ pub struct XmlError {
     details: Vec<String>,
 }
 
+/// `p` from a libxml2 constructor; the OutOfMemory error `what` where it is NULL.
+pub(crate) fn allocated<T>(p: *mut T, what: &str) -> Result<*mut T, XmlError> {
+    if p.is_null() {
+        Err(XmlError::new(XmlErrorKind::OutOfMemory, what))
+    } else {
+        Ok(p)
+    }
+}
+
 impl XmlError {
     pub(crate) fn new(kind: XmlErrorKind, message: impl Into<String>) -> Self {
         XmlError {

@@ -57,6 +57,7 @@ mod guard;
 pub mod names;
 mod parse;
 mod schema;
+pub mod testing;
 mod xpath;
 mod xslt;
 

@@ -1,7 +1,7 @@
 //! Secure parsing of untrusted XML.
 
 use crate::document::{Document, RawDoc};
-use crate::error::{Capture, XmlError, XmlErrorKind};
+use crate::error::{allocated, Capture, XmlError, XmlErrorKind};
 use libxml::bindings::{
     endElementNsSAX2Func, entityDeclSAXFunc, startElementNsSAX2Func, unparsedEntityDeclSAXFunc,
     xmlChar, xmlCtxtReadMemory, xmlFreeParserCtxt, xmlNewParserCtxt, xmlParserCtxtPtr,
@@ -94,6 +94,39 @@ unsafe fn guard_of<'g>(ctx: *mut c_void) -> (xmlParserCtxtPtr, &'g mut Guard) {
     unsafe { (ctxt, &mut *((*ctxt)._private as *mut Guard)) }
 }
 
+/// [`guard_of`] while the parse goes on; `None` once it found a violation (the hooks then do
+/// nothing more).
+///
+/// # Safety
+/// As [`guard_of`].
+unsafe fn live_guard<'g>(ctx: *mut c_void) -> Option<(xmlParserCtxtPtr, &'g mut Guard)> {
+    // SAFETY: per the function contract.
+    let (ctxt, guard) = unsafe { guard_of(ctx) };
+    guard.violation.is_none().then_some((ctxt, guard))
+}
+
+/// For the hook of an entity declaration (of `name`): the guard, while the parse goes on and
+/// such declarations are allowed. When they are not, the parse is stopped with `refusal` of the
+/// name.
+///
+/// # Safety
+/// As [`guard_of`]; `name` must be NULL or a valid NUL-terminated string.
+unsafe fn declaration_guard<'g>(
+    ctx: *mut c_void,
+    name: *const xmlChar,
+    refusal: impl FnOnce(String) -> String,
+) -> Option<&'g mut Guard> {
+    // SAFETY: per the function contract.
+    let (ctxt, guard) = unsafe { live_guard(ctx) }?;
+    if guard.allow_entities {
+        return Some(guard);
+    }
+    // SAFETY: per the function contract.
+    let name = unsafe { cstr_lossy(name) };
+    stop(ctxt, guard, XmlErrorKind::EntityDeclaration, refusal(name));
+    None
+}
+
 fn stop(ctxt: xmlParserCtxtPtr, guard: &mut Guard, kind: XmlErrorKind, msg: String) {
     // SAFETY: `ctxt` is the live parser context of the running parse.
     let line = unsafe { xmlSAX2GetLineNumber(ctxt as *mut c_void) };
@@ -119,10 +152,9 @@ unsafe extern "C" fn hook_start_element_ns(
     attributes: *mut *const xmlChar,
 ) {
     // SAFETY: only installed by `parse_raw`, which sets up `_private`.
-    let (ctxt, guard) = unsafe { guard_of(ctx) };
-    if guard.violation.is_some() {
+    let Some((ctxt, guard)) = (unsafe { live_guard(ctx) }) else {
         return;
-    }
+    };
     guard.depth += 1;
     if guard.depth > guard.max_depth {
         let msg = format!(
@@ -158,10 +190,9 @@ unsafe extern "C" fn hook_end_element_ns(
     uri: *const xmlChar,
 ) {
     // SAFETY: only installed by `parse_raw`, which sets up `_private`.
-    let (_, guard) = unsafe { guard_of(ctx) };
-    if guard.violation.is_some() {
+    let Some((_, guard)) = (unsafe { live_guard(ctx) }) else {
         return;
-    }
+    };
     guard.depth = guard.depth.saturating_sub(1);
     if let Some(f) = guard.end_ns {
         // SAFETY: forwards libxml2's arguments to the original handler.
@@ -177,19 +208,12 @@ unsafe extern "C" fn hook_entity_decl(
     system_id: *const xmlChar,
     content: *mut xmlChar,
 ) {
-    // SAFETY: only installed by `parse_raw`, which sets up `_private`.
-    let (ctxt, guard) = unsafe { guard_of(ctx) };
-    if guard.violation.is_some() {
-        return;
-    }
-    if !guard.allow_entities {
-        // SAFETY: `name` is a NUL-terminated string from the parser (or NULL).
-        let name = unsafe { cstr_lossy(name) };
-        let msg = format!("entity declaration '{name}' refused (DTD entities are not allowed)");
-        stop(ctxt, guard, XmlErrorKind::EntityDeclaration, msg);
-        return;
-    }
-    if let Some(f) = guard.entity_decl {
+    let refusal =
+        |n: String| format!("entity declaration '{n}' refused (DTD entities are not allowed)");
+    // SAFETY: only installed by `parse_raw`, which sets up `_private`; `name` is a NUL-terminated
+    // string from the parser (or NULL).
+    let guard = unsafe { declaration_guard(ctx, name, refusal) };
+    if let Some(f) = guard.and_then(|g| g.entity_decl) {
         // SAFETY: forwards libxml2's arguments to the original handler.
         unsafe { f(ctx, name, type_, public_id, system_id, content) };
     }
@@ -202,19 +226,11 @@ unsafe extern "C" fn hook_unparsed_entity_decl(
     system_id: *const xmlChar,
     notation_name: *const xmlChar,
 ) {
-    // SAFETY: only installed by `parse_raw`, which sets up `_private`.
-    let (ctxt, guard) = unsafe { guard_of(ctx) };
-    if guard.violation.is_some() {
-        return;
-    }
-    if !guard.allow_entities {
-        // SAFETY: `name` is a NUL-terminated string from the parser (or NULL).
-        let name = unsafe { cstr_lossy(name) };
-        let msg = format!("unparsed entity declaration '{name}' refused");
-        stop(ctxt, guard, XmlErrorKind::EntityDeclaration, msg);
-        return;
-    }
-    if let Some(f) = guard.unparsed_entity_decl {
+    let refusal = |n: String| format!("unparsed entity declaration '{n}' refused");
+    // SAFETY: only installed by `parse_raw`, which sets up `_private`; `name` is a NUL-terminated
+    // string from the parser (or NULL).
+    let guard = unsafe { declaration_guard(ctx, name, refusal) };
+    if let Some(f) = guard.and_then(|g| g.unparsed_entity_decl) {
         // SAFETY: forwards libxml2's arguments to the original handler.
         unsafe { f(ctx, name, public_id, system_id, notation_name) };
     }
@@ -291,13 +307,7 @@ pub(crate) fn parse_raw(
     // SAFETY: plain constructor; checked for NULL below and owned by the
     // ParserCtxt guard, which frees it on every path.
     let ctxt = unsafe { xmlNewParserCtxt() };
-    if ctxt.is_null() {
-        return Err(XmlError::new(
-            XmlErrorKind::OutOfMemory,
-            "cannot allocate a parser context",
-        ));
-    }
-    let ctxt = ParserCtxt(ctxt);
+    let ctxt = ParserCtxt(allocated(ctxt, "cannot allocate a parser context")?);
 
     let mut guard = Guard {
         max_depth: limits.max_depth,

@@ -1,7 +1,7 @@
 //! W3C XML Schema (XSD 1.0) validation through libxml2.
 
 use crate::document::{Document, Node};
-use crate::error::{Capture, XmlError, XmlErrorKind};
+use crate::error::{allocated, Capture, XmlError, XmlErrorKind};
 use crate::parse::{parse_raw, Limits};
 use libxml::bindings::{
     xmlSchema, xmlSchemaFree, xmlSchemaFreeParserCtxt, xmlSchemaFreeValidCtxt,
@@ -90,13 +90,7 @@ impl Schema {
         // it). Errors go to the thread's structured handler, which `capture` installed.
         let schema = unsafe {
             let pctxt = xmlSchemaNewDocParserCtxt(doc.as_ptr());
-            if pctxt.is_null() {
-                return Err(XmlError::new(
-                    XmlErrorKind::OutOfMemory,
-                    "xmlSchemaNewDocParserCtxt failed",
-                ));
-            }
-            let pctxt = ParserCtxt(pctxt);
+            let pctxt = ParserCtxt(allocated(pctxt, "xmlSchemaNewDocParserCtxt failed")?);
             let s = xmlSchemaParse(pctxt.0);
             drop(pctxt);
             s
@@ -123,13 +117,7 @@ impl Schema {
         // handler `capture` installed for this thread.
         let rc = unsafe {
             let vctxt = xmlSchemaNewValidCtxt(self.schema.as_ptr());
-            if vctxt.is_null() {
-                return Err(XmlError::new(
-                    XmlErrorKind::OutOfMemory,
-                    "xmlSchemaNewValidCtxt failed",
-                ));
-            }
-            let vctxt = ValidCtxt(vctxt);
+            let vctxt = ValidCtxt(allocated(vctxt, "xmlSchemaNewValidCtxt failed")?);
             xmlSchemaValidateDoc(vctxt.0, doc.doc_ptr())
         };
         let diags = capture.finish();

@@ -4,6 +4,17 @@ use sluice_xml::{
     canonicalize, canonicalize_with, C14nMode, Document, NodeKind, SerializeOptions, XmlErrorKind,
 };
 
+/// The result document of a text-method transform that writes `text`.
+fn text_result(text: &str) -> Document {
+    let sheet = format!(
+        r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform"><xsl:output method="text"/><xsl:template match="/">{text}</xsl:template></xsl:stylesheet>"#
+    );
+    sluice_xml::Stylesheet::compile(sheet.as_bytes(), None)
+        .unwrap()
+        .transform(&Document::parse(b"<i/>").unwrap(), &[])
+        .unwrap()
+}
+
 #[test]
 fn serialisation_with_and_without_declaration() {
     let doc = Document::parse(
@@ -128,16 +139,7 @@ fn replace_inner_node_with_all_top_level_nodes() {
     let err = doc.replace_node(target, &repl).unwrap_err();
     assert_eq!(err.kind(), XmlErrorKind::InvalidArgument);
     // Replacing with the result of a text transform inserts the text.
-    let text_doc = {
-        let sheet = sluice_xml::Stylesheet::compile(
-            br#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform"><xsl:output method="text"/><xsl:template match="/">hello</xsl:template></xsl:stylesheet>"#,
-            None,
-        )
-        .unwrap();
-        sheet
-            .transform(&Document::parse(b"<i/>").unwrap(), &[])
-            .unwrap()
-    };
+    let text_doc = text_result("hello");
     let z = doc.root_element().unwrap().children().last().unwrap().id();
     doc.replace_node(z, &text_doc).unwrap();
     assert_eq!(
@@ -236,16 +238,7 @@ fn replace_text_with_text_and_refuse_doctype_and_top_level_comments() {
     assert!(doc.replace_node(ids[0].1, &repl).is_err());
     assert!(doc.replace_node(ids[1].1, &repl).is_err());
     // Text replaced by (text-method) text result keeps the new text.
-    let text = {
-        let sheet = sluice_xml::Stylesheet::compile(
-            br#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform"><xsl:output method="text"/><xsl:template match="/">NEW</xsl:template></xsl:stylesheet>"#,
-            None,
-        )
-        .unwrap();
-        sheet
-            .transform(&Document::parse(b"<i/>").unwrap(), &[])
-            .unwrap()
-    };
+    let text = text_result("NEW");
     let before = doc.root_element().unwrap().first_child().unwrap().id();
     doc.replace_node(before, &text).unwrap();
     assert_eq!(doc.root_element().unwrap().text_content(), "NEWafter");

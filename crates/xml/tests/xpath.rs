@@ -157,17 +157,22 @@ fn variables_are_resolved_as_strings() {
     assert_eq!(q.eval_string(&doc, &Prefixed).unwrap(), "v-one/v-two");
 }
 
+/// A resolver that panics with its message.
+struct Boom(&'static str);
+
+impl VariableResolver for Boom {
+    fn resolve(&self, _: &str, _: Option<&str>) -> Option<String> {
+        panic!("{}", self.0)
+    }
+}
+
 #[test]
 #[should_panic(expected = "resolver exploded")]
 fn a_panicking_resolver_propagates_its_panic() {
-    struct Boom;
-    impl VariableResolver for Boom {
-        fn resolve(&self, _: &str, _: Option<&str>) -> Option<String> {
-            panic!("resolver exploded")
-        }
-    }
     let doc = Document::parse(b"<a/>").unwrap();
-    let _ = XPath::compile("$x", &[]).unwrap().eval_string(&doc, &Boom);
+    let _ = XPath::compile("$x", &[])
+        .unwrap()
+        .eval_string(&doc, &Boom("resolver exploded"));
 }
 
 #[test]
@@ -278,17 +283,11 @@ fn an_evaluation_inside_another_gets_its_own_context() {
 
 #[test]
 fn the_thread_context_is_clean_after_a_panic_and_an_error() {
-    struct Boom;
-    impl VariableResolver for Boom {
-        fn resolve(&self, _: &str, _: Option<&str>) -> Option<String> {
-            panic!("boom")
-        }
-    }
     let doc = Document::parse(b"<a xmlns='urn:a'><b>1</b></a>").unwrap();
     let bound = XPath::compile("string(/x:a/x:b)", &[("x", "urn:a")]).unwrap();
     let boom = XPath::compile("concat(/x:a/x:b, $v)", &[("x", "urn:a")]).unwrap();
     let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        boom.eval_string(&doc, &Boom)
+        boom.eval_string(&doc, &Boom("boom"))
     }));
     assert!(panicked.is_err());
     assert_eq!(bound.eval_string(&doc, NONE).unwrap(), "1");

@@ -438,10 +438,7 @@ impl FileParser<'_, '_> {
                 _ => self.unknown_child(c, "template"),
             }
         }
-        let Some(sequence) = sequence else {
-            self.report(Severity::Error, n, "a template needs a <sequence>");
-            return None;
-        };
+        let sequence = self.needed(sequence, n, "a template needs a <sequence>")?;
         Some(Template {
             name,
             loc: self.loc(n),

@@ -12,10 +12,11 @@ impl FileParser<'_, '_> {
     /// A top-level `<endpoint name>`. One with problems is kept as `Rejected`, so what uses it is not
     /// deployed either.
     pub(super) fn endpoint_artifact(&mut self, n: Node) -> Option<Endpoint> {
-        let Some(name) = n.attribute("name") else {
-            self.report(Severity::Error, n, "a top-level endpoint needs a 'name'");
-            return None;
-        };
+        let name = self.needed(
+            n.attribute("name"),
+            n,
+            "a top-level endpoint needs a 'name'",
+        )?;
         self.artifact = Some(format!("endpoint {name}"));
         match self.endpoint(n) {
             Some(e) if !self.failed => Some(e),

@@ -371,6 +371,14 @@ impl<'a, 'input> FileParser<'a, 'input> {
             .push(sev, loc, n.tag_name().name(), msg, artifact.as_deref());
     }
 
+    /// `v`; when there is none, the error `missing` is reported at `n`.
+    fn needed<T>(&mut self, v: Option<T>, n: Node, missing: &str) -> Option<T> {
+        if v.is_none() {
+            self.report(Severity::Error, n, missing);
+        }
+        v
+    }
+
     fn required_attr(&mut self, n: Node, name: &str) -> Option<String> {
         match n.attribute(name) {
             Some(v) if !v.trim().is_empty() => Some(v.to_owned()),

@@ -11,6 +11,19 @@ pub(super) fn parse(text: &str) -> (Config, Diagnostics) {
 
 pub(super) const NS: &str = r#"xmlns="http://ws.apache.org/ns/synapse""#;
 
+/// The first mediator `pick` takes in a sequence holding `xml`, and the diagnostics, as text.
+pub(super) fn mediator_of<T>(
+    xml: &str,
+    pick: impl Fn(&MediatorKind) -> Option<T>,
+) -> (Option<T>, Vec<String>) {
+    let (cfg, diags) = parse(&format!(r#"<sequence {NS} name="s">{xml}</sequence>"#));
+    let found = cfg
+        .sequences
+        .first()
+        .and_then(|s| s.sequence.mediators.iter().find_map(|m| pick(&m.kind)));
+    (found, diags.items.iter().map(|d| d.to_string()).collect())
+}
+
 #[test]
 fn start_tag_declarations() {
     assert_eq!(
@@ -44,26 +57,18 @@ fn every_problem_is_reported_with_its_position() {
 </definitions>"#
     ));
     let msgs: Vec<String> = d.items.iter().map(|x| x.to_string()).collect();
-    assert!(
-        msgs.iter()
-            .any(|m| m.starts_with("t.xml:2:39: unsupported: <store>")),
-        "{msgs:#?}"
-    );
-    assert!(
-        msgs.iter()
-            .any(|m| m.starts_with("t.xml:2:47: error: <bogus>: unknown mediator")),
-        "{msgs:#?}"
-    );
-    assert!(
-        msgs.iter()
-            .any(|m| m.contains("expected a number, found 'soon'")),
-        "{msgs:#?}"
-    );
-    assert!(
-        msgs.iter()
-            .any(|m| m.contains("unknown property type 'NUMBER'")),
-        "{msgs:#?}"
-    );
+    for start in [
+        "t.xml:2:39: unsupported: <store>",
+        "t.xml:2:47: error: <bogus>: unknown mediator",
+    ] {
+        assert!(msgs.iter().any(|m| m.starts_with(start)), "{msgs:#?}");
+    }
+    for part in [
+        "expected a number, found 'soon'",
+        "unknown property type 'NUMBER'",
+    ] {
+        assert!(msgs.iter().any(|m| m.contains(part)), "{msgs:#?}");
+    }
     assert!(
         cfg.proxies[0].rejected,
         "a proxy with a rejected mediator must not deploy"

@@ -511,6 +511,19 @@ pub(super) struct Res {
     pub(super) conds: Vec<u32>,
 }
 
+impl Res {
+    /// A result whose string value starts with (or, `done`, is) the text `s`, kept only when the
+    /// answer needs `text`.
+    #[inline]
+    fn of_text(s: &str, text: bool, done: bool, conds: Vec<u32>) -> Res {
+        Res {
+            text: if text { s.to_owned() } else { String::new() },
+            done,
+            conds,
+        }
+    }
+}
+
 pub(super) struct Run<'p> {
     pub(super) p: &'p StreamPath,
     need_text: bool,
@@ -782,15 +795,8 @@ impl Run<'_> {
                 let conds = conds.to_vec();
                 f.clean = false;
                 f.text_run = Some(self.v.results.len());
-                self.v.results.push(Res {
-                    text: if self.need_text {
-                        s.to_owned()
-                    } else {
-                        String::new()
-                    },
-                    done: false,
-                    conds,
-                });
+                let res = Res::of_text(s, self.need_text, false, conds);
+                self.v.results.push(res);
             }
         }
     }
@@ -844,16 +850,8 @@ impl Run<'_> {
             let n = self.p.path.steps.len();
             let f = &self.v.frames[self.depth];
             if f.matches(n - 1) {
-                let conds = f.conds(n - 1);
-                self.v.results.push(Res {
-                    text: if self.need_text {
-                        s.to_owned()
-                    } else {
-                        String::new()
-                    },
-                    done: true,
-                    conds: conds.to_vec(),
-                });
+                let res = Res::of_text(s, self.need_text, true, f.conds(n - 1).to_vec());
+                self.v.results.push(res);
             }
         }
     }

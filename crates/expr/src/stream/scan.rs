@@ -581,20 +581,10 @@ pub(super) fn xml_decl_ok(content: &str) -> bool {
 /// XML 1.0 `Char` (Rust strings hold no surrogates).
 #[inline]
 pub(super) fn valid_chars(s: &str) -> bool {
-    let mut high = false;
-    // Branch-free within a chunk, so that the scan vectorises.
-    for chunk in s.as_bytes().chunks(32) {
-        let (mut ctrl, mut h) = (false, false);
-        for &b in chunk {
-            ctrl |= b < 0x20 && b != b'\t' && b != b'\n' && b != b'\r';
-            h |= b >= 0x80;
-        }
-        if ctrl {
-            return false;
-        }
-        high |= h;
+    match chars::control_scan(s.as_bytes()) {
+        Some(high) => !high || !s.contains(['\u{FFFE}', '\u{FFFF}']),
+        None => false,
     }
-    !high || !s.contains(['\u{FFFE}', '\u{FFFF}'])
 }
 
 /// CR LF and a lone CR become LF ([`sluice_xml::chars`], shared with the streaming XSLT reader).

@@ -49,11 +49,7 @@ pub(crate) fn compile(c: &mut Compiler, f: &cfg::Filter, el: &str) -> Option<Ste
         cfg::FilterCond::XPath(x) => Cond::XPath(c.expr(x, el)?),
     };
     let then = c.steps(&f.then.mediators);
-    let otherwise = f
-        .otherwise
-        .as_ref()
-        .map(|o| c.steps(&o.mediators))
-        .unwrap_or_default();
+    let otherwise = c.steps_of(f.otherwise.as_ref());
     Some(Step::Filter(FilterPlan {
         cond,
         then,

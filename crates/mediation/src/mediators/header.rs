@@ -4,7 +4,7 @@
 use crate::mediators::prelude::*;
 use crate::message::ActionChange;
 use http::{HeaderName, HeaderValue};
-use sluice_xml::{Fragment, Placement};
+use sluice_xml::{Document, Fragment, Placement, XmlError};
 
 #[derive(Debug)]
 pub enum HeaderPlan {
@@ -53,25 +53,7 @@ pub(crate) fn compile(c: &mut Compiler, h: &cfg::Header, m: &cfg::Mediator) -> O
         return Some(Step::Header(HeaderPlan::AddSoapXml(xml.clone())));
     }
     let plan = match h.scope {
-        cfg::HeaderScope::Transport => {
-            let Ok(name) = HeaderName::from_bytes(h.name.as_bytes()) else {
-                c.report(
-                    Severity::Error,
-                    &m.loc,
-                    el,
-                    format!("'{}' is not a valid HTTP header name", h.name),
-                );
-                return None;
-            };
-            match &h.action {
-                cfg::Action::Remove => HeaderPlan::RemoveHttp(name),
-                cfg::Action::Set(v) => {
-                    let value = set(c, v)?;
-                    check_header_value(c, &value, &m.loc, el)?;
-                    HeaderPlan::SetHttp { name, value }
-                }
-            }
-        }
+        cfg::HeaderScope::Transport => transport_header(c, &h.name, &h.action, m)?,
         cfg::HeaderScope::Default if h.namespace.is_none() && h.name == "To" => match &h.action {
             cfg::Action::Remove => HeaderPlan::RemoveTo,
             cfg::Action::Set(v) => HeaderPlan::SetTo(set(c, v)?),
@@ -127,6 +109,33 @@ fn soap_block(c: &mut Compiler, h: &cfg::Header, m: &cfg::Mediator) -> Option<He
         c.report(Severity::Unsupported, &m.loc, el, format!("SOAP header '{}': a SOAP header needs a namespace-qualified name (prefix:Name with xmlns:prefix)", h.name));
     }
     None
+}
+
+/// The plan of a transport header (`<header scope="transport">`, `<property scope="transport">`):
+/// `name` must be an HTTP header name, and a literal value a valid header value.
+pub(crate) fn transport_header(
+    c: &mut Compiler,
+    name: &str,
+    action: &cfg::Action,
+    m: &cfg::Mediator,
+) -> Option<HeaderPlan> {
+    let el = m.element.as_str();
+    let Ok(header) = HeaderName::from_bytes(name.as_bytes()) else {
+        let why = format!("'{name}' is not a valid HTTP header name");
+        c.report(Severity::Error, &m.loc, el, why);
+        return None;
+    };
+    Some(match action {
+        cfg::Action::Remove => HeaderPlan::RemoveHttp(header),
+        cfg::Action::Set(v) => {
+            let value = c.value(v, el)?;
+            check_header_value(c, &value, &m.loc, el)?;
+            HeaderPlan::SetHttp {
+                name: header,
+                value,
+            }
+        }
+    })
 }
 
 pub(crate) fn check_header_value(
@@ -210,27 +219,29 @@ impl Mediator for HeaderPlan {
                 value,
             } => {
                 let v = eval_value(value, msg, doc)?;
-                set_soap_header(ns, prefix, local, &v, msg, doc)?;
+                edit_tree(msg, doc, |d| add_block(d, ns, prefix, local, &v))?;
             }
-            HeaderPlan::RemoveSoap { ns, local } => remove_soap_header(ns, local, msg, doc)?,
+            HeaderPlan::RemoveSoap { ns, local } => {
+                edit_tree(msg, doc, |d| remove_blocks(d, ns, local))?;
+            }
             HeaderPlan::AddSoapXml(xml) => {
                 let frag = Fragment::parse(xml).map_err(|e| xml_error("header", e))?;
-                add_soap_header(&frag, msg, doc)?;
+                edit_tree(msg, doc, |d| add_blocks(d, &frag))?;
             }
         }
         Ok(None)
     }
 }
 
-fn set_soap_header(
+/// Adds the SOAP header block `prefix:local` (in `ns`) holding `value` to the envelope of `d`:
+/// whether there was an envelope to add it to.
+fn add_block(
+    d: &mut Document,
     ns: &str,
     prefix: &str,
     local: &str,
     value: &str,
-    msg: &mut Message,
-    doc: &mut DocCache,
-) -> Result<(), Error> {
-    let what = "header";
+) -> Result<bool, XmlError> {
     let mut block = String::new();
     block.push('<');
     block.push_str(prefix);
@@ -247,37 +258,22 @@ fn set_soap_header(
     block.push(':');
     block.push_str(local);
     block.push('>');
-    let frag = Fragment::parse(&block).map_err(|e| xml_error(what, e))?;
-    add_soap_header(&frag, msg, doc)
+    add_blocks(d, &Fragment::parse(&block)?)
 }
 
-/// Appends `blocks` to the SOAP Header, made when absent.
-fn add_soap_header(blocks: &Fragment, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error> {
-    let what = "header";
-    let mut d = take_doc(msg, doc)?;
-    let header = match d.ensure_soap_header() {
-        Ok(Some(h)) => h,
-        Ok(None) => {
-            // Not a SOAP envelope: nothing to add a header to (Synapse's POX messages have an
-            // envelope only inside the engine). Leave the message as it was.
-            *doc = DocCache::from(Ok(d));
-            return Ok(());
-        }
-        Err(e) => return Err(xml_error(what, e)),
+/// Appends `blocks` to the SOAP Header of `d`, made when absent: whether `d` is a SOAP envelope
+/// (Synapse's POX messages have an envelope only inside the engine: nothing to add a header to,
+/// and the message is left as it was).
+fn add_blocks(d: &mut Document, blocks: &Fragment) -> Result<bool, XmlError> {
+    let Some(header) = d.ensure_soap_header()? else {
+        return Ok(false);
     };
-    d.insert(header, blocks, Placement::LastChild)
-        .map_err(|e| xml_error(what, e))?;
-    put_doc(msg, doc, d, what)
+    d.insert(header, blocks, Placement::LastChild)?;
+    Ok(true)
 }
 
-fn remove_soap_header(
-    ns: &str,
-    local: &str,
-    msg: &mut Message,
-    doc: &mut DocCache,
-) -> Result<(), Error> {
-    let what = "header";
-    let mut d = take_doc(msg, doc)?;
+/// Removes the SOAP header blocks `local` in `ns` from `d`: whether there were any.
+fn remove_blocks(d: &mut Document, ns: &str, local: &str) -> Result<bool, XmlError> {
     let blocks: Vec<sluice_xml::NodeId> = d
         .soap_header()
         .map(|h| {
@@ -287,12 +283,25 @@ fn remove_soap_header(
                 .collect()
         })
         .unwrap_or_default();
-    if blocks.is_empty() {
+    for &b in &blocks {
+        d.remove(b)?;
+    }
+    Ok(!blocks.is_empty())
+}
+
+/// Runs `edit` on the message's tree (parsed if it was not yet): when it changed the tree (`true`),
+/// the tree is the message's body; when not, the message is left as it was.
+fn edit_tree(
+    msg: &mut Message,
+    doc: &mut DocCache,
+    edit: impl FnOnce(&mut Document) -> Result<bool, XmlError>,
+) -> Result<(), Error> {
+    let what = "header";
+    let mut d = take_doc(msg, doc)?;
+    if edit(&mut d).map_err(|e| xml_error(what, e))? {
+        put_doc(msg, doc, d, what)
+    } else {
         *doc = DocCache::from(Ok(d));
-        return Ok(());
+        Ok(())
     }
-    for b in blocks {
-        d.remove(b).map_err(|e| xml_error(what, e))?;
-    }
-    put_doc(msg, doc, d, what)
 }

@@ -175,14 +175,16 @@ mod tests {
     use crate::message::{Body, Message};
     use sluice_expr::BodyNeed;
 
-    /// The in-sequence of proxy `P` in `proxy` (one `<proxy name="P">`), compiled.
-    fn compiled(proxy: &str) -> crate::Plan {
+    /// Proxy `P` with `makefault` as its in-sequence, compiled; that in-sequence reads `need` of
+    /// the body.
+    fn compiled(makefault: &str, need: BodyNeed) -> crate::Plan {
         let text = format!(
-            r#"<definitions xmlns="http://ws.apache.org/ns/synapse">{proxy}</definitions>"#
+            r#"<definitions xmlns="http://ws.apache.org/ns/synapse"><proxy name="P"><target><inSequence>{makefault}</inSequence></target></proxy></definitions>"#
         );
         let (cfg, mut diags) = sluice_config::load_str("t.xml", &text);
         let plan = crate::compile(&cfg, &crate::CompileOptions::default(), &mut diags);
         assert!(diags.items.is_empty(), "{diags:?}");
+        assert_eq!(plan.proxies["P"].in_seq.body_need, need);
         plan
     }
 
@@ -208,22 +210,22 @@ mod tests {
     /// the fault's envelope namespace, taken whole.
     #[test]
     fn code_expressions_name_a_code_per_message() {
-        let plan = compiled(
-            r#"<proxy name="P"><target><inSequence><makefault version="soap11">
-<code expression="get-property('c')"/><reason expression="//why"/></makefault></inSequence></target></proxy>"#,
-        );
         // The reason reads the body: the body is read before the step runs.
-        assert_eq!(plan.proxies["P"].in_seq.body_need, BodyNeed::Full);
+        let plan = compiled(
+            r#"<makefault version="soap11">
+<code expression="get-property('c')"/><reason expression="//why"/></makefault>"#,
+            BodyNeed::Full,
+        );
         let f = fault_of(&plan, b"<r><why>boom</why></r>", "101503");
         assert!(
             f.contains("<faultcode>soapenv:101503</faultcode><faultstring>boom</faultstring>"),
             "{f}"
         );
         let plan = compiled(
-            r#"<proxy name="P"><target><inSequence><makefault version="soap12">
-<code expression="$ctx:c"/><reason value="r"/></makefault></inSequence></target></proxy>"#,
+            r#"<makefault version="soap12">
+<code expression="$ctx:c"/><reason value="r"/></makefault>"#,
+            BodyNeed::None,
         );
-        assert_eq!(plan.proxies["P"].in_seq.body_need, BodyNeed::None);
         let f = fault_of(&plan, b"<r/>", "Receiver<");
         assert!(
             f.contains(
@@ -237,10 +239,10 @@ mod tests {
     #[test]
     fn detail_expressions_read_the_body() {
         let plan = compiled(
-            r#"<proxy name="P"><target><inSequence><makefault version="pox">
-<reason value="r"/><detail expression="//d"/></makefault></inSequence></target></proxy>"#,
+            r#"<makefault version="pox">
+<reason value="r"/><detail expression="//d"/></makefault>"#,
+            BodyNeed::Full,
         );
-        assert_eq!(plan.proxies["P"].in_seq.body_need, BodyNeed::Full);
         assert_eq!(
             fault_of(&plan, b"<r><d>x</d></r>", ""),
             "<Exception>r<detail>x</detail></Exception>"

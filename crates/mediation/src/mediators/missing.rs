@@ -15,16 +15,17 @@ pub struct MissingPlan {
 impl Compiler<'_> {
     /// Whether a `kind` ("sequence", "template", "endpoint") named `key` that is not defined
     /// here may be left for the run, as Synapse leaves it: `Ok` when Synapse would find it
-    /// nowhere either (the caller says what happens then); else reported at `from`, as
-    /// unsupported when Synapse would look it up where Sluice does not (a `{...}` key, a
-    /// registry, a local entry's URL), as an error when the key names something that is not a
-    /// `kind`.
+    /// nowhere either, with a warning at `from` that `then` says what happens instead; else
+    /// reported at `from`, as unsupported when Synapse would look it up where Sluice does not (a
+    /// `{...}` key, a registry, a local entry's URL), as an error when the key names something
+    /// that is not a `kind`.
     pub(crate) fn missing_key(
         &mut self,
         kind: &str,
         key: &str,
         from: &Location,
         element: &str,
+        then: &str,
     ) -> Result<(), ()> {
         let refused = if key.starts_with('{') && key.ends_with('}') {
             Some((
@@ -63,7 +64,15 @@ impl Compiler<'_> {
                 self.report(severity, from, element, why);
                 Err(())
             }
-            None => Ok(()),
+            None => {
+                self.report(
+                    Severity::Warning,
+                    from,
+                    element,
+                    format!("no {kind} named '{key}' in the configuration: {then}"),
+                );
+                Ok(())
+            }
         }
     }
 
@@ -76,16 +85,10 @@ impl Compiler<'_> {
         from: &Location,
         element: &str,
     ) -> Result<(), ()> {
-        self.missing_key(kind, key, from, element)?;
         // Synapse 3.0.1's InvokeMediator stops the message without a word; MI's fails it.
         let like = if kind == "template" { "MI" } else { "Synapse" };
-        self.report(
-            Severity::Warning,
-            from,
-            element,
-            format!("no {kind} named '{key}' in the configuration: as in {like}, which looks it up when a message reaches it, such a message fails there (fault sequence)"),
-        );
-        Ok(())
+        let then = format!("as in {like}, which looks it up when a message reaches it, such a message fails there (fault sequence)");
+        self.missing_key(kind, key, from, element, &then)
     }
 
     /// A sequence of one step that fails with `message` (Synapse's words for the missing key).

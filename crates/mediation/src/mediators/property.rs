@@ -1,10 +1,9 @@
 //! `<property>`: sets or removes a message property (default and operation scope) or an axis2
 //! one (`HTTP_SC` sets the status; `messageType` and `ContentType` may make the message leave
-//! as JSON; `DISABLE_CHUNKING` and `FORCE_HTTP_1.0` have the body read, to leave with its length). The transport scope sets HTTP headers: it compiles to a [`HeaderPlan`] step.
+//! as JSON; `DISABLE_CHUNKING` and `FORCE_HTTP_1.0` have the body read, to leave with its length). The transport scope sets HTTP headers: it compiles to a [`HeaderPlan`](crate::mediators::header::HeaderPlan) step.
 
-use crate::mediators::header::{check_header_value, HeaderPlan};
+use crate::mediators::header::transport_header;
 use crate::mediators::prelude::*;
-use http::HeaderName;
 use sluice_config::{PropertyType, Scope};
 use sluice_xml::Fragment;
 
@@ -25,26 +24,7 @@ pub enum PropertyPlan {
 pub(crate) fn compile(c: &mut Compiler, p: &cfg::Property, m: &cfg::Mediator) -> Option<Step> {
     let el = m.element.as_str();
     if p.scope == Scope::Transport {
-        let name = match HeaderName::from_bytes(p.name.as_bytes()) {
-            Ok(n) => n,
-            Err(_) => {
-                c.report(
-                    Severity::Error,
-                    &m.loc,
-                    el,
-                    format!("'{}' is not a valid HTTP header name", p.name),
-                );
-                return None;
-            }
-        };
-        return Some(Step::Header(match &p.action {
-            cfg::Action::Remove => HeaderPlan::RemoveHttp(name),
-            cfg::Action::Set(v) => {
-                let value = c.value(v, el)?;
-                check_header_value(c, &value, &m.loc, el)?;
-                HeaderPlan::SetHttp { name, value }
-            }
-        }));
+        return transport_header(c, &p.name, &p.action, m).map(Step::Header);
     }
     if p.ty == PropertyType::Om && p.scope != Scope::Default {
         c.report(

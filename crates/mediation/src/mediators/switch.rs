@@ -19,11 +19,7 @@ pub(crate) fn compile(c: &mut Compiler, s: &cfg::Switch, el: &str) -> Option<Ste
             cases.push((r, steps));
         }
     }
-    let default = s
-        .default
-        .as_ref()
-        .map(|d| c.steps(&d.mediators))
-        .unwrap_or_default();
+    let default = c.steps_of(s.default.as_ref());
     Some(Step::Switch(SwitchPlan {
         source: source?,
         cases,

@@ -60,10 +60,11 @@ impl FileParser<'_, '_> {
             return None;
         };
         let condition = self.condition(first)?;
-        let Some(t) = elements(n).find(|c| c.tag_name().name() == "target") else {
-            self.report(Severity::Error, n, "a conditional route needs a <target>");
-            return None;
-        };
+        let t = self.needed(
+            elements(n).find(|c| c.tag_name().name() == "target"),
+            n,
+            "a conditional route needs a <target>",
+        )?;
         let target = self.clone_target(t)??;
         Some(ConditionalRoute {
             loc: self.loc(n),
@@ -77,20 +78,13 @@ impl FileParser<'_, '_> {
 #[cfg(test)]
 mod tests {
     use crate::model::*;
-    use crate::parse::tests::parse;
+    use crate::parse::tests::mediator_of;
 
     fn router_of(xml: &str) -> (Option<ConditionalRouter>, Vec<String>) {
-        let text = format!(
-            "<sequence xmlns=\"http://ws.apache.org/ns/synapse\" name=\"s\">{xml}</sequence>"
-        );
-        let (cfg, diags) = parse(&text);
-        let r = cfg.sequences.first().and_then(|s| {
-            s.sequence.mediators.iter().find_map(|m| match &m.kind {
-                MediatorKind::ConditionalRouter(r) => Some(r.clone()),
-                _ => None,
-            })
-        });
-        (r, diags.items.iter().map(|d| d.to_string()).collect())
+        mediator_of(xml, |m| match m {
+            MediatorKind::ConditionalRouter(r) => Some(r.clone()),
+            _ => None,
+        })
     }
 
     #[test]

@@ -83,10 +83,7 @@ impl FileParser<'_, '_> {
                 _ => self.unknown_child(c, "payloadFactory"),
             }
         }
-        let Some((format, format_loc)) = format else {
-            self.report(Severity::Error, n, "payloadFactory needs a <format>");
-            return None;
-        };
+        let (format, format_loc) = self.needed(format, n, "payloadFactory needs a <format>")?;
         Some(PayloadFactory {
             media,
             format,
@@ -327,10 +324,7 @@ impl FileParser<'_, '_> {
             );
             return None;
         }
-        let Some(on_fail) = on_fail else {
-            self.report(Severity::Error, n, "validate needs an <on-fail> sequence");
-            return None;
-        };
+        let on_fail = self.needed(on_fail, n, "validate needs an <on-fail> sequence")?;
         Some(Validate {
             source,
             schemas,

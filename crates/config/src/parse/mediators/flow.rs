@@ -78,10 +78,7 @@ impl FileParser<'_, '_> {
                 _ => self.unknown_child(c, "switch"),
             }
         }
-        let Some(source) = source else {
-            self.report(Severity::Error, n, "missing required attribute 'source'");
-            return None;
-        };
+        let source = self.needed(source, n, "missing required attribute 'source'")?;
         Some(Switch {
             source,
             cases,

@@ -448,10 +448,7 @@ impl FileParser<'_, '_> {
                 }
             }
         }
-        let Some(oc) = child(n, "onComplete") else {
-            self.report(Severity::Error, n, "an aggregate needs <onComplete>");
-            return None;
-        };
+        let oc = self.needed(child(n, "onComplete"), n, "an aggregate needs <onComplete>")?;
         // As Synapse's AggregateMediator: without an expression, each message's first Body child.
         let expression = self.expr_attr(oc, "expression").unwrap_or_else(|| ExprSrc {
             text: "/s11:Envelope/s11:Body/*[1] | /s12:Envelope/s12:Body/*[1]".to_owned(),

@@ -130,20 +130,13 @@ impl FileParser<'_, '_> {
 #[cfg(test)]
 mod tests {
     use crate::model::*;
-    use crate::parse::tests::parse;
+    use crate::parse::tests::mediator_of;
 
     fn rewrite_of(xml: &str) -> (Option<Rewrite>, Vec<String>) {
-        let text = format!(
-            "<sequence xmlns=\"http://ws.apache.org/ns/synapse\" name=\"s\">{xml}</sequence>"
-        );
-        let (cfg, diags) = parse(&text);
-        let r = cfg.sequences.first().and_then(|s| {
-            s.sequence.mediators.iter().find_map(|m| match &m.kind {
-                MediatorKind::Rewrite(r) => Some(r.clone()),
-                _ => None,
-            })
-        });
-        (r, diags.items.iter().map(|d| d.to_string()).collect())
+        mediator_of(xml, |m| match m {
+            MediatorKind::Rewrite(r) => Some(r.clone()),
+            _ => None,
+        })
     }
 
     #[test]
