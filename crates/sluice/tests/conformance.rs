@@ -1,6 +1,7 @@
 //! Runs the data-driven conformance suites in `conformance/` against the real binary.
 
 mod common;
+use common::suite::Req;
 use common::*;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -21,21 +22,6 @@ struct Case {
     request: Req,
     expect: Expect,
     backend: Option<BackendExpect>,
-}
-
-#[derive(Deserialize)]
-struct Req {
-    #[serde(default = "post")]
-    method: String,
-    path: String,
-    #[serde(default)]
-    headers: BTreeMap<String, String>,
-    #[serde(default)]
-    body: String,
-}
-
-fn post() -> String {
-    "POST".into()
 }
 
 #[derive(Deserialize)]

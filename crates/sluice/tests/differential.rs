@@ -10,6 +10,7 @@
 //! one that is gone. Only the committed files are read: neither Java nor the network is needed.
 
 mod common;
+use common::suite::Req;
 use common::*;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -26,21 +27,6 @@ struct Suite {
 struct Case {
     name: String,
     request: Req,
-}
-
-#[derive(Deserialize)]
-struct Req {
-    #[serde(default = "post")]
-    method: String,
-    path: String,
-    #[serde(default)]
-    headers: BTreeMap<String, String>,
-    #[serde(default)]
-    body: String,
-}
-
-fn post() -> String {
-    "POST".into()
 }
 
 /// `synapse-golden.json`, as differential/record.py writes it.

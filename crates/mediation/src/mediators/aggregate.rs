@@ -55,10 +55,6 @@ impl Mediator for Arc<AggregatePlan> {
         Reads::WHOLE
     }
 
-    fn by_head(&self, _f: &mut dyn FnMut(&Expr) -> bool) -> ByHead {
-        ByHead::No
-    }
-
     fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
         gather(self, cx)
     }

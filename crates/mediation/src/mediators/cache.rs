@@ -108,14 +108,6 @@ fn shard(hash: &[u8; 32]) -> std::sync::MutexGuard<'static, HashMap<[u8; 32], En
 }
 
 impl Mediator for CachePlan {
-    fn reads(&self, _json: bool) -> Reads {
-        Reads::WHOLE
-    }
-
-    fn by_head(&self, _f: &mut dyn FnMut(&Expr) -> bool) -> ByHead {
-        ByHead::No
-    }
-
     fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
         if self.collector {
             self.collect(cx.msg);

@@ -69,15 +69,6 @@ pub(crate) fn compile(c: &mut Compiler, co: &cfg::Callout, m: &cfg::Mediator) ->
 }
 
 impl Mediator for CalloutResultPlan {
-    /// The response is read whole.
-    fn reads(&self, _json: bool) -> Reads {
-        Reads::WHOLE
-    }
-
-    fn by_head(&self, _f: &mut dyn FnMut(&Expr) -> bool) -> ByHead {
-        ByHead::No
-    }
-
     fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
         unread_body(cx.msg, "the callout's response")?;
         match &self.0 {

@@ -40,14 +40,6 @@ pub(crate) fn compile(c: &mut Compiler, f: &cfg::Foreach, m: &cfg::Mediator) -> 
 }
 
 impl Mediator for Arc<ForeachPlan> {
-    fn reads(&self, _json: bool) -> Reads {
-        Reads::WHOLE
-    }
-
-    fn by_head(&self, _f: &mut dyn FnMut(&Expr) -> bool) -> ByHead {
-        ByHead::No
-    }
-
     fn leaves(&self) -> Option<&'static str> {
         leaves_message(&self.sequence.steps)
     }

@@ -58,14 +58,6 @@ pub(crate) fn compile(
 }
 
 impl Mediator for Arc<IteratePlan> {
-    fn reads(&self, _json: bool) -> Reads {
-        Reads::WHOLE
-    }
-
-    fn by_head(&self, _f: &mut dyn FnMut(&Expr) -> bool) -> ByHead {
-        ByHead::No
-    }
-
     fn ends_sequence(&self) -> bool {
         !self.continue_parent
     }

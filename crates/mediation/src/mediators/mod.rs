@@ -112,11 +112,16 @@ impl From<bool> for ByHead {
 
 /// A compiled mediator.
 pub(crate) trait Mediator {
-    /// What it reads of the body (`json`: the message is JSON by its Content-Type).
-    fn reads(&self, json: bool) -> Reads;
-    /// Whether `f` holds for each of its expressions that read the body; [`ByHead::No`] for a
-    /// step that needs the whole body whatever its expressions.
-    fn by_head(&self, f: &mut dyn FnMut(&Expr) -> bool) -> ByHead;
+    /// What it reads of the body (`json`: the message is JSON by its Content-Type). By default
+    /// the whole body: the safe answer for a step that works on the message.
+    fn reads(&self, _json: bool) -> Reads {
+        Reads::WHOLE
+    }
+    /// Whether `f` holds for each of its expressions that read the body; [`ByHead::No`] (the
+    /// default) for a step that needs the whole body whatever its expressions.
+    fn by_head(&self, _f: &mut dyn FnMut(&Expr) -> bool) -> ByHead {
+        ByHead::No
+    }
     /// What in it would send the message to a back-end ("send", "call"; a foreach refuses them).
     fn leaves(&self) -> Option<&'static str> {
         None

@@ -194,14 +194,6 @@ fn payload_max_arg(format: &str) -> Option<usize> {
 }
 
 impl Mediator for PayloadPlan {
-    fn reads(&self, _json: bool) -> Reads {
-        Reads::WHOLE
-    }
-
-    fn by_head(&self, _f: &mut dyn FnMut(&Expr) -> bool) -> ByHead {
-        ByHead::No
-    }
-
     fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
         payload_factory(self, cx.msg, cx.doc)?;
         Ok(None)

@@ -102,10 +102,6 @@ impl Mediator for PerMessagePlan {
         }
     }
 
-    fn by_head(&self, _f: &mut dyn FnMut(&Expr) -> bool) -> ByHead {
-        ByHead::No
-    }
-
     fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
         let name = eval_expr(&self.key, cx.msg, cx.doc)?;
         let seq = self

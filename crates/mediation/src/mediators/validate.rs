@@ -83,14 +83,6 @@ impl Compiler<'_> {
 }
 
 impl Mediator for ValidatePlan {
-    fn reads(&self, _json: bool) -> Reads {
-        Reads::WHOLE
-    }
-
-    fn by_head(&self, _f: &mut dyn FnMut(&Expr) -> bool) -> ByHead {
-        ByHead::No
-    }
-
     fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
         let Some(reason) = validate(self, cx.msg, cx.doc)? else {
             return Ok(None);

@@ -105,14 +105,6 @@ impl Compiler<'_> {
 }
 
 impl Mediator for XsltPlan {
-    fn reads(&self, _json: bool) -> Reads {
-        Reads::WHOLE
-    }
-
-    fn by_head(&self, _f: &mut dyn FnMut(&Expr) -> bool) -> ByHead {
-        ByHead::No
-    }
-
     fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
         xslt(self, cx.msg, cx.doc)?;
         Ok(None)
