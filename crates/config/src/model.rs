@@ -705,6 +705,8 @@ pub enum PropertyType {
     Float,
     Short,
     Om,
+    /// MI's JSON: a JSON text, stored as its compact form.
+    Json,
 }
 
 #[derive(Clone, Debug)]

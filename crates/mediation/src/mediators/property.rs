@@ -199,6 +199,10 @@ pub fn typed(ty: PropertyType, s: &str) -> Result<String, String> {
             // Java's Boolean.parseBoolean: "true" (any case) is true, everything else false.
             Some(t.eq_ignore_ascii_case("true").to_string())
         }
+        // MI keeps the parsed JSON: its text is the compact form.
+        PropertyType::Json => serde_json::from_str::<serde_json::Value>(t)
+            .ok()
+            .map(|v| v.to_string()),
     };
     ok.ok_or_else(|| format!("'{s}' is not a valid {ty:?}"))
 }
@@ -232,5 +236,10 @@ mod tests {
         assert_eq!(typed(PropertyType::Boolean, "TRUE").unwrap(), "true");
         assert_eq!(typed(PropertyType::Boolean, "yes").unwrap(), "false");
         assert_eq!(typed(PropertyType::String, " a ").unwrap(), " a ");
+        assert_eq!(
+            typed(PropertyType::Json, r#" { "a" : [1, true] } "#).unwrap(),
+            r#"{"a":[1,true]}"#
+        );
+        assert!(typed(PropertyType::Json, "{a:1}").is_err());
     }
 }

@@ -88,6 +88,7 @@ impl FileParser<'_, '_> {
             "FLOAT" => PropertyType::Float,
             "SHORT" => PropertyType::Short,
             "OM" => PropertyType::Om,
+            "JSON" => PropertyType::Json,
             other => {
                 self.report(
                     Severity::Error,
