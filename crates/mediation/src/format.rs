@@ -56,7 +56,8 @@ impl Format {
         let json = is_json_message(msg);
         match self {
             Format::AsIs => false,
-            Format::Soap11 => json || msg.soap != FaultVersion::Soap11,
+            // A REST request read for mediation holds MI's wrapper, which goes as SOAP 1.1.
+            Format::Soap11 => json || msg.soap != FaultVersion::Soap11 || msg.rest.is_held(),
             Format::Soap12 => json || msg.soap != FaultVersion::Soap12,
             // Plain XML stays; a SOAP or JSON message is converted.
             Format::Pox => json || msg.soap != FaultVersion::Pox,
@@ -100,6 +101,8 @@ impl Format {
             Body::Bytes(out)
         };
         msg.json_out = None;
+        // The format decides how it leaves: no REST formatting after it.
+        msg.rest = crate::rest::Rest::No;
         for k in ["messageType", "ContentType"] {
             msg.axis2.remove(k);
         }
