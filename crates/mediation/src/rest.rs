@@ -33,7 +33,7 @@
 use crate::fault::{self, SOAP11_ENV, SOAP12_ENV};
 use crate::message::{Body, Direction, Message};
 use bytes::Bytes;
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName};
 use sluice_config::FaultVersion;
 
 /// Where a message stands with REST (see the module docs).
@@ -45,8 +45,9 @@ pub enum Rest {
     /// A REST `text/xml` message (or the response to one) whose body no sequence run has held in
     /// memory yet, or whose held form has been taken apart to leave.
     Unbuilt,
-    /// A REST request read for mediation: the body holds the wrapper.
-    Held(Held),
+    /// A REST request read for mediation: the body holds the wrapper. (Boxed: every message
+    /// carries the mark, and is moved whole between the awaits.)
+    Held(Box<Held>),
     /// A response to a REST request, read for mediation.
     Built,
 }
@@ -67,13 +68,16 @@ impl Rest {
     /// The mark of a request with these headers and SOAP version: `text/xml` without a SOAPAction
     /// header.
     pub fn of_request(soap: FaultVersion, headers: &HeaderMap) -> Rest {
-        if soap == FaultVersion::Soap11 && !headers.contains_key("soapaction") {
+        // A header name made once: looking one up by text parses it first.
+        const SOAPACTION: HeaderName = HeaderName::from_static("soapaction");
+        if soap == FaultVersion::Soap11 && !headers.contains_key(&SOAPACTION) {
             Rest::Unbuilt
         } else {
             Rest::No
         }
     }
 
+    #[inline]
     pub fn is_rest(&self) -> bool {
         !matches!(self, Rest::No)
     }
@@ -84,6 +88,7 @@ impl Rest {
     }
 
     /// The mark of the response to a message with this one.
+    #[inline]
     pub(crate) fn for_response(&self) -> Rest {
         match self {
             Rest::No => Rest::No,
@@ -94,20 +99,24 @@ impl Rest {
 
 /// At the start of a sequence run: a REST message whose body is in memory becomes built. A
 /// request's body is put in the wrapper (once: a later run finds it held).
+#[inline]
 pub(crate) fn enter(msg: &mut Message) {
-    if !matches!(msg.rest, Rest::Unbuilt) {
-        return;
+    if matches!(msg.rest, Rest::Unbuilt) {
+        build(msg);
     }
+}
+
+fn build(msg: &mut Message) {
     let Body::Bytes(b) = &msg.body else {
         return;
     };
     match msg.direction {
         Direction::Request => {
             let wrapped = wrap(b);
-            msg.rest = Rest::Held(Held {
+            msg.rest = Rest::Held(Box::new(Held {
                 original: b.clone(),
                 wrapped: wrapped.clone(),
-            });
+            }));
             msg.body = Body::Bytes(wrapped);
         }
         Direction::Response => msg.rest = Rest::Built,
@@ -149,10 +158,14 @@ fn prolog_end(doc: &[u8]) -> usize {
 /// a SOAP fault answered to a REST client as `<Exception>`. Nothing to do for other messages.
 /// The message is then what left, no longer built: a later sequence run (a fault sequence after
 /// the send failed) holds it anew.
+#[inline]
 pub fn outgoing(msg: &mut Message, to_client: bool) {
-    if !msg.rest.is_rest() {
-        return;
+    if msg.rest.is_rest() {
+        leave(msg, to_client);
     }
+}
+
+fn leave(msg: &mut Message, to_client: bool) {
     let built = !matches!(msg.rest, Rest::Unbuilt);
     let held = match std::mem::replace(&mut msg.rest, Rest::Unbuilt) {
         Rest::Held(h) => Some(h),
