@@ -299,6 +299,7 @@ pub fn set_error_props(msg: &mut Message, e: &Error) {
 /// what goes out as JSON when the flow made it JSON (`messageType`) and the body is XML
 /// ([`Message::json_out`]).
 pub(crate) fn leaving(flow: Flow, msg: &mut Message, doc: &DocCache) -> Result<Flow, Error> {
+    crate::rest::leave_run(msg);
     msg.json_out = None;
     if !matches!(flow, Flow::Drop) {
         let tree = match doc.get() {

@@ -45,9 +45,10 @@ pub enum Rest {
     /// A REST `text/xml` message (or the response to one) whose body no sequence run has held in
     /// memory yet, or whose held form has been taken apart to leave.
     Unbuilt,
-    /// A REST request read for mediation: the body holds the wrapper. (Boxed: every message
-    /// carries the mark, and is moved whole between the awaits.)
-    Held(Box<Held>),
+    /// A REST request read for mediation: the body holds the wrapper, made of the bytes received
+    /// (`Some`), or a body a mediator made in place of one nothing read (`None`). (Boxed: every
+    /// message carries the mark, and is moved whole between the awaits.)
+    Held(Option<Box<Held>>),
     /// A response to a REST request, read for mediation.
     Built,
 }
@@ -113,13 +114,26 @@ fn build(msg: &mut Message) {
     match msg.direction {
         Direction::Request => {
             let wrapped = wrap(b);
-            msg.rest = Rest::Held(Box::new(Held {
+            msg.rest = Rest::Held(Some(Box::new(Held {
                 original: b.clone(),
                 wrapped: wrapped.clone(),
-            }));
+            })));
             msg.body = Body::Bytes(wrapped);
         }
         Direction::Response => msg.rest = Rest::Built,
+    }
+}
+
+/// At the end of a sequence run: a REST message nothing had read whose body a mediator made
+/// (`payloadFactory` on a body not read) is built too, as MI builds the message for any mediator
+/// that works on the body.
+#[inline]
+pub(crate) fn leave_run(msg: &mut Message) {
+    if matches!(msg.rest, Rest::Unbuilt) && matches!(msg.body, Body::Bytes(_)) {
+        msg.rest = match msg.direction {
+            Direction::Request => Rest::Held(None),
+            Direction::Response => Rest::Built,
+        };
     }
 }
 
@@ -168,7 +182,7 @@ pub fn outgoing(msg: &mut Message, to_client: bool) {
 fn leave(msg: &mut Message, to_client: bool) {
     let built = !matches!(msg.rest, Rest::Unbuilt);
     let held = match std::mem::replace(&mut msg.rest, Rest::Unbuilt) {
-        Rest::Held(h) => Some(h),
+        Rest::Held(h) => h,
         _ => None,
     };
     // JSON made from the message goes out instead of its body.

@@ -229,3 +229,30 @@ fn json_made_from_the_message_goes_out_instead() {
     outgoing(&mut m, true);
     assert_eq!(text(&m), format!("{OPEN}<x/>{CLOSE}"));
 }
+
+#[test]
+fn a_body_made_in_place_of_one_nothing_read_is_built_too() {
+    // payloadFactory with literal arguments: the body received was never read.
+    let mut m = request("text/xml", None, ENV);
+    m.body = Body::Stream;
+    enter(&mut m);
+    m.body = Body::Bytes(Bytes::from(format!(
+        "{OPEN}<r:x xmlns:r=\"urn:r\"/>{CLOSE}"
+    )));
+    leave_run(&mut m);
+    assert!(m.rest.is_held());
+    outgoing(&mut m, true);
+    assert_eq!(text(&m), "<r:x xmlns:r=\"urn:r\"/>");
+    // A body read by the transport for another reason (a failover's retries) and not run
+    // through a sequence is not built: it leaves as it came.
+    let mut m = request("text/xml", None, ENV);
+    outgoing(&mut m, false);
+    assert_eq!(text(&m), ENV);
+    // The same on the response path.
+    let mut r = request("text/xml", None, ENV).into_response(StatusCode::OK, HeaderMap::new());
+    enter(&mut r);
+    r.body = Body::Bytes(Bytes::from_static(ENV.as_bytes()));
+    leave_run(&mut r);
+    outgoing(&mut r, true);
+    assert_eq!(text(&r), "<m:a xmlns:m=\"urn:m\">1</m:a>");
+}
