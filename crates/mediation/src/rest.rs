@@ -8,13 +8,17 @@
 //! builder through Axis2's `MessageProcessorSelector`, which takes the `application/xml` one for a
 //! REST `text/xml` message without SOAPAction, and the formatter likewise):
 //!
-//! | Message | Not read by any mediator | Read ("built") |
+//! | Message | Nothing read, nothing made | Built: a mediator read the body, or made a new one |
 //! |---|---|---|
-//! | REST request (to a back-end, or answered by `respond` / `loopback`) | relayed byte for byte | held as plain XML: the document received, whatever it is (a SOAP envelope, `<a/>`), inside the Body of a new SOAP 1.1 envelope, so XPath, `$body` and the header mediator see that wrapper; it leaves as that Body's first element: the document as it came (the same bytes when no mediator changed it), or what a mediator put in its place (`payloadFactory`, `enrich` to the body) |
-//! | its response, from the back-end | relayed byte for byte | read as SOAP, as any response; leaves to the client as the Body's first element, without the envelope (a body that is no envelope leaves as it is) |
-//! | a SOAP fault answered to the client (`makefault`, then `respond` or `send`), read or not | - | `<Exception>` holding the fault's detail text (as XML when it parses as XML), else its reason, status 500 |
-//! | a POX fault (`makefault version="pox"`) | - | keeps the request's Content-Type (`text/xml`) |
-//! | request with a `SOAPAction`, SOAP 1.2, any other type | unchanged: none of the above | |
+//! | REST request, sent to a back-end or answered (`respond`, `loopback`, `send` as a response) | relayed byte for byte | held as plain XML: the document received, whatever it is (a SOAP envelope, `<a/>`), as the payload in the Body of a SOAP 1.1 envelope of MI's own, which XPath, `$body`, `$header` and the header mediator see (`$body/*[1]` is the envelope received; a header block added goes into MI's envelope and is lost). It leaves as that Body's first element: the document as it came (the bytes received when no mediator changed it), or what a mediator put in its place (`payloadFactory`, `enrich` to the body, a `call` source) |
+//! | its response, from the back-end | relayed byte for byte | read as SOAP, as any response; leaves (to the client, or to another back-end) as its Body's first element, without the envelope; a body that is no envelope leaves as it is |
+//! | a SOAP fault answered to the client of a REST request (`makefault`, then `respond` or `send`) | `<Exception>`: the fault's detail text (as XML when it is an element), else its reason; status 500 | the same |
+//! | a POX fault (`makefault version="pox"`) on a REST message | keeps the message's Content-Type (`text/xml`) | the same |
+//! | a request with a `SOAPAction` (even `""`), SOAP 1.2, any other type | none of the above | none of the above |
+//!
+//! A REST request whose in-sequence reads only the SOAP header is read whole (the header MI reads
+//! is its own envelope's). Sequences that run later on the same request (the out-sequence after
+//! `loopback`, the fault sequence after a failed send) see it held the same way.
 //!
 //! An endpoint `format` converts what is held (MI's formatters see its wrapper too): `pox` sends
 //! the document received as `application/xml`, `soap11` / `soap12` the wrapper with the document
@@ -25,10 +29,10 @@
 //! its Body's first element, the envelope dropped, and a `text/xml` body that is no envelope
 //! cannot be read. Sluice follows MI (README, "Where Sluice differs from Synapse").
 //!
-//! Cost: a message nothing reads is never touched. A read one is copied once into the wrapper
-//! (at the start of the first sequence run that has it in memory, [`enter`]) and, unchanged,
-//! leaves as the bytes received ([`outgoing`]); only a changed one is parsed to take its first
-//! Body element out.
+//! Cost: a message nothing reads is never touched (one test of the mark where it leaves). A read
+//! one is copied once into the wrapper (at the start of the first sequence run that has it in
+//! memory, `enter`) and, unchanged, leaves as the bytes received ([`outgoing`]); only a changed
+//! one is parsed to take its first Body element out. The bytes received are kept until it leaves.
 
 use crate::fault::{self, SOAP11_ENV, SOAP12_ENV};
 use crate::message::{Body, Direction, Message};
