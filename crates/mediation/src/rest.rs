@@ -33,6 +33,9 @@
 //! one is copied once into the wrapper (at the start of the first sequence run that has it in
 //! memory, `enter`) and, unchanged, leaves as the bytes received ([`outgoing`]); only a changed
 //! one is parsed to take its first Body element out. The bytes received are kept until it leaves.
+//! Measured (`crates/bench/instructions.sh`, 1 KiB): CBRProxy without a SOAPAction costs about
+//! 2,000 instructions more per request than with one (the copy, and the two levels XPath reads
+//! through); with one, and DirectProxy, within the run-to-run spread of before.
 
 use crate::fault::{self, SOAP11_ENV, SOAP12_ENV};
 use crate::message::{Body, Direction, Message};
