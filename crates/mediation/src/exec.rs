@@ -250,6 +250,7 @@ pub(crate) fn eval_expr(e: &Expr, msg: &Message, doc: &DocCache) -> Result<Strin
 
 /// Runs steps in order until one of them decides the flow. libxml2 values made here never leave it.
 pub fn run(steps: &Steps, msg: &mut Message) -> Result<Flow, Error> {
+    crate::rest::enter(msg);
     let mut doc = DocCache::new();
     let flow = run_steps(steps, 0, msg, &mut doc)?;
     leaving(flow, msg, &doc)
@@ -258,6 +259,7 @@ pub fn run(steps: &Steps, msg: &mut Message) -> Result<Flow, Error> {
 /// Runs a sequence on a message; when a mediator in it fails, its `onError` sequence, if it has
 /// one ([`on_error`]).
 pub fn run_seq(seq: &SeqPlan, msg: &mut Message) -> Result<Flow, Error> {
+    crate::rest::enter(msg);
     let mut doc = DocCache::new();
     let flow = match run_steps(&seq.steps, 0, msg, &mut doc) {
         Ok(f) => f,
@@ -300,6 +302,7 @@ pub fn set_error_props(msg: &mut Message, e: &Error) {
 /// what goes out as JSON when the flow made it JSON (`messageType`) and the body is XML
 /// ([`Message::json_out`]).
 pub(crate) fn leaving(flow: Flow, msg: &mut Message, doc: &DocCache) -> Result<Flow, Error> {
+    crate::rest::leave_run(msg);
     msg.json_out = None;
     if !matches!(flow, Flow::Drop) {
         let tree = match doc.get() {
@@ -313,6 +316,7 @@ pub(crate) fn leaving(flow: Flow, msg: &mut Message, doc: &DocCache) -> Result<F
 
 /// Goes on after a `call` with the message (its response), until a step decides the flow.
 pub fn resume(k: Continuation, msg: &mut Message) -> Result<Flow, Error> {
+    crate::rest::enter(msg);
     let mut doc = DocCache::new();
     let mut frames = k.frames.into_iter();
     while let Some((steps, from)) = frames.next() {

@@ -56,7 +56,8 @@ impl Format {
         let json = is_json_message(msg);
         match self {
             Format::AsIs => false,
-            Format::Soap11 => json || msg.soap != FaultVersion::Soap11,
+            // A REST request read for mediation holds MI's wrapper, which goes as SOAP 1.1.
+            Format::Soap11 => json || msg.soap != FaultVersion::Soap11 || msg.rest.is_held(),
             Format::Soap12 => json || msg.soap != FaultVersion::Soap12,
             // Plain XML stays; a SOAP or JSON message is converted.
             Format::Pox => json || msg.soap != FaultVersion::Pox,
@@ -100,6 +101,8 @@ impl Format {
             Body::Bytes(out)
         };
         msg.json_out = None;
+        // The format decides how it leaves: no REST formatting after it.
+        msg.rest = crate::rest::Rest::No;
         for k in ["messageType", "ContentType"] {
             msg.axis2.remove(k);
         }
@@ -267,6 +270,46 @@ mod tests {
                 r#"<e:Envelope xmlns:e="{SOAP12_ENV}"><e:Body><m:a xmlns:m="urn:m">{SOAP11_ENV}</m:a><b x='{SOAP11_ENV}' xmlns:q = '{SOAP12_ENV}'/></e:Body></e:Envelope>"#
             )
         );
+    }
+
+    /// A REST text/xml request a mediator read holds MI's wrapper, and MI's formatters see it: a
+    /// `pox` endpoint gets the document received, a `soap11` one the wrapper with it inside.
+    #[test]
+    fn a_rest_request_read_for_mediation_converts_what_mi_holds() {
+        let env = format!(
+            "<soapenv:Envelope xmlns:soapenv=\"{SOAP11_ENV}\"><soapenv:Body><a/></soapenv:Body></soapenv:Envelope>"
+        );
+        let message = |read: bool| {
+            let mut h = http::HeaderMap::new();
+            h.insert(CONTENT_TYPE, HeaderValue::from_static("text/xml"));
+            let mut m = Message::request("P".into(), http::Method::POST, "/".into(), h);
+            m.body = Body::Bytes(bytes::Bytes::from(env.clone()));
+            if read {
+                crate::rest::enter(&mut m);
+            }
+            m
+        };
+        let text = |m: &Message| match &m.body {
+            Body::Bytes(b) => String::from_utf8(b.to_vec()).unwrap(),
+            _ => panic!(),
+        };
+        let mut m = message(true);
+        Format::Pox.apply(&mut m).unwrap();
+        assert_eq!(text(&m), env);
+        assert_eq!(m.headers[CONTENT_TYPE], crate::fault::POX_CONTENT_TYPE);
+        assert!(!m.rest.is_rest(), "the format decides how it leaves");
+        let mut m = message(true);
+        assert!(Format::Soap11.converts(&m));
+        Format::Soap11.apply(&mut m).unwrap();
+        assert_eq!(
+            text(&m).matches(":Envelope xmlns").count(),
+            2,
+            "{}",
+            text(&m)
+        );
+        // Not read: a SOAP 1.1 message already.
+        let m = message(false);
+        assert!(!Format::Soap11.converts(&m));
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod json;
 pub mod mediators;
 pub mod message;
 pub mod plan;
+pub mod rest;
 pub mod uritemplate;
 
 pub use compile::compile;

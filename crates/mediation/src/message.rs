@@ -95,6 +95,7 @@ pub struct Saved {
     pub soap: FaultVersion,
     pub set_headers: Vec<HeaderName>,
     pub is_fault: bool,
+    pub rest: crate::rest::Rest,
 }
 
 impl Message {
@@ -108,6 +109,7 @@ impl Message {
             soap: self.soap,
             set_headers: self.set_headers.clone(),
             is_fault: self.is_fault,
+            rest: self.rest.clone(),
         });
     }
 
@@ -123,6 +125,7 @@ impl Message {
         self.soap = s.soap;
         self.set_headers = s.set_headers;
         self.is_fault = s.is_fault;
+        self.rest = s.rest;
         self.json_out = None;
         true
     }
@@ -185,6 +188,9 @@ pub struct Message {
     pub soap: FaultVersion,
     /// The body is a fault made by `makefault` or by Sluice.
     pub is_fault: bool,
+    /// A `text/xml` request without SOAPAction, or the response to one: plain XML to Synapse and
+    /// MI ([`crate::rest`]).
+    pub rest: crate::rest::Rest,
     /// Transport headers a mediator set while this was the request: when the request itself is the
     /// answer (`respond`), these go to the client with it (the client's own headers do not).
     pub set_headers: Vec<HeaderName>,
@@ -212,6 +218,7 @@ impl Message {
         headers: HeaderMap,
     ) -> Self {
         let soap = soap_version(&headers);
+        let rest = crate::rest::Rest::of_request(soap, &headers);
         Message {
             direction: Direction::Request,
             service,
@@ -227,6 +234,7 @@ impl Message {
             body: Body::Stream,
             soap,
             is_fault: false,
+            rest,
             set_headers: Vec::new(),
             calls: 0,
             func: Vec::new(),
@@ -253,6 +261,7 @@ impl Message {
         }
         let mut props = self.props;
         props.remove("RESPONSE");
+        let rest = self.rest.for_response();
         Message {
             direction: Direction::Response,
             status: Some(status),
@@ -264,6 +273,7 @@ impl Message {
             json_out: None,
             body: Body::Stream,
             is_fault: false,
+            rest,
             set_headers: Vec::new(),
             ..self
         }

@@ -160,7 +160,14 @@ fn make_fault(f: &FaultPlan, msg: &mut Message, doc: &DocCache) -> Result<(), Er
             f.render(code.as_deref(), &reason, detail.as_deref())
         }
     };
-    msg.set_body(body, crate::fault::content_type(f.version));
+    if f.version == FaultVersion::Pox && msg.rest.is_rest() {
+        // A REST message keeps its Content-Type (text/xml): MI writes the POX fault with the
+        // formatter that Content-Type picks.
+        msg.body = crate::message::Body::Bytes(body);
+        msg.headers.remove(http::header::CONTENT_LENGTH);
+    } else {
+        msg.set_body(body, crate::fault::content_type(f.version));
+    }
     msg.is_fault = true;
     msg.soap = f.version;
     if f.response {

@@ -16,10 +16,12 @@ impl Engine {
 /// The answer to the client for a message. On the response path the back-end's end-to-end headers are
 /// relayed; on the request path (respond, makefault + send) only the content headers of the message.
 pub(super) fn client_response(
-    msg: Message,
+    mut msg: Message,
     stream: Option<Inbound>,
     idle: Option<IdleTimeout>,
 ) -> Response<RelayBody> {
+    // A REST text/xml message read for mediation leaves as plain XML, a SOAP fault as POX.
+    sluice_mediation::rest::outgoing(&mut msg, true);
     let status = msg.status.unwrap_or(if msg.is_fault {
         StatusCode::INTERNAL_SERVER_ERROR
     } else {

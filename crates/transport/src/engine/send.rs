@@ -75,6 +75,8 @@ pub(super) async fn send_once(
     if let Err(error) = target.format.apply(msg) {
         return Err(NotSent::with_stream(error, stream));
     }
+    // A REST text/xml message read for mediation leaves as plain XML.
+    sluice_mediation::rest::outgoing(msg, false);
     let (req, activity) = backend_request(msg, &target, stream, keep_headers);
     let limit = target.timeout.unwrap_or(default_timeout);
     match send_with_timeout(client, req, &target, activity, limit).await {
