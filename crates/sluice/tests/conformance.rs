@@ -285,19 +285,7 @@ fn log_text(raw: &str, sluice: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conformance_suites() {
-    let root = workspace_root().join("conformance");
-    let mut suites: Vec<_> = std::fs::read_dir(&root)
-        .unwrap()
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.join("cases.json").is_file())
-        .collect();
-    suites.sort();
-    assert!(
-        !suites.is_empty(),
-        "no conformance suites found under {}",
-        root.display()
-    );
+    let suites = common::suite::suites_with("cases.json");
     let mut failures = Vec::new();
     for dir in &suites {
         for f in run_suite(dir).await {

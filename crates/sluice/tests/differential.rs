@@ -367,19 +367,7 @@ async fn run_suite(dir: &Path, ignore: &Ignore, tally: &mut Tally) -> Vec<String
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sluice_answers_as_synapse_does() {
     let ignore = Ignore::load();
-    let root = workspace_root().join("conformance");
-    let mut suites: Vec<_> = std::fs::read_dir(&root)
-        .unwrap()
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.join("synapse-golden.json").is_file())
-        .collect();
-    suites.sort();
-    assert!(
-        !suites.is_empty(),
-        "no synapse-golden.json under {}",
-        root.display()
-    );
+    let suites = common::suite::suites_with("synapse-golden.json");
     let mut failures = Vec::new();
     let mut tally = Tally::default();
     for dir in &suites {

@@ -214,32 +214,31 @@ mod tests {
     }
 
     /// As Synapse's FaultMediator: a code expression's string value is the local name of a code in
-    /// the fault's envelope namespace, taken whole.
+    /// the fault's envelope namespace, taken whole; a reason over the body has the body read first.
     #[test]
     fn code_expressions_name_a_code_per_message() {
-        // The reason reads the body: the body is read before the step runs.
-        let plan = compiled(
-            r#"<makefault version="soap11">
+        let cases: [(&str, BodyNeed, &[u8], &str, &str); 2] = [
+            (
+                r#"<makefault version="soap11">
 <code expression="get-property('c')"/><reason expression="//why"/></makefault>"#,
-            BodyNeed::Full,
-        );
-        let f = fault_of(&plan, b"<r><why>boom</why></r>", "101503");
-        assert!(
-            f.contains("<faultcode>soapenv:101503</faultcode><faultstring>boom</faultstring>"),
-            "{f}"
-        );
-        let plan = compiled(
-            r#"<makefault version="soap12">
-<code expression="$ctx:c"/><reason value="r"/></makefault>"#,
-            BodyNeed::None,
-        );
-        let f = fault_of(&plan, b"<r/>", "Receiver<");
-        assert!(
-            f.contains(
-                "<soapenv:Code><soapenv:Value>soapenv:Receiver&lt;</soapenv:Value></soapenv:Code>"
+                BodyNeed::Full,
+                b"<r><why>boom</why></r>",
+                "101503",
+                "<faultcode>soapenv:101503</faultcode><faultstring>boom</faultstring>",
             ),
-            "{f}"
-        );
+            (
+                r#"<makefault version="soap12">
+<code expression="$ctx:c"/><reason value="r"/></makefault>"#,
+                BodyNeed::None,
+                b"<r/>",
+                "Receiver<",
+                "<soapenv:Code><soapenv:Value>soapenv:Receiver&lt;</soapenv:Value></soapenv:Code>",
+            ),
+        ];
+        for (mediator, need, body, code, want) in cases {
+            let f = fault_of(&compiled(mediator, need), body, code);
+            assert!(f.contains(want), "{f}");
+        }
     }
 
     /// A detail from an expression over the body is counted in what the step reads.

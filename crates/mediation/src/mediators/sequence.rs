@@ -31,10 +31,10 @@ pub(crate) fn compile(
     m: &cfg::Mediator,
 ) -> Option<Step> {
     if let Some(e) = dynamic {
-        return Some(Step::SequenceByKey(PerMessagePlan {
-            key: c.expr(e, &m.element)?,
-            all: c.sequences_by_name.clone(),
-        }));
+        return Some(per_message(
+            c.expr(e, &m.element)?,
+            c.sequences_by_name.clone(),
+        ));
     }
     Some(Step::Sequence(SequencePlan(
         c.named_sequence(key, Some(&m.loc))?,

@@ -18,3 +18,18 @@ pub struct Req {
 fn post() -> String {
     "POST".into()
 }
+
+/// The suites under `conformance/` that hold `file` (`cases.json`, `synapse-golden.json`), in
+/// name order; at least one, or the test fails here.
+pub fn suites_with(file: &str) -> Vec<std::path::PathBuf> {
+    let root = super::workspace_root().join("conformance");
+    let mut suites: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.join(file).is_file())
+        .collect();
+    suites.sort();
+    assert!(!suites.is_empty(), "no {file} under {}", root.display());
+    suites
+}
