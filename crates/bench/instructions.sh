@@ -6,9 +6,11 @@
 #   apt-get install -y valgrind
 #   cargo build --release -p sluice -p sluice-bench -p sluice-echo
 #   crates/bench/instructions.sh CBRProxy 1024 [seconds]
+#   REQUESTS=20000 crates/bench/instructions.sh CBRProxy 1024
 #
 # It starts the echo back-end and Sluice under cachegrind on the WSO2 capp folder, sends 4 users' load
-# for the given seconds (default 5), stops Sluice with SIGTERM, and prints (instructions - those of a
+# for the given seconds (default 5) or, with REQUESTS=n, for exactly n requests (a count that does
+# not depend on how fast the binary is: use it to compare commits), stops Sluice with SIGTERM, and prints (instructions - those of a
 # start and stop with no requests) / requests. SLUICE=path picks another binary (A/B between commits);
 # the cachegrind output is left in $OUT (default target/instructions) for cg_annotate.
 set -euo pipefail
@@ -16,6 +18,7 @@ cd "$(dirname "$0")/../.."
 scenario=${1:?scenario, e.g. CBRProxy}
 size=${2:-1024}
 seconds=${3:-5}
+[ -n "${REQUESTS:-}" ] && seconds=${3:-600}
 rel=target/release
 sluice=${SLUICE:-$rel/sluice}
 capp=${CAPP:-../shared/reference/wso2-perf/performance-ei/capp}
@@ -43,8 +46,10 @@ measure() {
     done
     grep -q listening "$out/$tag.stdout" || { echo "sluice did not start: $out/$tag.stderr" >&2; exit 1; }
     if [ "$secs" != 0 ]; then
+        local count=()
+        [ -n "${REQUESTS:-}" ] && count=(--requests "$REQUESTS")
         "$rel/sluice-bench" load "http://127.0.0.1:$port/services/$scenario" --size "$size" \
-            -c 4 -d "$secs" --warmup 0 >"$out/$tag.load" 2>&1
+            -c 4 -d "$secs" --warmup 0 "${count[@]}" >"$out/$tag.load" 2>&1
         n=$(grep -o '[0-9]* ok' "$out/$tag.load" | grep -o '[0-9]*')
     fi
     kill -TERM "$pid"

@@ -9,6 +9,7 @@ use serde::Serialize;
 use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -30,6 +31,9 @@ pub struct LoadSpec {
     pub assert_contains: Option<String>,
     /// Generator threads (each a single-threaded runtime).
     pub threads: usize,
+    /// Stop once this many requests (all users together, warm-up included) have been sent; the
+    /// duration is then only an upper bound. For counts per request that must not depend on speed.
+    pub requests: Option<u64>,
 }
 
 /// Errors by kind, counted in the measured window.
@@ -98,12 +102,18 @@ pub fn run(spec: &LoadSpec, observer: &mut dyn Observer) -> std::io::Result<Load
     let assert = Arc::new(spec.assert_contains.clone().map(String::into_bytes));
     let threads = spec.threads.clamp(1, spec.users.max(1));
     let window = Window::new(Instant::now(), spec.warmup, spec.duration);
+    let budget = Arc::new(AtomicU64::new(spec.requests.unwrap_or(u64::MAX)));
     let mut handles = Vec::new();
     for t in 0..threads {
         // Users spread evenly: thread t runs users t, t+threads, ...
         let users = (spec.users + threads - 1 - t) / threads;
-        let (request, assert, addr, timeout) =
-            (request.clone(), assert.clone(), spec.addr, spec.timeout);
+        let (request, assert, addr, timeout, budget) = (
+            request.clone(),
+            assert.clone(),
+            spec.addr,
+            spec.timeout,
+            budget.clone(),
+        );
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
@@ -122,6 +132,7 @@ pub fn run(spec: &LoadSpec, observer: &mut dyn Observer) -> std::io::Result<Load
                                 assert: assert.clone(),
                                 timeout,
                                 window,
+                                budget: budget.clone(),
                                 acc: acc.clone(),
                             };
                             tasks.push(tokio::task::spawn_local(u.run()));
@@ -139,11 +150,15 @@ pub fn run(spec: &LoadSpec, observer: &mut dyn Observer) -> std::io::Result<Load
     // Coordinate: the window's edges and ticks, on this (non-runtime) thread.
     sleep_until(window.warm_end);
     observer.window_start();
-    while Instant::now() + TICK < window.end {
+    let done = || handles.iter().all(|h| h.is_finished());
+    while Instant::now() + TICK < window.end && !done() {
         std::thread::sleep(TICK);
         observer.tick();
     }
-    sleep_until(window.end);
+    if !done() {
+        sleep_until(window.end);
+    }
+    let measured = (Instant::now().min(window.end)).saturating_duration_since(window.warm_end);
     observer.window_end();
     let mut total = Acc::new();
     for h in handles {
@@ -156,7 +171,11 @@ pub fn run(spec: &LoadSpec, observer: &mut dyn Observer) -> std::io::Result<Load
         latency_us: total.hist,
         ok: total.ok,
         errors: total.errors,
-        measured: window.measured(),
+        measured: if spec.requests.is_some() {
+            measured
+        } else {
+            window.measured()
+        },
     })
 }
 
@@ -210,6 +229,8 @@ struct User {
     assert: Arc<Option<Vec<u8>>>,
     timeout: Duration,
     window: Window,
+    /// Requests left to send, shared by all users.
+    budget: Arc<AtomicU64>,
     acc: Rc<RefCell<Acc>>,
 }
 
@@ -233,7 +254,7 @@ impl User {
         tokio::pin!(deadline);
         loop {
             let start = Instant::now();
-            if start >= self.window.end {
+            if start >= self.window.end || !self.take_one() {
                 return;
             }
             if start > armed + slack {
@@ -274,6 +295,13 @@ impl User {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
         }
+    }
+
+    /// Takes one request from the shared budget; false once it is spent.
+    fn take_one(&self) -> bool {
+        self.budget
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .is_ok()
     }
 
     async fn exchange(&self, conn: &mut Option<Conn>) -> Result<(), Option<Fail>> {
@@ -510,6 +538,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             assert_contains: None,
             threads: 1,
+            requests: None,
         };
         let r = String::from_utf8(build_request(&spec)).unwrap();
         assert_eq!(
@@ -532,12 +561,23 @@ mod tests {
             timeout: Duration::from_secs(5),
             assert_contains: Some("buyStocks".into()),
             threads: 2,
+            requests: None,
         };
         let r = run(&spec, &mut NoObserver).unwrap();
         assert!(r.ok > 10, "{r:?}");
         assert_eq!(r.errors, Errors::default());
         assert_eq!(r.latency_us.len(), r.ok);
         assert_eq!(r.error_pct(), 0.0);
+        // A fixed count: exactly that many, and the run ends when they are done, not at the duration.
+        let counted = LoadSpec {
+            warmup: Duration::ZERO,
+            duration: Duration::from_secs(120),
+            requests: Some(50),
+            ..spec.clone()
+        };
+        let r = run(&counted, &mut NoObserver).unwrap();
+        assert_eq!((r.ok, r.errors.total()), (50, 0), "{r:?}");
+        assert!(r.measured < Duration::from_secs(120), "{r:?}");
         // A response missing the asserted text counts as an assertion error, every time.
         spec.assert_contains = Some("sellStocks".into());
         let r = run(&spec, &mut NoObserver).unwrap();

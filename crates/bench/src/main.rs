@@ -242,6 +242,9 @@ struct LoadArgs {
     assert: Option<String>,
     #[arg(long)]
     threads: Option<usize>,
+    /// Stop after this many requests (warm-up included); -d is then only an upper bound.
+    #[arg(long)]
+    requests: Option<u64>,
 }
 
 fn cores() -> usize {
@@ -506,6 +509,7 @@ fn run_load(a: LoadArgs) -> Result<(), String> {
         timeout: Duration::from_secs(60),
         assert_contains: a.assert,
         threads: a.threads.unwrap_or_else(cores),
+        requests: a.requests,
     };
     let r = load::run(&spec, &mut load::NoObserver).map_err(|e| e.to_string())?;
     let s = Summary::of(&r.latency_us);

@@ -746,6 +746,7 @@ fn group_cells(
                     timeout: Duration::from_secs(60) + Duration::from_millis(delay),
                     assert_contains: spec.assert_contains.clone(),
                     threads: spec.threads,
+                    requests: None,
                 },
                 pids: t.pids(),
             }
@@ -872,6 +873,7 @@ fn wrk_vs_loadgen(
             timeout: Duration::from_secs(60),
             assert_contains: spec.assert_contains.clone(),
             threads: spec.threads,
+            requests: None,
         },
         &mut load::NoObserver,
     )?;

@@ -359,6 +359,7 @@ fn delayed_users(spec: &StressSpec, rig: &Rig) -> std::io::Result<Outcome> {
             timeout: Duration::from_secs(60) + Duration::from_millis(spec.delay_ms),
             assert_contains: Some("buyStocks".into()),
             threads: cores,
+            requests: None,
         },
         &mut load::NoObserver,
     )?;

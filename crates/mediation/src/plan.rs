@@ -83,21 +83,13 @@ impl ProxyPlan {
     }
 
     /// What the request path must read of the body before the in-sequence runs (what something in
-    /// the in-sequence reads), for a request with these headers ([`SeqPlan::need_for`]). Decided at
+    /// the in-sequence reads), for this request as it arrived ([`SeqPlan::need_for`]). Decided at
     /// load. A fault sequence that reads the body reads it when it runs, from the stream the failed
     /// call did not touch. A REST `text/xml` request ([`crate::rest`]) whose SOAP header is read is
     /// read whole: what MI reads then is the header of its wrapper around the whole body.
-    pub fn request_body_need(&self, headers: &http::HeaderMap) -> BodyNeed {
-        match self.in_seq.need_for(headers) {
-            BodyNeed::Headers
-                if crate::rest::Rest::of_request(
-                    crate::message::soap_version(headers),
-                    headers,
-                )
-                .is_rest() =>
-            {
-                BodyNeed::Full
-            }
+    pub fn request_body_need(&self, msg: &crate::message::Message) -> BodyNeed {
+        match self.in_seq.need_for(&msg.headers) {
+            BodyNeed::Headers if msg.rest.is_rest() => BodyNeed::Full,
             need => need,
         }
     }

@@ -114,6 +114,9 @@ pub(crate) fn enter(msg: &mut Message) {
     }
 }
 
+// Out of line: every sequence run passes `enter`, few REST messages get here.
+#[cold]
+#[inline(never)]
 fn build(msg: &mut Message) {
     let Body::Bytes(b) = &msg.body else {
         return;
@@ -186,6 +189,8 @@ pub fn outgoing(msg: &mut Message, to_client: bool) {
     }
 }
 
+#[cold]
+#[inline(never)]
 fn leave(msg: &mut Message, to_client: bool) {
     let built = !matches!(msg.rest, Rest::Unbuilt);
     let held = match std::mem::replace(&mut msg.rest, Rest::Unbuilt) {

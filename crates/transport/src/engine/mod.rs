@@ -177,7 +177,7 @@ impl Engine {
         body: hyper::body::Incoming,
     ) -> Response<RelayBody> {
         let mut stream = Some(self.client_body(body));
-        match proxy.request_body_need(&msg.headers) {
+        match proxy.request_body_need(&msg) {
             BodyNeed::None => {}
             BodyNeed::Headers => match self.read_head(&proxy.in_seq, stream.take()).await {
                 Ok((head, None)) => msg.body = Body::Bytes(head),
