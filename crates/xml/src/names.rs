@@ -4,6 +4,10 @@
 
 use std::collections::HashMap;
 
+/// Prefixes are the sender's, so the map is seeded per process (foldhash's `RandomState`); a set of
+/// colliding prefixes would still cost no more than the bindings in scope, which Sluice caps.
+type Latest<'a> = HashMap<&'a str, usize, foldhash::fast::RandomState>;
+
 /// The bit of a byte that can start a name: an ASCII letter or `_`.
 pub const NAME_START: u8 = 1;
 /// The bit of a byte that can continue a name: a start byte, a digit, `-` or `.`, and `:` in a
@@ -61,7 +65,7 @@ pub fn is_ncname(s: &str) -> bool {
 pub struct PrefixIndex<'a> {
     /// Prefix ("" for the default namespace) to the index of its innermost binding; made at the
     /// first push (an index that stays empty, the usual case, costs nothing to make).
-    latest: Option<HashMap<&'a str, usize>>,
+    latest: Option<Latest<'a>>,
     /// Per binding, the index of the binding of the same prefix it hides, or [`HIDES_NONE`].
     hides: Vec<usize>,
 }
@@ -81,9 +85,15 @@ impl<'a> PrefixIndex<'a> {
     /// The next binding of the list (index [`PrefixIndex::len`]) binds `prefix`.
     pub fn push(&mut self, prefix: &'a str) {
         let at = self.hides.len();
-        let latest = self.latest.get_or_insert_with(HashMap::new);
+        let latest = self.latest.get_or_insert_with(Latest::default);
         let hidden = latest.insert(prefix, at).unwrap_or(HIDES_NONE);
         self.hides.push(hidden);
+    }
+
+    /// Room for `n` more bindings without growing.
+    pub fn reserve(&mut self, n: usize) {
+        self.hides.reserve(n);
+        self.latest.get_or_insert_with(Latest::default).reserve(n);
     }
 
     /// The last binding, which binds `prefix`, goes out of scope.

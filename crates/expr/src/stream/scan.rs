@@ -372,7 +372,10 @@ pub(super) fn bind<'x>(
 /// [`bind`]'s index, made for the bindings so far.
 #[cold]
 pub(super) fn index_all<'x>(bindings: &[(&'x str, &'x str, usize)], index: &mut PrefixIndex<'x>) {
-    for &(prefix, _, _) in &bindings[index.len()..] {
+    let new = &bindings[index.len()..];
+    // Room for many more: a reader that indexes meets many declarations.
+    index.reserve(new.len().max(256));
+    for &(prefix, _, _) in new {
         index.push(prefix);
     }
 }
@@ -397,19 +400,30 @@ pub(super) fn unbind_deeper<'x>(
 
 /// Whether two of `n` items have the same key, found by sorting their indices (in a buffer the
 /// thread keeps for it): for elements with many attributes, where comparing every pair would be
-/// quadratic.
+/// quadratic. The sort is by a seeded hash of the key first, the key itself only to order equal
+/// hashes: names that share a long beginning (`xmlns:p1`, `xmlns:p12`, ...) are not compared byte
+/// by byte, and colliding hashes still sort exactly.
 #[cold]
-pub(super) fn repeated<K: Ord>(n: usize, key: impl Fn(usize) -> K) -> bool {
+pub(super) fn repeated<K: Ord + std::hash::Hash>(n: usize, key: impl Fn(usize) -> K) -> bool {
+    use std::hash::BuildHasher;
     thread_local! {
-        static ORDER: std::cell::Cell<Vec<u32>> = const { std::cell::Cell::new(Vec::new()) };
+        static ORDER: std::cell::Cell<Vec<(u64, u32)>> = const { std::cell::Cell::new(Vec::new()) };
+        static SEED: foldhash::fast::RandomState = foldhash::fast::RandomState::default();
     }
     let mut order = ORDER.take();
     order.clear();
-    order.extend((0..n).filter_map(|k| u32::try_from(k).ok()));
-    order.sort_unstable_by_key(|&k| key(k as usize));
+    SEED.with(|seed| {
+        order.extend(
+            (0..n).filter_map(|k| Some((seed.hash_one(key(k)), u32::try_from(k).ok()?))),
+        );
+    });
+    order.sort_unstable_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then_with(|| key(a.1 as usize).cmp(&key(b.1 as usize)))
+    });
     let found = order
         .windows(2)
-        .any(|w| key(w[0] as usize) == key(w[1] as usize));
+        .any(|w| w[0].0 == w[1].0 && key(w[0].1 as usize) == key(w[1].1 as usize));
     ORDER.set(spare(order));
     found
 }
