@@ -11,6 +11,9 @@ use sluice_mediation::ErrorSource;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// What every body here yields when polled: a frame of bytes, an error, or the end.
+pub(crate) type Polled = Poll<Option<Result<Frame<Bytes>, BoxError>>>;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::time::Sleep;
@@ -159,10 +162,7 @@ impl ClientBody {
         }
     }
 
-    fn poll_pending(
-        &mut self,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+    fn poll_pending(&mut self, cx: &mut Context<'_>) -> Polled {
         // Twice at most: a timer that fired is checked once more, and then the body is too slow
         // (see `next_check`).
         for _ in 0..2 {
@@ -196,10 +196,7 @@ impl Body for ClientBody {
     type Data = Bytes;
     type Error = BoxError;
 
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Polled {
         let this = self.get_mut();
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(f))) => {
@@ -232,10 +229,7 @@ impl Body for Inbound {
     type Data = Bytes;
     type Error = BoxError;
 
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Polled {
         match self.get_mut() {
             Inbound::Client(b) => Pin::new(b).poll_frame(cx),
             Inbound::Backend(b) => Pin::new(b).poll_frame(cx),
@@ -331,10 +325,7 @@ impl Body for RelayBody {
     type Data = Bytes;
     type Error = BoxError;
 
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Polled {
         match self.get_mut() {
             RelayBody::Empty => Poll::Ready(None),
             RelayBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),

@@ -8,7 +8,7 @@
 //! goes on being written by [`BackendBody`], which reads the response and writes the request in the same
 //! poll, so neither side can stall the other.
 
-use crate::body::RelayBody;
+use crate::body::{Polled, RelayBody};
 use crate::error::{Fault, FaultKind};
 use crate::h1::{self, Decoded, RequestFraming, ResponseFraming};
 use crate::tls::{self, Io};
@@ -769,7 +769,7 @@ impl BackendBody {
         self.pool.check_in(&self.key, conn);
     }
 
-    fn fail(&mut self, f: Failure) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+    fn fail(&mut self, f: Failure) -> Polled {
         self.conn = None;
         self.writer = None;
         self.framing = ResponseFraming::Empty;
@@ -781,10 +781,7 @@ impl Body for BackendBody {
     type Data = Bytes;
     type Error = BoxError;
 
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Polled {
         let this = self.get_mut();
         let Some(conn) = this.conn.as_mut() else {
             return Poll::Ready(None);

@@ -413,9 +413,7 @@ pub(super) fn repeated<K: Ord + std::hash::Hash>(n: usize, key: impl Fn(usize) -
     let mut order = ORDER.take();
     order.clear();
     SEED.with(|seed| {
-        order.extend(
-            (0..n).filter_map(|k| Some((seed.hash_one(key(k)), u32::try_from(k).ok()?))),
-        );
+        order.extend((0..n).filter_map(|k| Some((seed.hash_one(key(k)), u32::try_from(k).ok()?))));
     });
     order.sort_unstable_by(|a, b| {
         a.0.cmp(&b.0)

@@ -267,7 +267,7 @@ pub(super) async fn send_with_timeout(
             body: Some(req.into_body()),
         });
     }
-    let r = send_timed(client, req, ep, activity, limit).await;
+    let r = timed(client.send(req, ep), ep, activity, limit).await;
     match &r {
         Ok(_) => {
             if ep.health.on_success() {
@@ -299,14 +299,14 @@ pub(super) async fn send_with_timeout(
     r
 }
 
-pub(super) async fn send_timed(
-    client: &BackendClient,
-    req: Request<RelayBody>,
+/// A send to `ep`, given up after `limit` without an answer (counted from the request body's last
+/// chunk while it is still moving).
+async fn timed(
+    fut: impl std::future::Future<Output = Result<http::Response<BackendBody>, Unsent>>,
     ep: &EndpointPlan,
     activity: Option<Arc<Activity>>,
     limit: Duration,
 ) -> Result<http::Response<BackendBody>, Unsent> {
-    let fut = client.send(req, ep);
     tokio::pin!(fut);
     let mut deadline = tokio::time::Instant::now() + limit;
     loop {
