@@ -674,6 +674,8 @@ pub struct Log {
     pub category: LogCategory,
     pub separator: String,
     pub properties: Vec<(String, ValueSrc)>,
+    /// MI 4.4's `<message>` template: text and `${...}` expressions in order (`None`: no template).
+    pub message: Option<Vec<ValueSrc>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -19,6 +19,7 @@ mod functions;
 mod jsonpath;
 mod stream;
 mod synapse;
+pub mod synexpr;
 /// Helpers for the workspace's deterministic mutation tests.
 #[doc(hidden)]
 pub mod testing;
@@ -87,6 +88,10 @@ pub trait Env {
             "the message body is not available to this expression",
         ))
     }
+    /// A variable set by the `variable` mediator (MI 4.4); `None` when it is not set.
+    fn variable(&self, _name: &str) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 /// The most text a JsonPath's value may make (a deep scan repeats nested values): 64 MiB, the body
@@ -107,6 +112,8 @@ pub enum Expr {
     /// `json-eval(PATH)`, or an `evaluator="json"` argument: a JsonPath over the JSON body.
     Json(Box<JsonPath>),
     XPath(Box<XPathExpr>),
+    /// MI 4.4's `${...}` ([`synexpr`]).
+    Synapse(Box<synexpr::SynExpr>),
 }
 
 /// What an [`Expr::Clock`] reads: the milliseconds since 1970 or the formatted local time.
@@ -334,6 +341,9 @@ impl Expr {
         if t.is_empty() {
             return Err(invalid("empty expression"));
         }
+        if t.starts_with("${") && t.ends_with('}') {
+            return synexpr::SynExpr::compile(t, ns).map(|e| Expr::Synapse(Box::new(e)));
+        }
         for (prefix, scope) in [
             ("$trp:", PropScope::Transport),
             ("$ctx:", PropScope::Default),
@@ -498,6 +508,7 @@ impl Expr {
         match self {
             Expr::Json(_) => true,
             Expr::XPath(x) => x.json,
+            Expr::Synapse(s) => s.reads_json(),
             _ => false,
         }
     }
@@ -506,6 +517,7 @@ impl Expr {
         match self {
             Expr::XPath(x) => x.need,
             Expr::Json(_) => BodyNeed::Full,
+            Expr::Synapse(s) => s.body_need(),
             _ => BodyNeed::None,
         }
     }
@@ -520,6 +532,7 @@ impl Expr {
             }
             Expr::UrlParam(name) => env.url_param(name).unwrap_or(Cow::Borrowed("")),
             Expr::Clock(c) => Cow::Owned(c.now()),
+            Expr::Synapse(s) => Cow::Owned(s.eval_string(env)?),
             Expr::Json(p) => {
                 // The whole JSON body is its text as it came (an XML one is written as JSON).
                 if p.as_str() == "$" {
@@ -694,6 +707,7 @@ impl Expr {
                 }
                 .map_err(|e| invalid(format!("XPath '{}': {e}", x.text)))
             }
+            Expr::Synapse(s) => s.eval_bool(env),
             other => Ok(!other.eval_string(env)?.is_empty()),
         }
     }

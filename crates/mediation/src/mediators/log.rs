@@ -12,6 +12,8 @@ pub struct LogPlan {
     pub category: cfg::LogCategory,
     pub separator: String,
     pub properties: Vec<(String, Value)>,
+    /// MI 4.4's `<message>` template: the line is its text, then `,name = value` per property.
+    pub message: Option<Vec<Value>>,
 }
 
 pub(crate) fn compile(c: &mut Compiler, l: &cfg::Log, el: &str) -> Option<Step> {
@@ -19,30 +21,48 @@ pub(crate) fn compile(c: &mut Compiler, l: &cfg::Log, el: &str) -> Option<Step> 
     for (n, v) in &l.properties {
         properties.push((n.clone(), c.value(v, el)?));
     }
+    let message = match &l.message {
+        Some(parts) => Some(
+            parts
+                .iter()
+                .map(|p| c.value(p, el))
+                .collect::<Option<Vec<_>>>()?,
+        ),
+        None => None,
+    };
     Some(Step::Log(LogPlan {
         level: l.level,
         category: l.category,
         separator: l.separator.clone(),
         properties,
+        message,
     }))
 }
 
 impl Mediator for LogPlan {
     fn reads(&self, _json: bool) -> Reads {
-        let mut n = if self.level == LogLevel::Full {
+        let mut n = if self.level == LogLevel::Full && self.message.is_none() {
             BodyNeed::Full
         } else {
             BodyNeed::None
         };
-        for (_, v) in &self.properties {
+        for v in self
+            .properties
+            .iter()
+            .map(|(_, v)| v)
+            .chain(self.message.iter().flatten())
+        {
             n = n.max(v.body_need());
         }
         Reads::of(n)
     }
 
     fn by_head(&self, f: &mut dyn FnMut(&Expr) -> bool) -> ByHead {
-        (self.level != LogLevel::Full && self.properties.iter().all(|(_, v)| value_by_head(v, f)))
-            .into()
+        let full = self.level == LogLevel::Full && self.message.is_none();
+        let mut values = self.properties.iter().map(|(_, v)| v);
+        let by_head = values.all(|v| value_by_head(v, f))
+            && self.message.iter().flatten().all(|v| value_by_head(v, f));
+        (!full && by_head).into()
     }
 
     #[inline]
@@ -84,6 +104,9 @@ fn log(l: &LogPlan, msg: &mut Message, doc: &DocCache) {
 /// The text of a log mediator's line, in Synapse's order: the standard fields, headers, envelope, then the
 /// custom properties.
 fn log_line(l: &LogPlan, msg: &mut Message, doc: &DocCache) -> String {
+    if let Some(parts) = &l.message {
+        return template_line(l, parts, msg, doc);
+    }
     let sep = l.separator.as_str();
     let mut parts: Vec<String> = Vec::new();
     if l.level != LogLevel::Custom {
@@ -129,6 +152,25 @@ fn log_line(l: &LogPlan, msg: &mut Message, doc: &DocCache) -> String {
             out.push_str(sep);
         }
         let _ = write!(out, "{p}");
+    }
+    out
+}
+
+/// MI 4.4's line for a `<message>` template: the template's text with each `${...}` evaluated,
+/// then `,name = value` for each property (MI's own separator; `separator` is the older log's).
+fn template_line(l: &LogPlan, parts: &[Value], msg: &mut Message, doc: &DocCache) -> String {
+    let mut out = String::new();
+    for p in parts {
+        match eval_value(p, msg, doc) {
+            Ok(v) => out.push_str(&v),
+            Err(e) => {
+                let _ = write!(out, "(error: {})", e.context);
+            }
+        }
+    }
+    for (name, v) in &l.properties {
+        let value = eval_value(v, msg, doc).unwrap_or_else(|e| format!("(error: {})", e.context));
+        let _ = write!(out, ",{name} = {value}");
     }
     out
 }

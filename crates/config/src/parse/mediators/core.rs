@@ -53,18 +53,12 @@ impl FileParser<'_, '_> {
             .unwrap_or(LogCategory::Info);
         let separator = n.attribute("separator").unwrap_or(", ").to_owned();
         let mut properties = Vec::new();
+        let mut message = None;
         for c in elements(n) {
             match c.tag_name().name() {
                 "property" => properties.extend(self.named_value(c, "log property")),
                 // MI 4.4's message template.
-                "message" => {
-                    self.report(
-                        Severity::Unsupported,
-                        c,
-                        "a log <message> template is not supported yet",
-                    );
-                    return None;
-                }
+                "message" => message = Some(self.message_template(c)?),
                 _ => self.unknown_child(c, "log"),
             }
         }
@@ -73,7 +67,36 @@ impl FileParser<'_, '_> {
             category,
             separator,
             properties,
+            message,
         })
+    }
+
+    /// The text of `n` as MI 4.4's templates read it: literal text and `${...}` expressions (a
+    /// brace inside a quoted string does not end one).
+    fn message_template(&mut self, n: Node) -> Option<Vec<ValueSrc>> {
+        let text: String = n.children().filter_map(|c| c.text()).collect();
+        let mut parts = Vec::new();
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("${") {
+            let Some(len) = expression_len(&rest[at..]) else {
+                self.report(Severity::Error, n, "a ${ in the message is not closed by }");
+                return None;
+            };
+            if at > 0 {
+                parts.push(ValueSrc::Literal(rest[..at].to_owned()));
+            }
+            let e = ExprSrc {
+                text: rest[at..at + len].to_owned(),
+                ns: self.namespaces(n),
+                loc: self.loc(n),
+            };
+            parts.push(ValueSrc::Expr(e));
+            rest = &rest[at + len..];
+        }
+        if !rest.is_empty() {
+            parts.push(ValueSrc::Literal(rest.to_owned()));
+        }
+        Some(parts)
     }
 
     pub(super) fn property(&mut self, n: Node) -> Option<Property> {
@@ -309,4 +332,22 @@ mod tests {
             ]
         );
     }
+}
+
+/// The length of the `${...}` at the start of `s`, up to its closing brace outside quotes.
+fn expression_len(s: &str) -> Option<usize> {
+    let mut quote = None;
+    let mut depth = 0usize;
+    for (k, c) in s.char_indices().skip(1) {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '{') => depth += 1,
+            (None, '}') if depth == 1 => return Some(k + 1),
+            (None, '}') => depth -= 1,
+            _ => {}
+        }
+    }
+    None
 }
