@@ -18,6 +18,7 @@
 //! | `+ - * / %`, `== != < <= > >=`, `&& \|\| !`, `c ? a : b`, `( )` | numbers add, else `+` joins text; comparisons of numbers or text |
 //! | `length toUpper toLower trim contains startsWith endsWith exists not string integer float boolean` | functions of those names |
 
+use crate::stream::Cmp;
 use crate::{invalid, unsupported, BodyNeed, Env, Expr, ExprError, PropScope};
 use serde_json::Value;
 
@@ -55,12 +56,7 @@ enum Seg {
 enum Op {
     Or,
     And,
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
+    Cmp(Cmp),
     Add,
     Sub,
     Mul,
@@ -74,8 +70,8 @@ impl Op {
         match self {
             Op::Or => 1,
             Op::And => 2,
-            Op::Eq | Op::Ne => 3,
-            Op::Lt | Op::Le | Op::Gt | Op::Ge => 4,
+            Op::Cmp(Cmp::Eq | Cmp::Ne) => 3,
+            Op::Cmp(_) => 4,
             Op::Add | Op::Sub => 5,
             Op::Mul | Op::Div | Op::Rem => 6,
         }
@@ -239,24 +235,21 @@ impl Parser<'_> {
 
     fn binary(&mut self, min: u8) -> Result<Node, ExprError> {
         let mut left = self.unary()?;
-        loop {
-            let op = match self.peek() {
-                Some(Tok::Punct(p)) => match *p {
-                    "||" => Op::Or,
-                    "&&" => Op::And,
-                    "==" => Op::Eq,
-                    "!=" => Op::Ne,
-                    "<" => Op::Lt,
-                    "<=" => Op::Le,
-                    ">" => Op::Gt,
-                    ">=" => Op::Ge,
-                    "+" => Op::Add,
-                    "-" => Op::Sub,
-                    "*" => Op::Mul,
-                    "/" => Op::Div,
-                    "%" => Op::Rem,
-                    _ => break,
-                },
+        while let Some(Tok::Punct(p)) = self.peek() {
+            let op = match *p {
+                "||" => Op::Or,
+                "&&" => Op::And,
+                "==" => Op::Cmp(Cmp::Eq),
+                "!=" => Op::Cmp(Cmp::Ne),
+                "<" => Op::Cmp(Cmp::Lt),
+                "<=" => Op::Cmp(Cmp::Le),
+                ">" => Op::Cmp(Cmp::Gt),
+                ">=" => Op::Cmp(Cmp::Ge),
+                "+" => Op::Add,
+                "-" => Op::Sub,
+                "*" => Op::Mul,
+                "/" => Op::Div,
+                "%" => Op::Rem,
                 _ => break,
             };
             if op.power() <= min {
@@ -601,28 +594,20 @@ fn binary(op: Op, a: &Value, b: &Value) -> Result<Value, ExprError> {
         Op::Mul => number(as_number(a)? * as_number(b)?),
         Op::Div => number(as_number(a)? / as_number(b)?),
         Op::Rem => number(as_number(a)? % as_number(b)?),
-        Op::Eq | Op::Ne => {
+        Op::Cmp(c @ (Cmp::Eq | Cmp::Ne)) => {
             let same = if both_numbers {
                 as_number(a)? == as_number(b)?
             } else {
                 a == b || (!a.is_object() && !a.is_array() && text(a) == text(b) && !a.is_null())
             };
-            Value::Bool(same == (op == Op::Eq))
+            Value::Bool(same == (c == Cmp::Eq))
         }
-        Op::Lt | Op::Le | Op::Gt | Op::Ge => {
+        Op::Cmp(c) => {
             let ord = match (as_number(a), as_number(b)) {
                 (Ok(x), Ok(y)) => x.partial_cmp(&y),
                 _ => Some(text(a).cmp(&text(b))),
             };
-            let Some(ord) = ord else {
-                return Ok(Value::Bool(false));
-            };
-            Value::Bool(match op {
-                Op::Lt => ord.is_lt(),
-                Op::Le => ord.is_le(),
-                Op::Gt => ord.is_gt(),
-                _ => ord.is_ge(),
-            })
+            Value::Bool(ord.is_some_and(|o| c.of(o)))
         }
         Op::And | Op::Or => unreachable!("short-circuited in eval"),
     })

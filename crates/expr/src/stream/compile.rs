@@ -128,8 +128,8 @@ impl Path {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) enum Cmp {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cmp {
     Eq,
     Ne,
     Lt,
@@ -139,6 +139,18 @@ pub(super) enum Cmp {
 }
 
 impl Cmp {
+    /// Whether `a` and `b`, in the order `ord` says, satisfy the comparison.
+    pub(crate) fn of(self, ord: std::cmp::Ordering) -> bool {
+        match self {
+            Cmp::Eq => ord.is_eq(),
+            Cmp::Ne => ord.is_ne(),
+            Cmp::Lt => ord.is_lt(),
+            Cmp::Le => ord.is_le(),
+            Cmp::Gt => ord.is_gt(),
+            Cmp::Ge => ord.is_ge(),
+        }
+    }
+
     pub(super) fn holds(self, a: f64, b: f64) -> bool {
         match self {
             Cmp::Eq => a == b,

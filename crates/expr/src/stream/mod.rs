@@ -76,6 +76,8 @@ mod scan;
 #[cfg(test)]
 mod tests;
 
+/// The comparison operators, shared with `${...}` expressions.
+pub(crate) use compile::Cmp;
 use compile::{Form, Path};
 use needle::NameFinder;
 

@@ -276,6 +276,24 @@ impl FileParser<'_, '_> {
     }
 }
 
+/// The length of the `${...}` at the start of `s`, up to its closing brace outside quotes.
+fn expression_len(s: &str) -> Option<usize> {
+    let mut quote = None;
+    let mut depth = 0usize;
+    for (k, c) in s.char_indices().skip(1) {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '{') => depth += 1,
+            (None, '}') if depth == 1 => return Some(k + 1),
+            (None, '}') => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use crate::diag::Severity;
@@ -332,22 +350,4 @@ mod tests {
             ]
         );
     }
-}
-
-/// The length of the `${...}` at the start of `s`, up to its closing brace outside quotes.
-fn expression_len(s: &str) -> Option<usize> {
-    let mut quote = None;
-    let mut depth = 0usize;
-    for (k, c) in s.char_indices().skip(1) {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, '\'' | '"') => quote = Some(c),
-            (None, '{') => depth += 1,
-            (None, '}') if depth == 1 => return Some(k + 1),
-            (None, '}') => depth -= 1,
-            _ => {}
-        }
-    }
-    None
 }
