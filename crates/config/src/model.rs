@@ -478,6 +478,28 @@ pub enum MediatorKind {
     Rewrite(Rewrite),
     /// `<conditionalRouter>`: routes by condition to targets.
     ConditionalRouter(ConditionalRouter),
+    /// MI 4.4's `<variable>`: sets or removes a variable of the message.
+    Variable(Variable),
+}
+
+/// `<variable name action value|expression type>` (MI 4.4).
+#[derive(Clone, Debug)]
+pub struct Variable {
+    pub name: String,
+    /// `None`: `action="remove"`.
+    pub set: Option<(ValueSrc, VariableType)>,
+}
+
+/// What a variable holds (MI's `type`; `INT`, `SHORT`, `BYTE` and `FLOAT` from the 4.4 previews).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VariableType {
+    String,
+    Boolean,
+    Integer,
+    Long,
+    Double,
+    Json,
+    Xml,
 }
 
 #[derive(Clone, Debug)]

@@ -564,6 +564,17 @@ impl Expr {
         })
     }
 
+    /// The value as MI 4.4's expressions give it: a `${...}` expression's own (a number, a
+    /// boolean, JSON, text), any other expression's string value as text.
+    pub fn eval_value(&self, env: &dyn Env) -> Result<serde_json::Value, ExprError> {
+        match self {
+            Expr::Synapse(s) => s.eval(env),
+            other => Ok(serde_json::Value::String(
+                other.eval_string(env)?.into_owned(),
+            )),
+        }
+    }
+
     /// The first node an XPath selects in `doc` (for mediators that work on a node, like `xslt`);
     /// `env` gives the properties the XPath reads (its document is not used).
     pub fn first_node<'d>(

@@ -78,6 +78,9 @@ impl Env for View<'_> {
     fn url_param(&self, name: &str) -> Option<Cow<'_, str>> {
         self.msg.url_param(name)
     }
+    fn variable(&self, name: &str) -> Option<serde_json::Value> {
+        self.msg.vars.get(name).cloned()
+    }
     fn document(&self) -> Result<&sluice_xml::Document, ExprError> {
         self.doc
             .get_or_init(|| parse_body(self.msg))

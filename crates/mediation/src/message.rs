@@ -204,6 +204,8 @@ pub struct Message {
     /// Messages kept aside by `call`s whose response goes into a property, innermost last:
     /// restored once the response is in it.
     pub saved: Vec<Saved>,
+    /// MI 4.4's variables (the `variable` mediator; `${vars.NAME}` reads them).
+    pub vars: Vars,
     /// Set when the request's mediation must stop (its deadline passed, or its client went away):
     /// the executor checks it between mediators and fails with [`crate::ErrorKind::Stopped`].
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
@@ -240,6 +242,7 @@ impl Message {
             func: Vec::new(),
             gather: None,
             saved: Vec::new(),
+            vars: Vars::default(),
             stop: None,
             message_id: None,
         }
@@ -653,5 +656,30 @@ mod tests {
         assert_eq!(v("text/xmlx"), FaultVersion::Pox);
         assert_eq!(v("application/json"), FaultVersion::Pox);
         assert_eq!(soap_version(&HeaderMap::new()), FaultVersion::Pox);
+    }
+}
+
+/// A message's variables (MI 4.4): none until the first is set, so a message without any carries
+/// one empty pointer.
+// Boxed: a message is moved whole between the awaits, and one pointer costs less there than a map.
+#[allow(clippy::box_collection)]
+#[derive(Clone, Debug, Default)]
+pub struct Vars(Option<Box<std::collections::BTreeMap<String, serde_json::Value>>>);
+
+impl Vars {
+    pub fn get(&self, name: &str) -> Option<&serde_json::Value> {
+        self.0.as_ref()?.get(name)
+    }
+
+    pub fn set(&mut self, name: &str, v: serde_json::Value) {
+        self.0
+            .get_or_insert_with(Default::default)
+            .insert(name.to_owned(), v);
+    }
+
+    pub fn remove(&mut self, name: &str) {
+        if let Some(m) = self.0.as_mut() {
+            m.remove(name);
+        }
     }
 }

@@ -40,6 +40,7 @@ pub mod sequence;
 pub mod switch;
 pub mod template;
 pub mod validate;
+pub mod variable;
 pub mod xslt;
 
 /// What the mediator modules share.
@@ -231,6 +232,7 @@ mediators! {
     Missing(missing::MissingPlan),
     Rewrite(rewrite::RewritePlan),
     ConditionalRouter(conditional_router::RouterPlan),
+    Variable(variable::VariablePlan),
 }
 
 impl Compiler<'_> {
@@ -275,6 +277,7 @@ impl Compiler<'_> {
             cfg::MediatorKind::Validate(v) => validate::compile(self, v, el),
             cfg::MediatorKind::Rewrite(r) => rewrite::compile(self, r, el),
             cfg::MediatorKind::ConditionalRouter(r) => conditional_router::compile(self, r, el),
+            cfg::MediatorKind::Variable(v) => variable::compile(self, v, m),
         }
     }
 }

@@ -99,6 +99,53 @@ impl FileParser<'_, '_> {
         Some(parts)
     }
 
+    /// MI 4.4's `<variable>`. A literal value that does not fit its type is refused here, as MI
+    /// refuses to deploy it.
+    pub(super) fn variable(&mut self, n: Node) -> Option<Variable> {
+        let name = self.required_attr(n, "name")?;
+        let types = [
+            ("STRING", VariableType::String),
+            ("BOOLEAN", VariableType::Boolean),
+            ("INTEGER", VariableType::Integer),
+            ("INT", VariableType::Integer),
+            ("SHORT", VariableType::Integer),
+            ("BYTE", VariableType::Integer),
+            ("LONG", VariableType::Long),
+            ("DOUBLE", VariableType::Double),
+            ("FLOAT", VariableType::Double),
+            ("JSON", VariableType::Json),
+            ("XML", VariableType::Xml),
+            ("OM", VariableType::Xml),
+        ];
+        let ty = self.one_of(
+            n,
+            "variable type",
+            n.attribute("type").unwrap_or("STRING"),
+            &types,
+        )?;
+        if n.attribute("action") == Some("remove") {
+            return Some(Variable { name, set: None });
+        }
+        let Some(value) = self.value_or_expr(n) else {
+            self.report(
+                Severity::Error,
+                n,
+                "variable needs 'value' or 'expression' (or action=\"remove\")",
+            );
+            return None;
+        };
+        if let ValueSrc::Literal(v) = &value {
+            if let Err(why) = literal_fits(v, ty) {
+                self.report(Severity::Error, n, format!("variable '{name}': {why}"));
+                return None;
+            }
+        }
+        Some(Variable {
+            name,
+            set: Some((value, ty)),
+        })
+    }
+
     pub(super) fn property(&mut self, n: Node) -> Option<Property> {
         let name = self.required_attr(n, "name")?;
         let scope = self.scope(n)?;
@@ -273,6 +320,22 @@ impl FileParser<'_, '_> {
             params.push((name, v));
         }
         Some(MediatorKind::CallTemplate { target, params })
+    }
+}
+
+/// Whether a literal variable value can be held as `ty` (MI converts it when it deploys).
+fn literal_fits(v: &str, ty: VariableType) -> Result<(), String> {
+    let ok = match ty {
+        VariableType::Integer => v.trim().parse::<i32>().is_ok(),
+        VariableType::Long => v.trim().parse::<i64>().is_ok(),
+        VariableType::Double => v.trim().parse::<f64>().is_ok(),
+        VariableType::Xml => roxmltree::Document::parse(v).is_ok(),
+        VariableType::String | VariableType::Boolean | VariableType::Json => true,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("'{v}' is not a value of type {ty:?}"))
     }
 }
 

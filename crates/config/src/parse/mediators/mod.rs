@@ -40,7 +40,6 @@ const KNOWN_UNSUPPORTED_MEDIATORS: &[&str] = &[
     "enqueue",
     "bam",
     "publishEvent",
-    "variable",
     "scatter-gather",
     "dataServiceCall",
     "ntlm",
@@ -96,6 +95,7 @@ impl FileParser<'_, '_> {
             // core.rs
             "log" => MediatorKind::Log(self.log(n)?),
             "property" => MediatorKind::Property(self.property(n)?),
+            "variable" => MediatorKind::Variable(self.variable(n)?),
             "header" => MediatorKind::Header(self.header(n)?),
             "drop" => MediatorKind::Drop,
             "loopback" => MediatorKind::Loopback,
