@@ -19,7 +19,10 @@ pub fn load_path(path: &Path) -> (Config, Diagnostics) {
     let display: Arc<str> = path.display().to_string().into();
     match std::fs::metadata(path) {
         Err(e) => file_error(&mut diags, &display, format!("cannot read: {e}")),
-        Ok(m) if m.is_dir() => load_dir(path, &mut cfg, &mut diags),
+        Ok(m) if m.is_dir() => {
+            load_dir(path, &mut cfg, &mut diags);
+            load_mi_registry(path, &mut cfg, &mut diags);
+        }
         Ok(_) => load_file(path, &mut cfg, &mut diags),
     }
     crate::check::check_duplicates(&cfg, &mut diags);
@@ -398,7 +401,13 @@ fn load_registry_info(
         };
         let res_rel = format!("{dir}/resources/{fname}");
         match tree.get(&res_rel) {
-            Some(b) => cfg.resources.push(Resource { key, loc, bytes: b.clone() }),
+            Some(b) => {
+                if let Ok(text) = std::str::from_utf8(b) {
+                    let file: Arc<str> = format!("{root}/{res_rel}").into();
+                    crate::parse::registry_artifact(file, &key, text, cfg, diags);
+                }
+                cfg.resources.push(Resource { key, loc, bytes: b.clone() });
+            }
             None => diags.push(
                 Severity::Warning,
                 loc,
@@ -406,6 +415,64 @@ fn load_registry_info(
                 format!("registry resource '{res_rel}' is missing from the application; '{key}' is not available"),
                 None,
             ),
+        }
+    }
+}
+
+/// Where WSO2 MI keeps its file registry for a deployment folder: `PATH` is
+/// `<MI_HOME>/repository/deployment/server/synapse-configs/default` and the registry is
+/// `<MI_HOME>/registry`, its `config` folder holding the `conf:` keys and `governance` the `gov:`
+/// ones. `None` for any other folder.
+fn mi_registry_home(path: &Path) -> Option<std::path::PathBuf> {
+    let tail = [
+        "default",
+        "synapse-configs",
+        "server",
+        "deployment",
+        "repository",
+    ];
+    let full = std::fs::canonicalize(path).ok()?;
+    let mut p = full.as_path();
+    for name in tail {
+        if p.file_name()? != name {
+            return None;
+        }
+        p = p.parent()?;
+    }
+    Some(p.join("registry"))
+}
+
+/// Every file of MI's file registry beside a deployment folder, as a registry resource keyed by
+/// its place (`registry/config/xslt/t.xslt` is `conf:/xslt/t.xslt`). A `NAME.properties` beside
+/// `NAME` is MI's record of the resource's properties, not a resource.
+fn load_mi_registry(path: &Path, cfg: &mut Config, diags: &mut Diagnostics) {
+    let Some(registry) = mi_registry_home(path) else {
+        return;
+    };
+    for (folder, prefix) in [("config", "conf:"), ("governance", "gov:")] {
+        let root = registry.join(folder);
+        if !root.is_dir() {
+            continue;
+        }
+        let mut tree = BTreeMap::new();
+        read_tree(&root, &root, &mut tree, diags);
+        for (rel, bytes) in &tree {
+            if rel
+                .strip_suffix(".properties")
+                .is_some_and(|r| tree.contains_key(r))
+            {
+                continue;
+            }
+            let key = format!("{prefix}/{rel}");
+            let file: Arc<str> = root.join(rel).display().to_string().into();
+            if let Ok(text) = std::str::from_utf8(bytes) {
+                crate::parse::registry_artifact(file.clone(), &key, text, cfg, diags);
+            }
+            cfg.resources.push(Resource {
+                key,
+                loc: Location::file_only(&file),
+                bytes: bytes.clone(),
+            });
         }
     }
 }
@@ -468,6 +535,32 @@ mod tests {
             .items
             .iter()
             .any(|x| x.severity == Severity::Warning && x.message.contains("DMPerfTest.dmc")));
+    }
+
+    #[test]
+    fn an_mi_deployment_folder_reads_the_registry_beside_it() {
+        let home = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../sluice/tests/configs/mi-home");
+        let deployment = home.join("repository/deployment/server/synapse-configs/default");
+        let (cfg, d) = load_path(&deployment);
+        assert!(!d.has_errors(), "{:?}", d.items);
+        let mut keys: Vec<&str> = cfg.resources.iter().map(|r| r.key.as_str()).collect();
+        keys.sort_unstable();
+        // upper.xslt.properties is MI's record of upper.xslt's properties, not a resource.
+        assert_eq!(keys, ["conf:/xslt/upper.xslt", "gov:/sequences/answer.xml"]);
+        let entry = cfg
+            .local_entries
+            .iter()
+            .find(|l| l.key == "gov:/sequences/answer.xml")
+            .expect("the sequence resource is a sequence named by its key");
+        assert!(matches!(
+            entry.artifact,
+            Some(crate::model::EntryArtifact::Sequence(_))
+        ));
+        // Any other folder has no registry.
+        let (cfg, _) = load_path(&deployment.join("proxy-services"));
+        assert!(cfg.resources.is_empty());
+        assert!(mi_registry_home(&home).is_none());
     }
 
     #[test]

@@ -375,7 +375,7 @@ impl FileParser<'_, '_> {
     }
 
     /// The Synapse `<sequence>` or `<endpoint>` a local entry with `key` holds, read as one.
-    fn entry_artifact(&mut self, c: Node, key: &str) -> Option<EntryArtifact> {
+    pub(super) fn entry_artifact(&mut self, c: Node, key: &str) -> Option<EntryArtifact> {
         if !is_synapse(c) {
             return None;
         }

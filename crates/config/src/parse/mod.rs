@@ -108,6 +108,50 @@ pub fn parse_text(
     p.top_level(root, expect, cfg);
 }
 
+/// A registry resource that holds a Synapse `<sequence>` or `<endpoint>` is one, named by its key
+/// (as a local entry holding one is): `<sequence key="conf:/sequences/s.xml"/>` runs it. Other
+/// resources (stylesheets, schemas, text) are left as they are, with no diagnostics.
+pub fn registry_artifact(
+    file: Arc<str>,
+    key: &str,
+    text: &str,
+    cfg: &mut Config,
+    diags: &mut Diagnostics,
+) {
+    let Ok(quiet) = roxmltree::Document::parse(text) else {
+        return;
+    };
+    let r = quiet.root_element();
+    if r.tag_name().namespace() != Some(SYNAPSE_NS)
+        || !matches!(r.tag_name().name(), "sequence" | "endpoint")
+    {
+        return;
+    }
+    let Some(doc) = read_document(&file, text, diags) else {
+        return;
+    };
+    let mut p = FileParser {
+        file,
+        doc: &doc,
+        text,
+        diags,
+        artifact: Some(format!("registry resource {key}")),
+        failed: false,
+        origin: None,
+    };
+    let root = doc.root_element();
+    let artifact = p.entry_artifact(root, key);
+    cfg.local_entries.push(LocalEntry {
+        key: key.to_owned(),
+        loc: p.loc(root),
+        value: LocalEntryValue::Xml {
+            root: root.tag_name().name().to_owned(),
+            text: p.serialize_element(root),
+        },
+        artifact,
+    });
+}
+
 /// The endpoint an `<endpoint template="..">` stands for: `t`'s `<endpoint>` with each declared
 /// parameter that `args` gives a value put in where it stands as a whole value, then read as any
 /// endpoint is. Mistakes are reported at their place in the template's file. `None` when the result
