@@ -22,7 +22,8 @@ clean=0
 total=0
 for f in "$samples"/samples/synapse_sample_*.xml "$samples/sample-600"; do
     total=$((total + 1))
-    if out=$("$sluice" validate "$f" 2>&1); then
+    # SYNAPSE_HOME: the samples read repository/conf/sample/resources/ through their <registry>.
+    if out=$("$sluice" validate "$f" --home "$samples/home" 2>&1); then
         clean=$((clean + 1))
     elif [ "$verbose" = -v ]; then
         # The first finding that is not only a consequence of another ("depends on ...").

@@ -10,5 +10,5 @@ pub mod model;
 pub mod parse;
 
 pub use diag::{Diagnostic, Diagnostics, Location, Severity};
-pub use load::{load_path, load_str};
+pub use load::{load_path, load_path_in, load_str};
 pub use model::*;

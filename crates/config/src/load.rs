@@ -14,19 +14,126 @@ const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Loads everything under `path`. Never fails: every problem is a diagnostic.
 pub fn load_path(path: &Path) -> (Config, Diagnostics) {
+    load_path_in(path, None)
+}
+
+/// [`load_path`], with `home` as Synapse's `SYNAPSE_HOME` (MI's `MI_HOME`): where relative `file:`
+/// paths are read from (a `<registry>` root, a local entry's `src`). Without one: the MI home of an
+/// MI deployment folder, else the working directory, as Synapse reads them.
+pub fn load_path_in(path: &Path, home: Option<&Path>) -> (Config, Diagnostics) {
     let mut cfg = Config::default();
     let mut diags = Diagnostics::default();
     let display: Arc<str> = path.display().to_string().into();
+    let mi_registry = mi_registry_home(path);
     match std::fs::metadata(path) {
         Err(e) => file_error(&mut diags, &display, format!("cannot read: {e}")),
         Ok(m) if m.is_dir() => {
             load_dir(path, &mut cfg, &mut diags);
-            load_mi_registry(path, &mut cfg, &mut diags);
+            if let Some(r) = &mi_registry {
+                load_mi_registry(r, &mut cfg, &mut diags);
+            }
         }
         Ok(_) => load_file(path, &mut cfg, &mut diags),
     }
+    let home = match (home, &mi_registry) {
+        (Some(h), _) => h.to_path_buf(),
+        (None, Some(r)) => r.parent().map(Path::to_path_buf).unwrap_or_default(),
+        (None, None) => std::env::current_dir().unwrap_or_default(),
+    };
+    load_registries(&home, &mut cfg, &mut diags);
+    load_entry_sources(&home, &mut cfg, &mut diags);
     crate::check::check_duplicates(&cfg, &mut diags);
     (cfg, diags)
+}
+
+/// A `file:` URL as a path, a relative one from `home` (`file:repository/x`, `file:./x`,
+/// `file:///abs/x`).
+fn file_url_path(home: &Path, url: &str) -> Option<std::path::PathBuf> {
+    let rest = url.strip_prefix("file:")?;
+    let rest = rest.strip_prefix("//").unwrap_or(rest);
+    let p = Path::new(rest);
+    Some(if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        home.join(p)
+    })
+}
+
+/// Each `<registry>` over a folder: every file below its root, a resource keyed by its path there.
+fn load_registries(home: &Path, cfg: &mut Config, diags: &mut Diagnostics) {
+    for reg in std::mem::take(&mut cfg.registries) {
+        let Some(dir) = file_url_path(home, &reg.root).filter(|d| d.is_dir()) else {
+            diags.push(
+                Severity::Warning,
+                reg.loc.clone(),
+                "registry",
+                format!("the registry root '{}' is no folder under {} (--home sets where relative roots are read from); keys it would hold are missing", reg.root, home.display()),
+                None,
+            );
+            continue;
+        };
+        let mut tree = BTreeMap::new();
+        read_tree(&dir, &dir, &mut tree, diags);
+        for (rel, bytes) in &tree {
+            let file: Arc<str> = dir.join(rel).display().to_string().into();
+            add_resource(rel.clone(), file, bytes, cfg, diags);
+        }
+        cfg.registries.push(reg);
+    }
+}
+
+/// A resource, and the sequence or endpoint it holds, if any.
+fn add_resource(
+    key: String,
+    file: Arc<str>,
+    bytes: &Arc<[u8]>,
+    cfg: &mut Config,
+    diags: &mut Diagnostics,
+) {
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        crate::parse::registry_artifact(file.clone(), &key, text, cfg, diags);
+    }
+    cfg.resources.push(Resource {
+        key,
+        loc: Location::file_only(&file),
+        bytes: bytes.clone(),
+    });
+}
+
+/// A local entry's `src` that is a `file:` URL is read now, as if its content were written inline.
+/// Other URLs stay unread (Sluice uses no network at load).
+fn load_entry_sources(home: &Path, cfg: &mut Config, diags: &mut Diagnostics) {
+    for i in 0..cfg.local_entries.len() {
+        let crate::model::LocalEntryValue::Src(url) = &cfg.local_entries[i].value else {
+            continue;
+        };
+        let Some(path) = file_url_path(home, url) else {
+            continue;
+        };
+        let e = &cfg.local_entries[i];
+        let text = match read_limited(&path).map(String::from_utf8) {
+            Ok(Ok(t)) => t,
+            Ok(Err(_)) => {
+                let why = format!(
+                    "local entry '{}': {} is not UTF-8 text",
+                    e.key,
+                    path.display()
+                );
+                diags.push(Severity::Error, e.loc.clone(), "localEntry", why, None);
+                continue;
+            }
+            Err(err) => {
+                let why = format!("local entry '{}': cannot read {} ({err}; --home sets where relative paths are read from)", e.key, path.display());
+                diags.push(Severity::Error, e.loc.clone(), "localEntry", why, None);
+                continue;
+            }
+        };
+        let file: Arc<str> = path.display().to_string().into();
+        let read = crate::parse::entry_of_text(file, &e.key.clone(), &text, diags);
+        let e = &mut cfg.local_entries[i];
+        e.value = read.value;
+        e.artifact = read.artifact;
+    }
 }
 
 /// Loads one artifact from text (tests, the embedded default configuration).
@@ -445,10 +552,7 @@ fn mi_registry_home(path: &Path) -> Option<std::path::PathBuf> {
 /// Every file of MI's file registry beside a deployment folder, as a registry resource keyed by
 /// its place (`registry/config/xslt/t.xslt` is `conf:/xslt/t.xslt`). A `NAME.properties` beside
 /// `NAME` is MI's record of the resource's properties, not a resource.
-fn load_mi_registry(path: &Path, cfg: &mut Config, diags: &mut Diagnostics) {
-    let Some(registry) = mi_registry_home(path) else {
-        return;
-    };
+fn load_mi_registry(registry: &Path, cfg: &mut Config, diags: &mut Diagnostics) {
     for (folder, prefix) in [("config", "conf:"), ("governance", "gov:")] {
         let root = registry.join(folder);
         if !root.is_dir() {
@@ -463,16 +567,8 @@ fn load_mi_registry(path: &Path, cfg: &mut Config, diags: &mut Diagnostics) {
             {
                 continue;
             }
-            let key = format!("{prefix}/{rel}");
             let file: Arc<str> = root.join(rel).display().to_string().into();
-            if let Ok(text) = std::str::from_utf8(bytes) {
-                crate::parse::registry_artifact(file.clone(), &key, text, cfg, diags);
-            }
-            cfg.resources.push(Resource {
-                key,
-                loc: Location::file_only(&file),
-                bytes: bytes.clone(),
-            });
+            add_resource(format!("{prefix}/{rel}"), file, bytes, cfg, diags);
         }
     }
 }
@@ -561,6 +657,55 @@ mod tests {
         let (cfg, _) = load_path(&deployment.join("proxy-services"));
         assert!(cfg.resources.is_empty());
         assert!(mi_registry_home(&home).is_none());
+    }
+
+    #[test]
+    fn a_file_registry_and_local_entry_sources_are_read_from_the_home() {
+        let samples = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../conformance/third_party/synapse-samples");
+        let home = samples.join("home");
+        // Sample 8: a <registry> over file:repository/conf/sample/resources/, and a local entry
+        // whose src is a file there.
+        let (cfg, d) = load_path_in(&samples.join("samples/synapse_sample_8.xml"), Some(&home));
+        assert!(!d.has_errors(), "{:?}", d.items);
+        assert!(cfg
+            .resources
+            .iter()
+            .any(|r| r.key == "transform/transform_back.xslt"));
+        let entry = cfg
+            .local_entries
+            .iter()
+            .find(|l| l.key == "xslt-key-req")
+            .unwrap();
+        assert!(
+            matches!(&entry.value, crate::model::LocalEntryValue::Xml { root, .. } if root == "stylesheet"),
+            "{:?}",
+            entry.value
+        );
+        // Sample 9: a sequence in the registry is a sequence named by its key.
+        let (cfg, _) = load_path_in(&samples.join("samples/synapse_sample_9.xml"), Some(&home));
+        let seq = cfg
+            .local_entries
+            .iter()
+            .find(|l| l.key == "sequence/dynamic_seq_1.xml");
+        assert!(matches!(
+            seq.and_then(|s| s.artifact.as_ref()),
+            Some(crate::model::EntryArtifact::Sequence(_))
+        ));
+        // Elsewhere the root is no folder: said where it was looked for, and nothing is read.
+        let (cfg, d) = load_path_in(
+            &samples.join("samples/synapse_sample_8.xml"),
+            Some(&samples),
+        );
+        assert!(cfg.resources.is_empty());
+        assert!(d
+            .items
+            .iter()
+            .any(|x| x.severity == Severity::Warning && x.message.contains("is no folder under")));
+        assert!(d
+            .items
+            .iter()
+            .any(|x| x.severity == Severity::Error && x.message.contains("cannot read")));
     }
 
     #[test]

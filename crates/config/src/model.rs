@@ -30,6 +30,17 @@ pub struct Config {
     /// Where Synapse would also look up a key that names nothing here, which Sluice does not read
     /// yet: a `<registry>` or `<import>` (the element and its place).
     pub key_sources: Vec<(String, Location)>,
+    /// `<registry>`s over a folder (`root` a `file:` URL), read when the configuration loads.
+    pub registries: Vec<RegistryRoot>,
+}
+
+/// A Synapse `<registry>` whose `root` parameter is a `file:` URL: every file below it is a
+/// resource, its key the path below the root (`transform/t.xslt`).
+#[derive(Clone, Debug)]
+pub struct RegistryRoot {
+    /// The `root` parameter as written.
+    pub root: String,
+    pub loc: Location,
 }
 
 /// A `<template>` holding an `<endpoint>`: an endpoint written once with `$param` values, made

@@ -7,7 +7,7 @@ use sluice_transport::{tls, Engine, EngineOptions, ServerOptions, TlsListener};
 use std::collections::HashMap;
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,6 +38,12 @@ struct Cli {
 
 #[derive(clap::Args, Clone)]
 struct Listen {
+    /// Synapse's SYNAPSE_HOME, MI's MI_HOME: where relative `file:` paths in the configuration are
+    /// read from (a `<registry>` root, a local entry's `src`). Default: the MI home of an MI
+    /// deployment folder (`.../repository/deployment/server/synapse-configs/default`), else the
+    /// working directory.
+    #[arg(long, env = "SLUICE_HOME", global = true, value_name = "DIR")]
+    home: Option<PathBuf>,
     /// Port to serve on (0 picks a free one; the chosen address is printed).
     #[arg(long, env = "SLUICE_PORT", default_value_t = 8290, global = true)]
     port: u16,
@@ -151,7 +157,9 @@ fn main() -> ExitCode {
         None => Settings::default(),
     };
     match cli.cmd {
-        Some(Cmd::Validate { path, endpoints }) => validate(path, &endpoints),
+        Some(Cmd::Validate { path, endpoints }) => {
+            validate(path, cli.listen.home.as_deref(), &endpoints)
+        }
         Some(Cmd::Run {
             path,
             endpoints,
@@ -180,7 +188,8 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let Some((plan, _)) = load(Source::Path(path), &endpoints, strict) else {
+            let source = Source::Path(path, cli.listen.home.clone());
+            let Some((plan, _)) = load(source, &endpoints, strict) else {
                 return ExitCode::from(2);
             };
             let engine = settings.engine(EngineOptions {
@@ -198,7 +207,8 @@ fn main() -> ExitCode {
 }
 
 enum Source {
-    Path(PathBuf),
+    /// A PATH, and the home its relative `file:` paths are read from.
+    Path(PathBuf, Option<PathBuf>),
     Embedded,
 }
 
@@ -233,7 +243,7 @@ fn load(source: Source, endpoints: &[String], strict: bool) -> Option<(Plan, Dia
         }
     };
     let (config, mut diags) = match &source {
-        Source::Path(p) => sluice_config::load_path(p),
+        Source::Path(p, home) => sluice_config::load_path_in(p, home.as_deref()),
         Source::Embedded => sluice_config::load_str("<embedded>/synapse.xml", DEFAULT_CONFIG),
     };
     let plan = sluice_mediation::compile(&config, &opts, &mut diags);
@@ -255,7 +265,7 @@ fn load(source: Source, endpoints: &[String], strict: bool) -> Option<(Plan, Dia
     Some((plan, diags))
 }
 
-fn validate(path: PathBuf, endpoints: &[String]) -> ExitCode {
+fn validate(path: PathBuf, home: Option<&Path>, endpoints: &[String]) -> ExitCode {
     let opts = match overrides(endpoints) {
         Ok(o) => CompileOptions {
             endpoint_overrides: o,
@@ -265,7 +275,7 @@ fn validate(path: PathBuf, endpoints: &[String]) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let (config, mut diags) = sluice_config::load_path(&path);
+    let (config, mut diags) = sluice_config::load_path_in(&path, home);
     let plan = sluice_mediation::compile(&config, &opts, &mut diags);
     print_diagnostics(&diags);
     let mut deployed: Vec<&str> = plan.proxies.keys().map(String::as_str).collect();

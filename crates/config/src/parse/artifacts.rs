@@ -16,7 +16,6 @@ const KNOWN_UNSUPPORTED_ARTIFACTS: &[&str] = &[
     "eventSource",
     "executor",
     "import",
-    "registry",
     "priorityExecutor",
 ];
 
@@ -70,6 +69,7 @@ impl FileParser<'_, '_> {
             "endpoint" => cfg.endpoints.extend(self.endpoint_artifact(root)),
             "localEntry" => cfg.local_entries.extend(self.local_entry(root)),
             "template" => self.template_artifact(root, cfg),
+            "registry" => self.registry(root, cfg),
             // The configuration's own description (Synapse keeps it as such).
             "description" if expect == Expect::Any => {}
             other if KNOWN_UNSUPPORTED_ARTIFACTS.contains(&other) => {
@@ -88,6 +88,28 @@ impl FileParser<'_, '_> {
                 root,
                 format!("unknown top-level element <{other}>"),
             ),
+        }
+    }
+
+    /// A `<registry>`: read when its root is a folder (`file:`); any other is reported and Synapse's
+    /// lookups in it are unsupported.
+    fn registry(&mut self, n: Node, cfg: &mut Config) {
+        let root = elements(n)
+            .find(|p| p.tag_name().name() == "parameter" && p.attribute("name") == Some("root"))
+            .map(|p| p.text().unwrap_or("").trim().to_owned());
+        match root {
+            Some(r) if r.starts_with("file:") => cfg.registries.push(RegistryRoot {
+                root: r,
+                loc: self.loc(n),
+            }),
+            other => {
+                cfg.key_sources.push(("registry".to_owned(), self.loc(n)));
+                let why = match other {
+                    Some(r) => format!("a <registry> whose root is '{r}' is not read (only file: roots: Sluice uses no network at load)"),
+                    None => "a <registry> without a 'root' parameter is not supported".to_owned(),
+                };
+                self.report(Severity::Unsupported, n, why);
+            }
         }
     }
 

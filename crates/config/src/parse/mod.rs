@@ -108,40 +108,35 @@ pub fn parse_text(
     p.top_level(root, expect, cfg);
 }
 
-/// A registry resource that holds a Synapse `<sequence>` or `<endpoint>` is one, named by its key
-/// (as a local entry holding one is): `<sequence key="conf:/sequences/s.xml"/>` runs it. Other
-/// resources (stylesheets, schemas, text) are left as they are, with no diagnostics.
-pub fn registry_artifact(
-    file: Arc<str>,
-    key: &str,
-    text: &str,
-    cfg: &mut Config,
-    diags: &mut Diagnostics,
-) {
-    let Ok(quiet) = roxmltree::Document::parse(text) else {
-        return;
+/// The local entry `text` makes under `key`, as if written inline: an XML document is its root
+/// element (a Synapse `<sequence>` or `<endpoint>` read as one, named by the key), anything else
+/// text. Used for registry resources and a local entry's `src` file.
+pub fn entry_of_text(file: Arc<str>, key: &str, text: &str, diags: &mut Diagnostics) -> LocalEntry {
+    let text_entry = || LocalEntry {
+        key: key.to_owned(),
+        loc: Location::file_only(&file),
+        value: LocalEntryValue::Text(text.trim().to_owned()),
+        artifact: None,
     };
-    let r = quiet.root_element();
-    if r.tag_name().namespace() != Some(SYNAPSE_NS)
-        || !matches!(r.tag_name().name(), "sequence" | "endpoint")
-    {
-        return;
+    // Not XML (JSON schemas, scripts, text): no diagnostics, it is text.
+    if roxmltree::Document::parse(text).is_err() {
+        return text_entry();
     }
     let Some(doc) = read_document(&file, text, diags) else {
-        return;
+        return text_entry();
     };
     let mut p = FileParser {
-        file,
+        file: file.clone(),
         doc: &doc,
         text,
         diags,
-        artifact: Some(format!("registry resource {key}")),
+        artifact: Some(format!("resource {key}")),
         failed: false,
         origin: None,
     };
     let root = doc.root_element();
     let artifact = p.entry_artifact(root, key);
-    cfg.local_entries.push(LocalEntry {
+    LocalEntry {
         key: key.to_owned(),
         loc: p.loc(root),
         value: LocalEntryValue::Xml {
@@ -149,7 +144,28 @@ pub fn registry_artifact(
             text: p.serialize_element(root),
         },
         artifact,
+    }
+}
+
+/// A registry resource that holds a Synapse `<sequence>` or `<endpoint>` is one, named by its key
+/// (as a local entry holding one is): `<sequence key="conf:/sequences/s.xml"/>` runs it. Other
+/// resources (stylesheets, schemas, text) stay resources only.
+pub fn registry_artifact(
+    file: Arc<str>,
+    key: &str,
+    text: &str,
+    cfg: &mut Config,
+    diags: &mut Diagnostics,
+) {
+    let holds_one = roxmltree::Document::parse(text).is_ok_and(|d| {
+        let r = d.root_element();
+        r.tag_name().namespace() == Some(SYNAPSE_NS)
+            && matches!(r.tag_name().name(), "sequence" | "endpoint")
     });
+    if holds_one {
+        cfg.local_entries
+            .push(entry_of_text(file, key, text, diags));
+    }
 }
 
 /// The endpoint an `<endpoint template="..">` stands for: `t`'s `<endpoint>` with each declared
