@@ -273,6 +273,12 @@ pub enum EndpointKind {
         children: Vec<Endpoint>,
         weighted: bool,
     },
+    /// `<recipientlist>`: a copy of the message to every child (Synapse's RecipientListEndpoint,
+    /// for `send`); `list`: `<endpoints value>`, comma-separated addresses (an expression in braces).
+    RecipientList {
+        children: Vec<Endpoint>,
+        list: Option<ValueSrc>,
+    },
     /// `<endpoint template="..">`: the named endpoint template with these parameter values (the
     /// endpoint's `name` and `uri` attributes among them), instantiated when the plan is compiled.
     Template {

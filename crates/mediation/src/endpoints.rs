@@ -81,6 +81,9 @@ pub enum GroupKind {
     Failover { dynamic: bool },
     /// Round robin over the ready children; `failover`: a failed send goes to the next one.
     RoundRobin { failover: bool },
+    /// `<recipientlist>`: every child gets a copy. A `send` to it is a clone (see
+    /// [`EndpointPlan::recipients`]); as one endpoint it picks none.
+    RecipientList,
 }
 
 impl Group {
@@ -113,6 +116,7 @@ impl EndpointPlan {
         let what = match kind {
             GroupKind::Failover { .. } => "failover",
             GroupKind::RoundRobin { .. } => "loadbalance",
+            GroupKind::RecipientList => "recipientlist",
         };
         EndpointPlan {
             label: format!("{what} endpoint {name}").into(),
@@ -172,6 +176,8 @@ impl EndpointPlan {
             return None;
         }
         match g.kind {
+            // Not one endpoint: only `send` uses it, as a clone to every child.
+            GroupKind::RecipientList => None,
             GroupKind::Failover { dynamic: true } => {
                 g.children.iter().find_map(|c| c.pick(now, tried))
             }
@@ -197,6 +203,14 @@ impl EndpointPlan {
                     Some(leaf)
                 })
             }
+        }
+    }
+
+    /// A recipient list's children, each of which a `send` to it gives a copy of the message.
+    pub fn recipients(&self) -> Option<&[Arc<EndpointPlan>]> {
+        match &self.group {
+            Some(g) if g.kind == GroupKind::RecipientList => Some(&g.children),
+            _ => None,
         }
     }
 
@@ -616,6 +630,17 @@ impl Compiler<'_> {
                 let kind = GroupKind::Failover { dynamic: *dynamic };
                 return self.group(ep, name, kind, children, override_uri);
             }
+            cfg::EndpointKind::RecipientList { children, list } => {
+                let listed;
+                let children = match list {
+                    None => children,
+                    Some(l) => {
+                        listed = self.listed_recipients(ep, l)?;
+                        &listed
+                    }
+                };
+                return self.group(ep, name, GroupKind::RecipientList, children, override_uri);
+            }
             cfg::EndpointKind::Loadbalance {
                 failover,
                 children,
@@ -811,6 +836,60 @@ impl Compiler<'_> {
             }
         }
         Some(weights)
+    }
+
+    /// `<endpoints value>`: its comma-separated addresses, as address endpoints. An expression
+    /// must be known at load (a literal, `get-property('registry', KEY)`); one computed per
+    /// message is unsupported.
+    fn listed_recipients(
+        &mut self,
+        ep: &cfg::Endpoint,
+        list: &cfg::ValueSrc,
+    ) -> Option<Vec<cfg::Endpoint>> {
+        let text = match list {
+            cfg::ValueSrc::Literal(t) => t.clone(),
+            cfg::ValueSrc::Expr(e) => match self.expr(e, "endpoints")? {
+                sluice_expr::Expr::Literal(t) => t,
+                _ => {
+                    let why = "a recipient list computed per message is not supported yet (only one known at load: a literal, get-property('registry', KEY))";
+                    self.report(Severity::Unsupported, &e.loc, "endpoints", why);
+                    self.failed = true;
+                    return None;
+                }
+            },
+        };
+        let children: Vec<cfg::Endpoint> = text
+            .split(',')
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .map(|uri| cfg::Endpoint {
+                name: None,
+                loc: ep.loc.clone(),
+                kind: cfg::EndpointKind::Address(Box::new(cfg::AddressEndpoint {
+                    uri: uri.to_owned(),
+                    uri_loc: ep.loc.clone(),
+                    format: None,
+                    kind: cfg::AddressKind::Address,
+                    method: None,
+                    timeout: None,
+                    suspend_on_failure: cfg::SuspendOnFailure::default(),
+                    mark_for_suspension: cfg::MarkForSuspension::default(),
+                    retry: cfg::RetryConfig::default(),
+                })),
+                properties: Vec::new(),
+            })
+            .collect();
+        if children.is_empty() {
+            self.report(
+                Severity::Error,
+                &ep.loc,
+                "endpoints",
+                "the recipient list is empty",
+            );
+            self.failed = true;
+            return None;
+        }
+        Some(children)
     }
 
     pub(crate) fn group(

@@ -117,14 +117,14 @@ impl FileParser<'_, '_> {
                 continue;
             }
             match c.tag_name().name() {
-                element @ ("address" | "http" | "default" | "failover" | "loadbalance") => {
+                element @ ("address" | "http" | "default" | "failover" | "loadbalance"
+                | "recipientlist") => {
                     defined = true;
                     kind = self.endpoint_kind(c, element);
                 }
                 "property" => properties.extend(self.endpoint_property(c)),
                 "parameter" => {}
                 k @ ("wsdl"
-                | "recipientlist"
                 | "template"
                 | "session"
                 | "dynamicLoadbalance"
@@ -162,6 +162,7 @@ impl FileParser<'_, '_> {
             "http" => AddressKind::Http,
             "default" => AddressKind::Default,
             "failover" => return self.failover(c),
+            "recipientlist" => return self.recipient_list(c),
             _ => return self.loadbalance(c),
         };
         self.address(c, flavor)
@@ -227,6 +228,26 @@ impl FileParser<'_, '_> {
         let dynamic = loose_bool(n, "dynamic", true);
         let children = self.children(n, "failover")?;
         Some(EndpointKind::Failover { dynamic, children })
+    }
+
+    /// `<recipientlist>`: child endpoints, or `<endpoints value="a,b"/>` (in braces, an expression).
+    fn recipient_list(&mut self, n: Node) -> Option<EndpointKind> {
+        if let Some(e) = elements(n).find(|c| c.tag_name().name() == "endpoints") {
+            let value = self.required_attr(e, "value")?;
+            let list = match value.strip_prefix('{').and_then(|v| v.strip_suffix('}')) {
+                Some(expr) => ValueSrc::Expr(self.expr(e, "value", expr)),
+                None => ValueSrc::Literal(value),
+            };
+            return Some(EndpointKind::RecipientList {
+                children: Vec::new(),
+                list: Some(list),
+            });
+        }
+        let children = self.children(n, "recipientlist")?;
+        Some(EndpointKind::RecipientList {
+            children,
+            list: None,
+        })
     }
 
     fn loadbalance(&mut self, n: Node) -> Option<EndpointKind> {

@@ -284,10 +284,25 @@ pub struct Seen {
 pub struct Backend {
     pub addr: SocketAddr,
     pub seen: Arc<Mutex<Vec<Seen>>>,
+    /// Notified at each request recorded in `seen`.
+    arrived: Arc<tokio::sync::Notify>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl Backend {
+    /// Waits until the back-end has seen at least `n` requests in all, or `within` has passed
+    /// (requests sent one-way may arrive after their client was answered); the number seen.
+    pub async fn wait_seen(&self, n: usize, within: Duration) -> usize {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let notified = self.arrived.notified();
+            let count = self.seen.lock().unwrap().len();
+            if count >= n || tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return self.seen.lock().unwrap().len();
+            }
+        }
+    }
+
     /// The body of the last request the back-end saw.
     pub fn last_body(&self) -> Bytes {
         let seen = self.seen.lock().unwrap();
@@ -306,17 +321,18 @@ pub async fn backend() -> Backend {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
-    let seen2 = seen.clone();
+    let arrived = Arc::new(tokio::sync::Notify::new());
+    let (seen2, arrived2) = (seen.clone(), arrived.clone());
     let task = tokio::spawn(async move {
         loop {
             let Ok((s, _)) = listener.accept().await else {
                 continue;
             };
             let _ = s.set_nodelay(true);
-            let seen = seen2.clone();
+            let (seen, arrived) = (seen2.clone(), arrived2.clone());
             tokio::spawn(async move {
                 let svc = service_fn(move |req: Request<Incoming>| {
-                    let seen = seen.clone();
+                    let (seen, arrived) = (seen.clone(), arrived.clone());
                     async move {
                         let small = req
                             .headers()
@@ -345,6 +361,7 @@ pub async fn backend() -> Backend {
                             http_body_util::Either::Right(body)
                         };
                         seen.lock().unwrap().push(record);
+                        arrived.notify_waiters();
                         if let Some(ms) = parts
                             .headers
                             .get("x-test-delay-ms")
@@ -368,7 +385,12 @@ pub async fn backend() -> Backend {
             });
         }
     });
-    Backend { addr, seen, task }
+    Backend {
+        addr,
+        seen,
+        arrived,
+        task,
+    }
 }
 
 /// A back-end on raw TCP that reads a request head and then does `f` with the socket.
