@@ -8,6 +8,7 @@ pub mod diag;
 pub mod load;
 pub mod model;
 pub mod parse;
+pub mod throttle;
 
 pub use diag::{Diagnostic, Diagnostics, Location, Severity};
 pub use load::{load_path, load_path_in, load_str};

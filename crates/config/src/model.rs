@@ -478,6 +478,8 @@ pub enum MediatorKind {
     Switch(Switch),
     Callout(Callout),
     Cache(Cache),
+    /// `<throttle>`: concurrency and per-caller rate limits, `onAccept` / `onReject`.
+    Throttle(Throttle),
     /// `<sequence key="..."/>`; a key in braces is an expression naming the sequence per
     /// message (`dynamic`, the text inside the braces).
     SequenceRef {
@@ -851,4 +853,23 @@ pub enum FaultDetail {
     Value(ValueSrc),
     /// Child elements, serialised with their in-scope namespaces.
     Xml(String),
+}
+
+/// `<throttle id onAccept onReject>` with its `<policy>` (none on the response path, where it
+/// only gives back the concurrency its request took).
+#[derive(Clone, Debug)]
+pub struct Throttle {
+    pub id: String,
+    pub policy: Option<ThrottlePolicySrc>,
+    pub on_accept: Option<SequenceRef>,
+    pub on_reject: Option<SequenceRef>,
+    pub loc: Location,
+}
+
+#[derive(Clone, Debug)]
+pub enum ThrottlePolicySrc {
+    /// `<policy key>`: a local entry or registry resource holding the policy.
+    Key(String),
+    /// The WS-Policy written inside `<policy>`, as text.
+    Inline(String),
 }

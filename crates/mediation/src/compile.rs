@@ -112,6 +112,7 @@ impl<'a> Compiler<'a> {
                 .collect(),
             ep_cache: HashMap::new(),
             in_progress: HashSet::new(),
+            throttles: HashMap::new(),
             key_sources: &config.key_sources,
             artifact: String::new(),
             failed: false,
@@ -216,6 +217,8 @@ pub(crate) struct Compiler<'a> {
     pub(crate) resources: HashMap<String, &'a cfg::Resource>,
     pub(crate) ep_cache: HashMap<String, Result<Arc<EndpointPlan>, Failure>>,
     pub(crate) in_progress: HashSet<String>,
+    /// The concurrency of each throttle `id`, shared by the throttles that name it.
+    pub(crate) throttles: HashMap<String, Arc<crate::mediators::throttle::Concurrency>>,
     /// Where Synapse would also look up keys that name nothing here (`<registry>`, `<import>`).
     pub(crate) key_sources: &'a [(String, Location)],
     /// The artifact being compiled, for diagnostics.

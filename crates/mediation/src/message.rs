@@ -206,6 +206,10 @@ pub struct Message {
     pub saved: Vec<Saved>,
     /// MI 4.4's variables (the `variable` mediator; `${vars.NAME}` reads them).
     pub vars: Vars,
+    /// The client's address (Axis2's `REMOTE_ADDR`), when known.
+    pub remote: Option<std::net::IpAddr>,
+    /// Places this request holds under throttle ids ([`crate::mediators::throttle`]).
+    pub permits: crate::mediators::throttle::Permits,
     /// Set when the request's mediation must stop (its deadline passed, or its client went away):
     /// the executor checks it between mediators and fails with [`crate::ErrorKind::Stopped`].
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
@@ -243,6 +247,8 @@ impl Message {
             gather: None,
             saved: Vec::new(),
             vars: Vars::default(),
+            remote: None,
+            permits: Default::default(),
             stop: None,
             message_id: None,
         }
@@ -475,6 +481,7 @@ impl Env for Message {
                 match name {
                     "HTTP_SC" => self.status.map(|s| Cow::Owned(s.as_u16().to_string())),
                     "HTTP_METHOD" => Some(Cow::Borrowed(self.method.as_str())),
+                    "REMOTE_ADDR" => self.remote.map(|ip| Cow::Owned(ip.to_string())),
                     "REST_URL_POSTFIX" => None,
                     _ => None,
                 }

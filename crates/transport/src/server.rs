@@ -100,7 +100,8 @@ pub async fn serve(
     let mut fresh: Vec<Fresh> = Vec::new();
     // A connection served here: its task holds the balance's count until it ends.
     let start = |stream: TcpStream, count: Counted| {
-        let (began, svc) = service(&engine, Transport::Http);
+        let peer = stream.peer_addr().ok().map(|a| a.ip());
+        let (began, svc) = service(&engine, Transport::Http, peer);
         let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc));
         let task = tokio::spawn(async move {
             if let Err(e) = conn.await {
@@ -115,7 +116,8 @@ pub async fn serve(
     };
     // An https connection: the handshake in its own task, then served as the others.
     let start_tls = |stream: TcpStream, count: Counted, acceptor: TlsAcceptor| {
-        let (began, svc) = service(&engine, Transport::Https);
+        let peer = stream.peer_addr().ok().map(|a| a.ip());
+        let (began, svc) = service(&engine, Transport::Https, peer);
         let (watcher, builder) = (graceful.watcher(), builder.clone());
         let handshake_timeout = opts.header_read_timeout;
         let task = tokio::spawn(async move {
@@ -195,10 +197,11 @@ type Request = http::Request<hyper::body::Incoming>;
 type Answer = http::Response<crate::body::RelayBody>;
 
 /// A connection's service: each request to the engine, noting that the connection began one (a
-/// connection that never did is closed at once on shutdown).
+/// connection that never did is closed at once on shutdown). `peer`: the client's address.
 fn service(
     engine: &Arc<Engine>,
     transport: Transport,
+    peer: Option<std::net::IpAddr>,
 ) -> (
     Arc<AtomicBool>,
     impl hyper::service::Service<Request, Response = Answer, Error = Infallible, Future: Send>
@@ -211,7 +214,7 @@ fn service(
     let svc = service_fn(move |req| {
         let engine = engine.clone();
         began_here.store(true, Ordering::Relaxed);
-        async move { Ok::<_, Infallible>(engine.handle(req, transport).await) }
+        async move { Ok::<_, Infallible>(engine.handle(req, transport, peer).await) }
     });
     (began, svc)
 }

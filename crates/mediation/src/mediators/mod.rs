@@ -39,6 +39,7 @@ pub mod send;
 pub mod sequence;
 pub mod switch;
 pub mod template;
+pub mod throttle;
 pub mod validate;
 pub mod variable;
 pub mod xslt;
@@ -233,6 +234,7 @@ mediators! {
     Rewrite(rewrite::RewritePlan),
     ConditionalRouter(conditional_router::RouterPlan),
     Variable(variable::VariablePlan),
+    Throttle(throttle::ThrottlePlan),
 }
 
 impl Compiler<'_> {
@@ -278,6 +280,7 @@ impl Compiler<'_> {
             cfg::MediatorKind::Rewrite(r) => rewrite::compile(self, r, el),
             cfg::MediatorKind::ConditionalRouter(r) => conditional_router::compile(self, r, el),
             cfg::MediatorKind::Variable(v) => variable::compile(self, v, m),
+            cfg::MediatorKind::Throttle(t) => throttle::compile(self, t, m),
         }
     }
 }

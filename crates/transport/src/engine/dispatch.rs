@@ -9,6 +9,7 @@ impl Engine {
         self: Arc<Self>,
         req: Request<hyper::body::Incoming>,
         transport: Transport,
+        peer: Option<std::net::IpAddr>,
     ) -> Response<RelayBody> {
         let (parts, body) = req.into_parts();
         if let Some(refused) = refuse_head(&parts) {
@@ -18,7 +19,7 @@ impl Engine {
         let rest = match path.strip_prefix("/services") {
             Some(r) if r.is_empty() || r == "/" => return self.listing(),
             Some(r) if r.starts_with('/') => &r[1..],
-            _ => return self.api(parts, body).await,
+            _ => return self.api(parts, body, peer).await,
         };
         let name = rest.split('/').next().unwrap_or(rest);
         let proxy = match self.plan.proxies.get(name) {
@@ -29,7 +30,7 @@ impl Engine {
                 .and_then(|(n, _)| self.plan.proxies.get(n))
             {
                 Some(p) => p,
-                None => return self.api(parts, body).await,
+                None => return self.api(parts, body, peer).await,
             },
         };
         let served = match transport {
@@ -77,7 +78,8 @@ impl Engine {
             .path_and_query()
             .map(|p| p.as_str().to_owned())
             .unwrap_or_default();
-        let msg = Message::request(proxy.name.clone(), parts.method, pq, parts.headers);
+        let mut msg = Message::request(proxy.name.clone(), parts.method, pq, parts.headers);
+        msg.remote = peer;
         let proxy = proxy.clone();
         self.request_flow(&proxy, msg, body).await
     }
@@ -90,6 +92,7 @@ impl Engine {
         &self,
         parts: http::request::Parts,
         body: hyper::body::Incoming,
+        peer: Option<std::net::IpAddr>,
     ) -> Response<RelayBody> {
         let pq = parts
             .uri
@@ -101,12 +104,13 @@ impl Engine {
                 // No proxy or API takes it: Synapse's main sequence does, when there is one.
                 if let (Miss::NoApi, Some(main)) = (&miss, &self.plan.main) {
                     let main = main.clone();
-                    let msg = Message::request(
+                    let mut msg = Message::request(
                         main.name.clone(),
                         parts.method,
                         pq.to_owned(),
                         parts.headers,
                     );
+                    msg.remote = peer;
                     return self.request_flow(&main, msg, body).await;
                 }
                 // Read and dropped, unless the client waits for 100 Continue to send it.
@@ -145,6 +149,7 @@ impl Engine {
             pq.to_owned(),
             parts.headers,
         );
+        msg.remote = peer;
         let sub = match route.postfix {
             "" => "/",
             p => p,

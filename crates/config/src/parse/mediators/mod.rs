@@ -13,10 +13,10 @@ pub(crate) mod evaluator;
 mod flow;
 mod messaging;
 pub(crate) mod rewrite;
+mod throttle;
 
 /// Mediators Synapse and WSO2 MI define that Sluice does not run yet: reported as unsupported, not unknown.
 const KNOWN_UNSUPPORTED_MEDIATORS: &[&str] = &[
-    "throttle",
     "script",
     "class",
     "pojoCommand",
@@ -117,6 +117,8 @@ impl FileParser<'_, '_> {
             "call" => self.call(n)?,
             "callout" => MediatorKind::Callout(self.callout(n)?),
             "cache" => MediatorKind::Cache(self.cache(n)?),
+            // throttle.rs
+            "throttle" => MediatorKind::Throttle(self.throttle(n)?),
             "clone" => MediatorKind::Clone(self.clone_mediator(n)?),
             "iterate" => MediatorKind::Iterate(self.iterate(n)?),
             "foreach" => MediatorKind::Foreach(self.foreach(n)?),
