@@ -9,6 +9,7 @@ pub mod load;
 pub mod model;
 pub mod parse;
 pub mod throttle;
+pub mod wsdl;
 
 pub use diag::{Diagnostic, Diagnostics, Location, Severity};
 pub use load::{load_path, load_path_in, load_str};

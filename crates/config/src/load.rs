@@ -42,13 +42,14 @@ pub fn load_path_in(path: &Path, home: Option<&Path>) -> (Config, Diagnostics) {
     };
     load_registries(&home, &mut cfg, &mut diags);
     load_entry_sources(&home, &mut cfg, &mut diags);
+    cfg.home = home;
     crate::check::check_duplicates(&cfg, &mut diags);
     (cfg, diags)
 }
 
 /// A `file:` URL as a path, a relative one from `home` (`file:repository/x`, `file:./x`,
 /// `file:///abs/x`).
-fn file_url_path(home: &Path, url: &str) -> Option<std::path::PathBuf> {
+pub fn file_url_path(home: &Path, url: &str) -> Option<std::path::PathBuf> {
     let rest = url.strip_prefix("file:")?;
     let rest = rest.strip_prefix("//").unwrap_or(rest);
     let p = Path::new(rest);

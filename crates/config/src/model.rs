@@ -32,6 +32,8 @@ pub struct Config {
     pub key_sources: Vec<(String, Location)>,
     /// `<registry>`s over a folder (`root` a `file:` URL), read when the configuration loads.
     pub registries: Vec<RegistryRoot>,
+    /// Where relative `file:` paths are read from (SYNAPSE_HOME, MI_HOME).
+    pub home: std::path::PathBuf,
 }
 
 /// A Synapse `<registry>` whose `root` parameter is a `file:` URL: every file below it is a
@@ -304,6 +306,36 @@ pub struct AddressEndpoint {
     pub mark_for_suspension: MarkForSuspension,
     /// `<retryConfig>`: which error codes let a failover or load-balance parent try another child.
     pub retry: RetryConfig,
+    /// A `<wsdl>` endpoint: which port of which service (`uri` is then the WSDL's, empty when the
+    /// WSDL is written inside).
+    pub wsdl: Option<Box<WsdlPort>>,
+}
+
+impl AddressEndpoint {
+    /// An `<address uri>` with nothing else set.
+    pub fn plain(uri: String, uri_loc: Location) -> AddressEndpoint {
+        AddressEndpoint {
+            uri,
+            uri_loc,
+            format: None,
+            kind: AddressKind::Address,
+            method: None,
+            timeout: None,
+            suspend_on_failure: SuspendOnFailure::default(),
+            mark_for_suspension: MarkForSuspension::default(),
+            retry: RetryConfig::default(),
+            wsdl: None,
+        }
+    }
+}
+
+/// Where a `<wsdl>` endpoint's address comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WsdlPort {
+    pub service: Option<String>,
+    pub port: Option<String>,
+    /// The WSDL written inside the element.
+    pub inline: Option<String>,
 }
 
 /// The endpoint elements that send to one address.
@@ -316,6 +348,8 @@ pub enum AddressKind {
     Http,
     /// `<default>`: the message's To address (`uri` is empty).
     Default,
+    /// `<wsdl uri service port>`: the address the WSDL gives the port.
+    Wsdl,
 }
 
 impl AddressKind {
@@ -325,6 +359,7 @@ impl AddressKind {
             AddressKind::Address => "address",
             AddressKind::Http => "http",
             AddressKind::Default => "default",
+            AddressKind::Wsdl => "wsdl",
         }
     }
 }

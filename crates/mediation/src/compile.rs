@@ -47,6 +47,7 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
         c.deploy_main(main, &mut plan);
     }
     c.fill_sequences_by_name();
+    plan.wsdls = std::mem::take(&mut c.wsdls);
     plan
 }
 
@@ -113,6 +114,8 @@ impl<'a> Compiler<'a> {
             ep_cache: HashMap::new(),
             in_progress: HashSet::new(),
             throttles: HashMap::new(),
+            wsdls: Vec::new(),
+            home: &config.home,
             key_sources: &config.key_sources,
             artifact: String::new(),
             failed: false,
@@ -217,6 +220,10 @@ pub(crate) struct Compiler<'a> {
     pub(crate) resources: HashMap<String, &'a cfg::Resource>,
     pub(crate) ep_cache: HashMap<String, Result<Arc<EndpointPlan>, Failure>>,
     pub(crate) in_progress: HashSet<String>,
+    /// `<wsdl>` endpoints to read when Sluice starts.
+    pub(crate) wsdls: Vec<Arc<crate::endpoints::LazyWsdl>>,
+    /// Where relative `file:` paths are read from.
+    pub(crate) home: &'a std::path::Path,
     /// The concurrency of each throttle `id`, shared by the throttles that name it.
     pub(crate) throttles: HashMap<String, Arc<crate::mediators::throttle::Concurrency>>,
     /// Where Synapse would also look up keys that name nothing here (`<registry>`, `<import>`).

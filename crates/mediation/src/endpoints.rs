@@ -62,6 +62,37 @@ pub enum Address {
     /// A key that names no endpoint in the configuration: each send fails, as in Synapse, which
     /// looks the key up then.
     Missing,
+    /// A `<wsdl>` endpoint whose WSDL is read when Sluice starts: the address it gives.
+    Wsdl(Arc<LazyWsdl>),
+}
+
+/// A `<wsdl uri service port>` endpoint's WSDL, read over the network when Sluice starts (WSO2 MI
+/// reads it when it deploys the endpoint). Until then, or when it could not be read, a message
+/// sent to the endpoint fails with the reason.
+#[derive(Debug)]
+pub struct LazyWsdl {
+    pub uri: String,
+    pub service: Option<String>,
+    pub port: Option<String>,
+    address: std::sync::OnceLock<Result<String, String>>,
+}
+
+impl LazyWsdl {
+    /// What reading the WSDL gave: its text, or why there is none. The first call decides.
+    pub fn read(&self, text: Result<String, String>) {
+        let address = text
+            .and_then(|t| cfg::wsdl::address(&t, self.service.as_deref(), self.port.as_deref()));
+        let _ = self.address.set(address);
+    }
+
+    /// The address, or why there is none.
+    fn address(&self) -> Result<&str, String> {
+        match self.address.get() {
+            Some(Ok(a)) => Ok(a),
+            Some(Err(e)) => Err(format!("its WSDL at {} gave no address: {e}", self.uri)),
+            None => Err(format!("its WSDL at {} has not been read", self.uri)),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -376,6 +407,18 @@ impl EndpointPlan {
                 ))
             }
             Address::Template(t) => self.expand(t, msg),
+            Address::Wsdl(w) => {
+                let at = w.address().map_err(|why| {
+                    Error::new(
+                        ErrorKind::EndpointNotFound,
+                        format!("endpoint {}: {why}", self.name),
+                    )
+                })?;
+                match self.rest_postfix(msg) {
+                    Some(postfix) => joined(at, postfix),
+                    None => at.to_owned(),
+                }
+            }
             Address::To => msg.to.clone().ok_or_else(|| {
                 Error::new(
                     ErrorKind::NoRoute,
@@ -394,6 +437,7 @@ impl EndpointPlan {
             let what = match self.address {
                 Address::To => "To address",
                 Address::Fixed => "address with the REST API's path after its context",
+                Address::Wsdl(_) => "address its WSDL gives",
                 _ => "uri-template",
             };
             Error::new(
@@ -728,6 +772,52 @@ impl Compiler<'_> {
     }
 
     /// An address, `<http>` or default endpoint.
+    /// A `<wsdl>` endpoint's address: known now (the WSDL written inside, or a `file:`), or read
+    /// when Sluice starts (`Err`, with what will read it). `None` when reported.
+    fn wsdl_address(
+        &mut self,
+        a: &cfg::AddressEndpoint,
+        w: &cfg::WsdlPort,
+    ) -> Option<Result<String, Arc<LazyWsdl>>> {
+        let text = match (&w.inline, a.uri.as_str()) {
+            (Some(t), _) => t.clone(),
+            (None, u) if u.starts_with("http://") || u.starts_with("https://") => {
+                let lazy = Arc::new(LazyWsdl {
+                    uri: u.to_owned(),
+                    service: w.service.clone(),
+                    port: w.port.clone(),
+                    address: std::sync::OnceLock::new(),
+                });
+                self.wsdls.push(lazy.clone());
+                return Some(Err(lazy));
+            }
+            (None, u) => {
+                let read = cfg::load::file_url_path(self.home, u)
+                    .ok_or_else(|| {
+                        format!("a WSDL at '{u}' is not read (only http, https and file: URLs)")
+                    })
+                    .and_then(|p| {
+                        std::fs::read_to_string(&p)
+                            .map_err(|e| format!("cannot read the WSDL {}: {e}", p.display()))
+                    });
+                match read {
+                    Ok(t) => t,
+                    Err(why) => {
+                        self.report(Severity::Error, &a.uri_loc, "wsdl", why);
+                        return None;
+                    }
+                }
+            }
+        };
+        match cfg::wsdl::address(&text, w.service.as_deref(), w.port.as_deref()) {
+            Ok(at) => Some(Ok(at)),
+            Err(why) => {
+                self.report(Severity::Error, &a.uri_loc, "wsdl", why);
+                None
+            }
+        }
+    }
+
     fn address(
         &mut self,
         ep: &cfg::Endpoint,
@@ -736,7 +826,18 @@ impl Compiler<'_> {
         template_vars: Vec<(String, String)>,
         override_uri: Option<&str>,
     ) -> Option<Arc<EndpointPlan>> {
-        let uri_text = override_uri.unwrap_or(&a.uri);
+        let mut lazy = None;
+        let from_wsdl = match (&a.wsdl, override_uri) {
+            (Some(w), None) => match self.wsdl_address(a, w)? {
+                Ok(at) => Some(at),
+                Err(l) => {
+                    lazy = Some(l);
+                    None
+                }
+            },
+            _ => None,
+        };
+        let uri_text = override_uri.or(from_wsdl.as_deref()).unwrap_or(&a.uri);
         let template = self.uri_template(a, uri_text).ok()?;
         // What can be checked at load: the address, or the template with no variable set when its
         // scheme and host are written out before any variable (each message's URI is checked again
@@ -798,10 +899,11 @@ impl Compiler<'_> {
             SuspendPolicy::new(&a.suspend_on_failure, &a.mark_for_suspension),
         );
         plan.retry = a.retry.clone();
-        plan.address = match template {
-            Some(t) => Address::Template(t),
-            None if to_address => Address::To,
-            None => Address::Fixed,
+        plan.address = match (template, lazy) {
+            (_, Some(w)) => Address::Wsdl(w),
+            (Some(t), None) => Address::Template(t),
+            (None, None) if to_address => Address::To,
+            (None, None) => Address::Fixed,
         };
         plan.template_vars = template_vars;
         plan.method = a.method.as_deref().and_then(|m| m.parse().ok());
@@ -865,17 +967,10 @@ impl Compiler<'_> {
             .map(|uri| cfg::Endpoint {
                 name: None,
                 loc: ep.loc.clone(),
-                kind: cfg::EndpointKind::Address(Box::new(cfg::AddressEndpoint {
-                    uri: uri.to_owned(),
-                    uri_loc: ep.loc.clone(),
-                    format: None,
-                    kind: cfg::AddressKind::Address,
-                    method: None,
-                    timeout: None,
-                    suspend_on_failure: cfg::SuspendOnFailure::default(),
-                    mark_for_suspension: cfg::MarkForSuspension::default(),
-                    retry: cfg::RetryConfig::default(),
-                })),
+                kind: cfg::EndpointKind::Address(Box::new(cfg::AddressEndpoint::plain(
+                    uri.to_owned(),
+                    ep.loc.clone(),
+                ))),
                 properties: Vec::new(),
             })
             .collect();

@@ -39,6 +39,9 @@ pub struct Plan {
     /// Synapse's `main` sequence, when the configuration defines one: the service for a request no
     /// proxy or API takes, its in- and out-sequence both (`<in>` and `<out>` tell them apart).
     pub main: Option<Arc<ProxyPlan>>,
+    /// `<wsdl>` endpoints whose WSDL is read over the network: fetched when Sluice starts
+    /// ([`crate::endpoints::LazyWsdl`]).
+    pub wsdls: Vec<Arc<crate::endpoints::LazyWsdl>>,
 }
 
 #[derive(Debug)]

@@ -192,6 +192,7 @@ fn main() -> ExitCode {
             let Some((plan, _)) = load(source, &endpoints, strict) else {
                 return ExitCode::from(2);
             };
+            read_wsdls(&plan, &backend_tls);
             let engine = settings.engine(EngineOptions {
                 backend_tls,
                 ..EngineOptions::default()
@@ -203,6 +204,25 @@ fn main() -> ExitCode {
             serve(plan, cli.listen, server, engine, None)
         }
         None => serve_default(cli.listen, &settings),
+    }
+}
+
+/// Reads the WSDLs of `<wsdl>` endpoints before serving (as WSO2 MI reads them when it deploys),
+/// each within 10 s; an endpoint whose WSDL cannot be read stays, and its messages fail.
+fn read_wsdls(plan: &Plan, tls: &Arc<sluice_transport::tls::ClientConfig>) {
+    if plan.wsdls.is_empty() {
+        return;
+    }
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt.block_on(sluice_transport::wsdl::read_all(
+            &plan.wsdls,
+            tls.clone(),
+            Duration::from_secs(10),
+        )),
+        Err(e) => eprintln!("sluice: cannot read the WSDLs of wsdl endpoints: {e}"),
     }
 }
 

@@ -10,6 +10,7 @@ pub mod headers;
 pub mod offload;
 pub mod server;
 pub mod tls;
+pub mod wsdl;
 
 pub use engine::{Engine, EngineOptions, Transport};
 pub use server::{serve, ServerOptions, TlsListener};

@@ -9,7 +9,8 @@
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::server::WebPkiClientVerifier;
-use rustls::{ClientConfig, RootCertStore, ServerConfig};
+pub use rustls::ClientConfig;
+use rustls::{RootCertStore, ServerConfig};
 use std::io;
 use std::path::Path;
 use std::pin::Pin;

@@ -118,14 +118,13 @@ impl FileParser<'_, '_> {
             }
             match c.tag_name().name() {
                 element @ ("address" | "http" | "default" | "failover" | "loadbalance"
-                | "recipientlist") => {
+                | "recipientlist" | "wsdl") => {
                     defined = true;
                     kind = self.endpoint_kind(c, element);
                 }
                 "property" => properties.extend(self.endpoint_property(c)),
                 "parameter" => {}
-                k @ ("wsdl"
-                | "template"
+                k @ ("template"
                 | "session"
                 | "dynamicLoadbalance"
                 | "serviceDynamicLoadbalance"
@@ -161,6 +160,7 @@ impl FileParser<'_, '_> {
             "address" => AddressKind::Address,
             "http" => AddressKind::Http,
             "default" => AddressKind::Default,
+            "wsdl" => AddressKind::Wsdl,
             "failover" => return self.failover(c),
             "recipientlist" => return self.recipient_list(c),
             _ => return self.loadbalance(c),
@@ -290,8 +290,11 @@ impl FileParser<'_, '_> {
     /// same settings inside.
     fn address(&mut self, n: Node, flavor: AddressKind) -> Option<AddressEndpoint> {
         let http = flavor == AddressKind::Http;
+        let inline_wsdl =
+            elements(n).find(|c| matches!(c.tag_name().name(), "definitions" | "description"));
         let (uri, uri_loc) = match flavor {
             AddressKind::Default => (String::new(), self.loc(n)),
+            AddressKind::Wsdl if inline_wsdl.is_some() => (String::new(), self.loc(n)),
             _ => {
                 let attr = if http { "uri-template" } else { "uri" };
                 (self.required_attr(n, attr)?, self.attr_loc(n, attr))
@@ -312,9 +315,17 @@ impl FileParser<'_, '_> {
             suspend_on_failure: SuspendOnFailure::default(),
             mark_for_suspension: MarkForSuspension::default(),
             retry: RetryConfig::default(),
+            wsdl: (flavor == AddressKind::Wsdl).then(|| {
+                Box::new(WsdlPort {
+                    service: n.attribute("service").map(str::to_owned),
+                    port: n.attribute("port").map(str::to_owned),
+                    inline: inline_wsdl.map(|w| self.serialize_element(w)),
+                })
+            }),
         };
         for c in elements(n) {
             match c.tag_name().name() {
+                "definitions" | "description" if flavor == AddressKind::Wsdl => {}
                 "timeout" => a.timeout = Some(self.timeout(c)),
                 "suspendOnFailure" => a.suspend_on_failure = self.suspend_on_failure(c),
                 "markForSuspension" => a.mark_for_suspension = self.mark_for_suspension(c),

@@ -100,17 +100,10 @@ impl FileParser<'_, '_> {
             (Some(url), None) => Some(EndpointRef::Inline(Box::new(Endpoint {
                 name: None,
                 loc: self.attr_loc(n, "serviceURL"),
-                kind: EndpointKind::Address(Box::new(AddressEndpoint {
-                    uri: url.trim().to_owned(),
-                    uri_loc: self.attr_loc(n, "serviceURL"),
-                    format: None,
-                    kind: AddressKind::Address,
-                    method: None,
-                    timeout: None,
-                    suspend_on_failure: SuspendOnFailure::default(),
-                    mark_for_suspension: MarkForSuspension::default(),
-                    retry: RetryConfig::default(),
-                })),
+                kind: EndpointKind::Address(Box::new(AddressEndpoint::plain(
+                    url.trim().to_owned(),
+                    self.attr_loc(n, "serviceURL"),
+                ))),
                 properties: Vec::new(),
             }))),
             (None, None) => None,
