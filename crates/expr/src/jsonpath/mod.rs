@@ -201,6 +201,48 @@ impl JsonPath {
         })
     }
 
+    /// Puts `value` where this definite path points in `root` (Jayway's `set`: a missing last
+    /// member of an object is added; `$` replaces the whole). `false` when the path is not
+    /// definite, a step before the last finds nothing, or an index is out of range.
+    pub fn set(&self, root: &mut Value, value: Value) -> bool {
+        if self.func.is_some() || !self.is_definite() {
+            return false;
+        }
+        let Some((last, init)) = self.steps.split_last() else {
+            *root = value;
+            return true;
+        };
+        let mut at = root;
+        for step in init {
+            let next = match step {
+                Step::Names(n) => at.get_mut(n[0].as_str()),
+                Step::Indexes(i) => index_mut(at, i[0]),
+                _ => None,
+            };
+            match next {
+                Some(v) => at = v,
+                None => return false,
+            }
+        }
+        match last {
+            Step::Names(n) if n.len() == 1 => match at.as_object_mut() {
+                Some(o) => {
+                    o.insert(n[0].clone(), value);
+                    true
+                }
+                None => false,
+            },
+            Step::Indexes(i) => match index_mut(at, i[0]) {
+                Some(slot) => {
+                    *slot = value;
+                    true
+                }
+                None => false,
+            },
+            _ => false,
+        }
+    }
+
     /// The values the path selects in `root`, in document order: borrowed from it, except the
     /// objects a last step of several names makes.
     pub fn select<'v>(&self, root: &'v Value) -> Vec<Cow<'v, Value>> {
@@ -249,6 +291,17 @@ impl JsonPath {
                 .collect(),
         }
     }
+}
+
+/// Element `i` of an array (negative: from the end).
+fn index_mut(v: &mut Value, i: i64) -> Option<&mut Value> {
+    let a = v.as_array_mut()?;
+    let k = if i < 0 {
+        a.len().checked_sub(i.unsigned_abs() as usize)?
+    } else {
+        i as usize
+    };
+    a.get_mut(k)
 }
 
 /// `steps` applied from `start` in turn (`root` is what `$` in a filter means).

@@ -726,3 +726,27 @@ fn mutated_paths_never_panic() {
     // The edits leave enough paths valid for the selection checks to mean something.
     assert!(compiled * 5 > rounds, "{compiled} of {rounds} compiled");
 }
+
+#[test]
+fn set_puts_a_value_where_a_definite_path_points() {
+    let mut v: Value = serde_json::json!({"a": {"b": [1, 2, 3]}, "c": 1});
+    let set = |v: &mut Value, p: &str, x: Value| JsonPath::compile(p).unwrap().set(v, x);
+    assert!(set(&mut v, "$.a.b", serde_json::json!([])));
+    assert!(set(&mut v, "$.a.new", serde_json::json!("n")));
+    assert!(set(&mut v, "$.c", serde_json::json!({"d": 4})));
+    assert_eq!(
+        v,
+        serde_json::json!({"a": {"b": [], "new": "n"}, "c": {"d": 4}})
+    );
+    let mut w = serde_json::json!([1, 2]);
+    assert!(set(&mut w, "$[-1]", serde_json::json!(9)));
+    assert_eq!(w, serde_json::json!([1, 9]));
+    assert!(!set(&mut w, "$[5]", serde_json::json!(0)));
+    assert!(
+        !set(&mut v, "$.x.y", serde_json::json!(0)),
+        "a missing step before the last"
+    );
+    assert!(!set(&mut v, "$..b", serde_json::json!(0)), "not definite");
+    assert!(set(&mut v, "$", serde_json::json!(7)));
+    assert_eq!(v, serde_json::json!(7));
+}

@@ -1,6 +1,11 @@
 //! `<aggregate>`: gathers the responses of the copies a clone or iterate made; the one that
 //! completes it goes on as the merged message (made from the first one gathered) through
 //! `onComplete`.
+//!
+//! With a `json-eval` expression, as WSO2 MI: each response's value at the path (nothing: `null`;
+//! several: an array of them) goes into a JSON array, which is the merged message's payload, or,
+//! with `enclosingElementProperty`, `{"NAME": [...]}` where NAME is the local name of the element
+//! the property holds.
 
 use crate::exec::leaving;
 use crate::mediators::prelude::*;
@@ -29,12 +34,15 @@ pub(crate) fn compile(c: &mut Compiler, a: &cfg::Aggregate, m: &cfg::Mediator) -
         );
     }
     let expression = c.expr(&a.expression, el);
-    if expression.as_ref().is_some_and(Expr::reads_json) {
+    if expression
+        .as_ref()
+        .is_some_and(|e| e.reads_json() && !matches!(e, Expr::Json(_)))
+    {
         c.report(
             Severity::Unsupported,
             &m.loc,
             el,
-            "aggregating JSON (a json-eval expression) is not supported yet",
+            "aggregating JSON through an XPath that calls json-eval() is not supported (write the expression as json-eval(PATH))",
         );
         return None;
     }
@@ -67,14 +75,17 @@ fn gather(a: &Arc<AggregatePlan>, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error
     let Some(g) = cx.msg.gather.clone() else {
         return Ok(None);
     };
-    let part = a
-        .expression
-        .eval_nodes_xml(&View {
-            msg: cx.msg,
-            doc: cx.doc,
-        })
-        .map(Cow::into_owned)
-        .map_err(expr_error)?;
+    let view = View {
+        msg: cx.msg,
+        doc: cx.doc,
+    };
+    let part = match &a.expression {
+        Expr::Json(_) => json_part(&a.expression, &view)?,
+        e => e
+            .eval_nodes_xml(&view)
+            .map(Cow::into_owned)
+            .map_err(expr_error)?,
+    };
     let (parts, first) = {
         let mut st = g.state.lock().unwrap_or_else(|p| p.into_inner());
         if st.done {
@@ -106,6 +117,58 @@ fn gather(a: &Arc<AggregatePlan>, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error
     Ok(cx.nested(flow))
 }
 
+/// One response's value at a JSON path, as JSON text: nothing is `null`, several an array.
+fn json_part(e: &Expr, env: &dyn Env) -> Result<String, Error> {
+    let (found, _) = e.json_values(env).map_err(expr_error)?;
+    Ok(match found.as_slice() {
+        [] => "null".to_owned(),
+        [one] => one.to_string(),
+        many => {
+            serde_json::Value::Array(many.iter().map(|v| v.as_ref().clone()).collect()).to_string()
+        }
+    })
+}
+
+/// The JSON message an aggregate over JSON completes with (see the module docs).
+fn aggregated_json(
+    a: &crate::plan::AggregatePlan,
+    parts: &[String],
+    msg: &mut Message,
+) -> Result<(), Error> {
+    let array = format!("[{}]", parts.join(","));
+    let payload = match a.enclosing.as_deref() {
+        None => array,
+        Some(p) => {
+            let wrapper = msg.props.get(p).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Mediation,
+                    format!("aggregate: the enclosing element property '{p}' is not set"),
+                )
+            })?;
+            let name = sluice_xml::Document::parse(wrapper.trim().as_bytes())
+                .ok()
+                .and_then(|d| d.root_element().map(|r| r.name().to_owned()))
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::Mediation,
+                        format!("aggregate: the enclosing element property is not an element: {wrapper}"),
+                    )
+                })?;
+            format!("{{{}:{array}}}", serde_json::Value::String(name))
+        }
+    };
+    let json = "application/json";
+    msg.body = Body::Bytes(payload.into());
+    msg.headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static(json),
+    );
+    msg.headers.remove(http::header::CONTENT_LENGTH);
+    msg.axis2.set("messageType", json.to_owned());
+    msg.json_out = None;
+    Ok(())
+}
+
 /// The message an aggregate completes with: `parts` inside the element the `enclosing` property
 /// holds (else directly in the Body), as the SOAP Body's content in the message's SOAP version.
 fn aggregated(
@@ -113,6 +176,9 @@ fn aggregated(
     parts: &[String],
     msg: &mut Message,
 ) -> Result<(), Error> {
+    if matches!(a.expression, Expr::Json(_)) {
+        return aggregated_json(a, parts, msg);
+    }
     let inner: String = parts.concat();
     let enclosing = match a.enclosing.as_deref() {
         None => None,

@@ -5,6 +5,12 @@
 //! then goes alone into the Body of a copy (its SOAP header kept), or with `preservePayload` into
 //! a copy of the whole message, as the last child of the first node `attachPath` selects (default
 //! `.`, the envelope; relative paths start at the envelope).
+//!
+//! Over JSON (a `json-eval` expression), as WSO2 MI: the array the path points to (or, for a path
+//! that selects several values, those values) gives one message per element, the element its
+//! whole JSON payload. With `preservePayload`, each is the whole payload instead, the element put
+//! where the `json-eval` `attachPath` points (the array emptied first, unless the attach path is
+//! the expression itself).
 
 use crate::mediators::clone::CloneTargetPlan;
 use crate::mediators::prelude::*;
@@ -29,24 +35,53 @@ pub struct Attach {
     pub path: Option<(Expr, String)>,
 }
 
+/// The JsonPath of a `json-eval` expression, `None` for any other.
+fn json_path(e: &Expr) -> Option<&sluice_expr::JsonPath> {
+    match e {
+        Expr::Json(p) => Some(p),
+        _ => None,
+    }
+}
+
 pub(crate) fn compile(
     c: &mut Compiler,
     it: &cfg::IterateMediator,
     m: &cfg::Mediator,
 ) -> Option<Step> {
-    let expression = c.xml_parts(&it.expression, &m.loc, &m.element, "iterating over");
+    let expression = c.expr(&it.expression, &m.element);
+    let json = expression.as_ref().is_some_and(|e| json_path(e).is_some());
+    if expression.as_ref().is_some_and(|e| e.reads_json() && !json) {
+        let why = "iterating over JSON through an XPath that calls json-eval() is not supported (write the expression as json-eval(PATH))";
+        c.report(Severity::Unsupported, &m.loc, &m.element, why);
+        return None;
+    }
     let target = c.clone_target(&it.target);
     let attach = match (&it.attach_path, it.preserve_payload) {
         (_, false) => None,
+        (None, true) if json => {
+            let why = "preservePayload over JSON needs a json-eval attachPath";
+            c.report(Severity::Error, &m.loc, &m.element, why);
+            return None;
+        }
         (None, true) => Some(Attach { path: None }),
         // "." is the envelope itself.
-        (Some(p), true) if p.text.trim() == "." => Some(Attach { path: None }),
-        (Some(p), true) => Some(Attach {
-            path: Some((
-                c.xml_parts(p, &m.loc, &m.element, "attaching to")?,
-                p.text.clone(),
-            )),
-        }),
+        (Some(p), true) if p.text.trim() == "." && !json => Some(Attach { path: None }),
+        (Some(p), true) => {
+            let path = if json {
+                let e = c.expr(p, &m.element)?;
+                if json_path(&e).is_none_or(|j| !j.is_definite()) {
+                    let why = "the attachPath of an iterate over JSON must be a json-eval path to one place";
+                    c.report(Severity::Error, &m.loc, &m.element, why);
+                    return None;
+                }
+                e
+            } else {
+                c.xml_parts(p, &m.loc, &m.element, "attaching to")?
+            };
+            Some(Attach {
+                path: Some((path, p.text.clone())),
+            })
+        }
     };
     Some(Step::Iterate(Arc::new(IteratePlan {
         expression: expression?,
@@ -68,8 +103,13 @@ impl Mediator for Arc<IteratePlan> {
             msg: cx.msg,
             doc: cx.doc,
         };
-        let doc = env.document().map_err(expr_error)?;
-        let bodies = self.split(doc, &env)?;
+        let bodies = match json_path(&self.expression) {
+            Some(p) => self.split_json(p, &env)?,
+            None => {
+                let doc = env.document().map_err(expr_error)?;
+                self.split(doc, &env)?
+            }
+        };
         let fork = Flow::Iterate(self.clone(), bodies);
         if self.continue_parent {
             return Ok(Some(Flow::ForkThen(Box::new(fork), cx.after_this())));
@@ -83,6 +123,59 @@ fn failed(why: impl std::fmt::Display) -> Error {
 }
 
 impl IteratePlan {
+    /// The messages the elements of a JSON array make, as bytes (see the module docs).
+    fn split_json(
+        &self,
+        path: &sluice_expr::JsonPath,
+        env: &dyn Env,
+    ) -> Result<Vec<bytes::Bytes>, Error> {
+        let root = env
+            .json()
+            .map_err(expr_error)?
+            .ok_or_else(|| failed("the message has no JSON payload"))?;
+        let (found, definite) = path.evaluate(root);
+        let items: Vec<serde_json::Value> = if definite {
+            match found.first().map(|v| v.as_ref()) {
+                Some(serde_json::Value::Array(a)) => a.clone(),
+                Some(_) => {
+                    return Err(failed(format_args!(
+                        "the JSON at {} is not an array that can be iterated",
+                        path.as_str()
+                    )))
+                }
+                None => return Err(failed(format_args!("{} selects nothing", path.as_str()))),
+            }
+        } else {
+            found.into_iter().map(Cow::into_owned).collect()
+        };
+        within_parts_cap("iterate", items.len())?;
+        let text = |v: &serde_json::Value| bytes::Bytes::from(v.to_string());
+        let Some(Attach {
+            path: Some((attach, attach_text)),
+        }) = &self.attach
+        else {
+            return Ok(items.iter().map(text).collect());
+        };
+        let attach = json_path(attach).ok_or_else(|| failed("the attachPath is not a JsonPath"))?;
+        let mut base = root.clone();
+        if attach.as_str() != path.as_str() {
+            path.set(&mut base, serde_json::Value::Array(Vec::new()));
+        }
+        items
+            .into_iter()
+            .map(|item| {
+                let mut m = base.clone();
+                if attach.set(&mut m, item) {
+                    Ok(text(&m))
+                } else {
+                    Err(failed(format_args!(
+                        "the attachPath '{attach_text}' points nowhere in the payload"
+                    )))
+                }
+            })
+            .collect()
+    }
+
     /// The messages the parts make, as bytes.
     fn split(&self, doc: &Document, env: &dyn Env) -> Result<Vec<bytes::Bytes>, Error> {
         // A copy with the parts taken out, and the parts, each declaring what it uses.
