@@ -1,5 +1,8 @@
 //! `<foreach>`: each node the expression selects, in turn the payload of the message, through the
 //! sequence; the results replace them.
+//!
+//! Over JSON (a `json-eval` expression to an array), as WSO2 MI: each element in turn is the whole
+//! JSON payload through the sequence, and the array of what the sequence leaves replaces it.
 
 use crate::mediators::prelude::*;
 use sluice_xml::{Fragment, Placement};
@@ -19,7 +22,14 @@ pub struct ForeachPlan {
 
 pub(crate) fn compile(c: &mut Compiler, f: &cfg::Foreach, m: &cfg::Mediator) -> Option<Step> {
     let el = m.element.as_str();
-    let expression = c.xml_parts(&f.expression, &m.loc, el, "foreach over");
+    let expression = match c.expr(&f.expression, el) {
+        Some(e) if e.reads_json() && !matches!(e, Expr::Json(_)) => {
+            let why = "foreach over JSON through an XPath that calls json-eval() is not supported (write the expression as json-eval(PATH))";
+            c.report(Severity::Unsupported, &m.loc, el, why);
+            None
+        }
+        other => other,
+    };
     let sequence = c.sequence_ref(&f.sequence, "foreach");
     let sequence = sequence?;
     if let Some(what) = leaves_message(&sequence.steps) {
@@ -45,9 +55,81 @@ impl Mediator for Arc<ForeachPlan> {
     }
 
     fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
-        foreach(self, cx.msg, cx.doc)?;
+        match &self.expression {
+            Expr::Json(p) => foreach_json(self, p, cx.msg, cx.doc)?,
+            _ => foreach(self, cx.msg, cx.doc)?,
+        }
         Ok(None)
     }
+}
+
+/// A `<foreach>` over a JSON array (see the module docs).
+fn foreach_json(
+    f: &ForeachPlan,
+    path: &sluice_expr::JsonPath,
+    msg: &mut Message,
+    doc: &mut DocCache,
+) -> Result<(), Error> {
+    let failed = |why: String| Error::new(ErrorKind::Mediation, format!("foreach: {why}"));
+    let mut root = View { msg, doc }
+        .json()
+        .map_err(expr_error)?
+        .cloned()
+        .ok_or_else(|| failed("the message has no JSON payload".into()))?;
+    let (found, definite) = path.evaluate(&root);
+    let items = match found.first().map(|v| v.as_ref()) {
+        Some(serde_json::Value::Array(a)) if definite => a.clone(),
+        _ => {
+            return Err(failed(format!(
+                "the JSON at {} is not an array",
+                path.as_str()
+            )))
+        }
+    };
+    if items.is_empty() {
+        return Ok(());
+    }
+    within_parts_cap("foreach", items.len())?;
+    let counter = format!("{}FOREACH_COUNTER", f.prefix);
+    msg.props.set(&counter, "0".to_owned());
+    let mut results = Vec::with_capacity(items.len());
+    for (k, item) in items.iter().enumerate() {
+        msg.body = Body::Bytes(item.to_string().into());
+        msg.headers.remove(http::header::CONTENT_LENGTH);
+        let mut sub = DocCache::new();
+        let stop = match run_steps(&f.sequence.steps, 0, msg, &mut sub) {
+            Ok(Flow::Continue) => false,
+            Ok(Flow::Drop) => true,
+            Ok(_) => return Err(failed("the sequence took the message elsewhere".into())),
+            Err(e) if f.continue_on_failure => {
+                tracing::warn!(proxy = %msg.service, "foreach: part {k} failed, going on: {}", e.reason());
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        // What the element became: the payload as JSON (text that is not JSON as a string).
+        let left = match &msg.body {
+            Body::Bytes(b) => serde_json::from_slice(b).unwrap_or_else(|_| {
+                serde_json::Value::String(String::from_utf8_lossy(b).into_owned())
+            }),
+            _ => serde_json::Value::Null,
+        };
+        results.push(left);
+        msg.props.set(&counter, (k + 1).to_string());
+        if stop && !f.continue_on_failure {
+            break;
+        }
+    }
+    if !path.set(&mut root, serde_json::Value::Array(results)) {
+        return Err(failed(format!(
+            "cannot put the results at {}",
+            path.as_str()
+        )));
+    }
+    msg.body = Body::Bytes(root.to_string().into());
+    msg.headers.remove(http::header::CONTENT_LENGTH);
+    *doc = DocCache::new();
+    Ok(())
 }
 
 /// Runs a `<foreach>` ([`ForeachPlan`]): the selected nodes out, each through the sequence as the
