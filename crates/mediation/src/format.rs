@@ -6,8 +6,11 @@
 //! | none, `leave-as-is` | it is | as it is | as it is |
 //! | `soap11` | a SOAP 1.1 envelope: a SOAP 1.2 one renamed, plain XML or JSON (as XML) put in a Body | `text/xml; charset=UTF-8` | kept; from a SOAP 1.2 `action` |
 //! | `soap12` | a SOAP 1.2 envelope, likewise | `application/soap+xml; charset=UTF-8` with the action | moved into the Content-Type |
-//! | `pox` | the first element of the SOAP Body (plain XML as it is; JSON as XML) | `application/xml; charset=UTF-8` | removed |
+//! | `pox`, `rest` | the first element of the SOAP Body (plain XML as it is; JSON as XML) | `application/xml; charset=UTF-8` | removed |
 //! | `json` | JSON made from the payload element (JSON as it is) | `application/json; charset=UTF-8` | removed |
+//!
+//! `rest` is Synapse's forced REST: the payload as plain XML, as `pox` (a GET that would carry the
+//! payload in its URL is not made: the method is the message's).
 //!
 //! A message already in the format is not read. Otherwise the body is read and converted when it
 //! is sent ([`Format::converts`], [`Format::apply`]); the message itself is the converted one
@@ -35,13 +38,13 @@ const SOAPACTION: &str = "soapaction";
 
 impl Format {
     /// The format an endpoint's `format` attribute names; `None` for one Sluice does not convert
-    /// to (`rest`, `get`).
+    /// to (`get`).
     pub fn named(name: Option<&str>) -> Option<Format> {
         Some(match name {
             None | Some("leave-as-is") => Format::AsIs,
             Some("soap11") => Format::Soap11,
             Some("soap12") => Format::Soap12,
-            Some("pox") => Format::Pox,
+            Some("pox" | "rest") => Format::Pox,
             Some("json") => Format::Json,
             Some(_) => return None,
         })
@@ -317,6 +320,7 @@ mod tests {
         assert_eq!(Format::named(None), Some(Format::AsIs));
         assert_eq!(Format::named(Some("soap12")), Some(Format::Soap12));
         assert_eq!(Format::named(Some("json")), Some(Format::Json));
-        assert_eq!(Format::named(Some("rest")), None);
+        assert_eq!(Format::named(Some("rest")), Some(Format::Pox));
+        assert_eq!(Format::named(Some("get")), None);
     }
 }

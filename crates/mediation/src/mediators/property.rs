@@ -26,15 +26,6 @@ pub(crate) fn compile(c: &mut Compiler, p: &cfg::Property, m: &cfg::Mediator) ->
     if p.scope == Scope::Transport {
         return transport_header(c, &p.name, &p.action, m).map(Step::Header);
     }
-    if p.ty == PropertyType::Om && p.scope != Scope::Default {
-        c.report(
-            Severity::Unsupported,
-            &m.loc,
-            el,
-            "type OM is supported in the default scope only",
-        );
-        return None;
-    }
     Some(Step::Property(match &p.action {
         cfg::Action::Remove => PropertyPlan::Remove {
             scope: p.scope,
@@ -162,7 +153,10 @@ fn set(
         };
         let xml = om_value(&v)
             .map_err(|e| Error::new(ErrorKind::Mediation, format!("property {name}: {e}")))?;
-        msg.props.set_xml(name, xml);
+        match scope {
+            Scope::Axis2 | Scope::Axis2Client => msg.axis2.set_xml(name, xml),
+            _ => msg.props.set_xml(name, xml),
+        }
         return Ok(());
     }
     let v = eval_value(value, msg, doc)?;
