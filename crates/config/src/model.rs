@@ -251,7 +251,12 @@ pub struct Endpoint {
 #[derive(Clone, Debug)]
 pub struct EndpointProperty {
     pub name: String,
+    /// The `value` ("" with an `expression`).
     pub value: String,
+    /// `expression`: evaluated on each message sent.
+    pub expression: Option<ExprSrc>,
+    /// `scope`: default, transport (a header of the request sent), axis2, axis2-client.
+    pub scope: Scope,
     pub loc: Location,
 }
 

@@ -43,6 +43,18 @@ pub struct EndpointPlan {
     /// The address endpoint's `format`, which decides whether a REST API's `REST_URL_POSTFIX` is
     /// appended.
     pub format: Format,
+    /// The endpoint's own `<property>`s, set on each message it sends ([`EndpointPlan::set_properties`]).
+    pub properties: Arc<[EndpointProp]>,
+}
+
+/// An endpoint `<property name value|expression scope>`: set on each message the endpoint sends, as
+/// Synapse's endpoints evaluate theirs before sending (the transport scope: a header of the
+/// request).
+#[derive(Debug)]
+pub struct EndpointProp {
+    pub name: String,
+    pub value: crate::plan::Value,
+    pub scope: cfg::Scope,
 }
 
 pub use crate::format::Format;
@@ -169,6 +181,7 @@ impl EndpointPlan {
                 sums: None,
             }),
             format: Format::AsIs,
+            properties: Arc::new([]),
         }
     }
 
@@ -337,6 +350,7 @@ impl EndpointPlan {
             method: None,
             group: None,
             format: Format::AsIs,
+            properties: Arc::new([]),
         }
     }
 
@@ -461,7 +475,41 @@ impl EndpointPlan {
             method: self.method.clone(),
             group: None,
             format: self.format,
+            properties: self.properties.clone(),
         }))
+    }
+
+    /// Sets the endpoint's properties on a message it sends. A value that cannot be had (an
+    /// expression that fails) is left unset, with a warning.
+    pub fn set_properties(&self, msg: &mut Message) {
+        for p in self.properties.iter() {
+            let v = match &p.value {
+                crate::plan::Value::Literal(v) => v.clone(),
+                crate::plan::Value::Expr(e) => {
+                    let doc = crate::exec::DocCache::new();
+                    match crate::exec::eval_expr(e, msg, &doc) {
+                        Ok(v) => v,
+                        Err(err) => {
+                            tracing::warn!("{}: property {}: {}", self.label, p.name, err.reason());
+                            continue;
+                        }
+                    }
+                }
+            };
+            match p.scope {
+                cfg::Scope::Transport => {
+                    let (Ok(n), Ok(v)) = (
+                        http::HeaderName::from_bytes(p.name.as_bytes()),
+                        http::HeaderValue::from_str(&v),
+                    ) else {
+                        continue;
+                    };
+                    msg.headers.insert(n, v);
+                }
+                cfg::Scope::Axis2 | cfg::Scope::Axis2Client => msg.axis2.set(&p.name, v),
+                cfg::Scope::Default | cfg::Scope::Operation => msg.props.set(&p.name, v),
+            }
+        }
     }
 
     pub fn describe(&self) -> &str {
@@ -641,23 +689,36 @@ impl Compiler<'_> {
             .name
             .clone()
             .unwrap_or_else(|| format!("anonymous endpoint at {}", ep.loc));
-        // Endpoint properties: only an <http> endpoint's template variables are applied.
+        // Endpoint properties: an <http> endpoint's template variables, the weights a load-balance
+        // endpoint reads, and the rest set on each message sent.
         let template_kind =
             matches!(&ep.kind, cfg::EndpointKind::Address(a) if a.kind == cfg::AddressKind::Http);
         let mut template_vars = Vec::new();
+        let mut props = Vec::new();
         for p in &ep.properties {
-            if template_kind && is_template_variable(&p.name) {
+            if template_kind && p.expression.is_none() && is_template_variable(&p.name) {
                 template_vars.push((p.name.clone(), p.value.clone()));
             } else if LOADBALANCE_PROPERTIES.contains(&p.name.as_str()) {
                 // Read by the load-balance endpoint around it (or ignored, as in Synapse).
             } else {
-                self.report(
-                    Severity::Warning,
-                    &p.loc,
-                    "property",
-                    format!("endpoint property '{}' is not applied yet (only the uri.var.* and query.param.* of <http> endpoints are); ignored", p.name),
-                );
+                let value = match &p.expression {
+                    Some(e) => crate::plan::Value::Expr(self.expr(e, "property")?),
+                    None => crate::plan::Value::Literal(p.value.clone()),
+                };
+                props.push(EndpointProp {
+                    name: p.name.clone(),
+                    value,
+                    scope: p.scope,
+                });
             }
+        }
+        if !props.is_empty() && !matches!(&ep.kind, cfg::EndpointKind::Address(_)) {
+            self.report(
+                Severity::Warning,
+                &ep.loc,
+                "property",
+                "the properties of a failover, load-balance or recipient-list endpoint are not applied yet (its children's are); ignored",
+            );
         }
         let a = match &ep.kind {
             cfg::EndpointKind::Address(a) => a,
@@ -711,7 +772,13 @@ impl Compiler<'_> {
                 )));
             }
         };
-        self.address(ep, a, name, template_vars, override_uri)
+        let plan = self.address(ep, a, name, template_vars, override_uri)?;
+        if props.is_empty() {
+            return Some(plan);
+        }
+        let mut plan = Arc::try_unwrap(plan).ok()?;
+        plan.properties = props.into();
+        Some(Arc::new(plan))
     }
 
     /// The `<http>` endpoint's URI template, parsed (`None` for the other kinds); `Err` when it

@@ -171,21 +171,27 @@ impl FileParser<'_, '_> {
 
     /// An endpoint's `<property name value>`.
     fn endpoint_property(&mut self, c: Node) -> Option<EndpointProperty> {
-        match (c.attribute("name"), c.attribute("value")) {
-            (Some(name), Some(value)) => Some(EndpointProperty {
-                name: name.to_owned(),
-                value: value.to_owned(),
-                loc: self.loc(c),
-            }),
-            _ => {
+        let name = self.required_attr(c, "name")?;
+        let scope = self.scope(c)?;
+        let (value, expression) = match self.value_or_expr(c) {
+            Some(ValueSrc::Literal(v)) => (v, None),
+            Some(ValueSrc::Expr(e)) => (String::new(), Some(e)),
+            None => {
                 self.report(
                     Severity::Warning,
                     c,
-                    "endpoint properties need 'name' and 'value' (expressions are not applied yet); ignored",
+                    "an endpoint property needs 'value' or 'expression'; ignored",
                 );
-                None
+                return None;
             }
-        }
+        };
+        Some(EndpointProperty {
+            name,
+            value,
+            expression,
+            scope,
+            loc: self.loc(c),
+        })
     }
 
     /// The child endpoints of a `<failover>` or `<loadbalance>`; None when one was rejected (the

@@ -93,6 +93,9 @@ pub(super) fn backend_request(
     stream: Option<Inbound>,
     keep_headers: bool,
 ) -> (Request<RelayBody>, Option<Arc<Activity>>) {
+    if !ep.properties.is_empty() {
+        ep.set_properties(msg);
+    }
     let mut headers = if keep_headers {
         msg.headers.clone()
     } else {

@@ -152,7 +152,7 @@ impl FileParser<'_, '_> {
     }
 
     /// The `scope` attribute of a property.
-    fn scope(&mut self, n: Node) -> Option<Scope> {
+    pub(in crate::parse) fn scope(&mut self, n: Node) -> Option<Scope> {
         let scopes = [
             ("default", Scope::Default),
             ("transport", Scope::Transport),
