@@ -521,6 +521,20 @@ pub(crate) fn escape_xml(v: &str) -> String {
     out
 }
 
+/// A body a mediator made whole, of type `media` (`application/json`, `text/plain`): the message
+/// is of that type from here (Content-Type, and `messageType` / `ContentType` as WSO2 sets them).
+pub(crate) fn made_body(msg: &mut Message, media: &'static str, body: bytes::Bytes) {
+    msg.body = Body::Bytes(body);
+    msg.headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static(media),
+    );
+    msg.headers.remove(http::header::CONTENT_LENGTH);
+    msg.axis2.set("messageType", media.to_owned());
+    msg.axis2.set("ContentType", media.to_owned());
+    msg.json_out = None;
+}
+
 /// A JSON message given an XML payload becomes plain XML (WSO2 sets `application/xml` for a
 /// message that was neither SOAP nor XML).
 pub(crate) fn json_becomes_xml(msg: &mut Message) {

@@ -157,15 +157,7 @@ fn aggregated_json(
             format!("{{{}:{array}}}", serde_json::Value::String(name))
         }
     };
-    let json = "application/json";
-    msg.body = Body::Bytes(payload.into());
-    msg.headers.insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static(json),
-    );
-    msg.headers.remove(http::header::CONTENT_LENGTH);
-    msg.axis2.set("messageType", json.to_owned());
-    msg.json_out = None;
+    crate::exec::made_body(msg, "application/json", payload.into());
     Ok(())
 }
 

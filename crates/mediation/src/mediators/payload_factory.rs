@@ -365,14 +365,7 @@ fn payload_factory(p: &PayloadPlan, msg: &mut Message, doc: &mut DocCache) -> Re
         PayloadMedia::Xml => None,
     };
     if let Some((media, body)) = made {
-        msg.body = Body::Bytes(body.into());
-        msg.headers.insert(
-            http::header::CONTENT_TYPE,
-            http::HeaderValue::from_static(media),
-        );
-        msg.headers.remove(http::header::CONTENT_LENGTH);
-        msg.axis2.set("messageType", media.to_owned());
-        msg.axis2.set("ContentType", media.to_owned());
+        crate::exec::made_body(msg, media, body.into());
         *doc = DocCache::new();
         return Ok(());
     }
