@@ -383,6 +383,8 @@ pub struct EndpointTimeout {
     /// Milliseconds, signed as Synapse reads them (0 and below set no timeout of the endpoint's
     /// own); `None` when `<duration>` is absent.
     pub duration_ms: Option<i64>,
+    /// MI's `<duration>{expression}</duration>`: milliseconds computed for each message.
+    pub dynamic: Option<ExprSrc>,
     /// `None` when `<responseAction>` is absent.
     pub action: Option<TimeoutAction>,
 }
@@ -450,7 +452,7 @@ pub struct Resource {
 }
 
 /// An expression as written, with what is needed to compile it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExprSrc {
     pub text: String,
     pub ns: Namespaces,

@@ -45,6 +45,9 @@ pub struct EndpointPlan {
     pub format: Format,
     /// The endpoint's own `<property>`s, set on each message it sends ([`EndpointPlan::set_properties`]).
     pub properties: Arc<[EndpointProp]>,
+    /// MI's `<duration>{expression}</duration>`: the timeout in ms for each message
+    /// ([`EndpointPlan::timeout_for`]).
+    pub timeout_expr: Option<Arc<sluice_expr::Expr>>,
 }
 
 /// An endpoint `<property name value|expression scope>`: set on each message the endpoint sends, as
@@ -182,6 +185,7 @@ impl EndpointPlan {
             }),
             format: Format::AsIs,
             properties: Arc::new([]),
+            timeout_expr: None,
         }
     }
 
@@ -351,6 +355,7 @@ impl EndpointPlan {
             group: None,
             format: Format::AsIs,
             properties: Arc::new([]),
+            timeout_expr: None,
         }
     }
 
@@ -476,7 +481,34 @@ impl EndpointPlan {
             group: None,
             format: self.format,
             properties: self.properties.clone(),
+            timeout_expr: self.timeout_expr.clone(),
         }))
+    }
+
+    /// The timeout for `msg`: the expression's milliseconds when the endpoint computes it per
+    /// message (a value that is no positive number leaves the endpoint's own, with a warning),
+    /// else the endpoint's own.
+    pub fn timeout_for(&self, msg: &Message) -> Option<Duration> {
+        let Some(e) = &self.timeout_expr else {
+            return self.timeout;
+        };
+        let doc = crate::exec::DocCache::new();
+        match crate::exec::eval_expr(e, msg, &doc) {
+            Ok(v) => match v.trim().parse::<u64>() {
+                Ok(ms) if ms > 0 => Some(Duration::from_millis(ms)),
+                _ => {
+                    tracing::warn!(
+                        "{}: timeout '{v}' is not a positive number of ms",
+                        self.label
+                    );
+                    self.timeout
+                }
+            },
+            Err(err) => {
+                tracing::warn!("{}: timeout: {}", self.label, err.reason());
+                self.timeout
+            }
+        }
     }
 
     /// Sets the endpoint's properties on a message it sends. A value that cannot be had (an
@@ -973,6 +1005,9 @@ impl Compiler<'_> {
             (None, None) => Address::Fixed,
         };
         plan.template_vars = template_vars;
+        if let Some(d) = a.timeout.as_ref().and_then(|t| t.dynamic.as_ref()) {
+            plan.timeout_expr = Some(Arc::new(self.expr(d, "duration")?));
+        }
         plan.method = a.method.as_deref().and_then(|m| m.parse().ok());
         plan.format = format.unwrap_or(Format::AsIs);
         Some(Arc::new(plan))

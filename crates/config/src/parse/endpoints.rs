@@ -421,16 +421,17 @@ impl FileParser<'_, '_> {
         let mut t = EndpointTimeout {
             loc: self.loc(n),
             duration_ms: None,
+            dynamic: None,
             action: None,
         };
         for c in elements(n) {
             match c.tag_name().name() {
                 // MI's duration per message, `{expression}`.
-                "duration" if text_of(c).starts_with('{') => self.report(
-                    Severity::Unsupported,
-                    c,
-                    "a timeout computed per message ({...}) is not supported yet",
-                ),
+                "duration" if text_of(c).starts_with('{') => {
+                    let text = text_of(c);
+                    let inner = text.trim_start_matches('{').trim_end_matches('}');
+                    t.dynamic = Some(self.expr(c, "duration", inner));
+                }
                 "duration" => t.duration_ms = self.number(c),
                 "responseAction" => {
                     let actions = [

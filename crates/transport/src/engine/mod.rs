@@ -329,7 +329,7 @@ impl Engine {
                 Ok(r) => r,
                 Err(failed) => return self.send_failed(proxy, msg, failed, depth).await,
             };
-            let limit = leaf.timeout.unwrap_or(self.opts.default_timeout);
+            let limit = leaf.timeout_for(&msg).unwrap_or(self.opts.default_timeout);
             // A call made on the request path: its response is not the answer yet (Synapse keeps
             // it a request), so a `loopback` in what follows takes it through the out-sequence.
             let call_on_request_path = after.is_some() && !msg.is_response();
@@ -460,14 +460,15 @@ impl Engine {
                     return self.send_failed(proxy, msg, failed, depth).await;
                 }
             };
+            let limit = target.timeout_for(&msg);
             let (req, activity) = backend_request(&mut msg, &target, stream.take(), false);
-            Some((target, req, activity))
+            Some((target, req, activity, limit))
         };
         let (client, limit) = (self.client.clone(), self.opts.default_timeout);
         tokio::spawn(async move {
             let sent = match single {
-                Some((target, req, activity)) => {
-                    let limit = target.timeout.unwrap_or(limit);
+                Some((target, req, activity, own)) => {
+                    let limit = own.unwrap_or(limit);
                     send_with_timeout(&client, req, &target, activity, limit)
                         .await
                         .map_err(|u| u.error)

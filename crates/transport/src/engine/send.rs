@@ -77,8 +77,8 @@ pub(super) async fn send_once(
     }
     // A REST text/xml message read for mediation leaves as plain XML.
     sluice_mediation::rest::outgoing(msg, false);
+    let limit = target.timeout_for(msg).unwrap_or(default_timeout);
     let (req, activity) = backend_request(msg, &target, stream, keep_headers);
-    let limit = target.timeout.unwrap_or(default_timeout);
     match send_with_timeout(client, req, &target, activity, limit).await {
         Ok(r) => Ok((r, target)),
         Err(u) => Err(NotSent::from_unsent(u, &target)),
