@@ -735,6 +735,8 @@ pub struct Validate {
 pub struct Xslt {
     /// A local entry, or a `conf:` / `gov:` registry resource.
     pub key: String,
+    /// `key="{expression}"`: the key each message gives.
+    pub dynamic_key: Option<ExprSrc>,
     /// XPath to the node transformed (default: the first child of the SOAP Body).
     pub source: Option<ExprSrc>,
     /// `<property name value|expression>` children: stylesheet parameters.

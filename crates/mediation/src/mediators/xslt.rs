@@ -4,6 +4,7 @@
 use crate::compile::normalize_registry_key;
 use crate::exec::parse_body;
 use crate::mediators::prelude::*;
+use std::collections::HashMap;
 
 /// A stylesheet compiled once: by libxslt, and for the streaming fast path when it is in that subset.
 #[derive(Debug)]
@@ -16,6 +17,9 @@ pub struct Sheet {
 pub struct XsltPlan {
     pub sheet: Arc<Sheet>,
     pub key: String,
+    /// `key="{expression}"`: the key each message gives, among the stylesheets the configuration
+    /// holds (every one compiled at load); `sheet` is then unused.
+    pub by_key: Option<(Expr, Arc<HashMap<String, Arc<Sheet>>>)>,
     /// Node transformed (`None`: the first child of the SOAP Body, or the root of a plain XML message).
     pub source: Option<Expr>,
     pub params: Vec<(String, Value)>,
@@ -24,7 +28,18 @@ pub struct XsltPlan {
 
 pub(crate) fn compile(c: &mut Compiler, x: &cfg::Xslt, m: &cfg::Mediator) -> Option<Step> {
     let el = m.element.as_str();
-    let sheet = c.stylesheet(&x.key, &m.loc, el);
+    let (sheet, by_key) = match &x.dynamic_key {
+        None => (c.stylesheet(&x.key, &m.loc, el), None),
+        Some(k) => {
+            let sheets = c.all_stylesheets(&m.loc, el);
+            let any = sheets.values().next().cloned();
+            if any.is_none() {
+                let why = "a stylesheet key computed per message, and the configuration holds no stylesheet";
+                c.report(Severity::Error, &m.loc, el, why);
+            }
+            (any, Some((c.expr(k, el)?, Arc::new(sheets))))
+        }
+    };
     let source = match &x.source {
         Some(e) => Some(c.expr(e, el)?),
         None => None,
@@ -36,6 +51,7 @@ pub(crate) fn compile(c: &mut Compiler, x: &cfg::Xslt, m: &cfg::Mediator) -> Opt
     Some(Step::Xslt(XsltPlan {
         sheet: sheet?,
         key: x.key.clone(),
+        by_key,
         source,
         params,
         fast: x.fast,
@@ -43,6 +59,43 @@ pub(crate) fn compile(c: &mut Compiler, x: &cfg::Xslt, m: &cfg::Mediator) -> Opt
 }
 
 impl Compiler<'_> {
+    /// Every stylesheet the configuration holds (local entries and registry resources whose root
+    /// is `xsl:stylesheet` or `xsl:transform`), compiled, by key as keys name them.
+    fn all_stylesheets(&mut self, loc: &Location, el: &str) -> HashMap<String, Arc<Sheet>> {
+        const XSL: &str = "http://www.w3.org/1999/XSL/Transform";
+        let is_sheet = |text: &[u8]| {
+            sluice_xml::Document::parse(text)
+                .ok()
+                .and_then(|d| {
+                    d.root_element().map(|r| {
+                        r.namespace_uri() == Some(XSL)
+                            && matches!(r.name(), "stylesheet" | "transform")
+                    })
+                })
+                .unwrap_or(false)
+        };
+        let mut keys: Vec<String> = self
+            .local_entries
+            .iter()
+            .filter(|(_, le)| matches!(&le.value, cfg::LocalEntryValue::Xml { root, .. } if root == "stylesheet" || root == "transform"))
+            .map(|(k, _)| (*k).to_owned())
+            .collect();
+        keys.extend(
+            self.resources
+                .iter()
+                .filter(|(_, r)| is_sheet(&r.bytes))
+                .map(|(k, _)| k.clone()),
+        );
+        keys.sort_unstable();
+        let mut out = HashMap::new();
+        for k in keys {
+            if let Some(s) = self.stylesheet(&k, loc, el) {
+                out.insert(normalize_registry_key(&k), s);
+            }
+        }
+        out
+    }
+
     /// The stylesheet for a key: a local entry holding `xsl:stylesheet`, or a registry resource.
     pub(crate) fn stylesheet(&mut self, key: &str, loc: &Location, el: &str) -> Option<Arc<Sheet>> {
         if let Some(cached) = self.xslt_cache.get(key) {
@@ -114,26 +167,48 @@ impl Mediator for XsltPlan {
 /// `xslt`: the source node (default: the first child of the SOAP Body) is transformed and the result
 /// replaces it. `fastXSLT`: the whole message is transformed and the output becomes the body as is.
 fn xslt(x: &XsltPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error> {
+    let Some((k, sheets)) = &x.by_key else {
+        return transform(x, &x.sheet, &x.key, msg, doc);
+    };
+    let key = eval_expr(k, msg, doc)?;
+    let sheet = sheets
+        .get(&normalize_registry_key(key.trim()))
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::Mediation,
+                format!("xslt: no stylesheet has the key '{key}' the message gives"),
+            )
+        })?;
+    transform(x, sheet, &key, msg, doc)
+}
+
+/// [`xslt`] with `sheet`, the stylesheet `key` names.
+fn transform(
+    x: &XsltPlan,
+    sheet: &Sheet,
+    key: &str,
+    msg: &mut Message,
+    doc: &mut DocCache,
+) -> Result<(), Error> {
     let mut params = Vec::with_capacity(x.params.len());
     for (n, v) in &x.params {
         params.push((n.as_str(), eval_value(v, msg, doc)?));
     }
     let params: Vec<(&str, &str)> = params.iter().map(|(n, v)| (*n, v.as_str())).collect();
-    if let Some(out) = xslt_streaming(x, msg, doc) {
+    if let Some(out) = xslt_streaming(x, sheet, msg, doc) {
         msg.body = Body::Bytes(out.into());
         msg.headers.remove(http::header::CONTENT_LENGTH);
         *doc = DocCache::new();
         return Ok(());
     }
-    let what = format!("xslt {}", x.key);
+    let what = format!("xslt {key}");
     let parsed = match doc.take() {
         Some(d) => d,
         None => parse_body(msg),
     };
     let mut d = parsed.map_err(expr_error)?;
     if x.fast {
-        let out = x
-            .sheet
+        let out = sheet
             .xslt
             .transform_to_bytes(&d, &params)
             .map_err(|e| xml_error(&what, e))?;
@@ -163,8 +238,7 @@ fn xslt(x: &XsltPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error
             node.to_document().map_err(|e| xml_error(&what, e))?,
         )
     };
-    let result = x
-        .sheet
+    let result = sheet
         .xslt
         .transform(&input, &params)
         .map_err(|e| xml_error(&what, e))?;
@@ -177,8 +251,8 @@ fn xslt(x: &XsltPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error
 /// The streaming fast path (`sluice-stx`), when the stylesheet is in its subset, takes no parameters,
 /// transforms the default source, and the body is still the bytes received (no tree built yet): the
 /// new body, or `None` for libxslt to do it (which also reports any error in the message).
-fn xslt_streaming(x: &XsltPlan, msg: &Message, doc: &DocCache) -> Option<Vec<u8>> {
-    let sheet = x.sheet.stream.as_ref()?;
+fn xslt_streaming(x: &XsltPlan, sheet: &Sheet, msg: &Message, doc: &DocCache) -> Option<Vec<u8>> {
+    let sheet = sheet.stream.as_ref()?;
     let Body::Bytes(input) = &msg.body else {
         return None;
     };
@@ -213,6 +287,7 @@ mod tests {
                 stream: streaming.then(|| sluice_stx::StreamSheet::compile(bytes).unwrap()),
             }),
             key: "reverse".into(),
+            by_key: None,
             source: None,
             params: Vec::new(),
             fast,

@@ -9,14 +9,10 @@ use roxmltree::Node;
 impl FileParser<'_, '_> {
     pub(super) fn xslt(&mut self, n: Node, fast: bool) -> Option<Xslt> {
         let key = self.required_attr(n, "key")?;
-        if key.starts_with('{') {
-            self.report(
-                Severity::Unsupported,
-                n,
-                "dynamic stylesheet keys ({...}) are not supported yet",
-            );
-            return None;
-        }
+        let dynamic_key = key
+            .strip_prefix('{')
+            .and_then(|k| k.strip_suffix('}'))
+            .map(|k| self.expr(n, "key", k));
         if fast && n.attribute("source").is_some() {
             self.report(
                 Severity::Error,
@@ -50,6 +46,7 @@ impl FileParser<'_, '_> {
         }
         Some(Xslt {
             key,
+            dynamic_key,
             source,
             params,
             fast,
