@@ -6,6 +6,9 @@ use crate::exec::parse_body;
 use crate::mediators::prelude::*;
 use std::collections::HashMap;
 
+/// Every stylesheet of the configuration, by (normalised) key.
+pub type SheetsByKey = HashMap<String, Arc<Sheet>>;
+
 /// A stylesheet compiled once: by libxslt, and for the streaming fast path when it is in that subset.
 #[derive(Debug)]
 pub struct Sheet {
@@ -19,7 +22,7 @@ pub struct XsltPlan {
     pub key: String,
     /// `key="{expression}"`: the key each message gives, among the stylesheets the configuration
     /// holds (every one compiled at load); `sheet` is then unused.
-    pub by_key: Option<(Expr, Arc<HashMap<String, Arc<Sheet>>>)>,
+    pub by_key: Option<(Expr, Arc<SheetsByKey>)>,
     /// Node transformed (`None`: the first child of the SOAP Body, or the root of a plain XML message).
     pub source: Option<Expr>,
     pub params: Vec<(String, Value)>,
