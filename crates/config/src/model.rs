@@ -355,6 +355,8 @@ pub enum AddressKind {
     Default,
     /// `<wsdl uri service port>`: the address the WSDL gives the port.
     Wsdl,
+    /// A load-balance `<member>`: `uri` is `scheme://host:port`, the path the message's.
+    Member,
 }
 
 impl AddressKind {
@@ -365,6 +367,7 @@ impl AddressKind {
             AddressKind::Http => "http",
             AddressKind::Default => "default",
             AddressKind::Wsdl => "wsdl",
+            AddressKind::Member => "member",
         }
     }
 }

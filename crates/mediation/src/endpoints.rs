@@ -79,6 +79,9 @@ pub enum Address {
     Missing,
     /// A `<wsdl>` endpoint whose WSDL is read when Sluice starts: the address it gives.
     Wsdl(Arc<LazyWsdl>),
+    /// A load-balance `<member>`: `scheme://host:port` and the path (and query) of the message's
+    /// To address, else of the request.
+    Member(Arc<str>),
 }
 
 /// A `<wsdl uri service port>` endpoint's WSDL, read over the network when Sluice starts (WSO2 MI
@@ -426,6 +429,13 @@ impl EndpointPlan {
                 ))
             }
             Address::Template(t) => self.expand(t, msg),
+            Address::Member(base) => {
+                let path = match msg.to.as_deref().and_then(|t| t.parse::<Uri>().ok()) {
+                    Some(to) => to.path_and_query().map_or("/", |p| p.as_str()).to_owned(),
+                    None => msg.path_and_query.clone(),
+                };
+                format!("{base}{path}")
+            }
             Address::Wsdl(w) => {
                 let at = w.address().map_err(|why| {
                     Error::new(
@@ -457,6 +467,7 @@ impl EndpointPlan {
                 Address::To => "To address",
                 Address::Fixed => "address with the REST API's path after its context",
                 Address::Wsdl(_) => "address its WSDL gives",
+                Address::Member(_) => "member's address for the message",
                 _ => "uri-template",
             };
             Error::new(
@@ -1000,6 +1011,7 @@ impl Compiler<'_> {
         plan.retry = a.retry.clone();
         plan.address = match (template, lazy) {
             (_, Some(w)) => Address::Wsdl(w),
+            (None, None) if a.kind == cfg::AddressKind::Member => Address::Member(uri_text.into()),
             (Some(t), None) => Address::Template(t),
             (None, None) if to_address => Address::To,
             (None, None) => Address::Fixed,

@@ -208,14 +208,12 @@ impl FileParser<'_, '_> {
                     Some(e) => children.push(e),
                     None => ok = false,
                 },
-                "member" => {
-                    self.report(
-                        Severity::Unsupported,
-                        c,
-                        "<member> (dynamic load-balance membership) is not supported yet",
-                    );
-                    ok = false;
-                }
+                // A static member: the message's own path on that host (Synapse's
+                // LoadbalanceEndpoint with members).
+                "member" => match self.member(c) {
+                    Some(e) => children.push(e),
+                    None => ok = false,
+                },
                 _ => self.unknown_child(c, what),
             }
         }
@@ -228,6 +226,30 @@ impl FileParser<'_, '_> {
             ok = false;
         }
         ok.then_some(children)
+    }
+
+    /// `<member hostName httpPort httpsPort>`: an endpoint sending to the message's path (its To
+    /// address's, else the request's) on that host, over http (https only when it has no http
+    /// port).
+    fn member(&mut self, c: Node) -> Option<Endpoint> {
+        let host = self.required_attr(c, "hostName")?;
+        let (scheme, port) = match (c.attribute("httpPort"), c.attribute("httpsPort")) {
+            (Some(p), _) => ("http", p),
+            (None, Some(p)) => ("https", p),
+            (None, None) => {
+                self.report(Severity::Error, c, "a <member> needs httpPort or httpsPort");
+                return None;
+            }
+        };
+        let loc = self.loc(c);
+        let mut a = AddressEndpoint::plain(format!("{scheme}://{host}:{port}"), loc.clone());
+        a.kind = AddressKind::Member;
+        Some(Endpoint {
+            name: None,
+            loc,
+            kind: EndpointKind::Address(Box::new(a)),
+            properties: Vec::new(),
+        })
     }
 
     fn failover(&mut self, n: Node) -> Option<EndpointKind> {
