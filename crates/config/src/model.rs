@@ -279,6 +279,8 @@ pub enum EndpointKind {
         failover: bool,
         children: Vec<Endpoint>,
         weighted: bool,
+        /// `<session>` beside it: a client stays on the child it was first sent to.
+        session: Option<Session>,
     },
     /// `<recipientlist>`: a copy of the message to every child (Synapse's RecipientListEndpoint,
     /// for `send`); `list`: `<endpoints value>`, comma-separated addresses (an expression in braces).
@@ -370,6 +372,22 @@ impl AddressKind {
             AddressKind::Member => "member",
         }
     }
+}
+
+/// A load-balance endpoint's session affinity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Session {
+    pub kind: SessionKind,
+    /// `sessionTimeout`: a session unused this long is forgotten.
+    pub timeout_ms: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionKind {
+    /// `http`: the cookies the child's responses set (`Set-Cookie`), sent back by the client.
+    Http,
+    /// `simpleClientSession`: the client's `syn:ClientID` SOAP header.
+    ClientId,
 }
 
 /// `<retryConfig>`: a failure with a code in `disabled` is not sent to another child; when `enabled`

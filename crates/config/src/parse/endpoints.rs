@@ -1,7 +1,7 @@
 //! Endpoints: a reference by key or an inline definition, the kinds (address, http, default, failover,
 //! loadbalance), their timeout, suspension and retry settings, and endpoint templates.
 
-use super::{elements, in_scope_namespaces, loose_bool, text_of, FileParser};
+use super::{child, elements, in_scope_namespaces, loose_bool, text_of, FileParser};
 use crate::diag::Severity;
 use crate::model::*;
 use roxmltree::Node;
@@ -110,6 +110,7 @@ impl FileParser<'_, '_> {
     fn definition(&mut self, n: Node) -> Option<(EndpointKind, Vec<EndpointProperty>)> {
         let mut kind = None;
         let mut properties = Vec::new();
+        let mut session = None;
         // A definition was there but was reported (and rejected): nothing more to say.
         let mut defined = false;
         for c in elements(n) {
@@ -124,11 +125,8 @@ impl FileParser<'_, '_> {
                 }
                 "property" => properties.extend(self.endpoint_property(c)),
                 "parameter" => {}
-                k @ ("template"
-                | "session"
-                | "dynamicLoadbalance"
-                | "serviceDynamicLoadbalance"
-                | "class") => {
+                "session" => session = Some(self.session(c)?),
+                k @ ("template" | "dynamicLoadbalance" | "serviceDynamicLoadbalance" | "class") => {
                     self.report(
                         Severity::Unsupported,
                         c,
@@ -138,6 +136,16 @@ impl FileParser<'_, '_> {
                 }
                 // Synapse's EndpointFactory picks the kind by the children it knows.
                 _ => self.unknown_child(c, "endpoint"),
+            }
+        }
+        if let Some(s) = session {
+            match &mut kind {
+                Some(EndpointKind::Loadbalance { session, .. }) => *session = Some(s),
+                _ => self.report(
+                    Severity::Warning,
+                    n,
+                    "a <session> applies to a <loadbalance> endpoint only; ignored",
+                ),
             }
         }
         match kind {
@@ -278,6 +286,30 @@ impl FileParser<'_, '_> {
         })
     }
 
+    /// `<session type><sessionTimeout>ms</sessionTimeout></session>`: how a load-balance endpoint
+    /// keeps a client on one child.
+    fn session(&mut self, c: Node) -> Option<Session> {
+        let kinds = [
+            ("http", SessionKind::Http),
+            ("simpleClientSession", SessionKind::ClientId),
+        ];
+        let ty = c.attribute("type").unwrap_or("");
+        if ty == "soap" {
+            self.report(
+                Severity::Unsupported,
+                c,
+                "SOAP sessions (WS-Addressing service group ids) are not supported yet",
+            );
+            return None;
+        }
+        let kind = self.one_of(c, "session type", ty, &kinds)?;
+        let timeout_ms = match child(c, "sessionTimeout") {
+            Some(t) => Some(self.number::<u64>(t)?),
+            None => None,
+        };
+        Some(Session { kind, timeout_ms })
+    }
+
     fn loadbalance(&mut self, n: Node) -> Option<EndpointKind> {
         const ROUND_ROBIN: &str = "org.apache.synapse.endpoints.algorithms.RoundRobin";
         const WEIGHTED: &str = "org.apache.synapse.endpoints.algorithms.WeightedRoundRobin";
@@ -299,6 +331,7 @@ impl FileParser<'_, '_> {
             failover,
             children,
             weighted,
+            session: None,
         })
     }
 
@@ -728,13 +761,18 @@ mod tests {
             EndpointKind::Loadbalance { failover: false, children, .. } if children.len() == 2
         ));
         let msgs: Vec<String> = d.items.iter().map(|x| x.to_string()).collect();
-        assert_eq!(msgs.len(), 3, "{msgs:#?}");
+        assert_eq!(msgs.len(), 2, "{msgs:#?}");
         assert!(msgs[0].contains("t.xml:9:") && msgs[0].contains("org.example.Weighted"));
-        assert!(msgs[1].contains("t.xml:10:") && msgs[1].contains("<member>"));
-        assert!(msgs[2].contains("t.xml:11:") && msgs[2].contains("no child endpoints"));
-        assert!(cfg.endpoints[2..]
-            .iter()
-            .all(|e| matches!(e.kind, EndpointKind::Rejected)));
+        assert!(msgs[1].contains("t.xml:11:") && msgs[1].contains("no child endpoints"));
+        // A static member: the message's path on http://h:80.
+        let EndpointKind::Loadbalance { children, .. } = &cfg.endpoints[3].kind else {
+            panic!("{:?}", cfg.endpoints[3].kind)
+        };
+        assert!(matches!(&children[0].kind, EndpointKind::Address(a)
+            if a.kind == AddressKind::Member && a.uri == "http://h:80"));
+        for k in [2, 4] {
+            assert!(matches!(cfg.endpoints[k].kind, EndpointKind::Rejected));
+        }
     }
 
     #[test]

@@ -14,14 +14,18 @@ pub(super) async fn send_to_group(
     msg: &mut Message,
     ep: &Arc<EndpointPlan>,
 ) -> Result<(Response<BackendBody>, Arc<EndpointPlan>), NotSent> {
-    let Some(mut leaf) = ep.pick(Instant::now(), &[]) else {
+    // A load balancer with sessions keeps a client on its child.
+    let Some(mut leaf) = ep.pick_for(msg, Instant::now()) else {
         return Err(NotSent::plain(no_ready_child(ep)));
     };
     let mut tried = Vec::new();
     loop {
         // The body is in memory: nothing to hand over, and the headers are kept for the next try.
         let mut failed = match send_once(client, default_timeout, msg, &leaf, None, true).await {
-            Ok(r) => return Ok(r),
+            Ok(r) => {
+                ep.answered(&r.1, r.0.headers());
+                return Ok(r);
+            }
             Err(f) => f,
         };
         let kind = failed.error.kind;
