@@ -698,6 +698,10 @@ pub struct Cache {
     pub response_codes: Option<String>,
     pub headers_exclude: Vec<String>,
     pub headers_include: Vec<String>,
+    /// `<protocol><enableCacheControl>`: the Cache-Control of requests and responses is obeyed.
+    pub cache_control: bool,
+    /// `<protocol><includeAgeHeader>`: a cached answer carries `Age`.
+    pub age_header: bool,
     pub loc: Location,
 }
 

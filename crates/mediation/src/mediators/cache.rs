@@ -5,6 +5,12 @@
 //! | request path | The request's hash (SHA-256 of its method, path and query, the headers the `<protocol>` says, and its body). A fresh response cached for it answers at once: through `<onCacheHit>` when there is one, else straight back to the client, and nothing after the cache runs. Otherwise the hash goes with the message (property `sluice.cache.hash`). |
 //! | response path (`collector="true"`) | The response (status, headers, body) is kept for that hash for `timeout` seconds, when its status matches `responseCodes` and it is no larger than `maxMessageSize`: the settings of the request-side cache that missed, which left them in the store with the hash (as MI leaves its placeholder). |
 //!
+//! With `<enableCacheControl>true</enableCacheControl>` (in `<protocol>`), as MI: a request with
+//! `Cache-Control: no-cache` (or `no-store`) is not answered from the cache, a response with
+//! `no-store` is not kept, and one with `max-age=N` is kept at most N seconds. With
+//! `<includeAgeHeader>true</includeAgeHeader>` a cached answer carries `Age` (whole seconds since
+//! it was kept).
+//!
 //! One store serves every cache mediator of the process (as MI's single mediator cache), in 16
 //! shards each behind its own lock; a cache that misses makes room in its shard for its share of
 //! its `maxSize`, expired entries going first, then the oldest. The request's body is read whole
@@ -22,6 +28,23 @@ const HASH_PROPERTY: &str = "sluice.cache.hash";
 
 const SHARDS: usize = 16;
 
+/// Whether `headers`' Cache-Control holds `directive` (any case), and its value (`max-age=60`).
+fn cache_directive<'h>(headers: &'h HeaderMap, directive: &str) -> Option<Option<&'h str>> {
+    headers
+        .get_all(http::header::CACHE_CONTROL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .find_map(|d| {
+            let (name, value) = match d.split_once('=') {
+                Some((n, v)) => (n.trim(), Some(v.trim().trim_matches('"'))),
+                None => (d, None),
+            };
+            name.eq_ignore_ascii_case(directive).then_some(value)
+        })
+}
+
 #[derive(Debug)]
 pub struct CachePlan {
     collector: bool,
@@ -30,6 +53,8 @@ pub struct CachePlan {
     methods: Option<Vec<http::Method>>,
     exclude: Vec<HeaderName>,
     include: Vec<HeaderName>,
+    cache_control: bool,
+    age_header: bool,
 }
 
 /// What a request-side cache says of the responses kept for it.
@@ -39,6 +64,7 @@ struct Rules {
     max_message_size: Option<usize>,
     max_size: usize,
     response_codes: Option<FullRegex>,
+    cache_control: bool,
 }
 
 pub(crate) fn compile(c: &mut Compiler, k: &cfg::Cache, m: &cfg::Mediator) -> Option<Step> {
@@ -64,6 +90,7 @@ pub(crate) fn compile(c: &mut Compiler, k: &cfg::Cache, m: &cfg::Mediator) -> Op
             max_message_size: k.max_message_size,
             max_size: k.max_size,
             response_codes,
+            cache_control: k.cache_control,
         }),
         on_hit,
         methods: k.methods.as_ref().map(|ms| {
@@ -73,6 +100,8 @@ pub(crate) fn compile(c: &mut Compiler, k: &cfg::Cache, m: &cfg::Mediator) -> Op
         }),
         exclude: headers(&k.headers_exclude),
         include: headers(&k.headers_include),
+        cache_control: k.cache_control,
+        age_header: k.age_header,
     }))
 }
 
@@ -161,15 +190,21 @@ impl CachePlan {
         let Some(hash) = self.hash(cx.msg) else {
             return Ok(None);
         };
+        // With Cache-Control obeyed, a request that asks for a fresh answer gets one (and the
+        // collector keeps it in place of the old).
+        let fresh_wanted = self.cache_control
+            && (cache_directive(&cx.msg.headers, "no-cache").is_some()
+                || cache_directive(&cx.msg.headers, "no-store").is_some());
+        let now = Instant::now();
         let hit = {
-            let now = Instant::now();
             let mut s = shard(&hash);
             match s.get(&hash) {
                 Some(Entry {
                     response: Some(r),
                     expires,
+                    stored,
                     ..
-                }) if *expires > now => Some(r.clone()),
+                }) if *expires > now && !fresh_wanted => Some((r.clone(), *stored)),
                 _ => {
                     // A miss: the rules wait for the collector, as MI's placeholder does.
                     let entry = Entry {
@@ -184,15 +219,22 @@ impl CachePlan {
                 }
             }
         };
-        let Some(Cached {
-            status,
-            headers,
-            body,
-        }) = hit
+        let Some((
+            Cached {
+                status,
+                mut headers,
+                body,
+            },
+            stored,
+        )) = hit
         else {
             cx.msg.props.set(HASH_PROPERTY, hex(&hash));
             return Ok(None);
         };
+        if self.age_header {
+            let age = now.saturating_duration_since(stored).as_secs();
+            headers.insert(http::header::AGE, http::HeaderValue::from(age));
+        }
         let msg = &mut *cx.msg;
         msg.direction = Direction::Response;
         msg.status = Some(status);
@@ -237,7 +279,8 @@ impl CachePlan {
             .response_codes
             .as_ref()
             .is_some_and(|codes| !codes.matches(status.as_str()))
-            || rules.max_message_size.is_some_and(|m| body.len() > m);
+            || rules.max_message_size.is_some_and(|m| body.len() > m)
+            || (rules.cache_control && cache_directive(&msg.headers, "no-store").is_some());
         if refused {
             s.remove(&hash);
             return;
@@ -249,7 +292,18 @@ impl CachePlan {
             headers,
             body,
         });
-        e.expires = now + rules.timeout;
+        // With Cache-Control obeyed, the response's max-age shortens how long it is kept.
+        let max_age = rules
+            .cache_control
+            .then(|| {
+                cache_directive(&msg.headers, "max-age")
+                    .flatten()?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .flatten()
+            .map(Duration::from_secs);
+        e.expires = now + max_age.map_or(rules.timeout, |m| m.min(rules.timeout));
         e.stored = now;
     }
 }
@@ -286,6 +340,19 @@ fn unhex(s: &str) -> Option<[u8; 32]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cache_control_directives_are_read_in_any_case_and_order() {
+        let mut h = HeaderMap::new();
+        h.append(
+            http::header::CACHE_CONTROL,
+            "public, Max-Age=\"30\"".parse().unwrap(),
+        );
+        h.append(http::header::CACHE_CONTROL, "NO-STORE".parse().unwrap());
+        assert_eq!(cache_directive(&h, "max-age"), Some(Some("30")));
+        assert_eq!(cache_directive(&h, "no-store"), Some(None));
+        assert_eq!(cache_directive(&h, "no-cache"), None);
+    }
 
     #[test]
     fn hashes_travel_as_hex() {

@@ -68,6 +68,11 @@ impl FileParser<'_, '_> {
                 .unwrap_or_default()
         };
         let protocol = child(n, "protocol");
+        let flag = |p: Option<Node>, name: &str| {
+            p.and_then(|p| child(p, name))
+                .and_then(|c| c.text())
+                .is_some_and(|t| t.trim().eq_ignore_ascii_case("true"))
+        };
         let methods = protocol
             .and_then(|p| child(p, "methods"))
             .map(|m| list(Some(m)))
@@ -87,6 +92,8 @@ impl FileParser<'_, '_> {
             response_codes,
             headers_exclude: list(protocol.and_then(|p| child(p, "headersToExcludeInHash"))),
             headers_include: list(protocol.and_then(|p| child(p, "headersToIncludeInHash"))),
+            cache_control: flag(protocol, "enableCacheControl"),
+            age_header: flag(protocol, "includeAgeHeader"),
             loc: self.loc(n),
         })
     }
