@@ -316,6 +316,15 @@ pub struct AddressEndpoint {
     /// A `<wsdl>` endpoint: which port of which service (`uri` is then the WSDL's, empty when the
     /// WSDL is written inside).
     pub wsdl: Option<Box<WsdlPort>>,
+    /// `<enableAddressing [version]>`: the request leaves with WS-Addressing headers.
+    pub addressing: Option<WsaVersion>,
+}
+
+/// The WS-Addressing an endpoint writes: 1.0 (`final`, the default) or the 2004/08 submission.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WsaVersion {
+    Final,
+    Submission,
 }
 
 impl AddressEndpoint {
@@ -332,6 +341,7 @@ impl AddressEndpoint {
             mark_for_suspension: MarkForSuspension::default(),
             retry: RetryConfig::default(),
             wsdl: None,
+            addressing: None,
         }
     }
 }

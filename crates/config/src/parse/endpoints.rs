@@ -376,6 +376,7 @@ impl FileParser<'_, '_> {
             suspend_on_failure: SuspendOnFailure::default(),
             mark_for_suspension: MarkForSuspension::default(),
             retry: RetryConfig::default(),
+            addressing: None,
             wsdl: (flavor == AddressKind::Wsdl).then(|| {
                 Box::new(WsdlPort {
                     service: n.attribute("service").map(str::to_owned),
@@ -398,7 +399,13 @@ impl FileParser<'_, '_> {
                     }
                 }
                 "retryConfig" => a.retry = self.retry_config(c),
-                "enableAddressing" | "enableRM" | "property" => {
+                "enableAddressing" => {
+                    a.addressing = Some(match c.attribute("version") {
+                        Some("submission") => WsaVersion::Submission,
+                        _ => WsaVersion::Final,
+                    });
+                }
+                "enableRM" | "property" => {
                     self.report(Severity::Warning, c, "not implemented yet; ignored");
                 }
                 // MI's <http> authentication (basic auth, OAuth): it sets headers Sluice would not.

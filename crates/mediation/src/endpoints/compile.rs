@@ -402,6 +402,7 @@ impl Compiler<'_> {
             (None, None) => Address::Fixed,
         };
         plan.template_vars = template_vars;
+        plan.addressing = a.addressing;
         if let Some(d) = a.timeout.as_ref().and_then(|t| t.dynamic.as_ref()) {
             plan.timeout_expr = Some(Arc::new(self.expr(d, "duration")?));
         }

@@ -47,6 +47,9 @@ pub struct EndpointPlan {
     /// MI's `<duration>{expression}</duration>`: the timeout in ms for each message
     /// ([`EndpointPlan::timeout_for`]).
     pub timeout_expr: Option<Arc<sluice_expr::Expr>>,
+    /// `<enableAddressing>`: the WS-Addressing headers a SOAP request leaves with
+    /// ([`EndpointPlan::add_addressing`]).
+    pub addressing: Option<cfg::WsaVersion>,
 }
 
 /// An endpoint `<property name value|expression scope>`: set on each message the endpoint sends, as
@@ -191,6 +194,7 @@ impl EndpointPlan {
             format: Format::AsIs,
             properties: Arc::new([]),
             timeout_expr: None,
+            addressing: None,
         }
     }
 
@@ -409,6 +413,7 @@ impl EndpointPlan {
             format: Format::AsIs,
             properties: Arc::new([]),
             timeout_expr: None,
+            addressing: None,
         }
     }
 
@@ -543,6 +548,7 @@ impl EndpointPlan {
             format: self.format,
             properties: self.properties.clone(),
             timeout_expr: self.timeout_expr.clone(),
+            addressing: self.addressing,
         }))
     }
 
@@ -570,6 +576,75 @@ impl EndpointPlan {
                 self.timeout
             }
         }
+    }
+
+    /// With `<enableAddressing>`: the WS-Addressing headers Axis2's addressing module writes for
+    /// Synapse, added to a SOAP request in memory: `To` (this endpoint's address), `ReplyTo`
+    /// (anonymous; the submission version only), `MessageID` and `Action` (the SOAPAction). A
+    /// message that is no SOAP envelope is left as it is.
+    pub fn add_addressing(&self, msg: &mut Message) -> Result<(), Error> {
+        const FINAL: &str = "http://www.w3.org/2005/08/addressing";
+        const SUBMISSION: &str = "http://schemas.xmlsoap.org/ws/2004/08/addressing";
+        let Some(version) = self.addressing else {
+            return Ok(());
+        };
+        let crate::message::Body::Bytes(b) = &msg.body else {
+            return Ok(());
+        };
+        let what = "enableAddressing";
+        let xml = |e: sluice_xml::XmlError| crate::exec::xml_error(what, e);
+        let mut d = sluice_xml::Document::parse(b).map_err(xml)?;
+        let Some(header) = d.ensure_soap_header().map_err(xml)? else {
+            return Ok(());
+        };
+        let ns = match version {
+            cfg::WsaVersion::Final => FINAL,
+            cfg::WsaVersion::Submission => SUBMISSION,
+        };
+        // A message sent again (failover to the next child) is addressed to that child alone.
+        let old: Vec<sluice_xml::NodeId> = d
+            .soap_header()
+            .map(|h| {
+                h.child_elements()
+                    .filter(|c| {
+                        c.namespace_uri() == Some(ns)
+                            && matches!(c.name(), "To" | "ReplyTo" | "MessageID" | "Action")
+                    })
+                    .map(|c| c.id())
+                    .collect()
+            })
+            .unwrap_or_default();
+        for id in old {
+            d.remove(id).map_err(xml)?;
+        }
+        let text = |t: &str| {
+            let mut out = String::new();
+            crate::fault::escape(t, &mut out);
+            out
+        };
+        let mut blocks = format!(
+            "<wsa:To xmlns:wsa=\"{ns}\">{}</wsa:To>",
+            text(&self.uri.to_string())
+        );
+        if version == cfg::WsaVersion::Submission {
+            blocks.push_str(&format!("<wsa:ReplyTo xmlns:wsa=\"{ns}\"><wsa:Address>{SUBMISSION}/role/anonymous</wsa:Address></wsa:ReplyTo>"));
+        }
+        blocks.push_str(&format!(
+            "<wsa:MessageID xmlns:wsa=\"{ns}\">{}</wsa:MessageID>",
+            text(msg.message_id())
+        ));
+        if let Some(action) = msg.soap_action() {
+            blocks.push_str(&format!(
+                "<wsa:Action xmlns:wsa=\"{ns}\">{}</wsa:Action>",
+                text(action)
+            ));
+        }
+        let fragment = sluice_xml::Fragment::parse(&blocks).map_err(xml)?;
+        d.insert(header, &fragment, sluice_xml::Placement::LastChild)
+            .map_err(xml)?;
+        msg.body = crate::message::Body::Bytes(crate::exec::message_bytes(&d, what)?.into());
+        msg.headers.remove(http::header::CONTENT_LENGTH);
+        Ok(())
     }
 
     /// Sets the endpoint's properties on a message it sends. A value that cannot be had (an

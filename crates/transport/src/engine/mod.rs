@@ -814,7 +814,8 @@ impl Engine {
         keep_headers: bool,
     ) -> Result<(Response<BackendBody>, Arc<EndpointPlan>), NotSent> {
         if ep.group.is_none() {
-            if ep.format.converts(msg) {
+            // A conversion, or WS-Addressing headers, need the body in memory.
+            if ep.format.converts(msg) || ep.addressing.is_some() {
                 // Boxed: the conversion's state stays out of every plain send's future.
                 Box::pin(self.in_format(msg, &mut stream, ep)).await?;
             }

@@ -76,7 +76,11 @@ pub(super) async fn send_once(
         Err(error) => return Err(NotSent::with_stream(error, stream)),
     };
     // A group's child: the body is in memory (a single endpoint's was converted before).
-    if let Err(error) = target.format.apply(msg) {
+    if let Err(error) = target
+        .format
+        .apply(msg)
+        .and_then(|()| target.add_addressing(msg))
+    {
         return Err(NotSent::with_stream(error, stream));
     }
     // A REST text/xml message read for mediation leaves as plain XML.
