@@ -555,10 +555,17 @@ impl EndpointPlan {
     /// The timeout for `msg`: the expression's milliseconds when the endpoint computes it per
     /// message (a value that is no positive number leaves the endpoint's own, with a warning),
     /// else the endpoint's own.
+    #[inline]
     pub fn timeout_for(&self, msg: &Message) -> Option<Duration> {
-        let Some(e) = &self.timeout_expr else {
-            return self.timeout;
-        };
+        match &self.timeout_expr {
+            None => self.timeout,
+            Some(e) => self.timeout_computed(e, msg),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn timeout_computed(&self, e: &sluice_expr::Expr, msg: &Message) -> Option<Duration> {
         let doc = crate::exec::DocCache::new();
         match crate::exec::eval_expr(e, msg, &doc) {
             Ok(v) => match v.trim().parse::<u64>() {
@@ -582,12 +589,19 @@ impl EndpointPlan {
     /// Synapse, added to a SOAP request in memory: `To` (this endpoint's address), `ReplyTo`
     /// (anonymous; the submission version only), `MessageID` and `Action` (the SOAPAction). A
     /// message that is no SOAP envelope is left as it is.
+    #[inline]
     pub fn add_addressing(&self, msg: &mut Message) -> Result<(), Error> {
+        match self.addressing {
+            None => Ok(()),
+            Some(version) => self.addressed(version, msg),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn addressed(&self, version: cfg::WsaVersion, msg: &mut Message) -> Result<(), Error> {
         const FINAL: &str = "http://www.w3.org/2005/08/addressing";
         const SUBMISSION: &str = "http://schemas.xmlsoap.org/ws/2004/08/addressing";
-        let Some(version) = self.addressing else {
-            return Ok(());
-        };
         let crate::message::Body::Bytes(b) = &msg.body else {
             return Ok(());
         };
