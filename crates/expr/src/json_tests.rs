@@ -69,8 +69,13 @@ fn json_eval_gives_wso2s_string_values() {
 fn json_eval_refusals_and_bad_bodies() {
     let e = Expr::compile("json-eval($.a.concat('x'))", &[]).unwrap_err();
     assert_eq!(e.kind, ExprErrorKind::Unsupported, "{e}");
-    let e = Expr::compile("json-eval(a.b)", &[]).unwrap_err();
+    let e = Expr::compile("json-eval(a.b[)", &[]).unwrap_err();
     assert_eq!(e.kind, ExprErrorKind::Invalid, "{e}");
+    // A path without `$` starts at the root's member, as in Jayway.
+    assert!(matches!(
+        Expr::compile("json-eval(a.b)", &[]),
+        Ok(Expr::Json(_))
+    ));
     let e = eval("json-eval($.a)", "<a/>").unwrap_err();
     assert_eq!(e.kind, ExprErrorKind::BadMessage, "{e}");
     assert!(e.message.contains("not JSON"), "{e}");

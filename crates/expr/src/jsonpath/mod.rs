@@ -137,6 +137,15 @@ impl JsonPath {
     /// Compiles `text` (it starts with `$`); `Err` says what is not supported or not valid.
     pub fn compile(text: &str) -> Result<JsonPath, JsonPathError> {
         let t = text.trim();
+        // As Jayway: a path that does not start at the root (`$`) or the current node (`@`)
+        // starts at the root's member (`name.x` is `$.name.x`).
+        let rooted;
+        let t = if t.starts_with('$') || t.starts_with('@') || t.is_empty() {
+            t
+        } else {
+            rooted = format!("$.{t}");
+            &rooted
+        };
         let mut rest = t
             .strip_prefix('$')
             .ok_or_else(|| format!("JsonPath '{t}' does not start with '$'"))?;

@@ -70,7 +70,7 @@ fn definite_paths_and_refusals() {
     assert!(!d("$['a','b'].c"));
     assert!(!d("$.a[?(@.b)]"));
     for bad in [
-        "a.b",
+        "a.b[",
         "$.a[?(@.b == )]",
         "$.a[?@.b]",
         "$.a[?(@.b =~ /x)]",
@@ -749,4 +749,16 @@ fn set_puts_a_value_where_a_definite_path_points() {
     assert!(!set(&mut v, "$..b", serde_json::json!(0)), "not definite");
     assert!(set(&mut v, "$", serde_json::json!(7)));
     assert_eq!(v, serde_json::json!(7));
+}
+
+#[test]
+fn a_path_without_a_root_starts_at_the_roots_member_as_in_jayway() {
+    let v: Value = json!({"propertyName": "hospitalName", "a": {"b": 1}});
+    let text = |p: &str| {
+        let jp = JsonPath::compile(p).unwrap();
+        let (found, _) = jp.evaluate(&v);
+        found.iter().map(|x| x.to_string()).collect::<Vec<_>>()
+    };
+    assert_eq!(text("propertyName"), ["\"hospitalName\""]);
+    assert_eq!(text("a.b"), ["1"]);
 }
