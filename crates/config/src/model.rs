@@ -840,6 +840,8 @@ pub enum Action {
 #[derive(Clone, Debug)]
 pub struct Property {
     pub name: String,
+    /// MI's `name="{expression}"`: the name each message gives.
+    pub dynamic_name: Option<ExprSrc>,
     pub scope: Scope,
     pub ty: PropertyType,
     pub action: Action,

@@ -19,14 +19,26 @@ pub enum PropertyPlan {
         scope: Scope,
         name: String,
     },
+    /// MI's `name="{expression}"`: the property the message names, set or removed as `then`
+    /// says (its own name unused).
+    Named {
+        name: Expr,
+        then: Box<PropertyPlan>,
+    },
 }
 
 pub(crate) fn compile(c: &mut Compiler, p: &cfg::Property, m: &cfg::Mediator) -> Option<Step> {
     let el = m.element.as_str();
     if p.scope == Scope::Transport {
+        if p.dynamic_name.is_some() {
+            let why =
+                "a transport property whose name is computed per message is not supported yet";
+            c.report(Severity::Unsupported, &m.loc, el, why);
+            return None;
+        }
         return transport_header(c, &p.name, &p.action, m).map(Step::Header);
     }
-    Some(Step::Property(match &p.action {
+    let plan = match &p.action {
         cfg::Action::Remove => PropertyPlan::Remove {
             scope: p.scope,
             name: p.name.clone(),
@@ -46,6 +58,13 @@ pub(crate) fn compile(c: &mut Compiler, p: &cfg::Property, m: &cfg::Mediator) ->
                 value,
             }
         }
+    };
+    Some(Step::Property(match &p.dynamic_name {
+        None => plan,
+        Some(n) => PropertyPlan::Named {
+            name: c.expr(n, el)?,
+            then: Box::new(plan),
+        },
     }))
 }
 
@@ -105,6 +124,14 @@ impl Mediator for PropertyPlan {
             p if p.wants_length() => Reads::WHOLE,
             PropertyPlan::Set { value, .. } => Reads::of(value.body_need()),
             PropertyPlan::Remove { .. } => Reads::NOTHING,
+            // The name may be any axis2 control property: read as if it made the message JSON.
+            PropertyPlan::Named { name, then } => match **then {
+                PropertyPlan::Set {
+                    scope: Scope::Axis2 | Scope::Axis2Client,
+                    ..
+                } => Reads::WHOLE,
+                ref t => Reads::of(t.reads(json).need.max(name.body_need())),
+            },
         }
     }
 
@@ -113,6 +140,9 @@ impl Mediator for PropertyPlan {
             p if p.makes_json() || p.wants_length() => ByHead::No,
             PropertyPlan::Set { value, .. } => value_by_head(value, f).into(),
             PropertyPlan::Remove { .. } => ByHead::Yes,
+            PropertyPlan::Named { name, then } => (name.body_need() == BodyNeed::None || f(name))
+                .then(|| then.by_head(f))
+                .unwrap_or(ByHead::No),
         }
     }
 
@@ -125,12 +155,26 @@ impl Mediator for PropertyPlan {
                 ty,
                 value,
             } => set(cx, *scope, name, *ty, value)?,
-            PropertyPlan::Remove { scope, name } => match scope {
-                Scope::Default | Scope::Operation => cx.msg.props.remove(name),
-                _ => cx.msg.axis2.remove(name),
-            },
+            PropertyPlan::Remove { scope, name } => remove(cx, *scope, name),
+            PropertyPlan::Named { name, then } => {
+                let n = eval_expr(name, cx.msg, cx.doc)?;
+                match &**then {
+                    PropertyPlan::Set {
+                        scope, ty, value, ..
+                    } => set(cx, *scope, &n, *ty, value)?,
+                    PropertyPlan::Remove { scope, .. } => remove(cx, *scope, &n),
+                    PropertyPlan::Named { .. } => {}
+                }
+            }
         }
         Ok(None)
+    }
+}
+
+fn remove(cx: &mut Cx<'_>, scope: Scope, name: &str) {
+    match scope {
+        Scope::Default | Scope::Operation => cx.msg.props.remove(name),
+        _ => cx.msg.axis2.remove(name),
     }
 }
 

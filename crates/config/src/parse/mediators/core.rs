@@ -189,8 +189,13 @@ impl FileParser<'_, '_> {
             );
             return None;
         }
+        let dynamic_name = name
+            .strip_prefix('{')
+            .and_then(|x| x.strip_suffix('}'))
+            .map(|x| self.expr(n, "name", x));
         Some(Property {
             name,
+            dynamic_name,
             scope,
             ty,
             action,
