@@ -140,9 +140,13 @@ impl Mediator for PropertyPlan {
             p if p.makes_json() || p.wants_length() => ByHead::No,
             PropertyPlan::Set { value, .. } => value_by_head(value, f).into(),
             PropertyPlan::Remove { .. } => ByHead::Yes,
-            PropertyPlan::Named { name, then } => (name.body_need() == BodyNeed::None || f(name))
-                .then(|| then.by_head(f))
-                .unwrap_or(ByHead::No),
+            PropertyPlan::Named { name, then } => {
+                if name.body_need() == BodyNeed::None || f(name) {
+                    then.by_head(f)
+                } else {
+                    ByHead::No
+                }
+            }
         }
     }
 
