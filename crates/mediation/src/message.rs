@@ -93,7 +93,7 @@ pub struct Saved {
     pub headers: HeaderMap,
     pub status: Option<StatusCode>,
     pub soap: FaultVersion,
-    pub set_headers: Vec<HeaderName>,
+    pub set_headers: Few<HeaderName>,
     pub is_fault: bool,
     pub rest: crate::rest::Rest,
 }
@@ -193,17 +193,17 @@ pub struct Message {
     pub rest: crate::rest::Rest,
     /// Transport headers a mediator set while this was the request: when the request itself is the
     /// answer (`respond`), these go to the client with it (the client's own headers do not).
-    pub set_headers: Vec<HeaderName>,
+    pub set_headers: Few<HeaderName>,
     /// Back-end calls made for this request so far (sends, calls, one-way ones), request and
     /// response side: the transport bounds them.
     pub calls: usize,
     /// The parameters of the templates being run, innermost last (`$func:`).
-    pub func: Vec<Vec<(String, String)>>,
+    pub func: Few<Vec<(String, String)>>,
     /// The copies of one request a `clone` made share this: where `aggregate` gathers them.
     pub gather: Option<std::sync::Arc<Gather>>,
     /// Messages kept aside by `call`s whose response goes into a property, innermost last:
     /// restored once the response is in it.
-    pub saved: Vec<Saved>,
+    pub saved: Few<Saved>,
     /// MI 4.4's variables (the `variable` mediator; `${vars.NAME}` reads them).
     pub vars: Vars,
     /// The client's address (Axis2's `REMOTE_ADDR`), when known.
@@ -241,11 +241,11 @@ impl Message {
             soap,
             is_fault: false,
             rest,
-            set_headers: Vec::new(),
+            set_headers: Few::default(),
             calls: 0,
-            func: Vec::new(),
+            func: Few::default(),
             gather: None,
-            saved: Vec::new(),
+            saved: Few::default(),
             vars: Vars::default(),
             remote: None,
             permits: Default::default(),
@@ -283,7 +283,7 @@ impl Message {
             body: Body::Stream,
             is_fault: false,
             rest,
-            set_headers: Vec::new(),
+            set_headers: Few::default(),
             ..self
         }
     }
@@ -688,5 +688,42 @@ impl Vars {
         if let Some(m) = self.0.as_mut() {
             m.remove(name);
         }
+    }
+}
+
+/// A list most messages leave empty: one pointer until the first item (a message is moved whole
+/// between the awaits, so what it carries empty should be small).
+#[allow(clippy::box_collection)]
+#[derive(Clone, Debug)]
+pub struct Few<T>(Option<Box<Vec<T>>>);
+
+impl<T> Default for Few<T> {
+    fn default() -> Self {
+        Few(None)
+    }
+}
+
+impl<T> std::ops::Deref for Few<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        self.0.as_deref().map_or(&[], Vec::as_slice)
+    }
+}
+
+impl<T> Few<T> {
+    pub fn push(&mut self, item: T) {
+        self.0.get_or_insert_with(Default::default).push(item);
+    }
+
+    pub fn pop(&mut self) -> Option<T> {
+        self.0.as_mut()?.pop()
+    }
+}
+
+impl<'a, T> IntoIterator for &'a Few<T> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
     }
 }
