@@ -75,13 +75,16 @@ async fn run_suite(dir: &std::path::Path) -> Vec<String> {
         let before = be.seen.lock().unwrap().len();
         let log_from = s.stderr().len();
         let mut c = Conn::open(s.addr).await;
-        let headers: Vec<(&str, &str)> = case
-            .request
-            .headers
-            .iter()
+        // `{backend}` in a request stands for the back-end's address (addresses a message gives).
+        let backend_addr = be.addr.to_string();
+        let values: Vec<String> = (case.request.headers.values())
+            .map(|v| v.replace("{backend}", &backend_addr))
+            .collect();
+        let headers: Vec<(&str, &str)> = (case.request.headers.keys())
+            .zip(&values)
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        let body = bytes::Bytes::from(case.request.body.clone());
+        let body = bytes::Bytes::from(case.request.body.replace("{backend}", &backend_addr));
         let sent = c.send_with(
             &case.request.method,
             &case.request.path,

@@ -146,15 +146,7 @@ impl Compiler<'_> {
                 return self.group(ep, name, kind, children, override_uri);
             }
             cfg::EndpointKind::RecipientList { children, list } => {
-                let listed;
-                let children = match list {
-                    None => children,
-                    Some(l) => {
-                        listed = self.listed_recipients(ep, l)?;
-                        &listed
-                    }
-                };
-                return self.group(ep, name, GroupKind::RecipientList, children, override_uri);
+                return self.recipient_list(ep, name, children, list.as_ref(), override_uri);
             }
             cfg::EndpointKind::Loadbalance {
                 failover,
@@ -440,26 +432,38 @@ impl Compiler<'_> {
         Some(weights)
     }
 
-    /// `<endpoints value>`: its comma-separated addresses, as address endpoints. An expression
-    /// must be known at load (a literal, `get-property('registry', KEY)`); one computed per
-    /// message is unsupported.
-    fn listed_recipients(
+    /// A `recipientlist`: its child endpoints, or the addresses `<endpoints value>` lists. An
+    /// expression known at load (a literal, `get-property('registry', KEY)`) gives them now; any
+    /// other is kept, and each message's `send` builds its list from it.
+    fn recipient_list(
         &mut self,
         ep: &cfg::Endpoint,
-        list: &cfg::ValueSrc,
-    ) -> Option<Vec<cfg::Endpoint>> {
+        name: String,
+        children: &[cfg::Endpoint],
+        list: Option<&cfg::ValueSrc>,
+        override_uri: Option<&str>,
+    ) -> Option<Arc<EndpointPlan>> {
         let text = match list {
-            cfg::ValueSrc::Literal(t) => t.clone(),
-            cfg::ValueSrc::Expr(e) => match self.expr(e, "endpoints")? {
+            None => return self.group(ep, name, GroupKind::RecipientList, children, override_uri),
+            Some(cfg::ValueSrc::Literal(t)) => t.clone(),
+            Some(cfg::ValueSrc::Expr(e)) => match self.expr(e, "endpoints")? {
                 sluice_expr::Expr::Literal(t) => t,
-                _ => {
-                    let why = "a recipient list computed per message is not supported yet (only one known at load: a literal, get-property('registry', KEY))";
-                    self.report(Severity::Unsupported, &e.loc, "endpoints", why);
-                    self.failed = true;
-                    return None;
+                x => {
+                    let g = self.group(ep, name, GroupKind::RecipientList, &[], None)?;
+                    let mut plan = Arc::try_unwrap(g).ok()?;
+                    if let Some(group) = plan.group.as_mut() {
+                        group.listed_per_message = Some(x);
+                    }
+                    return Some(Arc::new(plan));
                 }
             },
         };
+        let listed = self.listed_recipients(ep, &text)?;
+        self.group(ep, name, GroupKind::RecipientList, &listed, override_uri)
+    }
+
+    /// `<endpoints value>`'s comma-separated addresses, as address endpoints.
+    fn listed_recipients(&mut self, ep: &cfg::Endpoint, text: &str) -> Option<Vec<cfg::Endpoint>> {
         let children: Vec<cfg::Endpoint> = text
             .split(',')
             .map(str::trim)

@@ -121,6 +121,9 @@ pub struct Group {
     pub children: Vec<Arc<EndpointPlan>>,
     /// `<session>`: which child each client stays on.
     pub sessions: Option<session::Sessions>,
+    /// A recipient list's `<endpoints value="{...}">`: the addresses each message gives
+    /// (comma-separated); `children` is then empty.
+    pub listed_per_message: Option<sluice_expr::Expr>,
     /// Round robin: where the next turn starts; static failover: the child in use.
     cursor: AtomicUsize,
     /// Weighted round robin: the running sums of the children's weights (child `i` has the turns
@@ -190,6 +193,7 @@ impl EndpointPlan {
                 cursor: AtomicUsize::new(0),
                 sums: None,
                 sessions: None,
+                listed_per_message: None,
             }),
             format: Format::AsIs,
             properties: Arc::new([]),
@@ -263,12 +267,39 @@ impl EndpointPlan {
         }
     }
 
-    /// A recipient list's children, each of which a `send` to it gives a copy of the message.
+    /// A recipient list's children known at load, each of which a `send` to it gives a copy of
+    /// the message (`None` for a list each message gives: [`EndpointPlan::recipients_per_message`]).
     pub fn recipients(&self) -> Option<&[Arc<EndpointPlan>]> {
         match &self.group {
-            Some(g) if g.kind == GroupKind::RecipientList => Some(&g.children),
+            Some(g) if g.kind == GroupKind::RecipientList && g.listed_per_message.is_none() => {
+                Some(&g.children)
+            }
             _ => None,
         }
+    }
+
+    /// A recipient list whose addresses each message gives: the expression that gives them.
+    pub fn recipients_per_message(&self) -> Option<&sluice_expr::Expr> {
+        self.group.as_ref()?.listed_per_message.as_ref()
+    }
+
+    /// An address endpoint with no settings of its own, for an address a message gives (a
+    /// recipient list's); `Err` when it is no http(s) URL.
+    pub fn for_url(owner: &str, url: &str) -> Result<Arc<EndpointPlan>, Error> {
+        let (uri, host) = http_uri(url).map_err(|(_, why)| {
+            Error::new(
+                ErrorKind::Mediation,
+                format!("{owner}: the recipient '{url}': {why}"),
+            )
+        })?;
+        Ok(Arc::new(EndpointPlan::new(
+            format!("recipient of {owner}"),
+            uri,
+            host,
+            None,
+            cfg::TimeoutAction::Fault,
+            SuspendPolicy::never(),
+        )))
     }
 
     /// The address endpoint `msg` goes to first: a load balancer with sessions sends a client

@@ -14,6 +14,8 @@ pub struct SendPlan {
     /// goes through the out-sequence, where an aggregate may gather them), as Synapse's
     /// RecipientListEndpoint sends.
     pub recipients: Option<Arc<crate::mediators::clone::ClonePlan>>,
+    /// A recipient list whose addresses each message gives (`<endpoints value="{...}">`).
+    pub listed: Option<Arc<EndpointPlan>>,
 }
 
 pub(crate) fn compile(
@@ -48,20 +50,39 @@ pub(crate) fn compile(
                 continue_parent: false,
             })
         });
+    let listed = endpoint
+        .as_ref()
+        .filter(|e| e.recipients_per_message().is_some())
+        .cloned();
     Some(Step::Send(SendPlan {
         endpoint,
         receive,
         recipients,
+        listed,
     }))
 }
 
 impl Mediator for SendPlan {
     fn reads(&self, _json: bool) -> Reads {
-        Reads::NOTHING
+        match self
+            .listed
+            .as_ref()
+            .and_then(|e| e.recipients_per_message())
+        {
+            Some(x) => Reads::of(x.body_need()),
+            None => Reads::NOTHING,
+        }
     }
 
-    fn by_head(&self, _f: &mut dyn FnMut(&Expr) -> bool) -> ByHead {
-        ByHead::Yes
+    fn by_head(&self, f: &mut dyn FnMut(&Expr) -> bool) -> ByHead {
+        match self
+            .listed
+            .as_ref()
+            .and_then(|e| e.recipients_per_message())
+        {
+            Some(x) => (x.body_need() == BodyNeed::None || f(x)).into(),
+            None => ByHead::Yes,
+        }
     }
 
     fn leaves(&self) -> Option<&'static str> {
@@ -73,9 +94,12 @@ impl Mediator for SendPlan {
     }
 
     #[inline]
-    fn run(&self, _cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
+    fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
         if let Some(r) = &self.recipients {
             return Ok(Some(Flow::Clone(r.clone())));
+        }
+        if let Some(ep) = &self.listed {
+            return listed_per_message(ep, cx).map(Some);
         }
         Ok(Some(match &self.receive {
             None => Flow::Send(self.endpoint.clone()),
@@ -87,11 +111,42 @@ impl Mediator for SendPlan {
     }
 }
 
+/// A copy of the message to each address the message gives the recipient list, as a clone.
+fn listed_per_message(ep: &EndpointPlan, cx: &mut Cx<'_>) -> Result<Flow, Error> {
+    let Some(x) = ep.recipients_per_message() else {
+        return Ok(Flow::Send(None));
+    };
+    let text = eval_expr(x, cx.msg, cx.doc)?;
+    let urls = || text.split(',').map(str::trim).filter(|u| !u.is_empty());
+    within_parts_cap("recipientlist", urls().count())?;
+    let mut targets = Vec::new();
+    for url in urls() {
+        targets.push(crate::mediators::clone::CloneTargetPlan {
+            sequence: None,
+            endpoint: Some(EndpointPlan::for_url(ep.describe(), url)?),
+            to: None,
+            soap_action: None,
+        });
+    }
+    if targets.is_empty() {
+        return Err(Error::new(
+            ErrorKind::Mediation,
+            format!("{}: the message gives no recipients", ep.describe()),
+        ));
+    }
+    Ok(Flow::Clone(Arc::new(crate::mediators::clone::ClonePlan {
+        targets,
+        sequential: false,
+        continue_parent: false,
+    })))
+}
+
 #[cfg(test)]
 mod tests {
     use crate::mediators::Step;
 
-    /// The send steps of sequence `main` in `xml`, and the diagnostics.
+    /// The send steps of sequence `main` in `xml` (how many recipients each clones to), and the
+    /// diagnostics.
     fn sends(xml: &str) -> (Vec<usize>, sluice_config::Diagnostics) {
         let (cfg, mut diags) = sluice_config::load_str("t.xml", xml);
         let plan = crate::compile(&cfg, &crate::CompileOptions::default(), &mut diags);
@@ -103,6 +158,8 @@ mod tests {
                     .steps
                     .iter()
                     .filter_map(|st| match st {
+                        // usize::MAX: a recipient list built per message.
+                        Step::Send(p) if p.listed.is_some() => Some(usize::MAX),
                         Step::Send(p) => Some(p.recipients.as_ref().map_or(0, |r| r.targets.len())),
                         _ => None,
                     })
@@ -113,7 +170,7 @@ mod tests {
     }
 
     #[test]
-    fn recipient_lists_known_at_load_are_clones_and_others_are_refused() {
+    fn recipient_lists_known_at_load_are_clones_and_others_are_built_per_message() {
         const NS: &str = "xmlns=\"http://ws.apache.org/ns/synapse\"";
         let (n, d) = sends(&format!(
             r#"<definitions {NS}><sequence name="main"><send><endpoint><recipientlist><endpoints value="http://a/x,http://b/y"/></recipientlist></endpoint></send></sequence></definitions>"#
@@ -127,16 +184,11 @@ mod tests {
         ));
         assert!(!d.has_errors(), "{d:?}");
         assert_eq!(n, [3]);
+        // Known only per message: no clone at load, the send keeps the expression.
         let (n, d) = sends(&format!(
             r#"<definitions {NS}><sequence name="main"><send><endpoint><recipientlist><endpoints value="{{//to}}"/></recipientlist></endpoint></send></sequence></definitions>"#
         ));
-        assert!(n.is_empty());
-        assert!(
-            d.items
-                .iter()
-                .any(|x| x.severity == sluice_config::Severity::Unsupported
-                    && x.message.contains("computed per message")),
-            "{d:?}"
-        );
+        assert!(!d.has_errors() && d.items.is_empty(), "{d:?}");
+        assert_eq!(n, [usize::MAX]);
     }
 }
