@@ -225,6 +225,10 @@ pub enum ExprErrorKind {
     Invalid,
     /// The message cannot be evaluated against (its body is not well-formed XML, or too deep / large).
     BadMessage,
+    /// The message's tree would take more memory than all messages may hold at once.
+    TooLarge,
+    /// The memory all messages may hold at once is taken now: the message may be tried again.
+    Overloaded,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,6 +1,7 @@
 //! The sequence executor. It is synchronous: it runs mediators until one decides where the message goes,
 //! and returns that decision to the transport, which does the I/O. Nothing here awaits.
 
+use crate::budget;
 use crate::error::{Error, ErrorKind};
 pub use crate::mediators::aggregate::complete_gather;
 use crate::mediators::need_until_call;
@@ -9,7 +10,7 @@ use crate::plan::{EndpointPlan, SeqPlan, Steps, Value};
 use sluice_expr::{BodyNeed, Env, Expr, ExprError, ExprErrorKind, PropScope};
 use sluice_xml::{Document, Fragment};
 use std::borrow::Cow;
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
 use std::sync::Arc;
 
 /// Where mediation goes on after a `call`: the rest of each step list the call was inside, the
@@ -82,10 +83,7 @@ impl Env for View<'_> {
         self.msg.vars.get(name).cloned()
     }
     fn document(&self) -> Result<&sluice_xml::Document, ExprError> {
-        self.doc
-            .get_or_init(|| parse_body(self.msg))
-            .as_ref()
-            .map_err(Clone::clone)
+        self.doc.tree(self.msg).as_ref().map_err(Clone::clone)
     }
     /// The body bytes while no tree has been built: once one exists, mediators may have changed it, so
     /// expressions read the tree.
@@ -120,9 +118,7 @@ pub(crate) fn parse_json(
     doc: &DocCache,
 ) -> Result<Option<serde_json::Value>, ExprError> {
     let tree = match &msg.body {
-        Body::Bytes(b) if crate::json::looks_like_xml(b) => {
-            Some(doc.get_or_init(|| parse_body(msg)))
-        }
+        Body::Bytes(b) if crate::json::looks_like_xml(b) => Some(doc.tree(msg)),
         _ => None,
     };
     if let Some(tree) = tree {
@@ -135,16 +131,25 @@ pub(crate) fn parse_json(
             message: format!("the XML message as JSON: {m}"),
         };
         let text = crate::json::xml_to_json(p).map_err(bad)?;
+        let estimate = budget::json_estimate(text.as_bytes());
+        budget::hold_tree(&mut doc.held.borrow_mut(), text.len(), estimate)?;
         return serde_json::from_str(&text)
             .map(Some)
             .map_err(|e| bad(e.to_string()));
     }
     match &msg.body {
         Body::Bytes(b) if b.trim_ascii().is_empty() => Ok(None),
-        Body::Bytes(b) => serde_json::from_slice(b).map(Some).map_err(|e| ExprError {
-            kind: ExprErrorKind::BadMessage,
-            message: format!("the message body is not JSON: {e}"),
-        }),
+        Body::Bytes(b) => {
+            budget::hold_tree(
+                &mut doc.held.borrow_mut(),
+                b.len(),
+                budget::json_estimate(b),
+            )?;
+            serde_json::from_slice(b).map(Some).map_err(|e| ExprError {
+                kind: ExprErrorKind::BadMessage,
+                message: format!("the message body is not JSON: {e}"),
+            })
+        }
         Body::Empty => Ok(None),
         Body::Head(_) | Body::Stream => Err(ExprError {
             kind: ExprErrorKind::Invalid,
@@ -154,7 +159,12 @@ pub(crate) fn parse_json(
     }
 }
 
-pub(crate) fn parse_body(msg: &Message) -> Result<sluice_xml::Document, ExprError> {
+/// The body as a tree, its estimated size counted in `held` (the parsed JSON a JSON message
+/// goes through only while it is made).
+fn parse_body(
+    msg: &Message,
+    held: &mut Option<budget::Held>,
+) -> Result<sluice_xml::Document, ExprError> {
     let bad = |m: String| ExprError {
         kind: ExprErrorKind::BadMessage,
         message: m,
@@ -163,6 +173,8 @@ pub(crate) fn parse_body(msg: &Message) -> Result<sluice_xml::Document, ExprErro
         // A JSON message is read as WSO2 reads one: its JSON-to-XML form in a SOAP Body, under a
         // `jsonObject` (`jsonArray` for an array). Written back out as JSON it is the same message.
         Body::Bytes(b) if crate::json::is_json_headers(&msg.headers) && !crate::json::looks_like_xml(b) => {
+            let mut value_held = None;
+            budget::hold_tree(&mut value_held, b.len(), budget::json_estimate(b))?;
             let v: serde_json::Value = serde_json::from_slice(b)
                 .map_err(|e| bad(format!("the message body is not JSON: {e}")))?;
             let xml = crate::json::json_to_xml_marked(&v).map_err(bad)?;
@@ -171,11 +183,18 @@ pub(crate) fn parse_body(msg: &Message) -> Result<sluice_xml::Document, ExprErro
                 "<soapenv:Envelope xmlns:soapenv=\"{}\"><soapenv:Body><{root}>{xml}</{root}></soapenv:Body></soapenv:Envelope>",
                 crate::fault::SOAP11_ENV
             );
-            sluice_xml::parse_untrusted(envelope.as_bytes(), &sluice_xml::Limits::default())
+            drop(v);
+            let e = envelope.as_bytes();
+            budget::hold_tree(held, e.len(), budget::xml_estimate(e))?;
+            drop(value_held);
+            sluice_xml::parse_untrusted(e, &sluice_xml::Limits::default())
                 .map_err(|e| bad(format!("the JSON message as XML: {e}")))
         }
-        Body::Bytes(b) => sluice_xml::parse_untrusted(b, &sluice_xml::Limits::default())
-            .map_err(|e| bad(format!("the message is not acceptable XML: {e}"))),
+        Body::Bytes(b) => {
+            budget::hold_tree(held, b.len(), budget::xml_estimate(b))?;
+            sluice_xml::parse_untrusted(b, &sluice_xml::Limits::default())
+                .map_err(|e| bad(format!("the message is not acceptable XML: {e}")))
+        }
         Body::Empty => Err(bad("the message has no body".to_owned())),
         Body::Head(_) => Err(ExprError {
             kind: ExprErrorKind::Invalid,
@@ -195,6 +214,8 @@ pub(crate) fn parse_body(msg: &Message) -> Result<sluice_xml::Document, ExprErro
 pub(crate) struct DocCache {
     xml: OnceCell<Result<sluice_xml::Document, ExprError>>,
     json: OnceCell<Result<Option<serde_json::Value>, ExprError>>,
+    /// What the trees parsed for this run hold of the process's budget ([`budget`]).
+    held: RefCell<Option<budget::Held>>,
 }
 
 impl DocCache {
@@ -204,11 +225,14 @@ impl DocCache {
     pub(crate) fn get(&self) -> Option<&Result<sluice_xml::Document, ExprError>> {
         self.xml.get()
     }
-    pub(crate) fn get_or_init(
-        &self,
-        f: impl FnOnce() -> Result<sluice_xml::Document, ExprError>,
-    ) -> &Result<sluice_xml::Document, ExprError> {
-        self.xml.get_or_init(f)
+    /// The body's tree, parsed the first time.
+    pub(crate) fn tree(&self, msg: &Message) -> &Result<sluice_xml::Document, ExprError> {
+        self.xml
+            .get_or_init(|| parse_body(msg, &mut self.held.borrow_mut()))
+    }
+    /// The body's tree as the cached one would be, not kept (to be changed).
+    pub(crate) fn parse(&self, msg: &Message) -> Result<sluice_xml::Document, ExprError> {
+        parse_body(msg, &mut self.held.borrow_mut())
     }
     /// The tree, for a mediator that will change the body (the JSON parse goes with it).
     pub(crate) fn take(&mut self) -> Option<Result<sluice_xml::Document, ExprError>> {
@@ -221,16 +245,17 @@ impl From<Result<sluice_xml::Document, ExprError>> for DocCache {
     fn from(r: Result<sluice_xml::Document, ExprError>) -> Self {
         DocCache {
             xml: OnceCell::from(r),
-            json: OnceCell::new(),
+            ..DocCache::default()
         }
     }
 }
 
 pub(crate) fn expr_error(e: ExprError) -> Error {
-    let kind = if e.kind == ExprErrorKind::BadMessage {
-        ErrorKind::BadRequest
-    } else {
-        ErrorKind::Mediation
+    let kind = match e.kind {
+        ExprErrorKind::BadMessage => ErrorKind::BadRequest,
+        ExprErrorKind::TooLarge => ErrorKind::PayloadTooLarge,
+        ExprErrorKind::Overloaded => ErrorKind::Overloaded,
+        ExprErrorKind::Invalid | ExprErrorKind::Unsupported => ErrorKind::Mediation,
     };
     Error::new(kind, e.message)
 }
@@ -478,7 +503,7 @@ pub(crate) fn xml_error(what: &str, e: sluice_xml::XmlError) -> Error {
 pub(crate) fn take_doc(msg: &Message, doc: &mut DocCache) -> Result<Document, Error> {
     match doc.take() {
         Some(d) => d,
-        None => parse_body(msg),
+        None => doc.parse(msg),
     }
     .map_err(expr_error)
 }
@@ -501,7 +526,10 @@ pub(crate) fn put_doc(
 ) -> Result<(), Error> {
     msg.body = Body::Bytes(message_bytes(&d, what)?.into());
     msg.headers.remove(http::header::CONTENT_LENGTH);
+    // The tree changed in place still holds what its parse counted.
+    let held = doc.held.take();
     *doc = DocCache::from(Ok(d));
+    *doc.held.get_mut() = held;
     Ok(())
 }
 

@@ -16,6 +16,7 @@
 //! is sent ([`Format::converts`], [`Format::apply`]); the message itself is the converted one
 //! afterwards (a failover's next child gets it so).
 
+use crate::budget;
 use crate::error::{Error, ErrorKind};
 use crate::exec::envelope_with;
 use crate::fault::{SOAP11_ENV, SOAP12_ENV};
@@ -181,9 +182,11 @@ fn payload_xml(body: &[u8], json: bool) -> Result<Option<String>, Error> {
         return Ok(None);
     }
     if json {
+        let _held = budget::json_guard(body)?;
         let v: serde_json::Value = serde_json::from_slice(body).map_err(failed)?;
         return crate::json::json_to_xml(&v).map(Some).map_err(failed);
     }
+    let _held = budget::xml_guard(body)?;
     let doc = sluice_xml::parse_untrusted(body, &sluice_xml::Limits::default()).map_err(failed)?;
     let Some(p) = crate::exec::payload_node(&doc) else {
         return Ok(None);
@@ -197,6 +200,7 @@ fn payload_xml(body: &[u8], json: bool) -> Result<Option<String>, Error> {
 /// (its Header kept), anything else as the payload of a new envelope.
 fn to_soap(body: &[u8], json: bool, v: FaultVersion) -> Result<bytes::Bytes, Error> {
     if !json && !body.trim_ascii().is_empty() {
+        let _held = budget::xml_guard(body)?;
         let doc =
             sluice_xml::parse_untrusted(body, &sluice_xml::Limits::default()).map_err(failed)?;
         if doc.soap_version().is_some() {
@@ -249,6 +253,7 @@ fn to_json(body: &[u8]) -> Result<bytes::Bytes, Error> {
     if body.trim_ascii().is_empty() {
         return Ok(bytes::Bytes::new());
     }
+    let _held = budget::xml_guard(body)?;
     let doc = sluice_xml::parse_untrusted(body, &sluice_xml::Limits::default()).map_err(failed)?;
     let p = crate::exec::payload_node(&doc).ok_or_else(|| failed("no payload element"))?;
     crate::json::xml_to_json(p)

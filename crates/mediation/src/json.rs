@@ -62,9 +62,11 @@ pub(crate) fn json_out(
         )
     };
     let parsed;
+    let _held;
     let doc = match tree {
         Some(d) => d,
         None => {
+            _held = crate::budget::xml_guard(b)?;
             parsed = sluice_xml::parse_untrusted(b, &sluice_xml::Limits::default())
                 .map_err(|e| fail(e.to_string()))?;
             &parsed

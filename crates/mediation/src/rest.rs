@@ -236,6 +236,7 @@ fn first_body_element(b: &[u8]) -> Option<Option<Bytes>> {
     if !crate::json::looks_like_xml(b) {
         return None;
     }
+    let _held = crate::budget::xml_guard(b).ok()?;
     let doc = sluice_xml::parse_untrusted(b, &sluice_xml::Limits::default()).ok()?;
     let body = doc.soap_body()?;
     let Some(p) = body.first_child_element() else {
@@ -249,6 +250,7 @@ fn first_body_element(b: &[u8]) -> Option<Option<Bytes>> {
 /// client with (`POXUtils.convertSOAPFaultToPOX`): the fault's detail text, as XML when it is
 /// an element, else its reason; `None` when `b` holds no SOAP fault.
 fn pox_fault(b: &[u8]) -> Option<Bytes> {
+    let _held = crate::budget::xml_guard(b).ok()?;
     let doc = sluice_xml::parse_untrusted(b, &sluice_xml::Limits::default()).ok()?;
     let f = doc.soap_body()?.first_child_element()?;
     let ns = f.namespace_uri()?;

@@ -94,6 +94,8 @@ impl Settings {
         if let Some(n) = h.max_buffered_bytes {
             e.body_budget = BodyBudget::new(n);
         }
+        // Parsed trees count against the bodies' budget.
+        sluice_mediation::budget::install(e.body_budget.clone());
         let m = &self.mediation;
         let d = OffloadOptions::default();
         e.offload = Offload::new(OffloadOptions {

@@ -1,10 +1,10 @@
-//! Bodies read into memory: the frames gathered into one buffer, and the process-wide budget of
-//! bytes such bodies may hold at once (a request past it is answered 503 with `Retry-After`, never
-//! an out-of-memory kill).
+//! Bodies read into memory: the frames gathered into one buffer, counted against the process-wide
+//! budget of bytes messages may hold at once (`sluice_mediation::budget`: a request past it is
+//! answered 503 with `Retry-After`, never an out-of-memory kill).
 
 use bytes::{Bytes, BytesMut};
-use sluice_mediation::{Error, ErrorKind};
-use std::sync::atomic::{AtomicUsize, Ordering};
+pub use sluice_mediation::budget::{BodyBudget, Held};
+use sluice_mediation::Error;
 use std::sync::Arc;
 
 /// Bodies smaller than this are not counted against the budget: they cost one frame each, bounded
@@ -14,74 +14,6 @@ pub const COUNTED_FROM: usize = 64 * 1024;
 
 /// A body's buffer growing to this size or more gives its old one back to the system at once.
 const RELEASE_FROM: usize = 8 * 1024 * 1024;
-
-/// The bytes that bodies read into memory hold across the process, against a cap.
-#[derive(Debug)]
-pub struct BodyBudget {
-    used: AtomicUsize,
-    cap: usize,
-}
-
-impl BodyBudget {
-    pub fn new(cap: usize) -> Arc<Self> {
-        Arc::new(BodyBudget {
-            used: AtomicUsize::new(0),
-            cap,
-        })
-    }
-
-    pub fn cap(&self) -> usize {
-        self.cap
-    }
-
-    /// Bytes held now.
-    pub fn used(&self) -> usize {
-        self.used.load(Ordering::Relaxed)
-    }
-
-    /// Grows `held` to `n` bytes, if the cap allows.
-    fn grow(self: &Arc<Self>, held: &mut Option<Held>, n: usize) -> Result<(), Error> {
-        let now = held.as_ref().map_or(0, |h| h.n);
-        if n <= now {
-            return Ok(());
-        }
-        let more = n - now;
-        let before = self.used.fetch_add(more, Ordering::Relaxed);
-        if before + more > self.cap {
-            self.used.fetch_sub(more, Ordering::Relaxed);
-            return Err(Error::new(
-                ErrorKind::Overloaded,
-                format!(
-                    "bodies read into memory would pass the limit of {} bytes for the whole process",
-                    self.cap
-                ),
-            ));
-        }
-        match held {
-            Some(h) => h.n = n,
-            None => {
-                *held = Some(Held {
-                    budget: self.clone(),
-                    n,
-                })
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Bytes counted against a [`BodyBudget`], given back when dropped.
-#[derive(Debug)]
-pub struct Held {
-    budget: Arc<BodyBudget>,
-    n: usize,
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        self.budget.used.fetch_sub(self.n, Ordering::Relaxed);
-    }
-}
 
 /// A body's bytes together with what they hold of the budget: the budget gets them back when the
 /// last copy of the bytes is gone.
@@ -243,7 +175,7 @@ mod tests {
         b.push(frame());
         b.push(frame());
         let e = b.count(&budget).unwrap_err();
-        assert_eq!(e.kind, ErrorKind::Overloaded);
+        assert_eq!(e.kind, sluice_mediation::ErrorKind::Overloaded);
         assert_eq!(budget.used(), 200_000, "a refused growth takes nothing");
         drop(b);
         drop(copy);

@@ -84,6 +84,11 @@ use needle::NameFinder;
 /// libxml2's nesting limit as Sluice parses (`sluice_xml::Limits::default().max_depth`).
 const MAX_DEPTH: usize = 256;
 
+/// The most nodes one streaming evaluation keeps as selected (each costs about 60 bytes, and an
+/// element can be as short as `<a/>`): past it the evaluation gives up and the general reader,
+/// whose tree counts against the process's memory budget, answers.
+const MAX_RESULTS: usize = 1 << 18;
+
 /// How deep [`StreamPath::inert_span`] follows elements inside an inert child: as deep as a document
 /// may go, so that a deep inert subtree is read in one span rather than a level at a time.
 const INERT_STACK: usize = MAX_DEPTH;

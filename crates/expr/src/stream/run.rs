@@ -20,7 +20,7 @@ use super::scan::{
     attr_value, is_qname, is_ws, normalize_eol, read_attributes, repeated, resolve_ref,
     valid_chars, xml_decl_ok, BYTE_CLASS, CR, CTRL, GT, HIGH,
 };
-use super::{Mode, Out, StreamPath, FEW_ATTRS, MAX_ATTRS, MAX_DEPTH};
+use super::{Mode, Out, StreamPath, FEW_ATTRS, MAX_ATTRS, MAX_DEPTH, MAX_RESULTS};
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::name::ResolveResult;
 use quick_xml::NsReader;
@@ -663,6 +663,9 @@ impl Run<'_> {
                 captures,
             };
             selected.push(path, d, f, &el);
+            if self.v.results.len() > MAX_RESULTS {
+                return None;
+            }
         }
         self.depth = d;
         Some(())

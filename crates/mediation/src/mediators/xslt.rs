@@ -2,7 +2,6 @@
 //! output bytes out). A stylesheet in the streaming subset runs without a tree (`sluice-stx`).
 
 use crate::compile::normalize_registry_key;
-use crate::exec::parse_body;
 use crate::mediators::prelude::*;
 use std::collections::HashMap;
 
@@ -207,7 +206,7 @@ fn transform(
     let what = format!("xslt {key}");
     let parsed = match doc.take() {
         Some(d) => d,
-        None => parse_body(msg),
+        None => doc.parse(msg),
     };
     let mut d = parsed.map_err(expr_error)?;
     if x.fast {

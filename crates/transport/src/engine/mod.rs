@@ -98,7 +98,7 @@ impl Default for EngineOptions {
             backend_tls: crate::tls::default_client_config(),
             body_pace: BodyPace::default(),
             offload: Offload::new(Default::default()),
-            body_budget: BodyBudget::new(1024 * 1024 * 1024),
+            body_budget: BodyBudget::new(sluice_mediation::budget::DEFAULT_CAP),
         }
     }
 }
