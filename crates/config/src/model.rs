@@ -530,10 +530,12 @@ pub enum MediatorKind {
     /// message, through the sequence; the results replace them.
     Foreach(Foreach),
     /// `<call-template target>`: the template's sequence, with `<with-param name value>` (a value
-    /// in braces is an expression).
+    /// in braces is an expression; `passed`: one in double braces, an expression the template
+    /// evaluates wherever it reads the parameter).
     CallTemplate {
         target: String,
         params: Vec<(String, ValueSrc)>,
+        passed: Vec<(String, ExprSrc)>,
     },
     /// `<loopback>`: the message turns into a response and goes through the out-sequence, the rest of
     /// the in-sequence skipped.

@@ -114,6 +114,8 @@ impl<'a> Compiler<'a> {
             ep_cache: HashMap::new(),
             in_progress: HashSet::new(),
             throttles: HashMap::new(),
+            func_exprs: Vec::new(),
+            next_func_exprs: Vec::new(),
             wsdls: Vec::new(),
             home: &config.home,
             key_sources: &config.key_sources,
@@ -228,6 +230,11 @@ pub(crate) struct Compiler<'a> {
     pub(crate) throttles: HashMap<String, Arc<crate::mediators::throttle::Concurrency>>,
     /// Where Synapse would also look up keys that name nothing here (`<registry>`, `<import>`).
     pub(crate) key_sources: &'a [(String, Location)],
+    /// The template instance being compiled: its parameters passed as `{{expression}}`, which
+    /// its expressions read in place of `$func:NAME` ([`crate::mediators::template`]).
+    pub(crate) func_exprs: Vec<(String, cfg::ExprSrc)>,
+    /// Those of the next sequence [`Compiler::compile_once`] compiles.
+    pub(crate) next_func_exprs: Vec<(String, cfg::ExprSrc)>,
     /// The artifact being compiled, for diagnostics.
     pub(crate) artifact: String,
     /// Set when the current artifact cannot be deployed.
@@ -563,10 +570,15 @@ impl<'a> Compiler<'a> {
             }
             return None;
         }
+        // Each sequence reads `$func:` as its own: a template instance's passed expressions, or
+        // none (a named sequence, even one called from an instance, is compiled once for all).
+        let func = std::mem::take(&mut self.next_func_exprs);
+        let outer = std::mem::replace(&mut self.func_exprs, func);
         let (steps, failed) = self.nested(format!("{kind} {name}"), |c| {
             c.failed |= rejected;
             c.steps(&seq.mediators)
         });
+        self.func_exprs = outer;
         self.in_progress.remove(&cache_key);
         let r = if failed {
             Err(format!("{kind} '{name}' is not deployed"))
@@ -622,6 +634,13 @@ impl<'a> Compiler<'a> {
         }
     }
     pub(crate) fn expr(&mut self, e: &cfg::ExprSrc, element: &str) -> Option<Expr> {
+        let passed;
+        let e = if self.func_exprs.is_empty() || !e.text.contains("$func:") {
+            e
+        } else {
+            passed = self.with_passed(e, element)?;
+            &passed
+        };
         let registry = |key: &str| self.registry_text(key);
         let r = Expr::compile_with_registry(&e.text, &e.ns, &registry);
         self.compiled(r, &e.loc, element)

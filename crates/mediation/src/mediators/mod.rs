@@ -269,9 +269,11 @@ impl Compiler<'_> {
             cfg::MediatorKind::Foreach(f) => foreach::compile(self, f, m),
             cfg::MediatorKind::Iterate(it) => iterate::compile(self, it, m),
             cfg::MediatorKind::Aggregate(a) => aggregate::compile(self, a, m),
-            cfg::MediatorKind::CallTemplate { target, params } => {
-                template::compile(self, target, params, m)
-            }
+            cfg::MediatorKind::CallTemplate {
+                target,
+                params,
+                passed,
+            } => template::compile(self, target, params, passed, m),
             cfg::MediatorKind::MakeFault(f) => makefault::compile(self, f, el),
             cfg::MediatorKind::Xslt(x) => xslt::compile(self, x, m),
             cfg::MediatorKind::PayloadFactory(p) => payload_factory::compile(self, p, el),

@@ -26,6 +26,7 @@ pub(crate) fn compile(
     c: &mut Compiler,
     target: &str,
     params: &[(String, cfg::ValueSrc)],
+    passed: &[(String, cfg::ExprSrc)],
     m: &cfg::Mediator,
 ) -> Option<Step> {
     // As MI's InvokeMediator: a template it cannot find fails the message that reaches the call.
@@ -37,7 +38,7 @@ pub(crate) fn compile(
             message: format!("Sequence template {target} cannot be found").into(),
         }));
     }
-    let call = c.call_template(target, params, &m.loc, &m.element)?;
+    let call = c.call_template(target, params, passed, &m.loc, &m.element)?;
     Some(Step::Template(TemplateStep::Enter(call)))
 }
 
@@ -50,6 +51,7 @@ impl Compiler<'_> {
         &mut self,
         target: &str,
         args: &[(String, cfg::ValueSrc)],
+        passed: &[(String, cfg::ExprSrc)],
         loc: &Location,
         el: &str,
     ) -> Option<Arc<TemplateCall>> {
@@ -64,7 +66,11 @@ impl Compiler<'_> {
         };
         // As WSO2 MI: an argument the template does not declare is ignored; a mandatory parameter
         // the call does not pass fails the call when it runs (a warning here).
-        for (name, _) in args {
+        let names = args
+            .iter()
+            .map(|(n, _)| n)
+            .chain(passed.iter().map(|(n, _)| n));
+        for name in names {
             if !t.params.iter().any(|p| &p.name == name) {
                 self.report(
                     Severity::Warning,
@@ -77,6 +83,12 @@ impl Compiler<'_> {
         let mut params = Vec::new();
         let mut missing = None;
         for p in &t.params {
+            if let Some((_, e)) = passed.iter().find(|(n, _)| *n == p.name) {
+                // Read as text (`get-property('func', NAME)`), it is the expression, as the
+                // XPath object's text in Synapse.
+                params.push((p.name.clone(), Value::Literal(e.text.clone())));
+                continue;
+            }
             match args.iter().find(|(n, _)| *n == p.name) {
                 Some((_, v)) => params.push((p.name.clone(), self.value(v, el)?)),
                 None if p.mandatory => {
@@ -98,13 +110,114 @@ impl Compiler<'_> {
                 }
             }
         }
-        let template = self.template(t, Some(loc), el)?;
+        let template = if passed.is_empty() {
+            self.template(t, Some(loc), el)?
+        } else {
+            self.template_instance(t, passed, loc, el)?
+        };
         Some(Arc::new(TemplateCall {
             name: target.to_owned(),
             template,
             params,
             missing,
         }))
+    }
+}
+
+impl Compiler<'_> {
+    /// The template compiled for one call site whose `passed` parameters are expressions
+    /// (`{{...}}`): its expressions read each in place of `$func:NAME` (cached under the site).
+    fn template_instance(
+        &mut self,
+        t: &cfg::Template,
+        passed: &[(String, cfg::ExprSrc)],
+        loc: &Location,
+        el: &str,
+    ) -> Option<Arc<SeqPlan>> {
+        let mut own = Vec::with_capacity(passed.len());
+        for (name, e) in passed {
+            let text = e.text.trim();
+            if text.starts_with("json-eval(")
+                || text.starts_with("${")
+                || text.contains("get-property")
+            {
+                let why = "a with-param in double braces holding a JsonPath, a ${} expression or get-property (an expression that gives the expression) is not supported yet";
+                self.report(Severity::Unsupported, &e.loc, el, why);
+                return None;
+            }
+            // Passed on from an instance's own passed parameters: read in terms of those.
+            let e = match self.func_exprs.is_empty() || !text.contains("$func:") {
+                true => e.clone(),
+                false => self.with_passed(e, el)?,
+            };
+            own.push((name.clone(), e));
+        }
+        self.next_func_exprs = own;
+        self.compile_once(
+            "template",
+            &t.name,
+            format!("template:{}@{loc}", t.name),
+            &t.sequence,
+            t.rejected,
+            Some(loc),
+            el,
+            "calls itself",
+        )
+    }
+
+    /// `e` with each `$func:NAME` of a passed parameter read as its expression (in parentheses
+    /// within a larger one) and that expression's namespaces added. Synapse evaluates a passed
+    /// expression against the envelope: a relative one gives the same only as the whole
+    /// expression, so one inside a larger expression must be absolute (unsupported otherwise).
+    pub(crate) fn with_passed(&mut self, e: &cfg::ExprSrc, el: &str) -> Option<cfg::ExprSrc> {
+        let whole = e.text.trim();
+        let mut text = String::with_capacity(e.text.len());
+        let mut ns: Vec<(String, String)> = e.ns.as_ref().clone();
+        let mut rest = e.text.as_str();
+        while let Some(k) = rest.find("$func:") {
+            text.push_str(&rest[..k]);
+            let after = &rest[k + 6..];
+            let end = after
+                .find(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.')))
+                .unwrap_or(after.len());
+            let name = &after[..end];
+            rest = &after[end..];
+            let Some((_, p)) = self.func_exprs.iter().find(|(n, _)| n == name) else {
+                text.push_str("$func:");
+                text.push_str(name);
+                continue;
+            };
+            let p = p.clone();
+            let inner = p.text.trim();
+            if whole == format!("$func:{name}") {
+                text.push_str(inner);
+            } else if inner.starts_with('/') {
+                text.push('(');
+                text.push_str(inner);
+                text.push(')');
+            } else {
+                let why = format!("the passed expression '{inner}' is relative: Synapse evaluates it against the envelope, which Sluice does only where it is the whole expression, not inside '{whole}'");
+                self.report(Severity::Unsupported, &e.loc, el, why);
+                return None;
+            }
+            for (prefix, uri) in p.ns.iter() {
+                match ns.iter().find(|(q, _)| q == prefix) {
+                    Some((_, u)) if u != uri => {
+                        let why = format!("the prefix '{prefix}' means {u} here and {uri} in the passed expression '{inner}'");
+                        self.report(Severity::Unsupported, &e.loc, el, why);
+                        return None;
+                    }
+                    Some(_) => {}
+                    None => ns.push((prefix.clone(), uri.clone())),
+                }
+            }
+        }
+        text.push_str(rest);
+        Some(cfg::ExprSrc {
+            text,
+            ns: Arc::new(ns),
+            loc: e.loc.clone(),
+        })
     }
 }
 
@@ -189,5 +302,66 @@ fn enter(t: &TemplateCall, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
         // As in MI, a template left otherwise (a send, an error) keeps its parameters for what
         // runs next.
         other => other.map(Some),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sluice_config::Severity;
+
+    /// What compiling `body` (inside `<definitions>`) reports as unsupported, and whether proxy P
+    /// deploys.
+    fn compile(body: &str) -> (Vec<String>, bool) {
+        let xml =
+            format!(r#"<definitions xmlns="http://ws.apache.org/ns/synapse">{body}</definitions>"#);
+        let (cfg, mut diags) = sluice_config::load_str("t.xml", &xml);
+        let plan = crate::compile(&cfg, &crate::CompileOptions::default(), &mut diags);
+        let unsupported = (diags.items.iter())
+            .filter(|d| d.severity == Severity::Unsupported)
+            .map(|d| d.message.clone())
+            .collect();
+        (unsupported, plan.proxies.contains_key("P"))
+    }
+
+    const TEMPLATE: &str = r#"<template name="T"><parameter name="e"/><sequence>
+        <filter xmlns:a="urn:a" xpath="count($func:e) &gt; 0"><then><drop/></then></filter>
+        <property name="x" expression="$func:e"/></sequence></template>"#;
+
+    fn call(value: &str, ns: &str) -> String {
+        format!(
+            r#"{TEMPLATE}<proxy name="P"><target><inSequence><call-template target="T">
+            <with-param {ns} name="e" value="{value}"/></call-template></inSequence></target></proxy>"#
+        )
+    }
+
+    #[test]
+    fn passed_expressions_compile_in_place_of_their_parameter() {
+        let (u, deployed) = compile(&call("{{//b:x}}", r#"xmlns:b="urn:b""#));
+        assert!(u.is_empty() && deployed, "{u:?}");
+        // The same prefix for the same namespace is fine.
+        let (u, deployed) = compile(&call("{{//a:x}}", r#"xmlns:a="urn:a""#));
+        assert!(u.is_empty() && deployed, "{u:?}");
+    }
+
+    #[test]
+    fn passed_expressions_that_would_read_otherwise_are_unsupported() {
+        // Relative, inside a larger expression: Synapse reads it from the envelope.
+        let (u, deployed) = compile(&call("{{b:x}}", r#"xmlns:b="urn:b""#));
+        assert!(
+            !deployed && u.iter().any(|m| m.contains("is relative")),
+            "{u:?}"
+        );
+        // A prefix the template binds to another namespace.
+        let (u, deployed) = compile(&call("{{//a:x}}", r#"xmlns:a="urn:other""#));
+        assert!(
+            !deployed && u.iter().any(|m| m.contains("prefix 'a'")),
+            "{u:?}"
+        );
+        // An expression giving the expression.
+        let (u, deployed) = compile(&call("{{get-property('E')}}", ""));
+        assert!(
+            !deployed && u.iter().any(|m| m.contains("get-property")),
+            "{u:?}"
+        );
     }
 }

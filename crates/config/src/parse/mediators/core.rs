@@ -297,6 +297,7 @@ impl FileParser<'_, '_> {
     pub(super) fn call_template(&mut self, n: Node) -> Option<MediatorKind> {
         let target = self.required_attr(n, "target")?;
         let mut params = Vec::new();
+        let mut passed = Vec::new();
         for c in elements(n) {
             if c.tag_name().name() != "with-param" {
                 self.unknown_child(c, "call-template");
@@ -308,15 +309,13 @@ impl FileParser<'_, '_> {
             let Some(value) = self.required_attr(c, "value") else {
                 continue;
             };
-            // `{...}`: an expression (XPath, or json-eval), as Synapse reads it; `{{...}}`
-            // is one passed on unevaluated, which Sluice does not do yet.
-            if value.starts_with("{{") && value.ends_with("}}") {
-                self.report(
-                    Severity::Unsupported,
-                    c,
-                    "a with-param value in double braces (an expression the template evaluates) is not supported yet",
-                );
-                return None;
+            // `{...}`: an expression (XPath, or json-eval), as Synapse reads it; `{{...}}`: one
+            // passed on unevaluated, with this element's namespaces.
+            if let Some(e) = value.strip_prefix("{{").and_then(|v| v.strip_suffix("}}")) {
+                if value.len() > 4 {
+                    passed.push((name, self.expr(c, "value", e.trim())));
+                    continue;
+                }
             }
             let v = match value.strip_prefix('{').and_then(|v| v.strip_suffix('}')) {
                 Some(e) => ValueSrc::Expr(self.expr(c, "value", e.trim())),
@@ -324,7 +323,11 @@ impl FileParser<'_, '_> {
             };
             params.push((name, v));
         }
-        Some(MediatorKind::CallTemplate { target, params })
+        Some(MediatorKind::CallTemplate {
+            target,
+            params,
+            passed,
+        })
     }
 }
 
