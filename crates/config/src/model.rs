@@ -529,6 +529,8 @@ pub enum MediatorKind {
     /// `<foreach expression>`: each node the expression selects, in turn the payload of the
     /// message, through the sequence; the results replace them.
     Foreach(Foreach),
+    /// MI 4.4's `<foreach collection>`.
+    ForeachCollection(ForeachCollection),
     /// `<call-template target>`: the template's sequence, with `<with-param name value>` (a value
     /// in braces is an expression; `passed`: one in double braces, an expression the template
     /// evaluates wherever it reads the parameter).
@@ -688,6 +690,35 @@ pub struct Foreach {
     /// The `sequence` key, or the inline `<sequence>`.
     pub sequence: SequenceRef,
     pub continue_on_failure: bool,
+}
+
+/// MI 4.4's `<foreach collection>`: each element of the collection (a JSON array, or the nodes of
+/// an XPath) through the sequence as the payload of a copy of the message; the payloads they end
+/// with replace the elements, or go into a variable.
+#[derive(Clone, Debug)]
+pub struct ForeachCollection {
+    pub collection: ExprSrc,
+    /// `parallel-execution` (default true).
+    pub parallel: bool,
+    /// `counter-variable`: the element's index (from 0) in each copy (sequential only).
+    pub counter: Option<String>,
+    pub output: BranchOutput,
+    /// `continue-without-aggregation="true"`: what the copies end with is not gathered.
+    pub without_aggregation: bool,
+    pub sequence: Sequence,
+}
+
+/// Where MI 4.4's `foreach` and `scatter-gather` put what their branches end with.
+#[derive(Clone, Debug)]
+pub enum BranchOutput {
+    /// In place: the collection's elements (foreach), or the body (scatter-gather).
+    Original,
+    /// A variable: a JSON array, or an XML element named `enclosing` holding them.
+    Variable {
+        name: String,
+        xml: bool,
+        enclosing: String,
+    },
 }
 
 /// `<cache>` (MI 4.x): on the request path, a response cached for an identical request answers it

@@ -14,6 +14,7 @@
 //! | `properties.synapse.x` / `props.synapse.x`, `.axis2.x`, `.transport.x`, `.operation.x` | a property in that scope (`synapse` is the default scope) |
 //! | `params.queryParams.x`, `params.pathParams.x` / `uriParams`, `params.functionParams.x` | a query parameter, a REST API's URI variable, a template parameter |
 //! | `xpath('...')` | an XPath over the message, with the namespaces in scope at the element |
+//! | `xpath('...', 'NAME')` | an XPath over the XML the variable NAME holds |
 //! | `'text'`, `"text"`, `12`, `1.5`, `true`, `false`, `null` | literals |
 //! | `+ - * / %`, `== != < <= > >=`, `&& \|\| !`, `c ? a : b`, `( )` | numbers add, else `+` joins text; comparisons of numbers or text |
 //! | `length toUpper toLower trim contains startsWith endsWith exists not string integer float boolean` | functions of those names |
@@ -39,6 +40,8 @@ enum Node {
     Prop(PropScope, String),
     Query(String),
     XPath(Box<Expr>),
+    /// `xpath('...', 'NAME')`: over the XML the variable holds.
+    XPathVar(Box<Expr>, String),
     Not(Box<Node>),
     Neg(Box<Node>),
     Bin(Op, Box<Node>, Box<Node>),
@@ -46,10 +49,24 @@ enum Node {
     Call(Func, Vec<Node>),
 }
 
-#[derive(Debug)]
-enum Seg {
+/// A step into a JSON value: a member or an element.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seg {
     Key(String),
     Index(usize),
+}
+
+/// Where a whole expression reads, when it is one place ([`SynExpr::place`]).
+#[derive(Debug)]
+pub enum Place<'a> {
+    /// `payload` and the steps into it.
+    Payload(&'a [Seg]),
+    /// `vars.NAME` and the steps into it.
+    Var(&'a str, &'a [Seg]),
+    /// `xpath('...')`.
+    XPath(&'a Expr),
+    /// `xpath('...', 'NAME')`: over the XML variable NAME.
+    XPathVar(&'a Expr, &'a str),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -309,7 +326,10 @@ impl Parser<'_> {
                 [Node::Lit(Value::String(x))] => {
                     Ok(Node::XPath(Box::new(Expr::compile(x, self.ns)?)))
                 }
-                [_, _] => Err(unsupported("xpath() over a variable is not supported yet")),
+                [Node::Lit(Value::String(x)), Node::Lit(Value::String(v))] => Ok(Node::XPathVar(
+                    Box::new(Expr::compile(x, self.ns)?),
+                    v.clone(),
+                )),
                 _ => Err(invalid("xpath() takes the XPath as a quoted string")),
             };
         }
@@ -443,6 +463,18 @@ impl SynExpr {
         self.need
     }
 
+    /// Where the expression reads when it is one place a value can be put back (MI's foreach
+    /// puts its results there); `None` for anything computed.
+    pub fn place(&self) -> Option<Place<'_>> {
+        match &self.root {
+            Node::Payload(segs) => Some(Place::Payload(segs)),
+            Node::Var(name, segs) => Some(Place::Var(name, segs)),
+            Node::XPath(x) => Some(Place::XPath(x)),
+            Node::XPathVar(x, v) => Some(Place::XPathVar(x, v)),
+            _ => None,
+        }
+    }
+
     /// Whether it reads the JSON body (`payload`).
     pub fn reads_json(&self) -> bool {
         reads_payload(&self.root)
@@ -486,6 +518,53 @@ fn need(n: &Node) -> BodyNeed {
 
 fn reads_payload(n: &Node) -> bool {
     matches!(n, Node::Payload(_)) || children(n).into_iter().any(reads_payload)
+}
+
+/// The message as an XPath over an XML variable sees it: that variable's XML as the document,
+/// everything else the message's.
+pub struct VarXml<'e> {
+    env: &'e dyn Env,
+    doc: sluice_xml::Document,
+}
+
+impl<'e> VarXml<'e> {
+    /// The XML variable `name` of the message `env` reads, parsed.
+    pub fn parse(env: &'e dyn Env, name: &str) -> Result<VarXml<'e>, ExprError> {
+        let text = match env.variable(name) {
+            Some(Value::String(s)) => s,
+            Some(_) => return Err(invalid(format!("the variable {name} holds no XML"))),
+            None => return Err(invalid(format!("no variable {name}"))),
+        };
+        let doc = sluice_xml::parse_untrusted(text.as_bytes(), &sluice_xml::Limits::default())
+            .map_err(|e| ExprError {
+                kind: crate::ExprErrorKind::BadMessage,
+                message: format!("the variable {name} is not XML: {e}"),
+            })?;
+        Ok(VarXml { env, doc })
+    }
+
+    pub fn document(&self) -> &sluice_xml::Document {
+        &self.doc
+    }
+
+    pub fn into_document(self) -> sluice_xml::Document {
+        self.doc
+    }
+}
+
+impl Env for VarXml<'_> {
+    fn property(&self, scope: PropScope, name: &str) -> Option<std::borrow::Cow<'_, str>> {
+        self.env.property(scope, name)
+    }
+    fn url_param(&self, name: &str) -> Option<std::borrow::Cow<'_, str>> {
+        self.env.url_param(name)
+    }
+    fn document(&self) -> Result<&sluice_xml::Document, ExprError> {
+        Ok(&self.doc)
+    }
+    fn variable(&self, name: &str) -> Option<Value> {
+        self.env.variable(name)
+    }
 }
 
 /// A value as text: what a log line or a string property shows.
@@ -543,6 +622,10 @@ fn eval(n: &Node, env: &dyn Env) -> Result<Value, ExprError> {
             .url_param(name)
             .map_or(Value::Null, |s| Value::String(s.into_owned())),
         Node::XPath(x) => Value::String(x.eval_nodes_xml(env)?.into_owned()),
+        Node::XPathVar(x, v) => {
+            let over = VarXml::parse(env, v)?;
+            Value::String(x.eval_nodes_xml(&over)?.into_owned())
+        }
         Node::Not(a) => Value::Bool(!truthy(&eval(a, env)?)),
         Node::Neg(a) => number(-as_number(&eval(a, env)?)?),
         Node::Cond(c, a, b) => {

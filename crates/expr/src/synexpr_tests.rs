@@ -28,6 +28,10 @@ fn msg(body: &'static str) -> Msg {
             ("id", Value::from("123<456")),
             ("n", Value::from(5)),
             ("list", serde_json::json!({"data": {"list": [1, 2, 3]}})),
+            (
+                "xml",
+                Value::from("<pets><pet>cat</pet><pet>dog</pet></pets>"),
+            ),
         ],
     }
 }
@@ -134,6 +138,21 @@ fn payload_on_xml_is_the_body_element_and_xpath_reads_the_message() {
 }
 
 #[test]
+fn xpath_over_a_variable_reads_its_xml_and_not_the_body() {
+    let body = r#"{"a": 1}"#;
+    assert_eq!(eval("${xpath('//pet[2]/text()', 'xml')}", body), "dog");
+    assert_eq!(eval("${xpath('count(//pet)', 'xml')}", body), "2");
+    let not_xml = Expr::compile("${xpath('//a', 'n')}", &[]).unwrap();
+    assert!(not_xml.eval_string(&msg(body)).is_err());
+    assert_eq!(
+        Expr::compile("${xpath('//a', 'xml')}", &[])
+            .unwrap()
+            .body_need(),
+        BodyNeed::None
+    );
+}
+
+#[test]
 fn what_it_needs_of_the_body_is_known_at_load() {
     let need = |t: &str| Expr::compile(t, &[]).unwrap().body_need();
     assert_eq!(need("${vars.x + headers.y}"), BodyNeed::None);
@@ -148,7 +167,6 @@ fn what_it_does_not_know_is_refused_at_load_with_a_reason() {
     for (text, kind) in [
         ("${new Date()}", ExprErrorKind::Unsupported),
         ("${configs.x}", ExprErrorKind::Unsupported),
-        ("${xpath('//a', 'var')}", ExprErrorKind::Unsupported),
         ("${now()}", ExprErrorKind::Unsupported),
         ("${payload.a[?(@.x)]}", ExprErrorKind::Unsupported),
         ("${payload.a +}", ExprErrorKind::Invalid),

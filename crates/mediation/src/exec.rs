@@ -62,6 +62,9 @@ pub enum Flow {
     /// `clone` or `iterate` with `continueParent`: the copies go to their targets while the
     /// original goes on with the continuation.
     ForkThen(Box<Flow>, Continuation),
+    /// MI 4.4's `foreach` and `scatter-gather`: the branches run to their ends, are gathered into
+    /// the message, which then goes on with the continuation ([`crate::branches`]).
+    Branches(Box<crate::branches::Branches>, Continuation),
 }
 
 /// The message as expressions see it: its properties, and the body parsed as XML on the first XPath
@@ -413,6 +416,10 @@ pub(crate) fn nested(flow: Flow, steps: &Steps, i: usize) -> Option<Flow> {
             k.frames.push((steps.clone(), i + 1));
             Some(Flow::ForkThen(fork, k))
         }
+        Flow::Branches(b, mut k) => {
+            k.frames.push((steps.clone(), i + 1));
+            Some(Flow::Branches(b, k))
+        }
         f => Some(f),
     }
 }
@@ -455,7 +462,7 @@ impl Cx<'_> {
 
 impl Continuation {
     /// A continuation that runs `steps` from their start (a `send receive`'s sequence).
-    pub(crate) fn from_steps(steps: Steps) -> Continuation {
+    pub fn from_steps(steps: Steps) -> Continuation {
         Continuation {
             frames: vec![(steps, 0)],
         }

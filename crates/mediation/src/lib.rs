@@ -2,6 +2,7 @@
 //! sequences over a message. The transport crate drives it; nothing here does I/O.
 
 pub mod api;
+pub mod branches;
 pub mod budget;
 pub mod compile;
 pub mod endpoints;

@@ -25,6 +25,7 @@ pub mod enrich;
 pub mod evaluator;
 pub mod filter;
 pub mod foreach;
+pub mod foreach_collection;
 pub mod header;
 pub mod iterate;
 pub mod log;
@@ -224,6 +225,8 @@ mediators! {
     Iterate(std::sync::Arc<iterate::IteratePlan>),
     Aggregate(std::sync::Arc<aggregate::AggregatePlan>),
     Foreach(std::sync::Arc<foreach::ForeachPlan>),
+    /// MI 4.4's `foreach collection`: copies through the sequence, gathered back.
+    ForeachCollection(std::sync::Arc<foreach_collection::ForeachCollectionPlan>),
     Xslt(xslt::XsltPlan),
     PayloadFactory(payload_factory::PayloadPlan),
     Enrich(enrich::EnrichPlan),
@@ -267,6 +270,7 @@ impl Compiler<'_> {
             }
             cfg::MediatorKind::Clone(c) => clone::compile(self, c),
             cfg::MediatorKind::Foreach(f) => foreach::compile(self, f, m),
+            cfg::MediatorKind::ForeachCollection(f) => foreach_collection::compile(self, f, m),
             cfg::MediatorKind::Iterate(it) => iterate::compile(self, it, m),
             cfg::MediatorKind::Aggregate(a) => aggregate::compile(self, a, m),
             cfg::MediatorKind::CallTemplate {

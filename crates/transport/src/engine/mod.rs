@@ -52,6 +52,9 @@ macro_rules! mediate {
     }};
 }
 
+// After the macro, which it uses.
+mod branches;
+
 /// How much of a body is read looking for the end of what header-only expressions need, before the
 /// body is read whole instead (a SOAP header is rarely more than a few KiB).
 pub const HEAD_PROBE_LIMIT: usize = 256 * 1024;
@@ -248,6 +251,9 @@ impl Engine {
             Flow::ForkThen(fork, k) => {
                 return Box::pin(self.fork_then(proxy, msg, stream, *fork, k, depth)).await
             }
+            Flow::Branches(b, k) => {
+                return Box::pin(self.branches_then(proxy, msg, stream, *b, k, depth)).await
+            }
             // A message marked as a response (RESPONSE, loopback) whose flow ends: the answer.
             Flow::Continue if msg.is_response() => return self.reply(msg, stream).await,
             // Synapse acknowledges a resource that sends nothing.
@@ -386,6 +392,9 @@ impl Engine {
                 }
                 Ok(Flow::ForkThen(fork, k)) => {
                     return Box::pin(self.fork_then(proxy, rmsg, rstream, *fork, k, depth)).await
+                }
+                Ok(Flow::Branches(b, k)) => {
+                    return Box::pin(self.branches_then(proxy, rmsg, rstream, *b, k, depth)).await
                 }
                 Ok(Flow::Send(Some(next))) => next,
                 Ok(Flow::Call(next, k)) => {

@@ -289,16 +289,6 @@ impl FileParser<'_, '_> {
     }
 
     pub(super) fn foreach(&mut self, n: Node) -> Option<Foreach> {
-        if n.attribute("collection")
-            .is_some_and(|c| !c.trim().is_empty())
-        {
-            self.report(
-                Severity::Unsupported,
-                n,
-                "the second foreach form (collection, MI 4.4) is not supported yet",
-            );
-            return None;
-        }
         let expression = self.required_expr(n, "expression")?;
         let sequence = match (self.sequence_key(n, "sequence"), child(n, "sequence")) {
             (Some(key), _) => key,

@@ -6,6 +6,7 @@ use crate::diag::Severity;
 use crate::model::*;
 use roxmltree::Node;
 
+mod branches;
 pub(crate) mod conditional_router;
 mod content;
 mod core;
@@ -121,6 +122,13 @@ impl FileParser<'_, '_> {
             "throttle" => MediatorKind::Throttle(self.throttle(n)?),
             "clone" => MediatorKind::Clone(self.clone_mediator(n)?),
             "iterate" => MediatorKind::Iterate(self.iterate(n)?),
+            // branches.rs: MI 4.4's second form
+            "foreach"
+                if n.attribute("collection")
+                    .is_some_and(|c| !c.trim().is_empty()) =>
+            {
+                MediatorKind::ForeachCollection(self.foreach_collection(n)?)
+            }
             "foreach" => MediatorKind::Foreach(self.foreach(n)?),
             "aggregate" => MediatorKind::Aggregate(self.aggregate(n)?),
             // rewrite.rs
