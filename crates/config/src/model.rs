@@ -531,6 +531,8 @@ pub enum MediatorKind {
     Foreach(Foreach),
     /// MI 4.4's `<foreach collection>`.
     ForeachCollection(ForeachCollection),
+    /// MI 4.4's `<scatter-gather>`.
+    ScatterGather(ScatterGather),
     /// `<call-template target>`: the template's sequence, with `<with-param name value>` (a value
     /// in braces is an expression; `passed`: one in double braces, an expression the template
     /// evaluates wherever it reads the parameter).
@@ -706,6 +708,28 @@ pub struct ForeachCollection {
     /// `continue-without-aggregation="true"`: what the copies end with is not gathered.
     pub without_aggregation: bool,
     pub sequence: Sequence,
+}
+
+/// MI 4.4's `<scatter-gather>`: a copy of the message through each `<sequence>`; the aggregation
+/// expression's value on each copy's end, gathered into the body or a variable.
+#[derive(Clone, Debug)]
+pub struct ScatterGather {
+    /// `parallel-execution` (default true).
+    pub parallel: bool,
+    /// `None`: into the body; else the variable.
+    pub variable: Option<String>,
+    /// The result is XML (an element named `enclosing`), else a JSON array.
+    pub xml: bool,
+    pub enclosing: String,
+    /// `<aggregation expression>`.
+    pub expression: ExprSrc,
+    /// `<aggregation condition>`: a copy counts only when it is true.
+    pub condition: Option<ExprSrc>,
+    /// `<aggregation timeout>` in milliseconds (0: none).
+    pub timeout_ms: u64,
+    /// `<aggregation max-messages>`: at most this many copies count.
+    pub max: Option<usize>,
+    pub sequences: Vec<Sequence>,
 }
 
 /// Where MI 4.4's `foreach` and `scatter-gather` put what their branches end with.

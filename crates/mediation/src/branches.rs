@@ -16,6 +16,8 @@ pub struct Branches {
     pub runs: Vec<(Message, Steps)>,
     /// All at once (`parallel-execution="true"`), else one after the other in order.
     pub parallel: bool,
+    /// A branch not ended this long after the branches start is stopped and gathered as failed.
+    pub deadline: Option<std::time::Duration>,
     pub gather: Arc<dyn Gather>,
 }
 

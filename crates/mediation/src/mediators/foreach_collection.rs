@@ -129,6 +129,7 @@ impl Mediator for Arc<ForeachCollectionPlan> {
         let b = Branches {
             runs,
             parallel: self.parallel,
+            deadline: None,
             gather: Arc::new(Gathered(self.clone())),
         };
         Ok(Some(Flow::Branches(Box::new(b), cx.after_this())))

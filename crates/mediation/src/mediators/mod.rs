@@ -36,6 +36,7 @@ pub mod payload_factory;
 pub mod property;
 pub mod respond;
 pub mod rewrite;
+pub mod scatter_gather;
 pub mod send;
 pub mod sequence;
 pub mod switch;
@@ -227,6 +228,8 @@ mediators! {
     Foreach(std::sync::Arc<foreach::ForeachPlan>),
     /// MI 4.4's `foreach collection`: copies through the sequence, gathered back.
     ForeachCollection(std::sync::Arc<foreach_collection::ForeachCollectionPlan>),
+    /// MI 4.4's `scatter-gather`: a copy through each sequence, gathered.
+    ScatterGather(std::sync::Arc<scatter_gather::ScatterGatherPlan>),
     Xslt(xslt::XsltPlan),
     PayloadFactory(payload_factory::PayloadPlan),
     Enrich(enrich::EnrichPlan),
@@ -271,6 +274,7 @@ impl Compiler<'_> {
             cfg::MediatorKind::Clone(c) => clone::compile(self, c),
             cfg::MediatorKind::Foreach(f) => foreach::compile(self, f, m),
             cfg::MediatorKind::ForeachCollection(f) => foreach_collection::compile(self, f, m),
+            cfg::MediatorKind::ScatterGather(s) => scatter_gather::compile(self, s, m),
             cfg::MediatorKind::Iterate(it) => iterate::compile(self, it, m),
             cfg::MediatorKind::Aggregate(a) => aggregate::compile(self, a, m),
             cfg::MediatorKind::CallTemplate {

@@ -38,10 +38,23 @@ impl Engine {
         depth: Depth,
     ) -> Result<(), Error> {
         let mut runs = Vec::with_capacity(b.runs.len());
+        let until = b.deadline.map(|d| (tokio::time::Instant::now() + d, d));
         for (mut m, steps) in b.runs {
             // Each branch's calls count with the message's.
             m.calls = msg.calls;
-            runs.push(Box::pin(self.branch(proxy, m, steps, depth)));
+            let run = self.branch(proxy, m, steps, depth);
+            runs.push(Box::pin(async move {
+                let Some((at, d)) = until else {
+                    return run.await;
+                };
+                match tokio::time::timeout_at(at, run).await {
+                    Ok(end) => end,
+                    Err(_) => Err(Error::new(
+                        ErrorKind::Stopped,
+                        format!("the branch did not end within {} ms", d.as_millis()),
+                    )),
+                }
+            }));
         }
         let ends = if b.parallel {
             join_all(runs).await

@@ -130,6 +130,7 @@ impl FileParser<'_, '_> {
                 MediatorKind::ForeachCollection(self.foreach_collection(n)?)
             }
             "foreach" => MediatorKind::Foreach(self.foreach(n)?),
+            "scatter-gather" => MediatorKind::ScatterGather(self.scatter_gather(n)?),
             "aggregate" => MediatorKind::Aggregate(self.aggregate(n)?),
             // rewrite.rs
             "rewrite" => MediatorKind::Rewrite(self.rewrite(n)?),
