@@ -110,12 +110,16 @@ pub struct IterateMediator {
 #[derive(Clone, Debug)]
 pub struct Aggregate {
     pub id: Option<String>,
+    /// `<correlateOn expression>`: which messages this aggregate gathers.
+    pub correlate: Option<ExprSrc>,
     pub max: Option<i64>,
     pub min: Option<i64>,
     pub timeout_secs: Option<f64>,
     pub expression: ExprSrc,
     pub enclosing: Option<String>,
     pub on_complete: Sequence,
+    /// `<onComplete sequence="KEY">`: the named sequence runs on the merged message instead.
+    pub on_complete_key: Option<String>,
 }
 
 /// `<template name>`: a sequence with parameters, run by `<call-template>`.

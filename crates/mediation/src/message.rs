@@ -150,6 +150,8 @@ pub struct Gathered {
     /// message is made from, also when the engine completes it because every copy has ended.
     pub plan: Option<std::sync::Arc<crate::plan::AggregatePlan>>,
     pub first: Option<Box<Message>>,
+    /// When the first message was gathered (a `completeCondition timeout` counts from it).
+    pub first_at: Option<std::time::Instant>,
 }
 
 impl Gather {
@@ -158,6 +160,17 @@ impl Gather {
             copies,
             state: std::sync::Mutex::new(Gathered::default()),
         }
+    }
+
+    /// When the aggregate the copies reached completes with what it has (its `completeCondition
+    /// timeout` after the first message it gathered), once it has gathered one.
+    pub fn deadline(&self) -> Option<std::time::Instant> {
+        let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let t = st.plan.as_ref()?.timeout?;
+        if st.done {
+            return None;
+        }
+        Some(st.first_at? + t)
     }
 }
 

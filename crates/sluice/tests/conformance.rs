@@ -32,6 +32,9 @@ struct Expect {
     body: Option<String>,
     #[serde(default)]
     body_contains: Vec<String>,
+    /// Text the body must not hold.
+    #[serde(default)]
+    body_absent: Vec<String>,
     #[serde(default)]
     echoed: bool,
     /// Headers the response must not have.
@@ -125,6 +128,11 @@ async fn run_suite(dir: &std::path::Path) -> Vec<String> {
         for needle in &case.expect.body_contains {
             if !r.text().contains(needle) {
                 why.push(format!("body lacks {needle:?}: {}", r.text()));
+            }
+        }
+        for needle in &case.expect.body_absent {
+            if r.text().contains(needle) {
+                why.push(format!("body holds {needle:?}: {}", r.text()));
             }
         }
         if case.expect.echoed && r.body != body {

@@ -15,6 +15,12 @@ use crate::mediators::prelude::*;
 /// the property `enclosing`, else the Body itself), and what runs on the merged message.
 #[derive(Debug)]
 pub struct AggregatePlan {
+    /// `<correlateOn>`: a message is gathered when it selects something (or is true); one it
+    /// makes false goes on past the aggregate; one that selects nothing fails, as in Synapse.
+    pub correlate: Option<Expr>,
+    /// `completeCondition timeout`: from the first message gathered, the aggregate completes with
+    /// what it has (copies not ended by then are dropped).
+    pub timeout: Option<std::time::Duration>,
     pub max: Option<usize>,
     /// `messageCount min`: it completes at min or max, whichever comes first.
     pub min: Option<usize>,
@@ -25,14 +31,10 @@ pub struct AggregatePlan {
 
 pub(crate) fn compile(c: &mut Compiler, a: &cfg::Aggregate, m: &cfg::Mediator) -> Option<Step> {
     let el = m.element.as_str();
-    if a.timeout_secs.is_some() {
-        c.report(
-            Severity::Note,
-            &m.loc,
-            el,
-            "completeCondition timeout is not applied: the aggregate completes at its count, or when every copy has ended (each within its endpoint's timeout)",
-        );
-    }
+    let correlate = match &a.correlate {
+        Some(e) => Some(c.expr(e, el)?),
+        None => None,
+    };
     let expression = c.expr(&a.expression, el);
     if expression
         .as_ref()
@@ -46,9 +48,23 @@ pub(crate) fn compile(c: &mut Compiler, a: &cfg::Aggregate, m: &cfg::Mediator) -
         );
         return None;
     }
-    let on_complete = c.steps(&a.on_complete.mediators);
+    // `sequence="KEY"`: that sequence, as a `<sequence key>` inside would run it.
+    let on_complete = match &a.on_complete_key {
+        Some(key) => c.steps(&[cfg::Mediator {
+            element: "onComplete".to_owned(),
+            loc: m.loc.clone(),
+            kind: cfg::MediatorKind::SequenceRef {
+                key: key.clone(),
+                dynamic: None,
+            },
+        }]),
+        None => c.steps(&a.on_complete.mediators),
+    };
     let count = |n: Option<i64>| n.and_then(|m| usize::try_from(m).ok()).filter(|&m| m > 0);
+    let timeout = a.timeout_secs.filter(|t| *t > 0.0);
     Some(Step::Aggregate(Arc::new(AggregatePlan {
+        correlate,
+        timeout: timeout.map(std::time::Duration::from_secs_f64),
         max: count(a.max),
         min: count(a.min),
         expression: expression?,
@@ -79,6 +95,11 @@ fn gather(a: &Arc<AggregatePlan>, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error
         msg: cx.msg,
         doc: cx.doc,
     };
+    if let Some(c) = &a.correlate {
+        if !correlates(c, &view)? {
+            return Ok(None);
+        }
+    }
     let part = match &a.expression {
         Expr::Json(_) => json_part(&a.expression, &view)?,
         e => e
@@ -95,6 +116,7 @@ fn gather(a: &Arc<AggregatePlan>, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error
         // The first message gathered is what the merged one is made from (Synapse).
         if st.first.is_none() {
             st.first = Some(Box::new(cx.msg.clone()));
+            st.first_at = Some(std::time::Instant::now());
         }
         // Complete at min or max, whichever comes first, else at every copy.
         let want = [a.min, a.max]
@@ -115,6 +137,33 @@ fn gather(a: &Arc<AggregatePlan>, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error
     }
     let flow = completed(a, &parts, cx.msg, cx.doc)?;
     Ok(cx.nested(flow))
+}
+
+/// Whether `<correlateOn>` takes this message: `false` when its expression is false (the
+/// message goes on past the aggregate); an error when it selects nothing (Synapse's "Failed to
+/// evaluate correlate expression").
+fn correlates(c: &Expr, view: &View<'_>) -> Result<bool, Error> {
+    let failed = || {
+        Error::new(
+            ErrorKind::Mediation,
+            "aggregate: the correlateOn expression selects nothing in the message",
+        )
+    };
+    if let Expr::Json(_) = c {
+        let (found, _) = c.json_values(view).map_err(expr_error)?;
+        return match found.as_slice() {
+            [] => Err(failed()),
+            [one] if one.as_ref() == &serde_json::Value::Bool(false) => Ok(false),
+            _ => Ok(true),
+        };
+    }
+    let d = view.document().map_err(expr_error)?;
+    match c.nodes(d, view) {
+        Ok(nodes) if nodes.is_empty() => Err(failed()),
+        Ok(_) => Ok(true),
+        // Not a node-set: its boolean value decides.
+        Err(_) => c.eval_bool(view).map_err(expr_error),
+    }
 }
 
 /// One response's value at a JSON path, as JSON text: nothing is `null`, several an array.

@@ -611,19 +611,12 @@ impl Engine {
             Fanout::Clone(c) => c.sequential,
             Fanout::Iterate(it, _) => it.sequential,
         };
-        let answers = if sequential {
-            // `sequential="true"`: each copy's whole run before the next one starts.
-            let mut answers = Vec::with_capacity(copies.len());
-            for c in copies {
-                answers.push(c.await);
-            }
-            answers
-        } else {
-            join_all(copies).await
-        };
+        let answers = copies_answered(copies, sequential, &gather).await;
         // The first real answer: not a copy an aggregate kept, nor one dropped or sent one-way.
+        // (None: the aggregate's timeout came first.)
         if let Some(r) = answers
             .into_iter()
+            .flatten()
             .find(|r| r.extensions().get::<NoAnswer>().is_none())
         {
             return r;
@@ -893,6 +886,44 @@ struct NoAnswer;
 
 /// Every future's output, in order, once all have ended: polled together, each only when it was
 /// woken (`FuturesOrdered`), so many copies cost no more than their own wake-ups.
+/// The copies' answers, in their order: all at once, or (`sequential`) each run whole before the
+/// next starts. Once the aggregate they reach has a `completeCondition timeout` (known when a copy
+/// it gathered ends), the copies not answered by then are dropped and `None` is returned.
+async fn copies_answered<F: Future>(
+    copies: Vec<Pin<Box<F>>>,
+    sequential: bool,
+    gather: &sluice_mediation::message::Gather,
+) -> Option<Vec<F::Output>> {
+    use futures_util::stream::{FuturesUnordered, StreamExt};
+    let n = copies.len();
+    let mut answers: Vec<(usize, F::Output)> = Vec::with_capacity(n);
+    let mut rest = copies.into_iter().enumerate();
+    let mut running = FuturesUnordered::new();
+    let numbered = |(i, c): (usize, Pin<Box<F>>)| async move { (i, c.await) };
+    loop {
+        if running.is_empty() {
+            match rest.next() {
+                None => break,
+                Some(c) => running.push(numbered(c)),
+            }
+            if !sequential {
+                running.extend(rest.by_ref().map(numbered));
+            }
+        }
+        let next = running.next();
+        let answer = match gather.deadline() {
+            None => next.await,
+            Some(at) => tokio::select! {
+                a = next => a,
+                _ = tokio::time::sleep_until(at.into()) => return None,
+            },
+        };
+        answers.extend(answer);
+    }
+    answers.sort_by_key(|(i, _)| *i);
+    Some(answers.into_iter().map(|(_, a)| a).collect())
+}
+
 async fn join_all<F: Future>(futures: Vec<Pin<Box<F>>>) -> Vec<F::Output> {
     use futures_util::stream::{FuturesOrdered, StreamExt};
     futures

@@ -399,14 +399,10 @@ impl FileParser<'_, '_> {
     }
 
     pub(super) fn aggregate(&mut self, n: Node) -> Option<Aggregate> {
-        if child(n, "correlateOn").is_some() {
-            self.report(
-                Severity::Unsupported,
-                n,
-                "aggregate with <correlateOn> is not supported yet",
-            );
-            return None;
-        }
+        let correlate = match child(n, "correlateOn") {
+            Some(c) => Some(self.required_expr(c, "expression")?),
+            None => None,
+        };
         let (mut max, mut min, mut timeout_secs) = (None, None, None);
         if let Some(cc) = child(n, "completeCondition") {
             if let Some(t) = cc.attribute("timeout") {
@@ -454,14 +450,6 @@ impl FileParser<'_, '_> {
             ]),
             loc: self.loc(oc),
         });
-        if oc.attribute("sequence").is_some() {
-            self.report(
-                Severity::Unsupported,
-                oc,
-                "onComplete sequence='...' is not supported yet; put its mediators inside",
-            );
-            return None;
-        }
         if oc
             .attribute("aggregateElementType")
             .is_some_and(|t| t != "root")
@@ -475,6 +463,8 @@ impl FileParser<'_, '_> {
         }
         Some(Aggregate {
             id: n.attribute("id").map(str::to_owned),
+            correlate,
+            on_complete_key: oc.attribute("sequence").map(str::to_owned),
             max,
             min,
             timeout_secs,
