@@ -411,6 +411,20 @@ impl Expr {
         let Expr::Json(p) = self else {
             return Err(invalid("not a JsonPath"));
         };
+        if let Some((scope, name)) = &p.over {
+            // Over a property's value: JSON text parsed, anything else as a JSON string.
+            let Some(text) = env.property(*scope, name) else {
+                return Ok((Vec::new(), p.is_definite()));
+            };
+            let value = serde_json::from_str(&text)
+                .unwrap_or_else(|_| serde_json::Value::String(text.into_owned()));
+            let (found, definite) = p.evaluate(&value);
+            let owned = found
+                .into_iter()
+                .map(|v| Cow::Owned(v.into_owned()))
+                .collect();
+            return Ok((owned, definite));
+        }
         let (values, definite) = match env.json() {
             Ok(Some(body)) => p.evaluate(body),
             // An empty body: nothing to find (WSO2: "Json Payload is empty").
@@ -510,7 +524,7 @@ impl Expr {
     /// Whether it reads the JSON body: a JsonPath, or an XPath that calls `json-eval()`.
     pub fn reads_json(&self) -> bool {
         match self {
-            Expr::Json(_) => true,
+            Expr::Json(p) => p.over.is_none(),
             Expr::XPath(x) => x.json,
             Expr::Synapse(s) => s.reads_json(),
             _ => false,
@@ -520,6 +534,7 @@ impl Expr {
     pub fn body_need(&self) -> BodyNeed {
         match self {
             Expr::XPath(x) => x.need,
+            Expr::Json(p) if p.over.is_some() => BodyNeed::None,
             Expr::Json(_) => BodyNeed::Full,
             Expr::Synapse(s) => s.body_need(),
             _ => BodyNeed::None,
@@ -539,7 +554,7 @@ impl Expr {
             Expr::Synapse(s) => Cow::Owned(s.eval_string(env)?),
             Expr::Json(p) => {
                 // The whole JSON body is its text as it came (an XML one is written as JSON).
-                if p.as_str() == "$" {
+                if p.as_str() == "$" && p.over.is_none() {
                     if let Some(raw) = env.raw_json() {
                         return Ok(Cow::Owned(String::from_utf8_lossy(raw).into_owned()));
                     }

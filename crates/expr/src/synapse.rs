@@ -118,9 +118,14 @@ pub(crate) fn rewrite(
                     out.push_str(&header_path());
                     (None, 1 + name.len())
                 }
+                // The SOAP envelope (the document's element).
+                ("env", None) => {
+                    out.push_str("(/*)");
+                    (None, 1 + name.len())
+                }
                 _ => {
                     return Err(unsupported(format!(
-                        "'{text}': ${name} is not one of Synapse's variables ($body, $header, $ctx:, $trp:, $axis2:, $func:, $url:)"
+                        "'{text}': ${name} is not one of Synapse's variables ($body, $header, $env, $ctx:, $trp:, $axis2:, $func:, $url:)"
                     )))
                 }
             };

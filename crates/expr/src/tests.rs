@@ -130,6 +130,8 @@ fn synapse_variables_inside_xpath() {
         ("$body/m:buyStocks/order/symbol", "IBM"),
         ("count($body/*)", "1"),
         ("$header/h", "H"),
+        ("local-name($env)", "Envelope"),
+        ("count($env/*)", "2"),
         ("string-length(get-property('transport', 'routing'))", "14"),
     ] {
         let x = Expr::compile(src, &ns).unwrap_or_else(|e| panic!("{src}: {e}"));
@@ -448,4 +450,32 @@ fn mutated_expressions_never_panic() {
         }
         let _ = FullRegex::compile(&text);
     }
+}
+
+/// As SynapseJsonPath: `json-eval($trp:NAME.path)` runs over a property's value, and a path
+/// ending in '.' is the path without it (`$.` is the whole body).
+#[test]
+fn json_paths_over_properties_and_with_a_last_dot() {
+    let mut e = env();
+    e.0.insert(
+        (PropScope::Transport, "prop".into()),
+        r#"{"store": {"book": [{"price": 8}, {"price": 22}]}}"#.into(),
+    );
+    e.0.insert((PropScope::Default, "plain".into()), "text".into());
+    for (src, want) in [
+        (
+            "json-eval($trp:prop.store.book[?(@.price > 20)])",
+            r#"[{"price":22}]"#,
+        ),
+        ("json-eval($trp:prop.store.book[0].price)", "8"),
+        ("json-eval($ctx:plain)", "text"),
+        ("json-eval($ctx:missing.a)", ""),
+    ] {
+        let x = Expr::compile(src, &[]).unwrap_or_else(|err| panic!("{src}: {err}"));
+        assert_eq!(x.body_need(), BodyNeed::None, "{src}");
+        assert_eq!(x.eval_string(&e).unwrap(), want, "{src}");
+    }
+    let whole = Expr::compile("json-eval($.)", &[]).unwrap();
+    let Expr::Json(p) = &whole else { panic!() };
+    assert_eq!(p.as_str(), "$");
 }

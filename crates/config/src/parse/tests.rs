@@ -178,6 +178,7 @@ fn children_synapse_ignores_are_warnings_and_ones_it_acts_on_unsupported() {
   <endpoint name="K" key-expression="//k"/>
   <endpoint name="H"><http uri-template="http://h/x"><authentication/></http></endpoint>
   <sequence name="S"><eventPublisher eventSourceName="x"/></sequence>
+  <sequence name="C"><clone><log/><target><log/><sequence><drop/></sequence></target></clone></sequence>
   <sequence name="L"><xquery key="x"/></sequence>
   <taskManager provider="p"/>
 </definitions>"#
@@ -203,6 +204,8 @@ fn children_synapse_ignores_are_warnings_and_ones_it_acts_on_unsupported() {
             ("endpoint", U),
             ("authentication", U),
             ("eventPublisher", U),
+            ("log", W),
+            ("log", W),
             ("xquery", U),
             ("taskManager", U),
         ],

@@ -62,6 +62,9 @@ pub struct JsonPath {
     steps: Vec<Step>,
     /// A function applied to what the steps select (its one result is the path's value).
     func: Option<Func>,
+    /// Synapse's `$ctx:NAME...`, `$trp:NAME...`, `$axis2:NAME...`: the path runs over that
+    /// property's value read as JSON, not over the body.
+    pub over: Option<(crate::PropScope, String)>,
 }
 
 /// Jayway's functions without parameters, as a path's last step.
@@ -133,10 +136,37 @@ impl Func {
     }
 }
 
+/// `$ctx:NAME`, `$trp:NAME`, `$axis2:NAME` at the start of `t`: the scope, the property's name
+/// (up to a `.` or `[`), and the path over its value (from `$`).
+fn over_property(t: &str) -> Option<(crate::PropScope, &str, String)> {
+    let (scope, rest) = [
+        ("$ctx:", crate::PropScope::Default),
+        ("$trp:", crate::PropScope::Transport),
+        ("$axis2:", crate::PropScope::Axis2),
+    ]
+    .into_iter()
+    .find_map(|(p, scope)| t.strip_prefix(p).map(|r| (scope, r)))?;
+    let end = rest.find(['.', '[']).unwrap_or(rest.len());
+    Some((scope, &rest[..end], format!("${}", &rest[end..])))
+}
+
 impl JsonPath {
     /// Compiles `text` (it starts with `$`); `Err` says what is not supported or not valid.
     pub fn compile(text: &str) -> Result<JsonPath, JsonPathError> {
         let t = text.trim();
+        // As SynapseJsonPath: a path over a property, and a last '.' dropped (`$.` is `$`).
+        let over_text;
+        let (over, t) = match over_property(t) {
+            Some((scope, name, rest)) => {
+                over_text = rest;
+                (Some((scope, name.to_owned())), over_text.as_str())
+            }
+            None => (None, t),
+        };
+        let t = t
+            .strip_suffix('.')
+            .filter(|r| !r.ends_with('.'))
+            .unwrap_or(t);
         // As Jayway: a path that does not start at the root (`$`) or the current node (`@`)
         // starts at the root's member (`name.x` is `$.name.x`).
         let rooted;
@@ -188,6 +218,7 @@ impl JsonPath {
             rest = after;
         }
         Ok(JsonPath {
+            over,
             text: t.to_owned(),
             steps,
             func,
