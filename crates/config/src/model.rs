@@ -672,6 +672,8 @@ pub enum EnrichTargetKind {
     Envelope,
     Body,
     Property(String),
+    /// MI's `type="key"`: the member a `json-eval` path ends at renamed to the source's text.
+    Key(ExprSrc),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -679,6 +681,9 @@ pub enum EnrichAction {
     Replace,
     Child,
     Sibling,
+    /// MI's `remove`: what the source's `json-eval` paths select is removed from the JSON body
+    /// or property.
+    Remove,
 }
 
 #[derive(Clone, Debug)]

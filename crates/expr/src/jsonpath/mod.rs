@@ -244,6 +244,37 @@ impl JsonPath {
     /// Puts `value` where this definite path points in `root` (Jayway's `set`: a missing last
     /// member of an object is added; `$` replaces the whole). `false` when the path is not
     /// definite, a step before the last finds nothing, or an index is out of range.
+    /// Removes every value the path selects in `root` (Jayway's `delete`): members from their
+    /// objects, elements from their arrays; the root itself is never removed. How many went.
+    pub fn delete(&self, root: &mut Value) -> usize {
+        let doomed: HashSet<*const Value, BuildHasherDefault<AddressHasher>> = self
+            .select(root)
+            .iter()
+            .filter_map(|v| match v {
+                Cow::Borrowed(b) => Some(*b as *const Value),
+                Cow::Owned(_) => None,
+            })
+            .collect();
+        if doomed.is_empty() {
+            return 0;
+        }
+        delete_in(root, &doomed)
+    }
+
+    /// Renames the member `from` of each object the path selects to `to` (Jayway's `renameKey`:
+    /// the member moves to the end). How many were renamed.
+    pub fn rename_key(&self, root: &mut Value, from: &str, to: &str) -> usize {
+        let targets: HashSet<*const Value, BuildHasherDefault<AddressHasher>> = self
+            .select(root)
+            .iter()
+            .filter_map(|v| match v {
+                Cow::Borrowed(b) => Some(*b as *const Value),
+                Cow::Owned(_) => None,
+            })
+            .collect();
+        rename_in(root, &targets, from, to)
+    }
+
     pub fn set(&self, root: &mut Value, value: Value) -> bool {
         if self.func.is_some() || !self.is_definite() {
             return false;
@@ -390,6 +421,80 @@ fn deep_from_each<'v>(
         };
         out.extend_from_slice(&found[a..b]);
     }
+}
+
+/// [`JsonPath::delete`] below `v`: the children whose address is in `doomed` removed (their
+/// addresses taken before anything moves), the rest searched.
+fn delete_in(
+    v: &mut Value,
+    doomed: &HashSet<*const Value, BuildHasherDefault<AddressHasher>>,
+) -> usize {
+    match v {
+        Value::Object(m) => {
+            let gone: Vec<String> = (m.iter())
+                .filter(|(_, c)| doomed.contains(&(*c as *const Value)))
+                .map(|(k, _)| k.clone())
+                .collect();
+            let mut n = 0;
+            for (k, c) in m.iter_mut() {
+                if !gone.contains(k) {
+                    n += delete_in(c, doomed);
+                }
+            }
+            for k in &gone {
+                m.shift_remove(k);
+            }
+            n + gone.len()
+        }
+        Value::Array(a) => {
+            let gone: Vec<usize> = (a.iter().enumerate())
+                .filter(|(_, c)| doomed.contains(&(*c as *const Value)))
+                .map(|(i, _)| i)
+                .collect();
+            let mut n = 0;
+            for (i, c) in a.iter_mut().enumerate() {
+                if gone.binary_search(&i).is_err() {
+                    n += delete_in(c, doomed);
+                }
+            }
+            for &i in gone.iter().rev() {
+                a.remove(i);
+            }
+            n + gone.len()
+        }
+        _ => 0,
+    }
+}
+
+/// [`JsonPath::rename_key`] at and below `v`.
+fn rename_in(
+    v: &mut Value,
+    targets: &HashSet<*const Value, BuildHasherDefault<AddressHasher>>,
+    from: &str,
+    to: &str,
+) -> usize {
+    let here = targets.contains(&(v as *const Value));
+    let mut n = 0;
+    match v {
+        Value::Object(m) => {
+            for c in m.values_mut() {
+                n += rename_in(c, targets, from, to);
+            }
+            if here {
+                if let Some(val) = m.shift_remove(from) {
+                    m.insert(to.to_owned(), val);
+                    n += 1;
+                }
+            }
+        }
+        Value::Array(a) => {
+            for c in a.iter_mut() {
+                n += rename_in(c, targets, from, to);
+            }
+        }
+        _ => {}
+    }
+    n
 }
 
 /// [`deep_from_each`]'s starts, by address.

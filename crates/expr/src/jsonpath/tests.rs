@@ -762,3 +762,28 @@ fn a_path_without_a_root_starts_at_the_roots_member_as_in_jayway() {
     assert_eq!(text("propertyName"), ["\"hospitalName\""]);
     assert_eq!(text("a.b"), ["1"]);
 }
+
+#[test]
+fn delete_and_rename_key_work_where_the_path_selects() {
+    let mut v = json!({"store": {"book": [
+        {"author": "a", "price": 8}, {"author": "b", "price": 22}, {"author": "c", "price": 30}
+    ], "bike": {"color": "red"}}});
+    let p = |t: &str| JsonPath::compile(t).unwrap();
+    assert_eq!(p("$.store.book[*].author").delete(&mut v), 3);
+    assert_eq!(p("$.store.book[?(@.price > 20)]").delete(&mut v), 2);
+    assert_eq!(
+        v,
+        json!({"store": {"book": [{"price": 8}], "bike": {"color": "red"}}})
+    );
+    assert_eq!(p("$.nothing").delete(&mut v), 0);
+    // The root stays.
+    assert_eq!(p("$").delete(&mut v), 0);
+    let mut w = json!({"accountNo": 1, "name": "x", "inner": {"accountNo": 2}});
+    assert_eq!(p("$").rename_key(&mut w, "accountNo", "avcId"), 1);
+    assert_eq!(
+        w.to_string(),
+        r#"{"name":"x","inner":{"accountNo":2},"avcId":1}"#
+    );
+    assert_eq!(p("$..inner").rename_key(&mut w, "accountNo", "id"), 1);
+    assert_eq!(w["inner"], json!({"id": 2}));
+}

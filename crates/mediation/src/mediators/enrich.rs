@@ -43,6 +43,12 @@ pub enum EnrichTargetPlan {
     Envelope,
     Body,
     Property(String),
+    /// MI's `type="key"`: in each object `parent` selects, the member `key` renamed to the
+    /// source's text.
+    Key {
+        parent: sluice_expr::JsonPath,
+        key: String,
+    },
 }
 
 #[derive(Debug)]
@@ -50,21 +56,98 @@ pub struct EnrichPlan {
     pub source: EnrichSourcePlan,
     pub target: EnrichTargetPlan,
     pub action: cfg::EnrichAction,
+    /// `action="remove"`: the paths (the source's `json-eval(A,B,...)`) removed from the JSON
+    /// body or property target, as MI's enrich does.
+    pub remove: Vec<sluice_expr::JsonPath>,
 }
 
 pub(crate) fn compile(c: &mut Compiler, e: &cfg::Enrich, el: &str) -> Option<Step> {
-    let source = c.enrich_source(&e.source, el)?;
+    let mut remove = Vec::new();
+    let source = match (&e.source.kind, e.target.action) {
+        (cfg::EnrichSourceKind::Custom(x), cfg::EnrichAction::Remove) => {
+            remove = removed_paths(c, x, el)?;
+            EnrichSourcePlan::Text(String::new())
+        }
+        _ => c.enrich_source(&e.source, el)?,
+    };
     let target = match &e.target.kind {
         cfg::EnrichTargetKind::Custom(x) => EnrichTargetPlan::Custom(c.expr(x, el)?),
         cfg::EnrichTargetKind::Envelope => EnrichTargetPlan::Envelope,
         cfg::EnrichTargetKind::Body => EnrichTargetPlan::Body,
         cfg::EnrichTargetKind::Property(p) => EnrichTargetPlan::Property(p.clone()),
+        cfg::EnrichTargetKind::Key(x) => key_target(c, x, el)?,
     };
     Some(Step::Enrich(EnrichPlan {
         source,
         target,
         action: e.target.action,
+        remove,
     }))
+}
+
+/// The text inside `json-eval(...)`, reported when `x` is not one.
+fn json_eval_text<'x>(
+    c: &mut Compiler,
+    x: &'x cfg::ExprSrc,
+    el: &str,
+    what: &str,
+) -> Option<&'x str> {
+    let inner = (x.text.trim().strip_prefix("json-eval(")).and_then(|t| t.strip_suffix(')'));
+    if inner.is_none() {
+        let why = format!("{what} needs a json-eval(...) path, not '{}'", x.text);
+        c.report(Severity::Unsupported, &x.loc, el, why);
+    }
+    inner
+}
+
+/// `json-eval(A,B,...)`: the paths `action="remove"` removes (split at each comma, as MI does).
+fn removed_paths(
+    c: &mut Compiler,
+    x: &cfg::ExprSrc,
+    el: &str,
+) -> Option<Vec<sluice_expr::JsonPath>> {
+    let inner = json_eval_text(c, x, el, "action=\"remove\"")?;
+    let mut paths = Vec::new();
+    for t in inner.split(',').map(str::trim) {
+        match sluice_expr::JsonPath::compile(t) {
+            Ok(p) => paths.push(p),
+            Err(err) => {
+                c.report(
+                    Severity::Error,
+                    &x.loc,
+                    el,
+                    format!("JsonPath '{t}': {err}"),
+                );
+                return None;
+            }
+        }
+    }
+    Some(paths)
+}
+
+/// `type="key" xpath="json-eval($.a.b)"`: the objects at `$.a`, the member `b`.
+fn key_target(c: &mut Compiler, x: &cfg::ExprSrc, el: &str) -> Option<EnrichTargetPlan> {
+    let inner = json_eval_text(c, x, el, "type=\"key\"")?;
+    let Some((parent, key)) = inner.rsplit_once('.').filter(|(_, k)| !k.is_empty()) else {
+        let why = format!("type=\"key\": '{inner}' does not end in a member name");
+        c.report(Severity::Error, &x.loc, el, why);
+        return None;
+    };
+    match sluice_expr::JsonPath::compile(parent) {
+        Ok(parent) => Some(EnrichTargetPlan::Key {
+            parent,
+            key: key.to_owned(),
+        }),
+        Err(err) => {
+            c.report(
+                Severity::Error,
+                &x.loc,
+                el,
+                format!("JsonPath '{parent}': {err}"),
+            );
+            None
+        }
+    }
 }
 
 impl Compiler<'_> {
@@ -132,7 +215,11 @@ impl Mediator for EnrichPlan {
     }
 
     fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
-        enrich(self, cx.msg, cx.doc)?;
+        match &self.target {
+            _ if self.action == EnrichAction::Remove => remove_json(self, cx)?,
+            EnrichTargetPlan::Key { parent, key } => rename_key(self, parent, key, cx)?,
+            _ => enrich(self, cx.msg, cx.doc)?,
+        }
         Ok(None)
     }
 }
@@ -180,6 +267,82 @@ pub(crate) fn enrich_source(
         EnrichSourcePlan::Xml(t) => x(Fragment::parse(t)),
         EnrichSourcePlan::Text(t) => x(Fragment::text(t)),
     }
+}
+
+/// `action="remove"`: the paths' values out of the JSON body or property.
+fn remove_json(e: &EnrichPlan, cx: &mut Cx<'_>) -> Result<(), Error> {
+    let failed = |why: String| Error::new(ErrorKind::Mediation, format!("enrich remove: {why}"));
+    let text = match &e.target {
+        EnrichTargetPlan::Property(name) => cx
+            .msg
+            .property(sluice_expr::PropScope::Default, name)
+            .map(Cow::into_owned)
+            .ok_or_else(|| failed(format!("no property {name}")))?,
+        _ => match &cx.msg.body {
+            Body::Bytes(b) if !crate::json::looks_like_xml(b) => {
+                String::from_utf8_lossy(b).into_owned()
+            }
+            _ => return Err(failed("the message has no JSON payload".into())),
+        },
+    };
+    let mut root: serde_json::Value =
+        serde_json::from_str(&text).map_err(|err| failed(format!("not JSON: {err}")))?;
+    let mut gone = false;
+    for p in &e.remove {
+        if p.as_str() == "$" {
+            gone = true;
+        } else {
+            p.delete(&mut root);
+        }
+    }
+    let out = if gone {
+        String::new()
+    } else {
+        root.to_string()
+    };
+    match &e.target {
+        EnrichTargetPlan::Property(name) => cx.msg.props.set(name, out),
+        _ => {
+            cx.msg.body = Body::Bytes(out.into());
+            cx.msg.headers.remove(http::header::CONTENT_LENGTH);
+            *cx.doc = DocCache::new();
+        }
+    }
+    Ok(())
+}
+
+/// `type="key"`: the member renamed in the JSON body, to the source's text.
+fn rename_key(
+    e: &EnrichPlan,
+    parent: &sluice_expr::JsonPath,
+    key: &str,
+    cx: &mut Cx<'_>,
+) -> Result<(), Error> {
+    let failed = |why: String| Error::new(ErrorKind::Mediation, format!("enrich key: {why}"));
+    let to = match &e.source {
+        EnrichSourcePlan::Text(t) => t.trim().to_owned(),
+        EnrichSourcePlan::Property(name) => cx
+            .msg
+            .property(sluice_expr::PropScope::Default, name)
+            .map(Cow::into_owned)
+            .unwrap_or_default(),
+        EnrichSourcePlan::Custom(x) => eval_expr(x, cx.msg, cx.doc)?,
+        _ => return Err(failed("the new key name must be a string".into())),
+    };
+    let view = View {
+        msg: cx.msg,
+        doc: cx.doc,
+    };
+    let mut root = view
+        .json()
+        .map_err(expr_error)?
+        .cloned()
+        .ok_or_else(|| failed("the message has no JSON payload".into()))?;
+    parent.rename_key(&mut root, key, &to);
+    cx.msg.body = Body::Bytes(root.to_string().into());
+    cx.msg.headers.remove(http::header::CONTENT_LENGTH);
+    *cx.doc = DocCache::new();
+    Ok(())
 }
 
 fn enrich(e: &EnrichPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), Error> {
@@ -231,6 +394,8 @@ fn enrich(e: &EnrichPlan, msg: &mut Message, doc: &mut DocCache) -> Result<(), E
             let put = put_doc(msg, doc, d, what);
             r.and(put)
         }
+        // Run by rename_key, never here.
+        EnrichTargetPlan::Key { .. } => Ok(()),
         EnrichTargetPlan::Custom(ex) => {
             if source.is_empty() {
                 // Synapse logs "Cannot Enrich message from an empty source" and goes on.
@@ -330,5 +495,7 @@ fn insert_into_element(
         },
         EnrichAction::Child => d.insert(target, source, Placement::LastChild),
         EnrichAction::Sibling => d.insert(target, source, Placement::After),
+        // Run by remove_json, never here.
+        EnrichAction::Remove => Ok(()),
     }
 }

@@ -195,6 +195,7 @@ impl FileParser<'_, '_> {
             "replace" => EnrichAction::Replace,
             "child" => EnrichAction::Child,
             "sibling" => EnrichAction::Sibling,
+            "remove" => EnrichAction::Remove,
             other => {
                 self.report(
                     Severity::Unsupported,
@@ -209,6 +210,7 @@ impl FileParser<'_, '_> {
             "envelope" => EnrichTargetKind::Envelope,
             "body" => EnrichTargetKind::Body,
             "property" => EnrichTargetKind::Property(self.required_attr(t, "property")?),
+            "key" => EnrichTargetKind::Key(self.custom_xpath(t)?),
             other => {
                 self.report(
                     Severity::Unsupported,
@@ -249,6 +251,19 @@ impl FileParser<'_, '_> {
                 "clone=\"false\" (moving nodes inside the message) is not supported yet",
             );
             return None;
+        }
+        if target.action == EnrichAction::Remove {
+            let ok = matches!(source.kind, EnrichSourceKind::Custom(_))
+                && matches!(
+                    target.kind,
+                    EnrichTargetKind::Body | EnrichTargetKind::Property(_)
+                );
+            if !ok {
+                let why = "action=\"remove\" takes the paths to remove from the source's xpath, and a body or property target";
+                self.report(Severity::Error, t, why);
+                return None;
+            }
+            return Some(());
         }
         if matches!(target.kind, EnrichTargetKind::Property(_))
             && target.action != EnrichAction::Replace
