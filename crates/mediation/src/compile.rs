@@ -217,8 +217,8 @@ pub(crate) struct Compiler<'a> {
     pub(crate) endpoint_templates: HashMap<&'a str, &'a cfg::EndpointTemplate>,
     /// Stylesheets by key, compiled once and shared by every mediator that names them.
     pub(crate) xslt_cache: HashMap<String, Option<Arc<Sheet>>>,
-    /// XML Schemas by key, compiled once.
-    pub(crate) schema_cache: HashMap<String, Option<Arc<sluice_xml::Schema>>>,
+    /// XML and JSON Schemas by key, compiled once.
+    pub(crate) schema_cache: HashMap<String, Option<crate::mediators::validate::SchemaPlan>>,
     pub(crate) resources: HashMap<String, &'a cfg::Resource>,
     pub(crate) ep_cache: HashMap<String, Result<Arc<EndpointPlan>, Failure>>,
     pub(crate) in_progress: HashSet<String>,

@@ -1,15 +1,24 @@
-//! `<validate>`: the source element (default: the Body's first child) against an XML Schema; on
-//! failure `ERROR_MESSAGE` and `ERROR_DETAIL` are set and `<on-fail>` runs.
+//! `<validate>`: the source element (default: the Body's first child) against an XML Schema, or,
+//! as MI does when the schema is JSON, the JSON payload (or what a `json-eval` source selects)
+//! against a JSON Schema (the draft its `$schema` names; references to other documents are not
+//! fetched); on failure `ERROR_MESSAGE` and `ERROR_DETAIL` are set and `<on-fail>` runs.
 
 use crate::mediators::prelude::*;
 
 #[derive(Debug)]
 pub struct ValidatePlan {
-    pub schema: Arc<sluice_xml::Schema>,
+    pub schema: SchemaPlan,
     pub key: String,
-    /// Evaluated with the SOAP Envelope as context node; `None`: the first element of the Body.
+    /// An XPath evaluated with the SOAP Envelope as context node, or (JSON Schema) a JsonPath;
+    /// `None`: the first element of the Body, or the whole JSON payload.
     pub source: Option<Expr>,
     pub on_fail: Steps,
+}
+
+#[derive(Debug, Clone)]
+pub enum SchemaPlan {
+    Xml(Arc<sluice_xml::Schema>),
+    Json(Arc<jsonschema::Validator>),
 }
 
 pub(crate) fn compile(c: &mut Compiler, v: &cfg::Validate, el: &str) -> Option<Step> {
@@ -23,16 +32,22 @@ pub(crate) fn compile(c: &mut Compiler, v: &cfg::Validate, el: &str) -> Option<S
         );
     }
     let schema = c.schema(key, loc, el);
+    let json = matches!(schema, Some(SchemaPlan::Json(_)));
     let source = match &v.source {
         Some(e) => {
             let x = c.expr(e, el)?;
-            if !matches!(x, Expr::XPath(_)) {
-                c.report(
-                    Severity::Error,
-                    &e.loc,
-                    el,
-                    "the validate source must be an XPath",
-                );
+            let fits = match &x {
+                Expr::XPath(_) => !json,
+                Expr::Json(_) => json,
+                _ => false,
+            };
+            if !fits {
+                let why = if json {
+                    "the source of a validate against a JSON Schema must be a json-eval() path"
+                } else {
+                    "the validate source must be an XPath"
+                };
+                c.report(Severity::Error, &e.loc, el, why);
                 return None;
             }
             Some(x)
@@ -49,13 +64,9 @@ pub(crate) fn compile(c: &mut Compiler, v: &cfg::Validate, el: &str) -> Option<S
 }
 
 impl Compiler<'_> {
-    /// The XML Schema for a key (local entry or registry resource), compiled once.
-    pub(crate) fn schema(
-        &mut self,
-        key: &str,
-        loc: &Location,
-        el: &str,
-    ) -> Option<Arc<sluice_xml::Schema>> {
+    /// The schema for a key (local entry or registry resource), compiled once: a JSON Schema
+    /// when its text is a JSON object, else an XML Schema.
+    pub(crate) fn schema(&mut self, key: &str, loc: &Location, el: &str) -> Option<SchemaPlan> {
         if let Some(cached) = self.schema_cache.get(key) {
             if cached.is_none() {
                 self.failed = true;
@@ -64,8 +75,21 @@ impl Compiler<'_> {
         }
         let compiled = match self.keyed_text(key, loc, el) {
             None => None,
+            Some((text, origin)) if text.trim_start().starts_with('{') => {
+                let compiled = serde_json::from_str::<serde_json::Value>(&text)
+                    .map_err(|e| e.to_string())
+                    .and_then(|v| jsonschema::validator_for(&v).map_err(|e| e.to_string()));
+                match compiled {
+                    Ok(s) => Some(SchemaPlan::Json(Arc::new(s))),
+                    Err(e) => {
+                        let why = format!("JSON Schema {origin} does not compile: {e}");
+                        self.report(Severity::Error, loc, el, why);
+                        None
+                    }
+                }
+            }
             Some((text, origin)) => match sluice_xml::Schema::compile(text.as_bytes()) {
-                Ok(s) => Some(Arc::new(s)),
+                Ok(s) => Some(SchemaPlan::Xml(Arc::new(s))),
                 Err(e) => {
                     self.report(
                         Severity::Error,
@@ -101,6 +125,10 @@ fn validate(
 ) -> Result<Option<(String, String)>, Error> {
     let what = format!("validate against {}", v.key);
     let view = View { msg, doc };
+    let schema = match &v.schema {
+        SchemaPlan::Json(s) => return validate_json(s, v, &view, &what),
+        SchemaPlan::Xml(s) => s,
+    };
     let d = view.document().map_err(expr_error)?;
     let node = match &v.source {
         // Synapse evaluates the source with the Envelope as context node.
@@ -120,7 +148,7 @@ fn validate(
             format!("{what}: the source selects no element in the message"),
         )
     })?;
-    match v.schema.validate_element(node) {
+    match schema.validate_element(node) {
         Ok(Ok(())) => Ok(None),
         Ok(Err(invalid)) => Ok(Some((
             invalid.messages[0].trim().to_owned(),
@@ -128,4 +156,43 @@ fn validate(
         ))),
         Err(e) => Err(xml_error(&what, e)),
     }
+}
+
+/// A JSON Schema's verdict on the JSON payload, or on what the source path selects.
+fn validate_json(
+    s: &jsonschema::Validator,
+    v: &ValidatePlan,
+    view: &View<'_>,
+    what: &str,
+) -> Result<Option<(String, String)>, Error> {
+    let not_json = || {
+        Error::new(
+            ErrorKind::Mediation,
+            format!("{what}: the message has no JSON payload"),
+        )
+    };
+    let instance = match &v.source {
+        Some(x) => {
+            let (found, _) = x.json_values(view).map_err(expr_error)?;
+            let first = found.first().ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Mediation,
+                    format!("{what}: the source selects nothing in the message"),
+                )
+            })?;
+            first.as_ref().clone()
+        }
+        None => view
+            .json()
+            .map_err(expr_error)?
+            .cloned()
+            .ok_or_else(not_json)?,
+    };
+    let errors: Vec<String> = s
+        .iter_errors(&instance)
+        .map(|e| format!("{} (at {})", e, e.instance_path()))
+        .collect();
+    Ok(errors
+        .first()
+        .map(|first| (first.clone(), errors.join("\n"))))
 }
