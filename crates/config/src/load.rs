@@ -77,7 +77,7 @@ fn load_registries(home: &Path, cfg: &mut Config, diags: &mut Diagnostics) {
         read_tree(&dir, &dir, &mut tree, diags);
         for (rel, bytes) in &tree {
             let file: Arc<str> = dir.join(rel).display().to_string().into();
-            add_resource(rel.clone(), file, bytes, cfg, diags);
+            add_resource(rel.clone(), file, bytes, Vec::new(), cfg, diags);
         }
         cfg.registries.push(reg);
     }
@@ -88,6 +88,7 @@ fn add_resource(
     key: String,
     file: Arc<str>,
     bytes: &Arc<[u8]>,
+    properties: Vec<(String, String)>,
     cfg: &mut Config,
     diags: &mut Diagnostics,
 ) {
@@ -98,7 +99,22 @@ fn add_resource(
         key,
         loc: Location::file_only(&file),
         bytes: bytes.clone(),
+        properties,
     });
+}
+
+/// A Java properties file's `name=value` (or `name: value`) lines; `#` and `!` start comments.
+/// (Line continuations and escapes other than `\\` are not read.)
+pub fn java_properties(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .map(str::trim_start)
+        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('!'))
+        .filter_map(|l| {
+            let at = l.find(['=', ':'])?;
+            let value = l[at + 1..].trim_start().replace("\\\\", "\\");
+            Some((l[..at].trim_end().to_owned(), value))
+        })
+        .collect()
 }
 
 /// A local entry's `src` that is a `file:` URL is read now, as if its content were written inline.
@@ -514,7 +530,12 @@ fn load_registry_info(
                     let file: Arc<str> = format!("{root}/{res_rel}").into();
                     crate::parse::registry_artifact(file, &key, text, cfg, diags);
                 }
-                cfg.resources.push(Resource { key, loc, bytes: b.clone() });
+                cfg.resources.push(Resource {
+                    key,
+                    loc,
+                    bytes: b.clone(),
+                    properties: Vec::new(),
+                });
             }
             None => diags.push(
                 Severity::Warning,
@@ -569,7 +590,17 @@ fn load_mi_registry(registry: &Path, cfg: &mut Config, diags: &mut Diagnostics) 
                 continue;
             }
             let file: Arc<str> = root.join(rel).display().to_string().into();
-            add_resource(format!("{prefix}/{rel}"), file, bytes, cfg, diags);
+            let properties = (tree.get(&format!("{rel}.properties")))
+                .map(|p| java_properties(&String::from_utf8_lossy(p)))
+                .unwrap_or_default();
+            add_resource(
+                format!("{prefix}/{rel}"),
+                file,
+                bytes,
+                properties,
+                cfg,
+                diags,
+            );
         }
     }
 }
@@ -589,6 +620,21 @@ pub fn registry_key(path: &str, file: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn java_properties_read_names_and_values() {
+        let p = super::java_properties(
+            "# a comment\n! another\nname=value\n  spaced : x y \nno separator\npath=C:\\\\dir\n",
+        );
+        assert_eq!(
+            p,
+            [
+                ("name".to_owned(), "value".to_owned()),
+                ("spaced".to_owned(), "x y ".to_owned()),
+                ("path".to_owned(), "C:\\dir".to_owned()),
+            ]
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -484,6 +484,9 @@ pub struct Resource {
     pub key: String,
     pub loc: Location,
     pub bytes: Arc<[u8]>,
+    /// Its properties (MI keeps them in `NAME.properties` beside it), which
+    /// `get-property('registry', 'KEY@NAME')` reads.
+    pub properties: Vec<(String, String)>,
 }
 
 /// An expression as written, with what is needed to compile it.

@@ -225,11 +225,6 @@ pub(crate) fn get_property<'t>(
         Ok(Var::SystemDate(f))
     };
     let read = |key: &str| -> Result<Var, ExprError> {
-        if key.contains('@') {
-            return Err(unsupported(format!(
-                "'{whole}': registry resource properties (KEY@NAME) are not supported yet"
-            )));
-        }
         registry(key)
             .map(Var::Const)
             .map_err(|why| invalid(format!("'{whole}': {why}")))

@@ -751,6 +751,15 @@ impl<'a> Compiler<'a> {
     /// What `get-property('registry', key)` reads: the keyed text (Synapse looks up entry
     /// definitions, local entries included, by the key), an XML resource without its declaration.
     pub(crate) fn registry_text(&self, key: &str) -> Result<String, String> {
+        // `KEY@NAME` (also `KEY/@NAME`): the resource's property NAME, as Synapse's
+        // get-property reads it; a resource or property that is not there is "" (Synapse: null).
+        if let Some((path, name)) = key.split_once('@') {
+            let path = path.trim_end_matches('/');
+            let value = (self.resources.get(normalize_registry_key(path).as_str()))
+                .and_then(|r| r.properties.iter().find(|(n, _)| n == name))
+                .map(|(_, v)| v.clone());
+            return Ok(value.unwrap_or_default());
+        }
         match self.keyed(key) {
             Ok((t, _)) => Ok(without_xml_declaration(t).to_owned()),
             Err((_, why)) => Err(why),

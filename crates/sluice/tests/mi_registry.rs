@@ -19,6 +19,16 @@ async fn a_deployment_folder_reads_the_registry_of_its_mi_home() {
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(r.text().contains("<ORDER>IBM</ORDER>"), "{}", r.text());
 
+    // A resource's properties (upper.xslt.properties): get-property('registry', 'KEY@NAME').
+    let r = c
+        .post("/services/RegistryPropertyProxy", SOAP_HEADERS, body.into())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.header("x-desc"), "not a resource");
+    assert_eq!(r.header("x-desc-slash"), "not a resource");
+    assert_eq!(r.header("x-missing"), "[]");
+
     // The same folder copied anywhere else has no registry: the key is unknown, and said so.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args([
