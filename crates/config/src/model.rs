@@ -269,6 +269,9 @@ pub enum EndpointKind {
     Address(Box<AddressEndpoint>),
     /// `<endpoint key="..."/>` nested inside another endpoint definition.
     Indirect(String),
+    /// `<endpoint key-expression="..."/>`: the endpoint each message names (Synapse's
+    /// ResolvingEndpoint).
+    ByKey(ExprSrc),
     /// `<failover>`: the first ready child; when a send fails, the next ready one. `dynamic` (the
     /// default) goes back to the first child once it is ready again; static stays on the one that
     /// worked.

@@ -47,6 +47,7 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
         c.deploy_main(main, &mut plan);
     }
     c.fill_sequences_by_name();
+    c.fill_endpoints_by_name();
     plan.wsdls = std::mem::take(&mut c.wsdls);
     plan
 }
@@ -72,6 +73,24 @@ impl<'a> Compiler<'a> {
             }
         }
         let _ = self.sequences_by_name.set(all);
+    }
+
+    /// Every named endpoint (and endpoint held by a local entry) that compiles, by name, for
+    /// `<endpoint key-expression>`.
+    fn fill_endpoints_by_name(&mut self) {
+        let mut names: Vec<&str> = self.endpoints.keys().copied().collect();
+        names.sort_unstable();
+        let mut all = HashMap::new();
+        for name in names {
+            let compiled = match self.ep_cache.get(name) {
+                Some(r) => r.as_ref().ok().cloned(),
+                None => self.named_endpoint(name, None),
+            };
+            if let Some(ep) = compiled {
+                all.insert(name.to_owned(), ep);
+            }
+        }
+        let _ = self.endpoints_by_name.set(all);
     }
 
     fn new(config: &'a cfg::Config, opts: &'a CompileOptions, diags: &'a mut Diagnostics) -> Self {
@@ -102,6 +121,7 @@ impl<'a> Compiler<'a> {
             local_entries: by_name(&config.local_entries, |l| l.key.as_str()),
             seq_cache: HashMap::new(),
             sequences_by_name: Arc::default(),
+            endpoints_by_name: Arc::default(),
             templates: by_name(&config.templates, |t| t.name.as_str()),
             endpoint_templates: by_name(&config.endpoint_templates, |t| t.name.as_str()),
             xslt_cache: HashMap::new(),
@@ -213,6 +233,8 @@ pub(crate) struct Compiler<'a> {
     pub(crate) seq_cache: HashMap<String, Result<Arc<SeqPlan>, Failure>>,
     /// Every named sequence that compiled, for keys computed per message; filled at the end.
     pub(crate) sequences_by_name: crate::mediators::sequence::ByName,
+    /// The same for endpoints (`<endpoint key-expression>`).
+    pub(crate) endpoints_by_name: crate::endpoints::EndpointsByName,
     pub(crate) templates: HashMap<&'a str, &'a cfg::Template>,
     pub(crate) endpoint_templates: HashMap<&'a str, &'a cfg::EndpointTemplate>,
     /// Stylesheets by key, compiled once and shared by every mediator that names them.

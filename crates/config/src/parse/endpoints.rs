@@ -49,13 +49,8 @@ impl FileParser<'_, '_> {
     pub(super) fn endpoint(&mut self, n: Node) -> Option<Endpoint> {
         let name = n.attribute("name").map(str::to_owned);
         let loc = self.loc(n);
-        let (kind, properties) = if n.attribute("key-expression").is_some() {
-            self.report(
-                Severity::Unsupported,
-                n,
-                "endpoints resolved per message ('key-expression') are not supported yet",
-            );
-            return None;
+        let (kind, properties) = if let Some(x) = self.expr_attr(n, "key-expression") {
+            (EndpointKind::ByKey(x), Vec::new())
         } else if let Some(k) = n.attribute("key") {
             (EndpointKind::Indirect(k.to_owned()), Vec::new())
         } else if let Some(template) = n.attribute("template") {

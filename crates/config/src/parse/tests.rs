@@ -201,7 +201,6 @@ fn children_synapse_ignores_are_warnings_and_ones_it_acts_on_unsupported() {
             ("drop", W),
             ("x", W),
             ("dynamicLoadbalance", U),
-            ("endpoint", U),
             ("authentication", U),
             ("eventPublisher", U),
             ("log", W),

@@ -138,6 +138,22 @@ impl Compiler<'_> {
             }
             // The definition itself: a failure seen through one reference suspends it for all.
             cfg::EndpointKind::Indirect(key) => return self.named_endpoint(key, Some(&ep.loc)),
+            cfg::EndpointKind::ByKey(x) => {
+                let key = self.expr(x, "endpoint")?;
+                let mut plan = EndpointPlan::new(
+                    name,
+                    http::Uri::from_static("http://by-key.invalid/"),
+                    http::HeaderValue::from_static("by-key.invalid"),
+                    None,
+                    cfg::TimeoutAction::Fault,
+                    crate::health::SuspendPolicy::never(),
+                );
+                plan.address = super::Address::ByKey(Arc::new(super::ByKey {
+                    key,
+                    all: self.endpoints_by_name.clone(),
+                }));
+                return Some(Arc::new(plan));
+            }
             cfg::EndpointKind::Template { template, args } => {
                 return self.template_endpoint(ep, template, args, override_uri);
             }

@@ -7,6 +7,7 @@ use crate::uritemplate::UriTemplate;
 use crate::{Error, ErrorKind};
 use http::{HeaderValue, Method, Uri};
 use sluice_config::{self as cfg, FaultVersion, Location, Severity};
+use sluice_expr::BodyNeed;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -84,6 +85,20 @@ pub enum Address {
     /// A load-balance `<member>`: `scheme://host:port` and the path (and query) of the message's
     /// To address, else of the request.
     Member(Arc<str>),
+    /// `<endpoint key-expression>`: the named endpoint each message's key names
+    /// ([`EndpointPlan::by_key`]).
+    ByKey(Arc<ByKey>),
+}
+
+/// Every named endpoint that compiled, by name: filled when the configuration is compiled.
+pub type EndpointsByName =
+    Arc<std::sync::OnceLock<std::collections::HashMap<String, Arc<EndpointPlan>>>>;
+
+/// Synapse's ResolvingEndpoint: the key expression, and where the names are looked up.
+#[derive(Debug)]
+pub struct ByKey {
+    pub key: sluice_expr::Expr,
+    pub all: EndpointsByName,
 }
 
 /// A `<wsdl uri service port>` endpoint's WSDL, read over the network when Sluice starts (WSO2 MI
@@ -502,6 +517,34 @@ impl EndpointPlan {
         }
     }
 
+    /// An `<endpoint key-expression>`: the endpoint this message's key names (`None` for any
+    /// other endpoint). A key naming nothing fails the send, with Synapse's words.
+    pub fn by_key(&self, msg: &Message) -> Option<Result<Arc<EndpointPlan>, Error>> {
+        let Address::ByKey(k) = &self.address else {
+            return None;
+        };
+        let doc = crate::exec::DocCache::new();
+        let name = match crate::exec::eval_expr(&k.key, msg, &doc) {
+            Ok(n) => n,
+            Err(e) => return Some(Err(e)),
+        };
+        let found = k.all.get().and_then(|all| all.get(name.trim())).cloned();
+        Some(found.ok_or_else(|| {
+            Error::new(
+                ErrorKind::EndpointNotFound,
+                format!("Couldn't find the endpoint with the key : {}", name.trim()),
+            )
+        }))
+    }
+
+    /// What the key of an `<endpoint key-expression>` reads of the body.
+    pub fn by_key_need(&self) -> BodyNeed {
+        match &self.address {
+            Address::ByKey(k) => k.key.body_need(),
+            _ => BodyNeed::None,
+        }
+    }
+
     /// The endpoint a message goes to: this one; for an `<http>` endpoint one with the URI its
     /// template gives from the message's `uri.var.*` and `query.param.*` properties; for a
     /// `<default>` one the message's To address. Those share this one's suspension state.
@@ -533,6 +576,13 @@ impl EndpointPlan {
                     Some(postfix) => joined(at, postfix),
                     None => at.to_owned(),
                 }
+            }
+            // Resolved before it is sent (EndpointPlan::by_key).
+            Address::ByKey(_) => {
+                return Err(Error::new(
+                    ErrorKind::Internal,
+                    format!("endpoint {}: its key was not resolved", self.name),
+                ))
             }
             Address::To => msg.to.clone().ok_or_else(|| {
                 Error::new(

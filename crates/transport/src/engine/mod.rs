@@ -815,6 +815,14 @@ impl Engine {
         ep: &Arc<EndpointPlan>,
         keep_headers: bool,
     ) -> Result<(Response<BackendBody>, Arc<EndpointPlan>), NotSent> {
+        let named;
+        let ep = if matches!(ep.address, sluice_mediation::endpoints::Address::ByKey(_)) {
+            // Boxed: the rare path's state stays out of every plain send's future.
+            named = Box::pin(self.named_by_key(msg, &mut stream, ep)).await?;
+            &named
+        } else {
+            ep
+        };
         if ep.group.is_none() {
             // A conversion, or WS-Addressing headers, need the body in memory.
             if ep.format.converts(msg) || ep.addressing.is_some() {
@@ -835,6 +843,26 @@ impl Engine {
             send_to_group(&self.client, self.opts.default_timeout, msg, ep).await
         })
         .await
+    }
+
+    /// An `<endpoint key-expression>`'s endpoint for `msg` (its body read first when the key
+    /// reads it).
+    async fn named_by_key(
+        &self,
+        msg: &mut Message,
+        stream: &mut Option<Inbound>,
+        ep: &Arc<EndpointPlan>,
+    ) -> Result<Arc<EndpointPlan>, NotSent> {
+        if ep.by_key_need() != BodyNeed::None {
+            self.read_whole(msg, stream)
+                .await
+                .map_err(NotSent::unreadable)?;
+        }
+        match ep.by_key(msg) {
+            Some(Ok(named)) => Ok(named),
+            Some(Err(e)) => Err(NotSent::with_stream(e, stream.take())),
+            None => Ok(ep.clone()),
+        }
     }
 
     /// Reads the body and converts the message to the endpoint's `format`
