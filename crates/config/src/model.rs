@@ -543,6 +543,8 @@ pub enum MediatorKind {
     ForeachCollection(ForeachCollection),
     /// MI 4.4's `<scatter-gather>`.
     ScatterGather(ScatterGather),
+    /// MI's `<jsontransform schema>` with its `<property name value>`s.
+    JsonTransform(JsonTransform),
     /// `<call-template target>`: the template's sequence, with `<with-param name value>` (a value
     /// in braces is an expression; `passed`: one in double braces, an expression the template
     /// evaluates wherever it reads the parameter).
@@ -745,6 +747,16 @@ pub struct ScatterGather {
     /// `<aggregation max-messages>`: at most this many copies count.
     pub max: Option<usize>,
     pub sequences: Vec<Sequence>,
+}
+
+/// MI's `<jsontransform>`: the payload written as JSON with these `synapse.commons.json.*`
+/// settings, and/or checked and typed by a JSON Schema.
+#[derive(Clone, Debug)]
+pub struct JsonTransform {
+    /// The schema's key (`schema`).
+    pub schema: Option<(String, Location)>,
+    /// `<property name value>`s, with where each is.
+    pub properties: Vec<(String, String, Location)>,
 }
 
 /// Where MI 4.4's `foreach` and `scatter-gather` put what their branches end with.

@@ -118,16 +118,50 @@ pub fn is_json_type(ct: &str) -> bool {
         || (m.len() > 5 && m[m.len() - 5..].eq_ignore_ascii_case(b"+json"))
 }
 
+/// How XML is written as JSON: WSO2's `synapse.commons.json.*` output settings that MI's
+/// `jsontransform` mediator can set for one conversion ([`Opts::default`]: MI's defaults).
+#[derive(Debug, Clone)]
+pub struct Opts {
+    /// `output.autoPrimitive`: numbers, `true`, `false` and `null` as such (else all text is a
+    /// string).
+    pub auto_primitive: bool,
+    /// `output.disableAutoPrimitive.regex`: text it matches whole stays a string.
+    pub keep_string: Option<regex::Regex>,
+    /// `enableXmlNullForEmptyElement`: an empty element is `null` (else `""`).
+    pub empty_null: bool,
+    /// `enableXmlNilReadWrite`: an element with `xsi:nil="true"` is `null`, the attribute dropped.
+    pub nil: bool,
+    /// `buildValidNCNames`: `_JsonReader_<code>_` in a name is that character.
+    pub valid_ncnames: bool,
+}
+
+impl Default for Opts {
+    fn default() -> Self {
+        Opts {
+            auto_primitive: true,
+            keep_string: None,
+            empty_null: true,
+            nil: false,
+            valid_ncnames: false,
+        }
+    }
+}
+
 /// The JSON text for `e` (see the module's mapping).
 pub fn xml_to_json(e: Node<'_>) -> Result<String, String> {
+    xml_to_json_with(e, &Opts::default())
+}
+
+/// [`xml_to_json`] with other output settings.
+pub fn xml_to_json_with(e: Node<'_>, o: &Opts) -> Result<String, String> {
     let mut out = String::new();
     match e.name() {
-        "jsonObject" => value(e, &mut out)?,
-        "jsonArray" => array_of(e, &mut out)?,
+        "jsonObject" => value(e, o, &mut out)?,
+        "jsonArray" => array_of(e, o, &mut out)?,
         name => {
             out.push('{');
-            key(name, &mut out);
-            value(e, &mut out)?;
+            key_with(name, o, &mut out);
+            value(e, o, &mut out)?;
             out.push('}');
         }
     }
@@ -144,6 +178,35 @@ fn key(name: &str, out: &mut String) {
         out.push_str(name.strip_prefix("_JsonReader_PD_").unwrap_or(name));
     }
     out.push_str("\":");
+}
+
+/// [`key`], with `buildValidNCNames` decoding `_JsonReader_<code>_` back into its character.
+fn key_with(name: &str, o: &Opts, out: &mut String) {
+    if !o.valid_ncnames || !name.contains("_JsonReader_") {
+        return key(name, out);
+    }
+    let mut decoded = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(k) = rest.find("_JsonReader_") {
+        decoded.push_str(&rest[..k]);
+        let after = &rest[k + 12..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        let ch = (digits > 0 && after[digits..].starts_with('_'))
+            .then(|| after[..digits].parse::<u32>().ok().and_then(char::from_u32))
+            .flatten();
+        match ch {
+            Some(c) => {
+                decoded.push(c);
+                rest = &after[digits + 1..];
+            }
+            None => {
+                decoded.push_str("_JsonReader_");
+                rest = after;
+            }
+        }
+    }
+    decoded.push_str(rest);
+    key(&decoded, out)
 }
 
 /// The text of `e` outside its child elements, whitespace-only pieces dropped, and whether it has
@@ -173,16 +236,27 @@ fn own_text(e: Node<'_>) -> Result<(Option<String>, bool), String> {
 }
 
 /// The JSON value of element `e`.
-fn value(e: Node<'_>, out: &mut String) -> Result<(), String> {
+fn value(e: Node<'_>, o: &Opts, out: &mut String) -> Result<(), String> {
     let (text, elements) = own_text(e)?;
-    let mut attrs = e.attributes().peekable();
+    const XSI: &str = "http://www.w3.org/2001/XMLSchema-instance";
+    let is_nil = |a: &Node<'_>| {
+        a.name() == "nil"
+            && matches!(a.namespace_uri(), Some(XSI) | None)
+            && a.text_content() == "true"
+    };
+    if o.nil && e.attributes().any(|a| is_nil(&a)) {
+        out.push_str("null");
+        return Ok(());
+    }
+    let mut attrs = e.attributes().filter(|a| !(o.nil && is_nil(a))).peekable();
     let multiple = e
         .children()
         .any(|c| c.kind() == NodeKind::ProcessingInstruction && c.name() == "xml-multiple");
     if attrs.peek().is_none() && !elements && !multiple {
         match text {
-            Some(t) => primitive(&t, out),
-            None => out.push_str("null"),
+            Some(t) => primitive_with(&t, o, out),
+            None if o.empty_null => out.push_str("null"),
+            None => out.push_str("\"\""),
         }
         return Ok(());
     }
@@ -191,8 +265,8 @@ fn value(e: Node<'_>, out: &mut String) -> Result<(), String> {
         let mut kids = e.child_elements();
         if let (Some(only), None) = (kids.next(), kids.next()) {
             match only.name() {
-                "jsonArray" => return array_of(only, out),
-                "jsonObject" => return value(only, out),
+                "jsonArray" => return array_of(only, o, out),
+                "jsonObject" => return value(only, o, out),
                 _ => {}
             }
         }
@@ -214,7 +288,7 @@ fn value(e: Node<'_>, out: &mut String) -> Result<(), String> {
     if let Some(t) = text {
         sep(out);
         key("$", out);
-        primitive(&t, out);
+        primitive_with(&t, o, out);
     }
     // Consecutive children of one name are an array. So is the name an `<?xml-multiple name?>`
     // instruction gives (written at once, `[]` when no such element follows), or the next
@@ -231,9 +305,9 @@ fn value(e: Node<'_>, out: &mut String) -> Result<(), String> {
                     continue;
                 }
                 sep(out);
-                key(&named, out);
+                key_with(&named, o, out);
                 out.push('[');
-                c = group(n.next_sibling(), &named, out)?;
+                c = group(n.next_sibling(), &named, o, out)?;
                 out.push(']');
                 continue;
             }
@@ -244,14 +318,14 @@ fn value(e: Node<'_>, out: &mut String) -> Result<(), String> {
             }
         };
         sep(out);
-        key(&name, out);
+        key_with(&name, o, out);
         // Known before the run is written: a `[` put in after it would move all it wrote, once
         // for every level of nested runs.
         let array = array || another_in_run(n, &name);
         if array {
             out.push('[');
         }
-        c = group(Some(n), &name, out)?;
+        c = group(Some(n), &name, o, out)?;
         if array {
             out.push(']');
         }
@@ -280,6 +354,7 @@ fn another_in_run(n: Node<'_>, name: &str) -> bool {
 fn group<'a>(
     mut c: Option<Node<'a>>,
     name: &str,
+    o: &Opts,
     out: &mut String,
 ) -> Result<Option<Node<'a>>, String> {
     let mut first = true;
@@ -289,7 +364,7 @@ fn group<'a>(
                 if !std::mem::take(&mut first) {
                     out.push(',');
                 }
-                value(n, out)?;
+                value(n, o, out)?;
             }
             NodeKind::Element => break,
             // Another instruction starts its own array.
@@ -302,16 +377,31 @@ fn group<'a>(
 }
 
 /// A `jsonArray` element's children as a JSON array.
-fn array_of(a: Node<'_>, out: &mut String) -> Result<(), String> {
+fn array_of(a: Node<'_>, o: &Opts, out: &mut String) -> Result<(), String> {
     out.push('[');
     for (k, c) in a.child_elements().enumerate() {
         if k > 0 {
             out.push(',');
         }
-        value(c, out)?;
+        value(c, o, out)?;
     }
     out.push(']');
     Ok(())
+}
+
+/// [`primitive`] under the settings: all text a string without auto-primitive, and text the
+/// `disableAutoPrimitive` regex matches whole.
+fn primitive_with(t: &str, o: &Opts, out: &mut String) {
+    let keep = !o.auto_primitive
+        || o.keep_string.as_ref().is_some_and(|r| {
+            r.find(t)
+                .is_some_and(|m| m.start() == 0 && m.end() == t.len())
+        });
+    if keep {
+        string(t, out)
+    } else {
+        primitive(t, out)
+    }
 }
 
 /// Text as WSO2's auto-primitive writer gives it: a number, a boolean, `null`, or a string.

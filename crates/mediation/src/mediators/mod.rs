@@ -28,6 +28,7 @@ pub mod foreach;
 pub mod foreach_collection;
 pub mod header;
 pub mod iterate;
+pub mod json_transform;
 pub mod log;
 pub mod loopback;
 pub mod makefault;
@@ -230,6 +231,8 @@ mediators! {
     ForeachCollection(std::sync::Arc<foreach_collection::ForeachCollectionPlan>),
     /// MI 4.4's `scatter-gather`: a copy through each sequence, gathered.
     ScatterGather(std::sync::Arc<scatter_gather::ScatterGatherPlan>),
+    /// MI's `jsontransform`.
+    JsonTransform(json_transform::JsonTransformPlan),
     Xslt(xslt::XsltPlan),
     PayloadFactory(payload_factory::PayloadPlan),
     Enrich(enrich::EnrichPlan),
@@ -275,6 +278,7 @@ impl Compiler<'_> {
             cfg::MediatorKind::Foreach(f) => foreach::compile(self, f, m),
             cfg::MediatorKind::ForeachCollection(f) => foreach_collection::compile(self, f, m),
             cfg::MediatorKind::ScatterGather(s) => scatter_gather::compile(self, s, m),
+            cfg::MediatorKind::JsonTransform(t) => json_transform::compile(self, t, m),
             cfg::MediatorKind::Iterate(it) => iterate::compile(self, it, m),
             cfg::MediatorKind::Aggregate(a) => aggregate::compile(self, a, m),
             cfg::MediatorKind::CallTemplate {

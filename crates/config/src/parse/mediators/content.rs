@@ -420,6 +420,31 @@ impl FileParser<'_, '_> {
     }
 }
 
+impl FileParser<'_, '_> {
+    /// MI's `<jsontransform schema>` and its `<property name value>`s (one of them is needed).
+    pub(super) fn json_transform(&mut self, n: Node) -> Option<JsonTransform> {
+        let schema = n
+            .attribute("schema")
+            .map(|k| (k.to_owned(), self.attr_loc(n, "schema")));
+        let mut properties = Vec::new();
+        for c in elements(n) {
+            if c.tag_name().name() != "property" {
+                self.unknown_child(c, "jsontransform");
+                continue;
+            }
+            let name = self.required_attr(c, "name")?;
+            let value = self.required_attr(c, "value")?;
+            properties.push((name, value, self.loc(c)));
+        }
+        if schema.is_none() && properties.is_empty() {
+            let why = "jsontransform mediator should contain either a schema or custom properties";
+            self.report(Severity::Error, n, why);
+            return None;
+        }
+        Some(JsonTransform { schema, properties })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::model::*;

@@ -33,7 +33,6 @@ const KNOWN_UNSUPPORTED_MEDIATORS: &[&str] = &[
     "bean",
     "ejb",
     "datamapper",
-    "jsontransform",
     "entitlementService",
     "oauthService",
     "builder",
@@ -41,7 +40,6 @@ const KNOWN_UNSUPPORTED_MEDIATORS: &[&str] = &[
     "enqueue",
     "bam",
     "publishEvent",
-    "scatter-gather",
     "dataServiceCall",
     "ntlm",
     "jsonTransform",
@@ -131,6 +129,7 @@ impl FileParser<'_, '_> {
             }
             "foreach" => MediatorKind::Foreach(self.foreach(n)?),
             "scatter-gather" => MediatorKind::ScatterGather(self.scatter_gather(n)?),
+            "jsontransform" => MediatorKind::JsonTransform(self.json_transform(n)?),
             "aggregate" => MediatorKind::Aggregate(self.aggregate(n)?),
             // rewrite.rs
             "rewrite" => MediatorKind::Rewrite(self.rewrite(n)?),
