@@ -112,8 +112,8 @@ pub struct Aggregate {
     pub id: Option<String>,
     /// `<correlateOn expression>`: which messages this aggregate gathers.
     pub correlate: Option<ExprSrc>,
-    pub max: Option<i64>,
-    pub min: Option<i64>,
+    pub max: Option<ValueSrc>,
+    pub min: Option<ValueSrc>,
     pub timeout_secs: Option<f64>,
     pub expression: ExprSrc,
     pub enclosing: Option<String>,

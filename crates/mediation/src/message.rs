@@ -162,6 +162,11 @@ impl Gather {
         }
     }
 
+    /// Whether the aggregate the copies reached has completed.
+    pub fn completed(&self) -> bool {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).done
+    }
+
     /// When the aggregate the copies reached completes with what it has (its `completeCondition
     /// timeout` after the first message it gathered), once it has gathered one.
     pub fn deadline(&self) -> Option<std::time::Instant> {

@@ -21,9 +21,10 @@ pub struct AggregatePlan {
     /// `completeCondition timeout`: from the first message gathered, the aggregate completes with
     /// what it has (copies not ended by then are dropped).
     pub timeout: Option<std::time::Duration>,
-    pub max: Option<usize>,
-    /// `messageCount min`: it completes at min or max, whichever comes first.
-    pub min: Option<usize>,
+    pub max: Option<Value>,
+    /// `messageCount min`: it completes at min or max, whichever comes first (each a number, or
+    /// an expression read on the message gathered; -1 or nothing: every copy).
+    pub min: Option<Value>,
     pub expression: Expr,
     pub enclosing: Option<String>,
     pub on_complete: Steps,
@@ -60,13 +61,16 @@ pub(crate) fn compile(c: &mut Compiler, a: &cfg::Aggregate, m: &cfg::Mediator) -
         }]),
         None => c.steps(&a.on_complete.mediators),
     };
-    let count = |n: Option<i64>| n.and_then(|m| usize::try_from(m).ok()).filter(|&m| m > 0);
+    let count = |c: &mut Compiler, v: &Option<cfg::ValueSrc>| match v {
+        Some(v) => c.value(v, el).map(Some),
+        None => Some(None),
+    };
     let timeout = a.timeout_secs.filter(|t| *t > 0.0);
     Some(Step::Aggregate(Arc::new(AggregatePlan {
         correlate,
         timeout: timeout.map(std::time::Duration::from_secs_f64),
-        max: count(a.max),
-        min: count(a.min),
+        max: count(c, &a.max)?,
+        min: count(c, &a.min)?,
         expression: expression?,
         enclosing: a.enclosing.clone(),
         on_complete,
@@ -119,9 +123,10 @@ fn gather(a: &Arc<AggregatePlan>, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error
             st.first_at = Some(std::time::Instant::now());
         }
         // Complete at min or max, whichever comes first, else at every copy.
-        let want = [a.min, a.max]
+        let want = [&a.min, &a.max]
             .into_iter()
             .flatten()
+            .filter_map(|v| count_of(v, cx.msg, cx.doc))
             .min()
             .unwrap_or(g.copies)
             .min(g.copies);
@@ -137,6 +142,14 @@ fn gather(a: &Arc<AggregatePlan>, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error
     }
     let flow = completed(a, &parts, cx.msg, cx.doc)?;
     Ok(cx.nested(flow))
+}
+
+/// A `messageCount` bound's value for this message, as Synapse reads it (a double, its whole
+/// part); none when it is not above 0 or not a number.
+fn count_of(v: &Value, msg: &Message, doc: &DocCache) -> Option<usize> {
+    let text = eval_value(v, msg, doc).ok()?;
+    let n: f64 = text.trim().parse().ok()?;
+    (n >= 1.0).then_some(n as usize)
 }
 
 /// Whether `<correlateOn>` takes this message: `false` when its expression is false (the

@@ -611,7 +611,11 @@ impl Engine {
             Fanout::Clone(c) => c.sequential,
             Fanout::Iterate(it, _) => it.sequential,
         };
-        let answers = copies_answered(copies, sequential, &gather).await;
+        // An early answer: the completed aggregate's, not a failed copy's fault.
+        let real = |r: &Response<RelayBody>| {
+            r.extensions().get::<NoAnswer>().is_none() && !r.status().is_server_error()
+        };
+        let answers = copies_answered(copies, sequential, &gather, real).await;
         // The first real answer: not a copy an aggregate kept, nor one dropped or sent one-way.
         // (None: the aggregate's timeout came first.)
         if let Some(r) = answers
@@ -916,11 +920,15 @@ struct NoAnswer;
 /// woken (`FuturesOrdered`), so many copies cost no more than their own wake-ups.
 /// The copies' answers, in their order: all at once, or (`sequential`) each run whole before the
 /// next starts. Once the aggregate they reach has a `completeCondition timeout` (known when a copy
-/// it gathered ends), the copies not answered by then are dropped and `None` is returned.
+/// it gathered ends), the copies not answered by then are dropped and `None` is returned. Once it
+/// has completed and a copy gave a `real` answer (its onComplete's, not a failed copy's fault),
+/// that is the only answer: the copies still running would only be dropped by it, and the client
+/// need not wait for them.
 async fn copies_answered<F: Future>(
     copies: Vec<Pin<Box<F>>>,
     sequential: bool,
     gather: &sluice_mediation::message::Gather,
+    real: impl Fn(&F::Output) -> bool,
 ) -> Option<Vec<F::Output>> {
     use futures_util::stream::{FuturesUnordered, StreamExt};
     let n = copies.len();
@@ -946,6 +954,11 @@ async fn copies_answered<F: Future>(
                 _ = tokio::time::sleep_until(at.into()) => return None,
             },
         };
+        if let Some((_, a)) = &answer {
+            if real(a) && gather.completed() {
+                return Some(answer.into_iter().map(|(_, a)| a).collect());
+            }
+        }
         answers.extend(answer);
     }
     answers.sort_by_key(|(i, _)| *i);

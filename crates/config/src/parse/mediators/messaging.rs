@@ -411,20 +411,20 @@ impl FileParser<'_, '_> {
             }
             if let Some(mc) = child(cc, "messageCount") {
                 for (a, slot) in [("max", &mut max), ("min", &mut min)] {
-                    if let Some(v) = mc.attribute(a) {
-                        // A plain number; an {expression} is not supported yet.
-                        match v.trim().parse::<i64>() {
-                            Ok(v) => *slot = Some(v),
-                            Err(_) => {
-                                self.report(
-                                    Severity::Unsupported,
-                                    mc,
-                                    format!("messageCount {a}='{v}': only a number is supported"),
-                                );
+                    let Some(v) = mc.attribute(a) else { continue };
+                    // A number, or an {expression} giving one per message (MI).
+                    let v = v.trim();
+                    *slot = Some(
+                        match v.strip_prefix('{').and_then(|e| e.strip_suffix('}')) {
+                            Some(e) => ValueSrc::Expr(self.expr(mc, a, e.trim())),
+                            None if v.parse::<i64>().is_ok() => ValueSrc::Literal(v.to_owned()),
+                            None => {
+                                let why = format!("messageCount {a} must be a number or an {{expression}}, not '{v}'");
+                                self.report(Severity::Error, mc, why);
                                 return None;
                             }
-                        }
-                    }
+                        },
+                    );
                 }
             }
         }
