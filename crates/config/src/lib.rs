@@ -5,6 +5,7 @@
 
 mod check;
 pub mod diag;
+mod library;
 pub mod load;
 pub mod model;
 pub mod parse;

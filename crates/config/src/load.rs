@@ -42,6 +42,7 @@ pub fn load_path_in(path: &Path, home: Option<&Path>) -> (Config, Diagnostics) {
     };
     load_registries(&home, &mut cfg, &mut diags);
     load_entry_sources(&home, &mut cfg, &mut diags);
+    crate::library::load_imports(&home, &mut cfg, &mut diags);
     cfg.home = home;
     crate::check::check_duplicates(&cfg, &mut diags);
     (cfg, diags)
@@ -262,9 +263,9 @@ fn is_car_descriptor(path: &Path) -> bool {
 }
 
 /// Relative path (with `/`) to bytes.
-type Tree = BTreeMap<String, Arc<[u8]>>;
+pub(crate) type Tree = BTreeMap<String, Arc<[u8]>>;
 
-fn read_tree(root: &Path, dir: &Path, tree: &mut Tree, diags: &mut Diagnostics) {
+pub(crate) fn read_tree(root: &Path, dir: &Path, tree: &mut Tree, diags: &mut Diagnostics) {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
     };
@@ -291,7 +292,7 @@ fn read_tree(root: &Path, dir: &Path, tree: &mut Tree, diags: &mut Diagnostics) 
     }
 }
 
-fn unzip(bytes: &[u8]) -> Result<Tree, String> {
+pub(crate) fn unzip(bytes: &[u8]) -> Result<Tree, String> {
     let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(|e| e.to_string())?;
     let mut tree = Tree::new();
     for i in 0..zip.len() {

@@ -30,6 +30,8 @@ pub struct Config {
     /// Where Synapse would also look up a key that names nothing here, which Sluice does not read
     /// yet: a `<registry>` or `<import>` (the element and its place).
     pub key_sources: Vec<(String, Location)>,
+    /// `<import>`s of Synapse template libraries.
+    pub imports: Vec<Import>,
     /// `<registry>`s over a folder (`root` a `file:` URL), read when the configuration loads.
     pub registries: Vec<RegistryRoot>,
     /// Where relative `file:` paths are read from (SYNAPSE_HOME, MI_HOME).
@@ -42,6 +44,15 @@ pub struct Config {
 pub struct RegistryRoot {
     /// The `root` parameter as written.
     pub root: String,
+    pub loc: Location,
+}
+
+/// `<import name package>`: a Synapse template library whose templates are named
+/// `PACKAGE.NAME` ([`crate::library`]).
+#[derive(Clone, Debug)]
+pub struct Import {
+    pub name: String,
+    pub package: String,
     pub loc: Location,
 }
 

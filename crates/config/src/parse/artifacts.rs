@@ -15,7 +15,6 @@ const KNOWN_UNSUPPORTED_ARTIFACTS: &[&str] = &[
     "messageProcessor",
     "eventSource",
     "executor",
-    "import",
     "priorityExecutor",
 ];
 
@@ -70,10 +69,11 @@ impl FileParser<'_, '_> {
             "localEntry" => cfg.local_entries.extend(self.local_entry(root)),
             "template" => self.template_artifact(root, cfg),
             "registry" => self.registry(root, cfg),
+            "import" => self.import(root, cfg),
             // The configuration's own description (Synapse keeps it as such).
             "description" if expect == Expect::Any => {}
             other if KNOWN_UNSUPPORTED_ARTIFACTS.contains(&other) => {
-                if matches!(other, "registry" | "import") {
+                if other == "registry" {
                     cfg.key_sources.push((other.to_owned(), self.loc(root)));
                 }
                 self.artifact = root.attribute("name").map(|n| format!("{other} {n}"));
@@ -89,6 +89,25 @@ impl FileParser<'_, '_> {
                 format!("unknown top-level element <{other}>"),
             ),
         }
+    }
+
+    /// An `<import name package>` of a Synapse template library: its templates are read from the
+    /// library when the configuration is loaded ([`crate::library`]).
+    fn import(&mut self, n: Node, cfg: &mut Config) {
+        let (Some(name), Some(package)) = (
+            self.required_attr(n, "name"),
+            self.required_attr(n, "package"),
+        ) else {
+            return;
+        };
+        if n.attribute("status") == Some("disabled") {
+            return;
+        }
+        cfg.imports.push(Import {
+            name,
+            package,
+            loc: self.loc(n),
+        });
     }
 
     /// A `<registry>`: read when its root is a folder (`file:`); any other is reported and Synapse's
@@ -452,7 +471,11 @@ impl FileParser<'_, '_> {
                     };
                     params.push(TemplateParam {
                         name: p,
-                        default: c.attribute("defaultValue").map(str::to_owned),
+                        // WSO2's `defaultValue`; Apache Synapse's `default`.
+                        default: c
+                            .attribute("defaultValue")
+                            .or(c.attribute("default"))
+                            .map(str::to_owned),
                         mandatory: loose_bool(c, "isMandatory", false),
                     });
                 }
