@@ -175,6 +175,9 @@ pub struct Api {
     /// appends `/version`): the path prefix the API answers under.
     pub context: String,
     pub resources: Vec<ApiResource>,
+    /// `hostname` and `port`: the API takes only requests whose Host header names them.
+    pub host: Option<String>,
+    pub port: Option<u16>,
     /// Something in it was already reported as an error or unsupported: it must not be deployed.
     pub rejected: bool,
 }

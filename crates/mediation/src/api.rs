@@ -14,6 +14,28 @@ pub struct ApiPlan {
     /// Without a trailing `/` (`/` itself is kept).
     pub context: String,
     pub resources: Vec<ResourcePlan>,
+    /// `hostname` and `port`: as Synapse, the API takes only requests whose Host header has
+    /// that host and that port (without one: 80 over http, 443 over https).
+    pub host: Option<String>,
+    pub port: Option<u16>,
+}
+
+impl ApiPlan {
+    /// Whether a request with this Host header, over https or not, may reach the API.
+    fn takes(&self, host: Option<&str>, https: bool) -> bool {
+        if self.host.is_none() && self.port.is_none() {
+            return true;
+        }
+        let Some(h) = host else { return false };
+        let (name, port) = match h.rsplit_once(':') {
+            Some((n, p)) if p.bytes().all(|b| b.is_ascii_digit()) && !p.is_empty() => {
+                (n, p.parse::<u16>().ok())
+            }
+            _ => (h, Some(if https { 443 } else { 80 })),
+        };
+        self.host.as_deref().is_none_or(|want| want == name)
+            && self.port.is_none_or(|want| Some(want) == port)
+    }
 }
 
 #[derive(Debug)]
@@ -250,12 +272,24 @@ pub fn route<'a>(
     method: &Method,
     path_and_query: &'a str,
 ) -> Result<Route<'a>, Miss> {
+    route_on(apis, method, path_and_query, None, false)
+}
+
+/// [`route`] for a request with this Host header, over https or not: an API bound to a host or
+/// port takes only requests that name them.
+pub fn route_on<'a>(
+    apis: &'a [Arc<ApiPlan>],
+    method: &Method,
+    path_and_query: &'a str,
+    host: Option<&str>,
+    https: bool,
+) -> Result<Route<'a>, Miss> {
     let path = path_and_query
         .split_once('?')
         .map_or(path_and_query, |(p, _)| p);
     let api = apis
         .iter()
-        .filter(|a| under(path, &a.context))
+        .filter(|a| under(path, &a.context) && a.takes(host, https))
         .max_by_key(|a| a.context.len())
         .ok_or(Miss::NoApi)?;
     let skip = if api.context == "/" {
@@ -443,11 +477,34 @@ mod tests {
         assert_eq!(q, want);
     }
 
+    #[test]
+    fn an_api_bound_to_a_host_and_port_takes_only_requests_naming_them() {
+        let mut a = Arc::try_unwrap(api(vec![("", Pattern::mapping("/*"))])).unwrap();
+        a.host = Some("localhost".into());
+        a.port = Some(8082);
+        let apis = [Arc::new(a)];
+        let on = |host: Option<&str>, https: bool| {
+            route_on(&apis, &Method::GET, "/shop/x", host, https).is_ok()
+        };
+        assert!(on(Some("localhost:8082"), false));
+        assert!(!on(Some("localhost:8290"), false));
+        assert!(!on(Some("example.com:8082"), false));
+        assert!(!on(None, false));
+        // Without a port in the Host header: 80 over http, 443 over https.
+        let mut b = Arc::try_unwrap(api(vec![("", Pattern::mapping("/*"))])).unwrap();
+        b.port = Some(443);
+        let apis = [Arc::new(b)];
+        assert!(route_on(&apis, &Method::GET, "/shop/x", Some("h"), true).is_ok());
+        assert!(route_on(&apis, &Method::GET, "/shop/x", Some("h"), false).is_err());
+    }
+
     fn api(resources: Vec<(&str, Pattern)>) -> Arc<ApiPlan> {
         let service = Arc::new(ProxyPlan::empty("A"));
         Arc::new(ApiPlan {
             name: "A".into(),
             context: "/shop".into(),
+            host: None,
+            port: None,
             resources: resources
                 .into_iter()
                 .map(|(m, pattern)| ResourcePlan {
@@ -643,6 +700,8 @@ mod tests {
                     Arc::new(ApiPlan {
                         name: "A".into(),
                         context: context.into(),
+                        host: None,
+                        port: None,
                         resources: resources(),
                     })
                 })

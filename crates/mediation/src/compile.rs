@@ -432,6 +432,8 @@ impl<'a> Compiler<'a> {
             name,
             context,
             resources,
+            host: a.host.clone(),
+            port: a.port,
         })
     }
     /// A fault sequence as given, else Synapse's default: the sequence named "fault". That one

@@ -196,15 +196,15 @@ impl FileParser<'_, '_> {
             );
         }
         let context = self.versioned_context(n, context);
-        for a in ["hostname", "port"] {
-            if n.attribute(a).is_some() {
-                self.report(
-                    Severity::Unsupported,
-                    n,
-                    format!("an API bound to a '{a}' is not supported yet"),
-                );
+        let host = n.attribute("hostname").map(str::to_owned);
+        let port = match n.attribute("port").map(|p| p.trim().parse::<u16>()) {
+            None => None,
+            Some(Ok(p)) => Some(p),
+            Some(Err(_)) => {
+                self.report(Severity::Error, n, "the API's port is not a port number");
+                None
             }
-        }
+        };
         let mut resources = Vec::new();
         let mut any = false;
         for c in elements(n) {
@@ -233,6 +233,8 @@ impl FileParser<'_, '_> {
             loc: self.loc(n),
             context,
             resources,
+            host,
+            port,
             rejected: self.failed,
         })
     }
@@ -581,16 +583,13 @@ mod tests {
         assert_eq!(cfg.apis[2].context, "/w/2");
         let (cfg, d) = parse(&format!(
             r#"<definitions {NS}>
-  <api name="B" context="/b" hostname="h"><resource uri-template="/a" url-mapping="/b"/></api>
+  <api name="B" context="/b" port="http"><resource uri-template="/a" url-mapping="/b"/></api>
   <api name="C" context="c"><resource><inSequence><call><target type="variable">v</target></call></inSequence></resource></api>
 </definitions>"#
         ));
         let msgs: Vec<String> = d.items.iter().map(|x| x.to_string()).collect();
         assert_eq!(msgs.len(), 4, "{msgs:#?}");
-        assert!(
-            msgs[0].contains("unsupported") && msgs[0].contains("'hostname'"),
-            "{msgs:#?}"
-        );
+        assert!(msgs[0].contains("not a port number"), "{msgs:#?}");
         assert!(msgs[1].contains("not both"), "{msgs:#?}");
         assert!(msgs[2].contains("must start with '/'"), "{msgs:#?}");
         assert!(msgs[3].contains("a variable target"), "{msgs:#?}");

@@ -19,7 +19,7 @@ impl Engine {
         let rest = match path.strip_prefix("/services") {
             Some(r) if r.is_empty() || r == "/" => return self.listing(),
             Some(r) if r.starts_with('/') => &r[1..],
-            _ => return self.api(parts, body, peer).await,
+            _ => return self.api(parts, body, peer, transport).await,
         };
         let name = rest.split('/').next().unwrap_or(rest);
         let proxy = match self.plan.proxies.get(name) {
@@ -30,7 +30,7 @@ impl Engine {
                 .and_then(|(n, _)| self.plan.proxies.get(n))
             {
                 Some(p) => p,
-                None => return self.api(parts, body, peer).await,
+                None => return self.api(parts, body, peer, transport).await,
             },
         };
         let served = match transport {
@@ -93,12 +93,15 @@ impl Engine {
         parts: http::request::Parts,
         body: hyper::body::Incoming,
         peer: Option<std::net::IpAddr>,
+        transport: Transport,
     ) -> Response<RelayBody> {
         let pq = parts
             .uri
             .path_and_query()
             .map_or_else(|| parts.uri.path(), |p| p.as_str());
-        let route = match api::route(&self.plan.apis, &parts.method, pq) {
+        let host = (parts.headers.get(http::header::HOST)).and_then(|h| h.to_str().ok());
+        let https = matches!(transport, Transport::Https);
+        let route = match api::route_on(&self.plan.apis, &parts.method, pq, host, https) {
             Ok(r) => r,
             Err(miss) => {
                 // No proxy or API takes it: Synapse's main sequence does, when there is one.
