@@ -165,7 +165,7 @@ impl JsonPath {
         };
         let t = t
             .strip_suffix('.')
-            .filter(|r| !r.ends_with('.'))
+            .filter(|r| !r.ends_with('.') && !r.ends_with(char::is_whitespace))
             .unwrap_or(t);
         // As Jayway: a path that does not start at the root (`$`) or the current node (`@`)
         // starts at the root's member (`name.x` is `$.name.x`).

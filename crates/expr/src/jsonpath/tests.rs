@@ -86,7 +86,6 @@ fn definite_paths_and_refusals() {
         "$.a.nope()",
         &format!("$.a[?({}@.b{})]", "(".repeat(40), ")".repeat(40)),
         "$.a[",
-        "$.",
         "$a",
         "$.a[x]",
         "$.a]",
