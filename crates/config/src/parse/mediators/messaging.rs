@@ -400,12 +400,14 @@ impl FileParser<'_, '_> {
         let (mut max, mut min, mut timeout_secs) = (None, None, None);
         if let Some(cc) = child(n, "completeCondition") {
             if let Some(t) = cc.attribute("timeout") {
-                match t.trim().parse::<f64>() {
-                    Ok(v) if v >= 0.0 => timeout_secs = Some(v),
+                // Whole seconds: Synapse and MI read it with Long.parseLong, and do not deploy
+                // the artifact otherwise.
+                match t.trim().parse::<u32>() {
+                    Ok(v) => timeout_secs = Some(f64::from(v)),
                     _ => self.report(
                         Severity::Error,
                         cc,
-                        format!("timeout must be a number of seconds, not '{t}'"),
+                        format!("timeout must be a whole number of seconds, not '{t}'"),
                     ),
                 }
             }
