@@ -118,13 +118,7 @@ async fn round_robin_alternates_between_the_children() {
         assert_eq!(r.text(), BODY);
     }
     assert_eq!((count(&one), count(&two)), (3, 3));
-    let paths: Vec<String> = one
-        .seen
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|x| x.path.clone())
-        .collect();
+    let paths = one.paths();
     assert!(paths.iter().all(|p| p == "/one"), "{paths:?}");
 }
 

@@ -46,13 +46,7 @@ async fn an_imported_library_template_runs_with_its_package_name() {
         .unwrap();
     assert_eq!(r.status, 202, "{}", r.text());
     assert_eq!(be.wait_seen(2, Duration::from_secs(10)).await, 2);
-    let mut paths: Vec<String> = be
-        .seen
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|x| x.path.clone())
-        .collect();
+    let mut paths = be.paths();
     paths.sort();
     assert_eq!(paths, ["/one", "/two"]);
 

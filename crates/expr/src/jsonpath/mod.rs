@@ -244,17 +244,20 @@ impl JsonPath {
     /// Puts `value` where this definite path points in `root` (Jayway's `set`: a missing last
     /// member of an object is added; `$` replaces the whole). `false` when the path is not
     /// definite, a step before the last finds nothing, or an index is out of range.
-    /// Removes every value the path selects in `root` (Jayway's `delete`): members from their
-    /// objects, elements from their arrays; the root itself is never removed. How many went.
-    pub fn delete(&self, root: &mut Value) -> usize {
-        let doomed: HashSet<*const Value, BuildHasherDefault<AddressHasher>> = self
-            .select(root)
-            .iter()
+    /// Where the values the path selects in `root` are.
+    fn addresses(&self, root: &Value) -> Addresses {
+        (self.select(root).iter())
             .filter_map(|v| match v {
                 Cow::Borrowed(b) => Some(*b as *const Value),
                 Cow::Owned(_) => None,
             })
-            .collect();
+            .collect()
+    }
+
+    /// Removes every value the path selects in `root` (Jayway's `delete`): members from their
+    /// objects, elements from their arrays; the root itself is never removed. How many went.
+    pub fn delete(&self, root: &mut Value) -> usize {
+        let doomed = self.addresses(root);
         if doomed.is_empty() {
             return 0;
         }
@@ -264,14 +267,7 @@ impl JsonPath {
     /// Renames the member `from` of each object the path selects to `to` (Jayway's `renameKey`:
     /// the member moves to the end). How many were renamed.
     pub fn rename_key(&self, root: &mut Value, from: &str, to: &str) -> usize {
-        let targets: HashSet<*const Value, BuildHasherDefault<AddressHasher>> = self
-            .select(root)
-            .iter()
-            .filter_map(|v| match v {
-                Cow::Borrowed(b) => Some(*b as *const Value),
-                Cow::Owned(_) => None,
-            })
-            .collect();
+        let targets = self.addresses(root);
         rename_in(root, &targets, from, to)
     }
 
@@ -423,6 +419,9 @@ fn deep_from_each<'v>(
     }
 }
 
+/// Values by their address in a document.
+type Addresses = HashSet<*const Value, BuildHasherDefault<AddressHasher>>;
+
 /// [`JsonPath::delete`] below `v`: the children whose address is in `doomed` removed (their
 /// addresses taken before anything moves), the rest searched.
 fn delete_in(
@@ -467,12 +466,7 @@ fn delete_in(
 }
 
 /// [`JsonPath::rename_key`] at and below `v`.
-fn rename_in(
-    v: &mut Value,
-    targets: &HashSet<*const Value, BuildHasherDefault<AddressHasher>>,
-    from: &str,
-    to: &str,
-) -> usize {
+fn rename_in(v: &mut Value, targets: &Addresses, from: &str, to: &str) -> usize {
     let here = targets.contains(&(v as *const Value));
     let mut n = 0;
     match v {

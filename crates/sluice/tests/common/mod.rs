@@ -292,6 +292,13 @@ pub struct Backend {
 impl Backend {
     /// Waits until the back-end has seen at least `n` requests in all, or `within` has passed
     /// (requests sent one-way may arrive after their client was answered); the number seen.
+    /// The paths of the requests seen so far, in the order they came.
+    pub fn paths(&self) -> Vec<String> {
+        (self.seen.lock().unwrap().iter())
+            .map(|x| x.path.clone())
+            .collect()
+    }
+
     pub async fn wait_seen(&self, n: usize, within: Duration) -> usize {
         let deadline = tokio::time::Instant::now() + within;
         loop {

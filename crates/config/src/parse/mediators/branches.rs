@@ -69,15 +69,7 @@ impl FileParser<'_, '_> {
             }
             _ => return Some(BranchOutput::Original),
         };
-        let xml = match kind.as_str() {
-            "JSON" => false,
-            "XML" => true,
-            other => {
-                let why = format!("the result type '{other}' is neither JSON nor XML");
-                self.report(Severity::Error, n, why);
-                return None;
-            }
-        };
+        let xml = self.result_is_xml(n, &kind)?;
         let enclosing = match enclosing {
             Some(e) => e,
             None if !xml => String::new(),
@@ -132,15 +124,7 @@ impl FileParser<'_, '_> {
                 return None;
             }
         };
-        let xml = match kind {
-            "JSON" => false,
-            "XML" => true,
-            other => {
-                let why = format!("the result type '{other}' is neither JSON nor XML");
-                self.report(Severity::Error, n, why);
-                return None;
-            }
-        };
+        let xml = self.result_is_xml(n, kind)?;
         let enclosing = n
             .attribute("result-enclosing-element")
             .or(n.attribute("root-element"))
@@ -212,6 +196,19 @@ impl FileParser<'_, '_> {
             max,
             sequences,
         })
+    }
+
+    /// A result type: `JSON` or `XML` exactly, as MI takes them (whether it is XML).
+    fn result_is_xml(&mut self, n: Node, kind: &str) -> Option<bool> {
+        match kind {
+            "JSON" => Some(false),
+            "XML" => Some(true),
+            other => {
+                let why = format!("the result type '{other}' is neither JSON nor XML");
+                self.report(Severity::Error, n, why);
+                None
+            }
+        }
     }
 
     /// Attribute `attr`, which `because` makes required.
