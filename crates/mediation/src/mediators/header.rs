@@ -31,6 +31,10 @@ pub enum HeaderPlan {
         ns: String,
         local: String,
     },
+    /// `<header name="ReplyTo" action="remove"/>` (also From, FaultTo, MessageID, RelatesTo):
+    /// the WS-Addressing header of that name, in either WS-Addressing namespace, is removed, so
+    /// it does not leave with the message (Synapse clears it from the message context).
+    RemoveWsa(&'static str),
     /// Elements given inline (`<header><h:block xmlns:h="..">..</h:block></header>`) appended to
     /// the Header, as Synapse 3.0.1 adds them.
     AddSoapXml(String),
@@ -90,21 +94,15 @@ fn soap_block(c: &mut Compiler, h: &cfg::Header, m: &cfg::Mediator) -> Option<He
             },
         });
     }
-    if h.namespace.is_none()
-        && matches!(
-            h.name.as_str(),
-            "From" | "ReplyTo" | "FaultTo" | "MessageID" | "RelatesTo"
-        )
-    {
-        c.report(
-            Severity::Unsupported,
-            &m.loc,
-            el,
-            format!(
-                "the WS-Addressing header '{}' is not supported yet (only To and Action)",
-                h.name
-            ),
-        );
+    let wsa = ["From", "ReplyTo", "FaultTo", "MessageID", "RelatesTo"]
+        .into_iter()
+        .find(|n| h.namespace.is_none() && h.name == *n);
+    if let (Some(local), cfg::Action::Remove) = (wsa, &h.action) {
+        return Some(HeaderPlan::RemoveWsa(local));
+    }
+    if let Some(local) = wsa {
+        let why = format!("setting the WS-Addressing header '{local}' is not supported yet (To and Action are; removing any is)");
+        c.report(Severity::Unsupported, &m.loc, el, why);
     } else {
         c.report(Severity::Unsupported, &m.loc, el, format!("SOAP header '{}': a SOAP header needs a namespace-qualified name (prefix:Name with xmlns:prefix)", h.name));
     }
@@ -166,6 +164,7 @@ impl Mediator for HeaderPlan {
             | HeaderPlan::SetAction(value) => Reads::of(value.body_need()),
             HeaderPlan::SetSoap { .. }
             | HeaderPlan::RemoveSoap { .. }
+            | HeaderPlan::RemoveWsa(_)
             | HeaderPlan::AddSoapXml(_) => Reads::WHOLE,
             HeaderPlan::RemoveHttp(_) | HeaderPlan::RemoveTo | HeaderPlan::RemoveAction => {
                 Reads::NOTHING
@@ -180,6 +179,7 @@ impl Mediator for HeaderPlan {
             | HeaderPlan::SetAction(value) => value_by_head(value, f).into(),
             HeaderPlan::SetSoap { .. }
             | HeaderPlan::RemoveSoap { .. }
+            | HeaderPlan::RemoveWsa(_)
             | HeaderPlan::AddSoapXml(_) => ByHead::No,
             HeaderPlan::RemoveHttp(_) | HeaderPlan::RemoveTo | HeaderPlan::RemoveAction => {
                 ByHead::Yes
@@ -223,6 +223,15 @@ impl Mediator for HeaderPlan {
             }
             HeaderPlan::RemoveSoap { ns, local } => {
                 edit_tree(msg, doc, |d| remove_blocks(d, ns, local))?;
+            }
+            HeaderPlan::RemoveWsa(local) => {
+                const FINAL: &str = "http://www.w3.org/2005/08/addressing";
+                const SUBMISSION: &str = "http://schemas.xmlsoap.org/ws/2004/08/addressing";
+                edit_tree(msg, doc, |d| {
+                    let a = remove_blocks(d, FINAL, local)?;
+                    let b = remove_blocks(d, SUBMISSION, local)?;
+                    Ok(a || b)
+                })?;
             }
             HeaderPlan::AddSoapXml(xml) => {
                 let frag = Fragment::parse(xml).map_err(|e| xml_error("header", e))?;
