@@ -217,6 +217,9 @@ impl Mediator for EnrichPlan {
     fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
         match &self.target {
             _ if self.action == EnrichAction::Remove => remove_json(self, cx)?,
+            EnrichTargetPlan::Property(name) if self.action == EnrichAction::Child => {
+                child_of_property(self, name, cx)?
+            }
             EnrichTargetPlan::Key { parent, key } => rename_key(self, parent, key, cx)?,
             _ => enrich(self, cx.msg, cx.doc)?,
         }
@@ -308,6 +311,69 @@ fn remove_json(e: &EnrichPlan, cx: &mut Cx<'_>) -> Result<(), Error> {
             *cx.doc = DocCache::new();
         }
     }
+    Ok(())
+}
+
+/// A property target with `action="child"`, as MI's JSON enrich: the source added to the JSON
+/// array the property holds (or its members to the object it holds).
+fn child_of_property(e: &EnrichPlan, name: &str, cx: &mut Cx<'_>) -> Result<(), Error> {
+    let failed = |why: String| Error::new(ErrorKind::Mediation, format!("enrich: {why}"));
+    let held = cx
+        .msg
+        .property(sluice_expr::PropScope::Default, name)
+        .map(Cow::into_owned);
+    // A property holding XML: the source becomes its root element's last child.
+    if let Some(xml) = held.as_deref().filter(|t| t.trim_start().starts_with('<')) {
+        let what = "enrich";
+        let mut d = Document::parse(xml.as_bytes()).map_err(|err| xml_error(what, err))?;
+        let source = enrich_source(&e.source, cx.msg, cx.doc)?;
+        let root = d
+            .root_element()
+            .map(|r| r.id())
+            .ok_or_else(|| failed(format!("the property {name} holds no element")))?;
+        d.insert(root, &source, Placement::LastChild)
+            .map_err(|err| xml_error(what, err))?;
+        let out = message_bytes(&d, what)?;
+        let text = String::from_utf8_lossy(&out).trim_end().to_owned();
+        cx.msg.props.set_xml(name, text);
+        return Ok(());
+    }
+    let mut into: serde_json::Value = held
+        .as_deref()
+        .and_then(|t| serde_json::from_str(t).ok())
+        .filter(|v: &serde_json::Value| v.is_array() || v.is_object())
+        .ok_or_else(|| {
+            failed(format!(
+                "the property {name} holds no JSON array or object to add a child to"
+            ))
+        })?;
+    let json_of = |t: &str| {
+        serde_json::from_str(t).unwrap_or_else(|_| serde_json::Value::String(t.to_owned()))
+    };
+    let source = match &e.source {
+        EnrichSourcePlan::Body => {
+            let view = View { msg: cx.msg, doc: cx.doc };
+            view.json().map_err(expr_error)?.cloned().ok_or_else(|| failed("the message has no JSON payload".into()))?
+        }
+        EnrichSourcePlan::Property(p) => json_of(&cx.msg.property(sluice_expr::PropScope::Default, p).unwrap_or_default()),
+        EnrichSourcePlan::Text(t) => json_of(t),
+        EnrichSourcePlan::Custom(x @ Expr::Json(_)) => {
+            let view = View { msg: cx.msg, doc: cx.doc };
+            let (found, _) = x.json_values(&view).map_err(expr_error)?;
+            found.first().map(|v| v.as_ref().clone()).unwrap_or(serde_json::Value::Null)
+        }
+        _ => return Err(failed("a JSON property's child must come from the body, a property, inline text or a json-eval path".into())),
+    };
+    match (&mut into, source) {
+        (serde_json::Value::Array(a), v) => a.push(v),
+        (serde_json::Value::Object(o), serde_json::Value::Object(add)) => o.extend(add),
+        _ => {
+            return Err(failed(format!(
+                "only an object's members can be added to the object in {name}"
+            )))
+        }
+    }
+    cx.msg.props.set(name, into.to_string());
     Ok(())
 }
 

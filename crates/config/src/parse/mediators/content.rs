@@ -266,12 +266,12 @@ impl FileParser<'_, '_> {
             return Some(());
         }
         if matches!(target.kind, EnrichTargetKind::Property(_))
-            && target.action != EnrichAction::Replace
+            && target.action == EnrichAction::Sibling
         {
             self.report(
                 Severity::Unsupported,
                 t,
-                "a property target with action child or sibling is not supported yet",
+                "a property target with action sibling is not supported yet",
             );
             return None;
         }
