@@ -336,7 +336,7 @@ fn xpath(e: &Expr, input: &[u8]) -> Did {
             }
         }
         Err(e) if env.doc.get().is_some() => refused(format!("by libxml2: {e}")),
-        Err(e) => refused(e),
+        Err(e) => refused(format!("while streaming: {e}")),
     }
 }
 

@@ -76,6 +76,15 @@ pub trait Env {
     fn raw_xml(&self) -> Option<&[u8]> {
         None
     }
+    /// The error for a message whose [`Env::raw_xml`] the streaming reader found the parse would
+    /// refuse (`error`, the parse's own), without parsing it. An environment that keeps its parse
+    /// keeps this in its place, so that [`Env::document`] answers the same without parsing.
+    fn refused(&self, error: sluice_xml::XmlError) -> ExprError {
+        ExprError {
+            kind: ExprErrorKind::BadMessage,
+            message: error.to_string(),
+        }
+    }
     /// The body bytes when they are JSON (not XML), as they came, whether or not something read
     /// the message as XML since.
     fn raw_json(&self) -> Option<&[u8]> {
@@ -567,8 +576,10 @@ impl Expr {
             }
             Expr::XPath(x) => {
                 if let (Some(s), Some(raw)) = (&x.stream, env.raw_xml()) {
-                    if let Some(v) = s.eval_string(raw) {
-                        return Ok(Cow::Owned(v));
+                    match s.eval_string_checked(raw) {
+                        Ok(Some(v)) => return Ok(Cow::Owned(v)),
+                        Ok(None) => {}
+                        Err(e) => return Err(env.refused(e)),
                     }
                 }
                 let vars = x.vars(env);
@@ -724,8 +735,10 @@ impl Expr {
         match self {
             Expr::XPath(x) => {
                 if let (Some(s), Some(raw)) = (&x.stream, env.raw_xml()) {
-                    if let Some(b) = s.eval_bool(raw) {
-                        return Ok(b);
+                    match s.eval_bool_checked(raw) {
+                        Ok(Some(b)) => return Ok(b),
+                        Ok(None) => {}
+                        Err(e) => return Err(env.refused(e)),
                     }
                 }
                 let vars = x.vars(env);

@@ -52,6 +52,19 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
     plan
 }
 
+/// Each of `names` that compiles (in name order, so that what compiling reports comes in a stable
+/// order), by name.
+fn compiled_by_name<T>(
+    mut names: Vec<String>,
+    mut compile: impl FnMut(&str) -> Option<T>,
+) -> HashMap<String, T> {
+    names.sort_unstable();
+    names
+        .into_iter()
+        .filter_map(|name| compile(&name).map(|t| (name, t)))
+        .collect()
+}
+
 fn by_name<'a, T>(items: &'a [T], name: impl Fn(&'a T) -> &'a str) -> HashMap<&'a str, &'a T> {
     items.iter().map(|t| (name(t), t)).collect()
 }
@@ -60,36 +73,22 @@ impl<'a> Compiler<'a> {
     /// Every named sequence (and sequence held by a local entry) that compiles, by name, for
     /// `<sequence key="{...}"/>`.
     fn fill_sequences_by_name(&mut self) {
-        let mut names: Vec<&str> = self.sequences.keys().copied().collect();
-        names.sort_unstable();
-        let mut all = HashMap::new();
-        for name in names {
-            let compiled = match self.seq_cache.get(name) {
-                Some(r) => r.as_ref().ok().cloned(),
-                None => self.named_sequence(name, None),
-            };
-            if let Some(seq) = compiled {
-                all.insert(name.to_owned(), seq);
-            }
-        }
+        let names: Vec<String> = self.sequences.keys().map(|k| (*k).to_owned()).collect();
+        let all = compiled_by_name(names, |name| match self.seq_cache.get(name) {
+            Some(r) => r.as_ref().ok().cloned(),
+            None => self.named_sequence(name, None),
+        });
         let _ = self.sequences_by_name.set(all);
     }
 
     /// Every named endpoint (and endpoint held by a local entry) that compiles, by name, for
     /// `<endpoint key-expression>`.
     fn fill_endpoints_by_name(&mut self) {
-        let mut names: Vec<&str> = self.endpoints.keys().copied().collect();
-        names.sort_unstable();
-        let mut all = HashMap::new();
-        for name in names {
-            let compiled = match self.ep_cache.get(name) {
-                Some(r) => r.as_ref().ok().cloned(),
-                None => self.named_endpoint(name, None),
-            };
-            if let Some(ep) = compiled {
-                all.insert(name.to_owned(), ep);
-            }
-        }
+        let names: Vec<String> = self.endpoints.keys().map(|k| (*k).to_owned()).collect();
+        let all = compiled_by_name(names, |name| match self.ep_cache.get(name) {
+            Some(r) => r.as_ref().ok().cloned(),
+            None => self.named_endpoint(name, None),
+        });
         let _ = self.endpoints_by_name.set(all);
     }
 

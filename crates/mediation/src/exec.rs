@@ -88,6 +88,12 @@ impl Env for View<'_> {
     fn document(&self) -> Result<&sluice_xml::Document, ExprError> {
         self.doc.tree(self.msg).as_ref().map_err(Clone::clone)
     }
+    fn refused(&self, error: sluice_xml::XmlError) -> ExprError {
+        let e = not_acceptable(&error);
+        // Later expressions answer the same without parsing.
+        let _ = self.doc.xml.set(Err(e.clone()));
+        e
+    }
     /// The body bytes while no tree has been built: once one exists, mediators may have changed it, so
     /// expressions read the tree.
     fn raw_xml(&self) -> Option<&[u8]> {
@@ -164,6 +170,14 @@ pub(crate) fn parse_json(
 
 /// The body as a tree, its estimated size counted in `held` (the parsed JSON a JSON message
 /// goes through only while it is made).
+/// A message body the XML parse refused.
+fn not_acceptable(e: &sluice_xml::XmlError) -> ExprError {
+    ExprError {
+        kind: ExprErrorKind::BadMessage,
+        message: format!("the message is not acceptable XML: {e}"),
+    }
+}
+
 fn parse_body(
     msg: &Message,
     held: &mut Option<budget::Held>,
@@ -196,7 +210,7 @@ fn parse_body(
         Body::Bytes(b) => {
             budget::hold_tree(held, b.len(), budget::xml_estimate(b))?;
             sluice_xml::parse_untrusted(b, &sluice_xml::Limits::default())
-                .map_err(|e| bad(format!("the message is not acceptable XML: {e}")))
+                .map_err(|e| not_acceptable(&e))
         }
         Body::Empty => Err(bad("the message has no body".to_owned())),
         Body::Head(_) => Err(ExprError {

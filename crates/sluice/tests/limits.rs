@@ -298,8 +298,8 @@ fn a_bad_settings_file_is_refused_with_its_line() {
 }
 
 /// The attack of issue 30: one CBRProxy message whose element carries 1,000,000 attributes (12 MB).
-/// It is answered by the readers (linear: the streaming reader hands it to libxml2's guard, which
-/// refuses it as MI's Woodstox would), not by the mediation deadline, and the worker answers
+/// It is answered by the readers (linear: the streaming reader refuses it with the error Sluice's
+/// parse gives, as MI's Woodstox would), not by the mediation deadline, and the worker answers
 /// DirectProxy requests all along.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_million_attributes_are_refused_and_the_worker_stays_responsive() {

@@ -91,6 +91,30 @@ impl XmlError {
         self
     }
 
+    /// What Sluice's parse says of a document whose elements nest deeper than `limit`, the first
+    /// too deep on `line`: for a reader that finds it out before any parse.
+    pub fn too_deep(limit: usize, line: Option<u32>) -> Self {
+        XmlError::new(
+            XmlErrorKind::TooDeep,
+            format!("element nesting deeper than the limit of {limit}"),
+        )
+        .at(line, None)
+    }
+
+    /// What Sluice's parse says of a document with an element of more than `limit` attributes
+    /// (`count` of them seen, namespace declarations included) on `line`: for a reader that finds
+    /// it out before any parse.
+    pub fn too_many_attributes(count: usize, limit: usize, line: Option<u32>) -> Self {
+        XmlError::new(
+            XmlErrorKind::TooManyAttributes,
+            format!(
+                "an element with {count} attributes (namespace declarations included); \
+                 the limit is {limit}"
+            ),
+        )
+        .at(line, None)
+    }
+
     pub(crate) fn with_details(mut self, details: Vec<String>) -> Self {
         self.details = details;
         self

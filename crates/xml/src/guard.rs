@@ -61,30 +61,26 @@ pub(crate) enum Excess {
 /// could be in scope at once. Linear in the input.
 pub(crate) fn check(bytes: &[u8], limits: &Limits) -> Result<(), XmlError> {
     let refuse = |view: &[u8], e: Excess, line_base: u32| {
-        let (at, kind, msg) = match e {
-            Excess::Attributes { at, count } => (
-                at,
-                XmlErrorKind::TooManyAttributes,
-                format!(
-                    "an element with {count} attributes (namespace declarations included); \
-                     the limit is {}",
-                    limits.max_attributes
-                ),
-            ),
-            Excess::Namespaces { at, count } => (
-                at,
-                XmlErrorKind::TooManyNamespaces,
-                format!(
-                    "{count} namespace declarations in scope; the limit is {}",
-                    limits.max_namespaces
-                ),
-            ),
+        let at = match e {
+            Excess::Attributes { at, .. } | Excess::Namespaces { at, .. } => at,
         };
         let lines = memchr::memchr_iter(b'\n', &view[..at.min(view.len())]).count();
         let line = u32::try_from(lines)
             .ok()
             .and_then(|l| l.checked_add(line_base));
-        XmlError::new(kind, msg).at(line, None)
+        match e {
+            Excess::Attributes { count, .. } => {
+                XmlError::too_many_attributes(count, limits.max_attributes, line)
+            }
+            Excess::Namespaces { count, .. } => XmlError::new(
+                XmlErrorKind::TooManyNamespaces,
+                format!(
+                    "{count} namespace declarations in scope; the limit is {}",
+                    limits.max_namespaces
+                ),
+            )
+            .at(line, None),
+        }
     };
     match family(bytes) {
         Family::Bytes { bom } => {

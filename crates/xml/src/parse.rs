@@ -123,16 +123,21 @@ unsafe fn declaration_guard<'g>(
     }
     // SAFETY: per the function contract.
     let name = unsafe { cstr_lossy(name) };
-    stop(ctxt, guard, XmlErrorKind::EntityDeclaration, refusal(name));
+    stop(
+        ctxt,
+        guard,
+        XmlError::new(XmlErrorKind::EntityDeclaration, refusal(name)),
+    );
     None
 }
 
-fn stop(ctxt: xmlParserCtxtPtr, guard: &mut Guard, kind: XmlErrorKind, msg: String) {
+/// Stops the parse with `error`, placed on the parser's current line.
+fn stop(ctxt: xmlParserCtxtPtr, guard: &mut Guard, error: XmlError) {
     // SAFETY: `ctxt` is the live parser context of the running parse.
     let line = unsafe { xmlSAX2GetLineNumber(ctxt as *mut c_void) };
     let line = u32::try_from(line).ok().filter(|&l| l > 0);
     if guard.violation.is_none() {
-        guard.violation = Some(XmlError::new(kind, msg).at(line, None));
+        guard.violation = Some(error.at(line, None));
     }
     // SAFETY: stopping the parser from inside one of its callbacks is the
     // documented use of xmlStopParser.
@@ -157,11 +162,8 @@ unsafe extern "C" fn hook_start_element_ns(
     };
     guard.depth += 1;
     if guard.depth > guard.max_depth {
-        let msg = format!(
-            "element nesting deeper than the limit of {}",
-            guard.max_depth
-        );
-        stop(ctxt, guard, XmlErrorKind::TooDeep, msg);
+        let error = XmlError::too_deep(guard.max_depth, None);
+        stop(ctxt, guard, error);
         return;
     }
     if let Some(f) = guard.start_ns {

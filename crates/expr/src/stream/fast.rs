@@ -46,7 +46,10 @@ use super::scan::{
     text_end, unbind_deeper, valid_chars, word_at, xml_decl_ok, AMP, UNPLAIN, V_AMP, V_CTRL,
     V_HIGH, V_LT, V_QNAME, V_WS, XML_NS,
 };
-use super::{Halt, Mode, Out, StreamPath, FEW_ATTRS, FEW_BINDINGS, MAX_ATTRS, MAX_BINDINGS};
+use super::{
+    Halt, Mode, Out, Refused, StreamPath, FEW_ATTRS, FEW_BINDINGS, MAX_ATTRS, MAX_BINDINGS,
+    MAX_DEPTH,
+};
 use sluice_xml::names::PrefixIndex;
 use Halt::{Bail, Refuse};
 
@@ -526,7 +529,11 @@ impl<'x> Fast<'_, '_, 'x> {
     fn element(&mut self, lt: usize, plain: Option<KnownTag>) -> Result<Tag, Halt> {
         let (gt, empty, name_end, raw) = self.tag(lt, plain)?;
         if self.d.tags.raw_attrs.len() > MAX_ATTRS {
-            return Err(Refuse);
+            let count = self.d.tags.raw_attrs.len();
+            return Err(Halt::Refused(Refused::Attributes { at: lt, count }));
+        }
+        if self.d.run.depth >= MAX_DEPTH {
+            return Err(Halt::Refused(Refused::Deep { at: gt }));
         }
         self.declarations()?;
         self.attributes()?;

@@ -456,15 +456,38 @@ pub(super) fn value_class(v: &[u8]) -> u8 {
         .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
         .chain([u64::from_le_bytes(last)])
     {
-        let flags = w & (ONES << 7)
-            | bytes_below(w, 0x20)
-            | bytes_below(w ^ (ONES * u64::from(b'<')), 1)
-            | bytes_below(w ^ (ONES * u64::from(b'&')), 1);
-        if flags != 0 {
+        if classed(w) {
             return bytes_class(v);
         }
     }
     0
+}
+
+/// Whether a byte of `w` may have a [`value_class`] (none: exact).
+#[inline(always)]
+fn classed(w: u64) -> bool {
+    w & (ONES << 7)
+        | bytes_below(w, 0x20)
+        | bytes_below(w ^ (ONES * u64::from(b'<')), 1)
+        | bytes_below(w ^ (ONES * u64::from(b'&')), 1)
+        != 0
+}
+
+/// A value shorter than a word, quoted by `q`, from `from`: its length and [`value_class`], from
+/// one load (`None` when the closing quote is not within the word at `from`, or there is none).
+#[inline(always)]
+fn short_value(b: &[u8], from: usize, q: u8) -> Option<(usize, u8)> {
+    let w = word_at(b, from)?;
+    let len = byte_in_word(w, q)?;
+    // The value's bytes, the rest padded with a byte of no class.
+    let keep = (1u64 << (8 * len)) - 1;
+    let v = w & keep | (ONES * u64::from(b'a')) & !keep;
+    let class = if classed(v) {
+        bytes_class(&b[from..from + len])
+    } else {
+        0
+    };
+    Some((len, class))
 }
 
 /// [`value_class`] byte by byte, in one pass without branches.
@@ -531,11 +554,14 @@ pub(super) fn read_attributes<'a>(raw: &'a str, out: &mut Vec<(&'a str, &'a str,
             return false;
         };
         let from = i + 1;
-        let Some(len) = memchr::memchr(q, &b[from..]) else {
-            return false;
+        let (len, class) = match short_value(b, from, q) {
+            Some(short) => short,
+            None => match memchr::memchr(q, &b[from..]) {
+                Some(len) => (len, value_class(&b[from..from + len])),
+                None => return false,
+            },
         };
-        let value = &raw[from..from + len];
-        out.push((key, value, value_class(value.as_bytes()) | checked));
+        out.push((key, &raw[from..from + len], class | checked));
         if out.len() > MAX_ATTRS {
             return true;
         }

@@ -2,6 +2,34 @@
 
 use super::*;
 
+/// Values up to and past a word long, with each byte that has a class at each place, read from
+/// one load (short) or by a search: the class of each is its bytes' class, whatever follows it.
+#[test]
+fn short_and_long_values_are_classed_as_their_bytes() {
+    for len in 0..20 {
+        for at in 0..len.max(1) {
+            for b in ["<", "&", "\t", "\u{1}", "é", "a", "'"] {
+                let mut v = "x".repeat(len);
+                if len > 0 {
+                    v.replace_range(at..at + 1, b);
+                }
+                for q in ['"', '\''] {
+                    if v.contains(q) {
+                        continue;
+                    }
+                    for after in ["", " b='<&é'", " c='1'"] {
+                        let tag = format!(" a={q}{v}{q}{after}");
+                        let mut out = Vec::new();
+                        assert!(read_attributes(&tag, &mut out), "{tag:?}");
+                        assert_eq!(out[0].1, v, "{tag:?}");
+                        assert_eq!(out[0].2 & !V_QNAME, bytes_class(v.as_bytes()), "{tag:?}");
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn attributes_are_read_and_classified_in_one_pass() {
     let mut out = Vec::new();
