@@ -3,6 +3,11 @@
 # validate` on every synapse-configs/default folder under integration/ of a micro-integrator
 # checkout (github.com/wso2/micro-integrator, Apache License 2.0; not in this repository), summing
 # the proxies and APIs each run says would deploy against the proxy-services/ and api/ files there.
+# MI runs these tests from its product pack, whose home holds samples/service-bus/resources (in the
+# checkout: integration/samples); some local entries read files there (`file:samples/...`). Give each
+# test server the same, once, before counting:
+#   for d in $(find PATH/integration -type d -path '*/ESB/server'); do
+#       [ -e "$d/samples" ] || ln -s "$(realpath PATH/integration/samples)" "$d/samples"; done
 #
 #   cargo build --release -p sluice
 #   scripts/count-mi-artifacts.sh PATH-TO-MICRO-INTEGRATOR [-v]

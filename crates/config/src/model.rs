@@ -861,6 +861,9 @@ pub struct Validate {
     pub source: Option<ExprSrc>,
     /// `<schema key="..."/>`, with where each is written.
     pub schemas: Vec<(String, Location)>,
+    /// `<resource location key>`: the document an `xs:import` / `xs:include` `schemaLocation`
+    /// names, read from a key (location, key, where it is written).
+    pub resources: Vec<(String, String, Location)>,
     pub on_fail: Sequence,
 }
 

@@ -177,11 +177,25 @@ pub(crate) fn init() {
     });
 }
 
-/// The external entity loader: refuses every URL (no file, no network).
+/// The external entity loader: refuses every URL (no file, no network), but for the documents a
+/// schema set being compiled on this thread names ([`schema::Schema::compile_set`]), read from
+/// memory.
 unsafe extern "C" fn refuse_external_load(
-    _url: *const std::os::raw::c_char,
+    url: *const std::os::raw::c_char,
     _id: *const std::os::raw::c_char,
-    _ctxt: libxml::bindings::xmlParserCtxtPtr,
+    ctxt: libxml::bindings::xmlParserCtxtPtr,
 ) -> libxml::bindings::xmlParserInputPtr {
-    std::ptr::null_mut()
+    if url.is_null() || ctxt.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: libxml2 passes a NUL-terminated URL, live for the call.
+    let url = unsafe { std::ffi::CStr::from_ptr(url) };
+    match schema::loadable(url.to_bytes()) {
+        // SAFETY: `text` ends with a NUL byte and stays alive, unchanged, until the schema set's
+        // compile returns (it is held by the thread's table `compile_set` installs and takes
+        // down after `xmlSchemaParse`); the stream reads it in place and never frees it; `ctxt`
+        // is the live parser context libxml2 gave us.
+        Some(text) => unsafe { libxml::bindings::xmlNewStringInputStream(ctxt, text) },
+        None => std::ptr::null_mut(),
+    }
 }

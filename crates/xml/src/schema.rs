@@ -7,8 +7,57 @@ use libxml::bindings::{
     xmlSchema, xmlSchemaFree, xmlSchemaFreeParserCtxt, xmlSchemaFreeValidCtxt,
     xmlSchemaNewDocParserCtxt, xmlSchemaNewValidCtxt, xmlSchemaParse, xmlSchemaValidateDoc,
 };
+use std::cell::RefCell;
 use std::fmt;
 use std::ptr::NonNull;
+
+thread_local! {
+    /// The documents the external entity loader serves on this thread while
+    /// [`Schema::compile_set`] compiles: (location, text ending with a NUL byte).
+    static LOADABLE: RefCell<Vec<(Vec<u8>, Vec<u8>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The text (NUL-terminated) the schema set being compiled on this thread has for `url`. The
+/// pointer stays valid until that compile returns: the table is only changed before and after it.
+pub(crate) fn loadable(url: &[u8]) -> Option<*const u8> {
+    LOADABLE.with(|t| {
+        t.borrow()
+            .iter()
+            .find(|(location, _)| location == url)
+            .map(|(_, text)| text.as_ptr())
+    })
+}
+
+/// Takes the thread's table of loadable documents down when dropped (also on unwinding).
+struct Served;
+
+impl Served {
+    fn install(table: Vec<(Vec<u8>, Vec<u8>)>) -> Served {
+        LOADABLE.with(|t| *t.borrow_mut() = table);
+        Served
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        LOADABLE.with(|t| t.borrow_mut().clear());
+    }
+}
+
+/// `text` with a NUL byte after it (XML text has none of its own).
+fn nul_terminated(text: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(text.len() + 1);
+    v.extend_from_slice(text);
+    v.push(0);
+    v
+}
+
+/// `s` as the value of a double-quoted attribute.
+fn attr_escaped(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('"', "&quot;")
+}
 
 /// A compiled XML Schema.
 ///
@@ -21,7 +70,8 @@ use std::ptr::NonNull;
 ///
 /// Compilation never reads files or the network: the schema text is parsed with the secure parser,
 /// and `xs:import` / `xs:include` / `xs:redefine` with a `schemaLocation` fail, because Sluice's
-/// libxml2 external entity loader refuses every load (see `crate::init`).
+/// libxml2 external entity loader refuses every load (see `crate::init`), but for the documents
+/// given to [`Schema::compile_set`], read from memory while it runs.
 pub struct Schema {
     schema: NonNull<xmlSchema>,
 }
@@ -107,6 +157,68 @@ impl Schema {
         }
     }
 
+    /// Compiles several schemas as one, as Java's `SchemaFactory.newSchema(Source[])` does for
+    /// Synapse's `validate` with several `<schema>`s: an element is checked against whichever
+    /// declares it, and schemas of one target namespace are read together. `resources` are the
+    /// documents (location, text) their `xs:import` / `xs:include` `schemaLocation`s name
+    /// (Synapse's `<resource location key>`); no other location is read. A generated schema
+    /// imports each namespace's schemas (or includes those without one), each read from memory.
+    pub fn compile_set(xsds: &[&[u8]], resources: &[(&str, &[u8])]) -> Result<Schema, XmlError> {
+        if let ([one], []) = (xsds, resources) {
+            return Schema::compile(one);
+        }
+        let mut table: Vec<(Vec<u8>, Vec<u8>)> = resources
+            .iter()
+            .map(|(location, text)| (location.as_bytes().to_vec(), nul_terminated(text)))
+            .collect();
+        // (target namespace, the schemas' locations), in the order first met.
+        let mut groups: Vec<(Option<String>, Vec<String>)> = Vec::new();
+        for (k, xsd) in xsds.iter().enumerate() {
+            let tns = target_namespace(xsd)?;
+            let location = format!("sluice-schema-{k}");
+            table.push((location.clone().into_bytes(), nul_terminated(xsd)));
+            match groups.iter_mut().find(|g| g.0 == tns) {
+                Some(g) => g.1.push(location),
+                None => groups.push((tns, vec![location])),
+            }
+        }
+        const XS: &str = "http://www.w3.org/2001/XMLSchema";
+        let includes = |locations: &[String]| -> String {
+            locations
+                .iter()
+                .map(|l| format!("<xs:include schemaLocation=\"{l}\"/>"))
+                .collect()
+        };
+        let mut top = format!("<xs:schema xmlns:xs=\"{XS}\">");
+        for (g, (tns, locations)) in groups.iter().enumerate() {
+            match (tns, locations.as_slice()) {
+                (None, _) => top.push_str(&includes(locations)),
+                (Some(ns), [one]) => top.push_str(&format!(
+                    "<xs:import namespace=\"{}\" schemaLocation=\"{one}\"/>",
+                    attr_escaped(ns)
+                )),
+                (Some(ns), _) => {
+                    let ns = attr_escaped(ns);
+                    let location = format!("sluice-namespace-{g}");
+                    let wrapper = format!(
+                        "<xs:schema xmlns:xs=\"{XS}\" targetNamespace=\"{ns}\">{}</xs:schema>",
+                        includes(locations)
+                    );
+                    table.push((
+                        location.clone().into_bytes(),
+                        nul_terminated(wrapper.as_bytes()),
+                    ));
+                    top.push_str(&format!(
+                        "<xs:import namespace=\"{ns}\" schemaLocation=\"{location}\"/>"
+                    ));
+                }
+            }
+        }
+        top.push_str("</xs:schema>");
+        let _served = Served::install(table);
+        Schema::compile(top.as_bytes())
+    }
+
     /// Validates a whole document. `Ok(Err(..))` when it is not valid; `Err` when validation could
     /// not run.
     pub fn validate(&self, doc: &Document) -> Result<Result<(), Invalid>, XmlError> {
@@ -148,4 +260,19 @@ impl Schema {
         let copy = crate::Fragment::from_nodes(&[node])?.into_document()?;
         self.validate(&copy)
     }
+}
+
+/// The `targetNamespace` of a schema's text (`None`: no namespace).
+fn target_namespace(xsd: &[u8]) -> Result<Option<String>, XmlError> {
+    let doc = crate::parse_untrusted(xsd, &Limits::default()).map_err(|e| {
+        XmlError::new(
+            XmlErrorKind::SchemaCompile,
+            format!("schema is not well-formed: {}", e.message()),
+        )
+        .at(e.line(), e.column())
+    })?;
+    Ok(doc
+        .root_element()
+        .and_then(|r| r.attribute("targetNamespace"))
+        .filter(|ns| !ns.is_empty()))
 }

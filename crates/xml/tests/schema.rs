@@ -106,3 +106,81 @@ fn compiled_schemas_are_shared_across_threads() {
         h.join().unwrap();
     }
 }
+
+/// Several schemas compile as one (Synapse's validate with several `<schema>`s): each element is
+/// checked against the schema that declares it, schemas of one namespace are read together, and
+/// `xs:import` / `xs:include` locations are served from the resources given, nothing else.
+#[test]
+fn schema_sets_read_their_resources_and_nothing_else() {
+    let quotes = r#"<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema" targetNamespace="urn:quotes"
+        xmlns:c="urn:common" elementFormDefault="qualified">
+      <xs:import namespace="urn:common" schemaLocation="common.xsd"/>
+      <xs:element name="quote" type="c:symbolType"/>
+    </xs:schema>"#;
+    let common = r#"<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema" targetNamespace="urn:common">
+      <xs:simpleType name="symbolType"><xs:restriction base="xs:string"><xs:maxLength value="4"/></xs:restriction></xs:simpleType>
+    </xs:schema>"#;
+    // A second schema of the orders' namespace, and one without a namespace.
+    let more_orders = r#"<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema" targetNamespace="urn:orders">
+      <xs:element name="cancel" type="xs:int"/>
+    </xs:schema>"#;
+    let plain = r#"<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema"><xs:element name="ping"/></xs:schema>"#;
+    let s = Schema::compile_set(
+        &[
+            XSD.as_bytes(),
+            quotes.as_bytes(),
+            more_orders.as_bytes(),
+            plain.as_bytes(),
+        ],
+        &[("common.xsd", common.as_bytes())],
+    )
+    .unwrap();
+    let valid = |doc: &str| {
+        s.validate(&Document::parse(doc.as_bytes()).unwrap())
+            .unwrap()
+    };
+    assert_eq!(
+        valid(r#"<order xmlns="urn:orders"><symbol>IBM</symbol><qty>3</qty></order>"#),
+        Ok(())
+    );
+    assert_eq!(
+        valid(r#"<q:quote xmlns:q="urn:quotes">IBM</q:quote>"#),
+        Ok(())
+    );
+    assert_eq!(
+        valid(r#"<o:cancel xmlns:o="urn:orders">7</o:cancel>"#),
+        Ok(())
+    );
+    assert_eq!(valid("<ping/>"), Ok(()));
+    // The imported type's facet holds.
+    assert!(valid(r#"<q:quote xmlns:q="urn:quotes">TOOLONG</q:quote>"#).is_err());
+    assert!(valid(r#"<o:cancel xmlns:o="urn:orders">x</o:cancel>"#).is_err());
+    assert!(valid("<unknown/>").is_err());
+    // Without the resource the import is not read: its type is unknown.
+    let accepts = |s: Result<Schema, _>, doc: &[u8]| {
+        s.is_ok_and(|s| s.validate(&Document::parse(doc).unwrap()).unwrap().is_ok())
+    };
+    let quote = br#"<q:quote xmlns:q="urn:quotes">IBM</q:quote>"#;
+    assert!(!accepts(
+        Schema::compile_set(&[quotes.as_bytes()], &[]),
+        quote
+    ));
+    // And after a set, a lone schema reads nothing again.
+    let lone = r#"<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema" targetNamespace="urn:x"
+        xmlns:c="urn:common"><xs:import namespace="urn:common" schemaLocation="common.xsd"/>
+        <xs:element name="q" type="c:symbolType"/></xs:schema>"#;
+    let q = br#"<x:q xmlns:x="urn:x">IBM</x:q>"#;
+    assert!(!accepts(Schema::compile(lone.as_bytes()), q));
+}
+
+#[test]
+fn schema_sets_validate_elements_inside_an_envelope() {
+    let more = r#"<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema" targetNamespace="urn:x"><xs:element name="x"/></xs:schema>"#;
+    let s = Schema::compile_set(&[XSD.as_bytes(), more.as_bytes()], &[]).unwrap();
+    let env = Document::parse(
+        br#"<e:Envelope xmlns:e="http://schemas.xmlsoap.org/soap/envelope/" xmlns:o="urn:orders"><e:Body><o:order><o:symbol>A</o:symbol><o:qty>1</o:qty></o:order></e:Body></e:Envelope>"#,
+    )
+    .unwrap();
+    let order = env.soap_body_first_child().unwrap();
+    assert_eq!(s.validate_element(order).unwrap(), Ok(()));
+}

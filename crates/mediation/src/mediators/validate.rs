@@ -1,4 +1,5 @@
-//! `<validate>`: the source element (default: the Body's first child) against an XML Schema, or,
+//! `<validate>`: the source element (default: the Body's first child) against an XML Schema (several
+//! `<schema>`s compile as one, with the documents their imports name mapped by `<resource>`), or,
 //! as MI does when the schema is JSON, the JSON payload (or what a `json-eval` source selects)
 //! against a JSON Schema (the draft its `$schema` names; references to other documents are not
 //! fetched); on failure `ERROR_MESSAGE` and `ERROR_DETAIL` are set and `<on-fail>` runs.
@@ -23,15 +24,11 @@ pub enum SchemaPlan {
 
 pub(crate) fn compile(c: &mut Compiler, v: &cfg::Validate, el: &str) -> Option<Step> {
     let (key, loc) = &v.schemas[0];
-    if v.schemas.len() > 1 {
-        c.report(
-            Severity::Unsupported,
-            &v.schemas[1].1,
-            el,
-            "validating against several schemas at once is not supported yet (one <schema> per validate)",
-        );
-    }
-    let schema = c.schema(key, loc, el);
+    let schema = if v.schemas.len() == 1 && v.resources.is_empty() {
+        c.schema(key, loc, el)
+    } else {
+        c.schema_set(v, el)
+    };
     let json = matches!(schema, Some(SchemaPlan::Json(_)));
     let source = match &v.source {
         Some(e) => {
@@ -55,15 +52,69 @@ pub(crate) fn compile(c: &mut Compiler, v: &cfg::Validate, el: &str) -> Option<S
         None => None,
     };
     let on_fail = c.steps(&v.on_fail.mediators);
+    let key = v
+        .schemas
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
     Some(Step::Validate(ValidatePlan {
         schema: schema?,
-        key: key.clone(),
+        key,
         source,
         on_fail,
     }))
 }
 
 impl Compiler<'_> {
+    /// Several XML Schemas, and the documents their imports and includes name, compiled as one
+    /// (`sluice_xml::Schema::compile_set`): Synapse's validate with several `<schema>`s or
+    /// `<resource>`s. Compiled once for each such set.
+    fn schema_set(&mut self, v: &cfg::Validate, el: &str) -> Option<SchemaPlan> {
+        let cache_key = format!(
+            "{:?}",
+            (
+                &v.schemas.iter().map(|s| &s.0).collect::<Vec<_>>(),
+                v.resources.iter().map(|r| (&r.0, &r.1)).collect::<Vec<_>>()
+            )
+        );
+        if let Some(cached) = self.schema_cache.get(&cache_key) {
+            if cached.is_none() {
+                self.failed = true;
+            }
+            return cached.clone();
+        }
+        let mut texts = Vec::new();
+        for (key, loc) in &v.schemas {
+            let (text, _) = self.keyed_text(key, loc, el)?;
+            if text.trim_start().starts_with('{') {
+                let why = "validating against a JSON Schema together with other schemas is not supported (MI takes one)";
+                self.report(Severity::Unsupported, loc, el, why);
+                return None;
+            }
+            texts.push(text);
+        }
+        let mut resources = Vec::new();
+        for (location, key, loc) in &v.resources {
+            let (text, _) = self.keyed_text(key, loc, el)?;
+            resources.push((location.as_str(), text));
+        }
+        let xsds: Vec<&[u8]> = texts.iter().map(|t| t.as_bytes()).collect();
+        let resources: Vec<(&str, &[u8])> =
+            resources.iter().map(|(l, t)| (*l, t.as_bytes())).collect();
+        let compiled = match sluice_xml::Schema::compile_set(&xsds, &resources) {
+            Ok(s) => Some(SchemaPlan::Xml(Arc::new(s))),
+            Err(e) => {
+                let keys: Vec<&str> = v.schemas.iter().map(|s| s.0.as_str()).collect();
+                let why = format!("the schemas {} do not compile: {e}", keys.join(", "));
+                self.report(Severity::Error, &v.schemas[0].1, el, why);
+                None
+            }
+        };
+        self.schema_cache.insert(cache_key, compiled.clone());
+        compiled
+    }
+
     /// The schema for a key (local entry or registry resource), compiled once: a JSON Schema
     /// when its text is a JSON object, else an XML Schema.
     pub(crate) fn schema(&mut self, key: &str, loc: &Location, el: &str) -> Option<SchemaPlan> {

@@ -294,6 +294,7 @@ impl FileParser<'_, '_> {
     pub(super) fn validate(&mut self, n: Node) -> Option<Validate> {
         let source = self.expr_attr(n, "source");
         let mut schemas = Vec::new();
+        let mut resources = Vec::new();
         let mut on_fail = None;
         for c in elements(n) {
             match c.tag_name().name() {
@@ -318,12 +319,11 @@ impl FileParser<'_, '_> {
                     "validator features are ignored (libxml2 XML Schema)",
                 ),
                 "resource" => {
-                    self.report(
-                        Severity::Unsupported,
-                        c,
-                        "schema imports mapped by <resource> are not supported yet",
-                    );
-                    return None;
+                    let location = self.required_attr(c, "location");
+                    let key = self.required_attr(c, "key");
+                    if let (Some(location), Some(key)) = (location, key) {
+                        resources.push((location, key, self.attr_loc(c, "key")));
+                    }
                 }
                 _ => self.unknown_child(c, "validate"),
             }
@@ -340,6 +340,7 @@ impl FileParser<'_, '_> {
         Some(Validate {
             source,
             schemas,
+            resources,
             on_fail,
         })
     }
