@@ -126,13 +126,7 @@ impl Drop for ValidCtxt {
 impl Schema {
     /// Parses (securely) and compiles an XSD.
     pub fn compile(xsd: &[u8]) -> Result<Schema, XmlError> {
-        let doc = parse_raw(xsd, &Limits::default(), None).map_err(|e| {
-            XmlError::new(
-                XmlErrorKind::SchemaCompile,
-                format!("schema is not well-formed: {}", e.message()),
-            )
-            .at(e.line(), e.column())
-        })?;
+        let doc = parse_raw(xsd, &Limits::default(), None).map_err(not_well_formed)?;
         let capture = Capture::start();
         // SAFETY: `doc` is a live document we own and keep alive until after xmlSchemaParse and
         // the parser context are done with it (the parser context does not take ownership of a
@@ -264,15 +258,18 @@ impl Schema {
 
 /// The `targetNamespace` of a schema's text (`None`: no namespace).
 fn target_namespace(xsd: &[u8]) -> Result<Option<String>, XmlError> {
-    let doc = crate::parse_untrusted(xsd, &Limits::default()).map_err(|e| {
-        XmlError::new(
-            XmlErrorKind::SchemaCompile,
-            format!("schema is not well-formed: {}", e.message()),
-        )
-        .at(e.line(), e.column())
-    })?;
+    let doc = crate::parse_untrusted(xsd, &Limits::default()).map_err(not_well_formed)?;
     Ok(doc
         .root_element()
         .and_then(|r| r.attribute("targetNamespace"))
         .filter(|ns| !ns.is_empty()))
+}
+
+/// A schema's text the parser refused, as a compile error at the parser's place.
+fn not_well_formed(e: XmlError) -> XmlError {
+    XmlError::new(
+        XmlErrorKind::SchemaCompile,
+        format!("schema is not well-formed: {}", e.message()),
+    )
+    .at(e.line(), e.column())
 }

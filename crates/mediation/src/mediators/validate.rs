@@ -71,19 +71,18 @@ impl Compiler<'_> {
     /// (`sluice_xml::Schema::compile_set`): Synapse's validate with several `<schema>`s or
     /// `<resource>`s. Compiled once for each such set.
     fn schema_set(&mut self, v: &cfg::Validate, el: &str) -> Option<SchemaPlan> {
-        let cache_key = format!(
-            "{:?}",
-            (
-                &v.schemas.iter().map(|s| &s.0).collect::<Vec<_>>(),
-                v.resources.iter().map(|r| (&r.0, &r.1)).collect::<Vec<_>>()
-            )
-        );
-        if let Some(cached) = self.schema_cache.get(&cache_key) {
-            if cached.is_none() {
-                self.failed = true;
-            }
-            return cached.clone();
-        }
+        let keys: Vec<&str> = v.schemas.iter().map(|s| s.0.as_str()).collect();
+        let resources: Vec<String> = v
+            .resources
+            .iter()
+            .map(|r| format!("{}={}", r.0, r.1))
+            .collect();
+        // A NUL no key holds keeps a set apart from a single key in the one cache.
+        let set = format!("\0{} with {}", keys.join(", "), resources.join(", "));
+        self.cached_schema(set, |c| c.compile_set(v, el))
+    }
+
+    fn compile_set(&mut self, v: &cfg::Validate, el: &str) -> Option<SchemaPlan> {
         let mut texts = Vec::new();
         for (key, loc) in &v.schemas {
             let (text, _) = self.keyed_text(key, loc, el)?;
@@ -102,7 +101,7 @@ impl Compiler<'_> {
         let xsds: Vec<&[u8]> = texts.iter().map(|t| t.as_bytes()).collect();
         let resources: Vec<(&str, &[u8])> =
             resources.iter().map(|(l, t)| (*l, t.as_bytes())).collect();
-        let compiled = match sluice_xml::Schema::compile_set(&xsds, &resources) {
+        match sluice_xml::Schema::compile_set(&xsds, &resources) {
             Ok(s) => Some(SchemaPlan::Xml(Arc::new(s))),
             Err(e) => {
                 let keys: Vec<&str> = v.schemas.iter().map(|s| s.0.as_str()).collect();
@@ -110,21 +109,35 @@ impl Compiler<'_> {
                 self.report(Severity::Error, &v.schemas[0].1, el, why);
                 None
             }
-        };
-        self.schema_cache.insert(cache_key, compiled.clone());
-        compiled
+        }
     }
 
     /// The schema for a key (local entry or registry resource), compiled once: a JSON Schema
     /// when its text is a JSON object, else an XML Schema.
     pub(crate) fn schema(&mut self, key: &str, loc: &Location, el: &str) -> Option<SchemaPlan> {
-        if let Some(cached) = self.schema_cache.get(key) {
+        self.cached_schema(key.to_owned(), |c| c.compile_schema(key, loc, el))
+    }
+
+    /// What `make` compiles for `key`, made once and kept (a failure too: it fails the plan each
+    /// time it is asked for).
+    fn cached_schema(
+        &mut self,
+        key: String,
+        make: impl FnOnce(&mut Self) -> Option<SchemaPlan>,
+    ) -> Option<SchemaPlan> {
+        if let Some(cached) = self.schema_cache.get(&key) {
             if cached.is_none() {
                 self.failed = true;
             }
             return cached.clone();
         }
-        let compiled = match self.keyed_text(key, loc, el) {
+        let compiled = make(self);
+        self.schema_cache.insert(key, compiled.clone());
+        compiled
+    }
+
+    fn compile_schema(&mut self, key: &str, loc: &Location, el: &str) -> Option<SchemaPlan> {
+        match self.keyed_text(key, loc, el) {
             None => None,
             Some((text, origin)) if text.trim_start().starts_with('{') => {
                 let compiled = serde_json::from_str::<serde_json::Value>(&text)
@@ -151,9 +164,7 @@ impl Compiler<'_> {
                     None
                 }
             },
-        };
-        self.schema_cache.insert(key.to_owned(), compiled.clone());
-        compiled
+        }
     }
 }
 
