@@ -119,6 +119,14 @@ fn ref_end(text: &[u8], mut i: usize) -> Option<usize> {
         10
     };
     let start = i;
+    // Leading zeros add nothing: eight at a time.
+    while text
+        .get(i..)
+        .and_then(<[u8]>::first_chunk::<8>)
+        .is_some_and(|w| u64::from_ne_bytes(*w) == u64::from_ne_bytes(*b"00000000"))
+    {
+        i += 8;
+    }
     let mut n: u32 = 0;
     loop {
         let d = u32::from(DIGIT[usize::from(*text.get(i)?)]);
@@ -266,6 +274,11 @@ mod tests {
             "&#1114112;",
             "&#99999999999;",
             "&#x00000000000000000000000000000000000000041;",
+            "&#x00000000;",
+            "&#0000000000000000;",
+            "&#00000000000000065;",
+            "&#x0000000000110000;",
+            "&#x000000000000000g;",
             "&#9;",
             "&#10;",
             "&#13;",

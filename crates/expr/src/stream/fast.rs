@@ -50,6 +50,7 @@ use super::{
     Halt, Mode, Out, Refused, StreamPath, FEW_ATTRS, FEW_BINDINGS, MAX_ATTRS, MAX_BINDINGS,
     MAX_DEPTH,
 };
+use sluice_xml::chars::refs_valid;
 use sluice_xml::names::PrefixIndex;
 use Halt::{Bail, Refuse};
 
@@ -330,16 +331,22 @@ impl<'x> Fast<'_, '_, 'x> {
             let t = self.d.window.text(i, lt)?;
             self.d.run.text_seen(t, seen).ok_or(Refuse)?;
         } else if lt > i {
-            self.references(i, lt)?;
+            self.references(i, lt, seen)?;
         }
         Ok(lt)
     }
 
     /// Text with references: the references split it into pieces, as quick-xml reports them.
     #[inline(always)]
-    fn references(&mut self, i: usize, lt: usize) -> Result<(), Halt> {
+    fn references(&mut self, i: usize, lt: usize, seen: u8) -> Result<(), Halt> {
         let Parts { window, run, .. } = &mut *self.d;
         let mut t = window.text(i, lt)?;
+        // Plain text and valid references that nothing keeps: checked, never resolved. Anything
+        // else (a fault to name, text to keep) takes the general way below.
+        if seen & UNPLAIN == AMP && run.depth > 0 && !run.wants_chars() && refs_valid(t.as_bytes())
+        {
+            return Ok(());
+        }
         while let Some(a) = memchr::memchr(b'&', t.as_bytes()) {
             if a > 0 {
                 run.text(&t[..a]).ok_or(Refuse)?;

@@ -770,6 +770,17 @@ impl Run<'_> {
         Some(())
     }
 
+    /// Whether character data directly inside the current element would be kept by [`Run::chars`]:
+    /// a capture is open, or the path ends in `text()` and this element is one of its steps.
+    #[inline]
+    pub(super) fn wants_chars(&self) -> bool {
+        if !self.v.captures.is_empty() {
+            return true;
+        }
+        self.p.path.tail == Tail::Text
+            && self.v.frames[self.depth].matches(self.p.path.steps.len() - 1)
+    }
+
     /// Character data (already unescaped and normalised) directly inside the current element.
     #[inline]
     pub(super) fn chars(&mut self, s: &str) {
