@@ -9,7 +9,7 @@
 
 use crate::hostile::{self, Case, Place};
 use serde::{Deserialize, Serialize};
-use sluice_expr::{Env, Expr, ExprError, ExprErrorKind, JsonPath, StreamPath};
+use sluice_expr::{Env, Expr, ExprError, ExprErrorKind, StreamPath};
 use sluice_stx::StreamSheet;
 use std::borrow::Cow;
 use std::cell::OnceCell;
@@ -31,7 +31,8 @@ pub enum Reader {
     XPathHeader,
     /// XSLTProxy's request stylesheet: `sluice-stx` on the Body's child, libxslt where it bails.
     Xslt,
-    /// A JsonPath deep scan (`$..symbol`) over the body parsed by serde_json.
+    /// A JsonPath deep scan (`$..symbol`) as `json-eval` runs it: read from the text (serde_json
+    /// building only what can hold an answer), else over the body parsed.
     JsonPath,
     /// The configuration reader (`sluice_config::load_str`) on a local entry holding the message.
     Config,
@@ -69,7 +70,7 @@ impl Reader {
             Reader::XPathCbr => "XPath `//order[1]/symbol` (CBRProxy)",
             Reader::XPathHeader => "XPath SOAP header `t:routing` (CBRSOAPHeaderProxy)",
             Reader::Xslt => "XSLT reverse on the Body's child (XSLTProxy)",
-            Reader::JsonPath => "JsonPath `$..symbol` (serde_json parse + select)",
+            Reader::JsonPath => "JsonPath `$..symbol` (json-eval)",
             Reader::Config => "Config `load_str` (local entry holding the message)",
             Reader::H1Head => "HTTP/1.1 response head (back-end client)",
         }
@@ -172,6 +173,39 @@ impl Env for Raw<'_> {
     }
 }
 
+/// A JSON message as the mediators see it: its bytes, read by a JsonPath where it can, else
+/// parsed by serde_json on first use (what `sluice_mediation`'s view of a message does, its
+/// budget estimate included).
+struct RawJson<'a> {
+    bytes: &'a [u8],
+    tree: OnceCell<Result<Option<serde_json::Value>, ExprError>>,
+}
+
+impl Env for RawJson<'_> {
+    fn unparsed_json(&self) -> Result<Option<sluice_expr::UnparsedJson<'_>>, ExprError> {
+        if self.tree.get().is_some() {
+            return Ok(None);
+        }
+        std::hint::black_box(sluice_mediation::budget::json_estimate(self.bytes));
+        Ok(Some((self.bytes, Box::new(()))))
+    }
+    fn json(&self) -> Result<Option<&serde_json::Value>, ExprError> {
+        self.tree
+            .get_or_init(|| {
+                std::hint::black_box(sluice_mediation::budget::json_estimate(self.bytes));
+                serde_json::from_slice(self.bytes)
+                    .map(Some)
+                    .map_err(|e| ExprError {
+                        kind: ExprErrorKind::BadMessage,
+                        message: e.to_string(),
+                    })
+            })
+            .as_ref()
+            .map(Option::as_ref)
+            .map_err(Clone::clone)
+    }
+}
+
 /// Every reader, compiled once.
 pub struct Readers {
     cbr: Expr,
@@ -180,7 +214,7 @@ pub struct Readers {
     header_stream: StreamPath,
     sheet_stream: StreamSheet,
     sheet: sluice_xml::Stylesheet,
-    json: JsonPath,
+    json: Expr,
     /// Bytes a chunked case delivers at a time.
     chunk: usize,
 }
@@ -222,7 +256,7 @@ impl Readers {
             .ok_or("xslt_transform_reverse: outside the streaming subset")?;
         let sheet = sluice_xml::Stylesheet::compile(text.as_bytes(), None)
             .map_err(|e| format!("xslt_transform_reverse: {e}"))?;
-        let json = JsonPath::compile("$..symbol").map_err(|e| format!("$..symbol: {e:?}"))?;
+        let json = Expr::json("$..symbol").map_err(|e| format!("$..symbol: {e}"))?;
         Ok(Readers {
             cbr,
             cbr_stream,
@@ -243,13 +277,22 @@ impl Readers {
             Reader::XPathHeader if chunked => self.head_probe(input),
             Reader::XPathHeader => xpath(&self.header, input),
             Reader::Xslt => self.xslt(input, out),
-            Reader::JsonPath => match serde_json::from_slice::<serde_json::Value>(input) {
-                Ok(v) => {
-                    std::hint::black_box(self.json.select(&v).len());
-                    Cow::Borrowed("parsed")
+            Reader::JsonPath => {
+                let env = RawJson {
+                    bytes: input,
+                    tree: OnceCell::new(),
+                };
+                match self.json.json_values(&env) {
+                    Ok((found, _)) => {
+                        std::hint::black_box(found.len());
+                        match env.tree.get() {
+                            Some(_) => Cow::Borrowed("parsed"),
+                            None => Cow::Borrowed("read from the text"),
+                        }
+                    }
+                    Err(e) => refused(e),
                 }
-                Err(e) => refused(e),
-            },
+            }
             Reader::Config => config(input),
             Reader::H1Head => h1_head(input, chunked.then_some(self.chunk)),
         }
@@ -798,7 +841,7 @@ mod tests {
         assert_eq!(normal(Reader::XPathCbr), "streamed");
         assert_eq!(normal(Reader::XPathHeader), "streamed");
         assert_eq!(normal(Reader::Xslt), "streamed");
-        assert_eq!(normal(Reader::JsonPath), "parsed");
+        assert_eq!(normal(Reader::JsonPath), "read from the text");
         assert_eq!(normal(Reader::Config), "loaded");
         assert_eq!(normal(Reader::H1Head), "parsed");
         // Deeper than libxml2's limit: refused, not crashed.

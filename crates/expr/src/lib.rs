@@ -54,6 +54,10 @@ pub enum BodyNeed {
     Full,
 }
 
+/// A JSON body's bytes, and what holds their share of the memory budget while they are read
+/// ([`Env::unparsed_json`]).
+pub type UnparsedJson<'a> = (&'a [u8], Box<dyn std::any::Any>);
+
 /// The values an expression can read.
 pub trait Env {
     /// A property's value; `None` when it is not set (and where the environment has none).
@@ -89,6 +93,12 @@ pub trait Env {
     /// the message as XML since.
     fn raw_json(&self) -> Option<&[u8]> {
         None
+    }
+    /// The JSON body's bytes while no tree of it has been made (see [`Env::json`]), with what holds
+    /// their share of the memory budget while a path reads them
+    /// ([`JsonPath::evaluate_text`]); `None` when there is a tree, or no JSON body, to read.
+    fn unparsed_json(&self) -> Result<Option<UnparsedJson<'_>>, ExprError> {
+        Ok(None)
     }
     /// The message as JSON, parsed on first use: `None` when the body is empty (nothing to find);
     /// an error when it is not JSON or not available.
@@ -434,16 +444,24 @@ impl Expr {
                 .collect();
             return Ok((owned, definite));
         }
+        let wrap = |e: ExprError| ExprError {
+            message: format!("json-eval({}): {}", p.as_str(), e.message),
+            ..e
+        };
+        if p.reads_text() {
+            // Read from the text, where no tree is made yet and the path can be: only what can
+            // hold an answer is built. Where it cannot say, the tree below answers.
+            if let Some((text, _held)) = env.unparsed_json().map_err(wrap)? {
+                if let Some((values, definite)) = p.evaluate_text(text) {
+                    return Ok((values.into_iter().map(Cow::Owned).collect(), definite));
+                }
+            }
+        }
         let (values, definite) = match env.json() {
             Ok(Some(body)) => p.evaluate(body),
             // An empty body: nothing to find (WSO2: "Json Payload is empty").
             Ok(None) => (Vec::new(), p.is_definite()),
-            Err(e) => {
-                return Err(ExprError {
-                    message: format!("json-eval({}): {}", p.as_str(), e.message),
-                    ..e
-                })
-            }
+            Err(e) => return Err(wrap(e)),
         };
         Ok((values, definite))
     }

@@ -108,6 +108,20 @@ impl Env for View<'_> {
             _ => None,
         }
     }
+    fn unparsed_json(&self) -> Result<Option<sluice_expr::UnparsedJson<'_>>, ExprError> {
+        if self.doc.json.get().is_some() {
+            return Ok(None);
+        }
+        match self.raw_json() {
+            Some(b) if !b.trim_ascii().is_empty() => {
+                // As much as the tree would hold, while the path reads (what it keeps is less).
+                let mut held = None;
+                budget::hold_tree(&mut held, b.len(), budget::json_estimate(b))?;
+                Ok(Some((b, Box::new(held))))
+            }
+            _ => Ok(None),
+        }
+    }
     fn json(&self) -> Result<Option<&serde_json::Value>, ExprError> {
         self.doc
             .json

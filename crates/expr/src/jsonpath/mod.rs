@@ -65,6 +65,8 @@ pub struct JsonPath {
     /// Synapse's `$ctx:NAME...`, `$trp:NAME...`, `$axis2:NAME...`: the path runs over that
     /// property's value read as JSON, not over the body.
     pub over: Option<(crate::PropScope, String)>,
+    /// How [`JsonPath::evaluate_text`] reads the text, where it can.
+    plan: Option<project::Plan>,
 }
 
 /// Jayway's functions without parameters, as a path's last step.
@@ -220,6 +222,7 @@ impl JsonPath {
         Ok(JsonPath {
             over,
             text: t.to_owned(),
+            plan: project::Plan::of(&steps),
             steps,
             func,
         })
@@ -749,6 +752,7 @@ fn split_outside_quotes(s: &str) -> Vec<&str> {
 }
 
 mod filter;
+mod project;
 #[cfg(test)]
 mod tests;
 

@@ -786,3 +786,145 @@ fn delete_and_rename_key_work_where_the_path_selects() {
     assert_eq!(p("$..inner").rename_key(&mut w, "accountNo", "id"), 1);
     assert_eq!(w["inner"], json!({"id": 2}));
 }
+
+/// JSON text for [`text_answers_as_the_tree`]: members from a few names (some escaped, some
+/// repeated in one object), nested objects and arrays, and scalars of every kind. Returns whether
+/// some object names a member twice.
+fn gen_text(r: &mut Rng, depth: usize, out: &mut String) -> bool {
+    // As written, and as read.
+    const KEYS: [(&str, &str); 6] = [
+        ("a", "a"),
+        ("b", "b"),
+        ("c", "c"),
+        ("symbol", "symbol"),
+        ("a\\u0062", "ab"),
+        ("ab", "ab"),
+    ];
+    let mut repeated = false;
+    // An object at the top, where the paths start.
+    let kind = match depth {
+        0 if r.chance(80) => 9,
+        0 => 6,
+        1..=3 => r.below(10),
+        _ => r.below(6),
+    };
+    match kind {
+        0 => out.push_str(NUMBERS[r.below(NUMBERS.len())]),
+        1 => out.push_str(&serde_json::to_string(STRINGS[r.below(STRINGS.len())]).unwrap()),
+        2 => out.push_str(["true", "false", "null"][r.below(3)]),
+        3..=5 => out.push_str(&format!("{}", r.below(100))),
+        6 | 7 => {
+            out.push('[');
+            for i in 0..r.below(4) {
+                if i > 0 {
+                    out.push(',');
+                }
+                repeated |= gen_text(r, depth + 1, out);
+            }
+            out.push(']');
+        }
+        _ => {
+            out.push('{');
+            let mut names = Vec::new();
+            for i in 0..r.below(5) {
+                if i > 0 {
+                    out.push(',');
+                }
+                let (written, read) = KEYS[r.below(KEYS.len())];
+                repeated |= names.contains(&read);
+                names.push(read);
+                out.push_str(&format!("\"{written}\":"));
+                repeated |= gen_text(r, depth + 1, out);
+            }
+            out.push('}');
+        }
+    }
+    repeated
+}
+
+/// A path read from the text gives what it gives over the parsed tree, on generated documents
+/// (keys repeated within an object included); it answers for every document whose objects have
+/// no repeated key, and leaves text serde_json refuses to the tree.
+#[test]
+fn text_answers_as_the_tree() {
+    let paths = [
+        "$.a",
+        "$..a",
+        "$.a.b",
+        "$..a..b",
+        "$.a..b",
+        "$..symbol",
+        "$..ab.length()",
+        "$['a','b']",
+        "$..['a','c']",
+        "$.a['b','c']",
+        "$..b.sum()",
+        "$.c.c.c",
+        "$.a[0]",
+        "$.a[1].b",
+        "$..a[0,2]",
+        "$.*",
+        "$.a[*].b",
+        "$..b.*",
+        "$.*[1]",
+        "$.a[*]['b','c']",
+        "$[2].a",
+    ];
+    let paths: Vec<JsonPath> = paths
+        .iter()
+        .map(|p| JsonPath::compile(p).unwrap())
+        .collect();
+    assert!(paths.iter().all(JsonPath::reads_text));
+    for other in [
+        "$",
+        "$[-1]",
+        "$.a[1,-1]",
+        "$..*",
+        "$.a[?(@.b)]",
+        "$..[1]",
+        "$.a[0:2]",
+    ] {
+        assert!(!JsonPath::compile(other).unwrap().reads_text(), "{other}");
+    }
+    let mut r = Rng(0x5eed_1234);
+    let (mut answered, mut left, mut found_some) = (0, 0, 0);
+    for _ in 0..4000 {
+        let mut text = String::new();
+        let repeated = gen_text(&mut r, 0, &mut text);
+        let tree: Value = serde_json::from_str(&text).unwrap();
+        for p in &paths {
+            let (found, definite) = p.evaluate(&tree);
+            let want: Vec<Value> = found.into_iter().map(Cow::into_owned).collect();
+            match p.evaluate_text(text.as_bytes()) {
+                Some(got) => {
+                    found_some += usize::from(!want.is_empty());
+                    assert_eq!(got, (want, definite), "{} over {text}", p.as_str());
+                    answered += 1;
+                }
+                None => {
+                    assert!(repeated, "{} over {text}", p.as_str());
+                    left += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        answered > 20 * left,
+        "{answered} answered, {left} left to the tree"
+    );
+    assert!(
+        found_some > answered / 10,
+        "{found_some} of {answered} found something"
+    );
+    for bad in [
+        "{\"a\":1e400}",
+        "[1,2",
+        "{\"a\":1}x",
+        "{\"a\" 1}",
+        "\"\\ud800\"",
+        "{\"a\":[1,]}",
+    ] {
+        assert!(serde_json::from_str::<Value>(bad).is_err(), "{bad}");
+        assert!(paths[1].evaluate_text(bad.as_bytes()).is_none(), "{bad}");
+    }
+}
