@@ -151,6 +151,14 @@ impl StreamPath {
                                 || inert_text(&xml[i..end - 2 - (name_end - from)], seen) =>
                         {
                             i = end + 1;
+                            // A leaf child with plain text is a pattern too (`<s>1</s>`...).
+                            if top == 0 && seen & UNPLAIN == 0 {
+                                if !pattern {
+                                    pattern = true;
+                                    sibling.missed = 0;
+                                }
+                                sibling.learn(xml, child, i);
+                            }
                         }
                         _ => {
                             stack[top] = (from, name_end - from);
@@ -307,30 +315,52 @@ impl Sibling {
         }
     }
 
-    /// The child at `at` (a `<`) if its markup is the pattern's with plain text between: the index
-    /// just after it.
+    /// The child at `at` (a `<`) if its markup is the pattern's with plain text between, and the
+    /// like siblings after it with plain text between them: the index just after the last.
     #[inline]
     fn read(&mut self, xml: &[u8], at: usize) -> Option<usize> {
         if self.missed >= SIBLING_MISSES {
             return None;
         }
+        let Some(mut end) = self.one(xml, at) else {
+            self.missed += 1;
+            return None;
+        };
+        self.missed = 0;
+        // The rest of the run here, not a sibling a call: what stops it is read by the caller.
+        loop {
+            let lt = match xml.get(end) {
+                Some(b'<') => end,
+                _ => match text_end(xml, end) {
+                    (lt, seen) if seen & UNPLAIN == 0 => lt,
+                    _ => return Some(end),
+                },
+            };
+            match self.one(xml, lt) {
+                Some(e) => end = e,
+                None => return Some(end),
+            }
+        }
+    }
+
+    /// The child at `at` if its markup is the pattern's with plain text between: the index just
+    /// after it.
+    #[inline(always)]
+    fn one(&self, xml: &[u8], at: usize) -> Option<usize> {
         let mut p = at;
         for (k, run) in self.runs[..self.len].iter().enumerate() {
             if k > 0 {
                 let (lt, seen) = text_end(xml, p);
                 if seen & UNPLAIN != 0 {
-                    self.missed += 1;
                     return None;
                 }
                 p = lt;
             }
             if !run.at(xml, p) {
-                self.missed += 1;
                 return None;
             }
             p += run.len;
         }
-        self.missed = 0;
         Some(p)
     }
 }
