@@ -74,6 +74,9 @@ impl StreamPath {
         let mut child = i;
         // Whether `sibling` holds a pattern learned in this call.
         let mut pattern = false;
+        // The name of the last leaf child read (start, length): a leaf named as the one before it
+        // becomes the pattern.
+        let mut last_leaf = (0, 0);
         loop {
             let lt = if xml.get(i) == Some(&b'<') {
                 i
@@ -151,13 +154,19 @@ impl StreamPath {
                                 || inert_text(&xml[i..end - 2 - (name_end - from)], seen) =>
                         {
                             i = end + 1;
-                            // A leaf child with plain text is a pattern too (`<s>1</s>`...).
+                            // Leaf children with plain text of one name in a row are a pattern
+                            // too (`<s>1</s><s>2</s>`...); a record's fields (`<symbol>`,
+                            // `<price>`...) are not worth learning.
+                            let len = name_end - from;
                             if top == 0 && seen & UNPLAIN == 0 {
-                                if !pattern {
-                                    pattern = true;
-                                    sibling.missed = 0;
+                                if last_leaf.1 == len && same_name(xml, last_leaf.0, from, len) {
+                                    if !pattern {
+                                        pattern = true;
+                                        sibling.missed = 0;
+                                    }
+                                    sibling.learn(xml, child, i);
                                 }
-                                sibling.learn(xml, child, i);
+                                last_leaf = (from, len);
                             }
                         }
                         _ => {
