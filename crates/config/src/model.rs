@@ -36,6 +36,37 @@ pub struct Config {
     pub registries: Vec<RegistryRoot>,
     /// Where relative `file:` paths are read from (SYNAPSE_HOME, MI_HOME).
     pub home: std::path::PathBuf,
+    /// `<priorityExecutor>`s, for `enqueue`.
+    pub executors: Vec<PriorityExecutor>,
+}
+
+/// `<priorityExecutor name>`: how many runs of enqueued sequences go at once, and the queues
+/// (one a priority) where the others wait.
+#[derive(Clone, Debug)]
+pub struct PriorityExecutor {
+    pub name: String,
+    /// By priority, highest first.
+    pub queues: Vec<ExecutorQueue>,
+    /// `<threads core max>`: runs that start at once, and at most (past `core`, only when the
+    /// message's queue is full).
+    pub core: usize,
+    pub max: usize,
+    pub loc: Location,
+}
+
+/// One `<queue priority size>` of a [`PriorityExecutor`]; no size when the queues are not fixed.
+#[derive(Clone, Debug)]
+pub struct ExecutorQueue {
+    pub priority: i64,
+    pub size: Option<usize>,
+}
+
+/// `<enqueue executor priority sequence>` (priority 1 when not given, as Synapse).
+#[derive(Clone, Debug)]
+pub struct Enqueue {
+    pub executor: String,
+    pub priority: i64,
+    pub sequence: String,
 }
 
 /// A Synapse `<registry>` whose `root` parameter is a `file:` URL: every file below it is a
@@ -602,6 +633,9 @@ pub enum MediatorKind {
     Rewrite(Rewrite),
     /// `<conditionalRouter>`: routes by condition to targets.
     ConditionalRouter(ConditionalRouter),
+    /// `<enqueue executor priority sequence>`: the sequence runs on the message when the priority
+    /// executor lets it.
+    Enqueue(Enqueue),
     /// MI 4.4's `<variable>`: sets or removes a variable of the message.
     Variable(Variable),
 }

@@ -133,6 +133,9 @@ impl<'a> Compiler<'a> {
             ep_cache: HashMap::new(),
             in_progress: HashSet::new(),
             throttles: HashMap::new(),
+            executors: (config.executors.iter())
+                .map(|e| (e.name.as_str(), crate::mediators::enqueue::Executor::new(e)))
+                .collect(),
             func_exprs: Vec::new(),
             next_func_exprs: Vec::new(),
             wsdls: Vec::new(),
@@ -249,6 +252,8 @@ pub(crate) struct Compiler<'a> {
     pub(crate) home: &'a std::path::Path,
     /// The concurrency of each throttle `id`, shared by the throttles that name it.
     pub(crate) throttles: HashMap<String, Arc<crate::mediators::throttle::Concurrency>>,
+    /// The `<priorityExecutor>`s by name, shared by the `enqueue`s that name them.
+    pub(crate) executors: HashMap<&'a str, Arc<crate::mediators::enqueue::Executor>>,
     /// Where Synapse would also look up keys that name nothing here (`<registry>`, `<import>`).
     pub(crate) key_sources: &'a [(String, Location)],
     /// The template instance being compiled: its parameters passed as `{{expression}}`, which

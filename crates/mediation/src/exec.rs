@@ -56,6 +56,8 @@ pub enum Flow {
     Iterate(Arc<crate::plan::IteratePlan>, Vec<bytes::Bytes>),
     /// `drop`: mediation of this message stops.
     Drop,
+    /// `enqueue`: the message runs through the sequence when the priority executor has room.
+    Enqueue(Arc<crate::mediators::enqueue::Enqueued>),
     /// `call`: to this endpoint (None: the message's `To`, else the proxy's target), then the
     /// continuation runs on the response.
     Call(Option<Arc<EndpointPlan>>, Continuation),

@@ -15,7 +15,6 @@ const KNOWN_UNSUPPORTED_ARTIFACTS: &[&str] = &[
     "messageProcessor",
     "eventSource",
     "executor",
-    "priorityExecutor",
 ];
 
 impl Expect {
@@ -70,6 +69,7 @@ impl FileParser<'_, '_> {
             "template" => self.template_artifact(root, cfg),
             "registry" => self.registry(root, cfg),
             "import" => self.import(root, cfg),
+            "priorityExecutor" => cfg.executors.extend(self.priority_executor(root)),
             // The configuration's own description (Synapse keeps it as such).
             "description" if expect == Expect::Any => {}
             other if KNOWN_UNSUPPORTED_ARTIFACTS.contains(&other) => {

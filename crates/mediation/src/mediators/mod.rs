@@ -21,6 +21,7 @@ pub mod callout;
 pub mod clone;
 pub mod conditional_router;
 pub mod drop;
+pub mod enqueue;
 pub mod enrich;
 pub mod evaluator;
 pub mod filter;
@@ -242,6 +243,7 @@ mediators! {
     Missing(missing::MissingPlan),
     Rewrite(rewrite::RewritePlan),
     ConditionalRouter(conditional_router::RouterPlan),
+    Enqueue(enqueue::EnqueuePlan),
     Variable(variable::VariablePlan),
     Throttle(throttle::ThrottlePlan),
 }
@@ -293,6 +295,7 @@ impl Compiler<'_> {
             cfg::MediatorKind::Validate(v) => validate::compile(self, v, el),
             cfg::MediatorKind::Rewrite(r) => rewrite::compile(self, r, el),
             cfg::MediatorKind::ConditionalRouter(r) => conditional_router::compile(self, r, el),
+            cfg::MediatorKind::Enqueue(e) => enqueue::compile(self, e, m),
             cfg::MediatorKind::Variable(v) => variable::compile(self, v, m),
             cfg::MediatorKind::Throttle(t) => throttle::compile(self, t, m),
         }

@@ -96,6 +96,7 @@ impl Engine {
                 Flow::Drop | Flow::Absorbed => return Err(branch_left("drop")),
                 Flow::Clone(_) | Flow::ForkThen(..) => return Err(branch_left("clone")),
                 Flow::Iterate(..) => return Err(branch_left("iterate")),
+                Flow::Enqueue(_) => return Err(branch_left("enqueue")),
             };
         }
     }

@@ -254,6 +254,7 @@ impl Engine {
             Flow::Branches(b, k) => {
                 return Box::pin(self.branches_then(proxy, msg, stream, *b, k, depth)).await
             }
+            Flow::Enqueue(q) => return Box::pin(self.enqueued(proxy, msg, stream, q, depth)).await,
             // A message marked as a response (RESPONSE, loopback) whose flow ends: the answer.
             Flow::Continue if msg.is_response() => return self.reply(msg, stream).await,
             // Synapse acknowledges a resource that sends nothing.
@@ -395,6 +396,9 @@ impl Engine {
                 }
                 Ok(Flow::Branches(b, k)) => {
                     return Box::pin(self.branches_then(proxy, rmsg, rstream, *b, k, depth)).await
+                }
+                Ok(Flow::Enqueue(q)) => {
+                    return Box::pin(self.enqueued(proxy, rmsg, rstream, q, depth)).await
                 }
                 Ok(Flow::Send(Some(next))) => next,
                 Ok(Flow::Call(next, k)) => {
@@ -541,6 +545,31 @@ impl Engine {
                 self.reply(msg, stream).await
             }
             other => Box::pin(self.request_decided(proxy, msg, stream, other, depth)).await,
+        }
+    }
+
+    /// `enqueue`: the message waits for a place in the priority executor, runs through the
+    /// sequence in it, and what that decides is carried out once the place is given back (a
+    /// send does not hold it while the back-end answers, as a Synapse worker thread does not).
+    async fn enqueued(
+        &self,
+        proxy: &Arc<ProxyPlan>,
+        mut msg: Message,
+        stream: Option<Inbound>,
+        q: Arc<sluice_mediation::mediators::enqueue::Enqueued>,
+        depth: Depth,
+    ) -> Response<RelayBody> {
+        let flow = match q.executor.enter(q.queue).await {
+            Ok(place) => {
+                let flow = mediate!(self, msg, Work::Seq(&q.seq));
+                drop(place);
+                flow
+            }
+            Err(e) => Err(e),
+        };
+        match flow {
+            Ok(f) => self.request_decided(proxy, msg, stream, f, depth).await,
+            Err(e) => self.fault_flow(proxy, msg, e, stream).await,
         }
     }
 

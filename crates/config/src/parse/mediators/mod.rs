@@ -10,6 +10,7 @@ mod branches;
 pub(crate) mod conditional_router;
 mod content;
 mod core;
+mod enqueue;
 pub(crate) mod evaluator;
 mod flow;
 mod messaging;
@@ -37,7 +38,6 @@ const KNOWN_UNSUPPORTED_MEDIATORS: &[&str] = &[
     "oauthService",
     "builder",
     "router",
-    "enqueue",
     "bam",
     "publishEvent",
     "dataServiceCall",
@@ -135,6 +135,8 @@ impl FileParser<'_, '_> {
             "rewrite" => MediatorKind::Rewrite(self.rewrite(n)?),
             // conditional_router.rs
             "conditionalRouter" => MediatorKind::ConditionalRouter(self.conditional_router(n)?),
+            // enqueue.rs
+            "enqueue" => MediatorKind::Enqueue(self.enqueue(n)?),
             other => return self.not_run(n, other),
         };
         Some(Mediator {
