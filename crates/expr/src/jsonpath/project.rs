@@ -246,6 +246,31 @@ fn key_hash(key: &str) -> u64 {
     foldhash::fast::FixedState::with_seed(0).hash_one(key)
 }
 
+/// A visitor's methods for the scalars (booleans, numbers, strings, null): each read (so its
+/// faults are found) and answered with `$v`.
+macro_rules! scalars {
+    ($v:expr) => {
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($v)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($v)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($v)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($v)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+            Ok($v)
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok($v)
+        }
+    };
+}
+
 /// A value at the positions `at` (never the end): what of it can hold an answer, `None` when
 /// nothing.
 struct Project<'r, 'p> {
@@ -266,24 +291,8 @@ impl<'de> Visitor<'de> for Project<'_, '_> {
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
-    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
+    // A scalar holds no answer.
+    scalars!(None);
 
     /// An array's elements that can hold an answer, in order; up to the last an index step names,
     /// every element in its place.
@@ -402,52 +411,15 @@ impl<'de> Visitor<'de> for Skip {
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
+    scalars!(());
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         while seq.next_element_seed(Skip)?.is_some() {}
         Ok(())
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while map.next_key_seed(KeySkip)?.is_some() {
+        while map.next_key_seed(KeySeed)?.is_some() {
             map.next_value_seed(Skip)?;
         }
-        Ok(())
-    }
-}
-
-/// A member's name read and dropped.
-struct KeySkip;
-
-impl<'de> DeserializeSeed<'de> for KeySkip {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for KeySkip {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a string")
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
         Ok(())
     }
 }
