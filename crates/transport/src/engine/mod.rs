@@ -107,6 +107,9 @@ impl Default for EngineOptions {
 }
 
 pub struct Engine {
+    /// This engine, for work that outlives the request that started it (a clone's copies still
+    /// running when its aggregate has answered).
+    me: std::sync::Weak<Engine>,
     plan: Arc<Plan>,
     client: BackendClient,
     opts: EngineOptions,
@@ -155,7 +158,8 @@ impl Engine {
         if plan.main.is_some() {
             services.push_str("; the main sequence takes every other request");
         }
-        Arc::new(Engine {
+        Arc::new_cyclic(|me| Engine {
+            me: me.clone(),
             client: BackendClient::new(opts.connect_timeout, opts.backend_tls.clone()),
             plan,
             opts,
@@ -236,17 +240,14 @@ impl Engine {
                 return accepted();
             }
             Flow::Clone(c) => {
-                return Box::pin(self.clone_flow(proxy, msg, stream, Fanout::Clone(c), depth)).await
+                return self
+                    .clone_flow(proxy, msg, stream, Fanout::Clone(c), depth)
+                    .await
             }
             Flow::Iterate(it, bodies) => {
-                return Box::pin(self.clone_flow(
-                    proxy,
-                    msg,
-                    stream,
-                    Fanout::Iterate(it, bodies),
-                    depth,
-                ))
-                .await
+                return self
+                    .clone_flow(proxy, msg, stream, Fanout::Iterate(it, bodies), depth)
+                    .await
             }
             Flow::ForkThen(fork, k) => {
                 return Box::pin(self.fork_then(proxy, msg, stream, *fork, k, depth)).await
@@ -378,18 +379,14 @@ impl Engine {
                 }
                 Ok(Flow::Drop | Flow::Absorbed) => return accepted(),
                 Ok(Flow::Clone(c)) => {
-                    return Box::pin(self.clone_flow(proxy, rmsg, rstream, Fanout::Clone(c), depth))
+                    return self
+                        .clone_flow(proxy, rmsg, rstream, Fanout::Clone(c), depth)
                         .await
                 }
                 Ok(Flow::Iterate(it, bodies)) => {
-                    return Box::pin(self.clone_flow(
-                        proxy,
-                        rmsg,
-                        rstream,
-                        Fanout::Iterate(it, bodies),
-                        depth,
-                    ))
-                    .await
+                    return self
+                        .clone_flow(proxy, rmsg, rstream, Fanout::Iterate(it, bodies), depth)
+                        .await
                 }
                 Ok(Flow::ForkThen(fork, k)) => {
                     return Box::pin(self.fork_then(proxy, rmsg, rstream, *fork, k, depth)).await
@@ -580,7 +577,21 @@ impl Engine {
     /// 202): the one that completed the aggregate, or a copy's fault. When no copy answered
     /// before the aggregate's count was reached (some were dropped or failed), the aggregate
     /// completes with what it has, and what its `onComplete` decides is carried out.
-    async fn clone_flow(
+    ///
+    /// A boxed `Send` future, not an `async fn`: a copy's flow may clone again, and its future,
+    /// which must be `Send` to go on after the request ([`finish_unheard`]), holds this one.
+    fn clone_flow<'a>(
+        &'a self,
+        proxy: &'a Arc<ProxyPlan>,
+        msg: Message,
+        stream: Option<Inbound>,
+        fanout: Fanout,
+        depth: Depth,
+    ) -> Pin<Box<dyn Future<Output = Response<RelayBody>> + Send + 'a>> {
+        Box::pin(self.clone_flow_inner(proxy, msg, stream, fanout, depth))
+    }
+
+    async fn clone_flow_inner(
         &self,
         proxy: &Arc<ProxyPlan>,
         mut msg: Message,
@@ -591,14 +602,20 @@ impl Engine {
         if let Err(e) = self.read_whole(&mut msg, &mut stream).await {
             return self.default_fault(msg.soap, &e);
         }
-        // Each copy's target, and its own body (an iterate's part) or the message's.
-        let targets: Vec<(&sluice_mediation::plan::CloneTargetPlan, Option<Bytes>)> = match &fanout
-        {
-            Fanout::Clone(c) => c.targets.iter().map(|t| (t, None)).collect(),
-            Fanout::Iterate(it, bodies) => bodies
-                .iter()
-                .map(|b| (&it.target, Some(b.clone())))
-                .collect(),
+        // Each copy's target (which of the plan's), and its own body (an iterate's part) or the
+        // message's.
+        let (plan, targets): (Targets, Vec<(usize, Option<Bytes>)>) = match fanout {
+            Fanout::Clone(c) => {
+                let n = c.targets.len();
+                (Targets::Clone(c), (0..n).map(|i| (i, None)).collect())
+            }
+            Fanout::Iterate(it, bodies) => (
+                Targets::Iterate(it),
+                bodies.into_iter().map(|b| (0, Some(b))).collect(),
+            ),
+        };
+        let Some(engine) = self.me.upgrade() else {
+            return accepted();
         };
         if targets.is_empty() {
             // Nothing to send (an iterate over no element): nothing comes back to aggregate.
@@ -606,8 +623,13 @@ impl Engine {
         }
         let gather = Arc::new(sluice_mediation::message::Gather::new(targets.len()));
         msg.gather = Some(gather.clone());
-        let mut copies = Vec::with_capacity(targets.len());
-        for (t, body) in targets {
+        // Type-erased and `Send`: a copy's flow may clone again (the future is recursive), and
+        // may go on after this request ([`finish_unheard`]).
+        let mut copies: Vec<Pin<Box<dyn Future<Output = Response<RelayBody>> + Send>>> =
+            Vec::with_capacity(targets.len());
+        for (i, body) in targets {
+            let (engine, proxy, plan) = (engine.clone(), proxy.clone(), plan.clone());
+            let t = plan.target(i);
             let mut copy = msg.clone();
             if let Some(b) = body {
                 copy.body = Body::Bytes(b);
@@ -622,23 +644,26 @@ impl Engine {
             copies.push(Box::pin(async move {
                 // The target's sequence, or else its endpoint (Synapse's Target); a sequence that
                 // ends without sending ends the copy, with no answer of its own.
+                let t = plan.target(i);
                 let flow = match (&t.sequence, &t.endpoint) {
-                    (Some(seq), _) => match mediate!(self, copy, Work::Seq(seq)) {
+                    (Some(seq), _) => match mediate!(engine, copy, Work::Seq(seq)) {
                         Ok(Flow::Continue) => return accepted(),
                         Ok(f) => f,
-                        Err(e) => return Box::pin(self.fault_flow(proxy, copy, e, None)).await,
+                        Err(e) => return Box::pin(engine.fault_flow(&proxy, copy, e, None)).await,
                     },
                     (None, Some(ep)) => Flow::Send(Some(ep.clone())),
                     // Only a `to`: the copy goes to that address.
                     (None, None) if copy.to.is_some() => Flow::Send(None),
                     (None, None) => return accepted(),
                 };
-                self.request_decided(proxy, copy, None, flow, depth).await
+                engine
+                    .request_decided(&proxy, copy, None, flow, depth)
+                    .await
             }));
         }
-        let sequential = match &fanout {
-            Fanout::Clone(c) => c.sequential,
-            Fanout::Iterate(it, _) => it.sequential,
+        let sequential = match &plan {
+            Targets::Clone(c) => c.sequential,
+            Targets::Iterate(it) => it.sequential,
         };
         // An early answer: the completed aggregate's, not a failed copy's fault.
         let real = |r: &Response<RelayBody>| {
@@ -690,7 +715,7 @@ impl Engine {
                 return self.default_fault(msg.soap, &e);
             }
         };
-        let copies = Box::pin(self.clone_flow(proxy, msg.clone(), None, fanout, depth));
+        let copies = self.clone_flow(proxy, msg.clone(), None, fanout, depth);
         let parent = async {
             let mut msg = msg;
             match mediate!(self, msg, Work::Resume(k)) {
@@ -939,6 +964,24 @@ enum Fanout {
     Iterate(Arc<sluice_mediation::plan::IteratePlan>, Vec<Bytes>),
 }
 
+/// Where a [`Fanout`]'s copies find their targets, shared by the copies (which may outlive the
+/// request: [`copies_answered`]).
+#[derive(Clone)]
+enum Targets {
+    Clone(Arc<sluice_mediation::plan::ClonePlan>),
+    Iterate(Arc<sluice_mediation::plan::IteratePlan>),
+}
+
+impl Targets {
+    /// Copy `i`'s target (an iterate has one for all).
+    fn target(&self, i: usize) -> &sluice_mediation::plan::CloneTargetPlan {
+        match self {
+            Targets::Clone(c) => &c.targets[i],
+            Targets::Iterate(it) => &it.target,
+        }
+    }
+}
+
 /// Marks a 202 that acknowledges rather than answers (a drop, a one-way send, a copy an
 /// `aggregate` kept or whose target sequence sent nothing): among a clone's copies, not the
 /// client's answer.
@@ -953,12 +996,16 @@ struct NoAnswer;
 /// has completed and a copy gave a `real` answer (its onComplete's, not a failed copy's fault),
 /// that is the only answer: the copies still running would only be dropped by it, and the client
 /// need not wait for them.
-async fn copies_answered<F: Future>(
+async fn copies_answered<F>(
     copies: Vec<Pin<Box<F>>>,
     sequential: bool,
     gather: &sluice_mediation::message::Gather,
     real: impl Fn(&F::Output) -> bool,
-) -> Option<Vec<F::Output>> {
+) -> Option<Vec<F::Output>>
+where
+    F: Future + Send + 'static + ?Sized,
+    F::Output: Send,
+{
     use futures_util::stream::{FuturesUnordered, StreamExt};
     let n = copies.len();
     let mut answers: Vec<(usize, F::Output)> = Vec::with_capacity(n);
@@ -980,11 +1027,15 @@ async fn copies_answered<F: Future>(
             None => next.await,
             Some(at) => tokio::select! {
                 a = next => a,
-                _ = tokio::time::sleep_until(at.into()) => return None,
+                _ = tokio::time::sleep_until(at.into()) => {
+                    finish_unheard(running, rest.map(|(_, c)| c).collect());
+                    return None;
+                }
             },
         };
         if let Some((_, a)) = &answer {
             if real(a) && gather.completed() {
+                finish_unheard(running, rest.map(|(_, c)| c).collect());
                 return Some(answer.into_iter().map(|(_, a)| a).collect());
             }
         }
@@ -992,6 +1043,27 @@ async fn copies_answered<F: Future>(
     }
     answers.sort_by_key(|(i, _)| *i);
     Some(answers.into_iter().map(|(_, a)| a).collect())
+}
+
+/// The copies of a clone or iterate still running, and those not started (a sequential one's),
+/// once the request has its answer: they go on without it, their answers unheard, as Synapse
+/// sends every copy whether or not its aggregate has completed.
+fn finish_unheard<R, F>(running: R, rest: Vec<Pin<Box<F>>>)
+where
+    R: futures_util::Stream + Unpin + Send + 'static,
+    F: Future + Send + 'static + ?Sized,
+{
+    use futures_util::StreamExt;
+    let mut running = running;
+    if running.size_hint().1 == Some(0) && rest.is_empty() {
+        return;
+    }
+    tokio::spawn(async move {
+        while running.next().await.is_some() {}
+        for copy in rest {
+            copy.await;
+        }
+    });
 }
 
 async fn join_all<F: Future>(futures: Vec<Pin<Box<F>>>) -> Vec<F::Output> {
