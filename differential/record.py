@@ -12,6 +12,7 @@ import http.client
 import json
 import os
 import sys
+import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the repository
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -22,6 +23,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # How long a case waits for Synapse's answer. Synapse leaves some requests unanswered (an onError
 # sequence that sends nothing); the golden says so.
 ANSWER_WITHIN = 10
+# Seconds to wait after the answer for back-end calls made after it (a clone's copies still
+# running when its aggregate answered): as long as the Rust test waits.
+LATE_CALLS_WITHIN = 3
 # Each suite runs on this many fresh Synapses; a part answered otherwise in one of them is unstable.
 RUNS = 3
 
@@ -75,6 +79,12 @@ def record_case(syn, be, case):
         entry["status"] = status
         entry["headers"] = {k: heads.get(k) for k in headers_that_matter(case)}
         entry["body"] = data.decode("utf-8", errors="replace")
+    # The calls the case expects of Sluice may come after the answer: wait for them (up to
+    # LATE_CALLS_WITHIN), so that Synapse's late calls count in this case, not the next.
+    want = (case.get("backend") or {}).get("count") or 0
+    deadline = time.monotonic() + LATE_CALLS_WITHIN
+    while be.count() - before < want and time.monotonic() < deadline:
+        time.sleep(0.02)
     entry["backend_count"] = be.count() - before
     errors = [
         line.split(" ", 2)[2]
