@@ -614,8 +614,10 @@ impl Engine {
                 bodies.into_iter().map(|b| (0, Some(b))).collect(),
             ),
         };
+        // Always there: every engine lives in the Arc `Engine::new` made, which `self` borrows.
         let Some(engine) = self.me.upgrade() else {
-            return accepted();
+            let e = Error::new(ErrorKind::Internal, "the engine is gone".to_owned());
+            return self.default_fault(msg.soap, &e);
         };
         if targets.is_empty() {
             // Nothing to send (an iterate over no element): nothing comes back to aggregate.
@@ -1048,13 +1050,12 @@ where
 /// The copies of a clone or iterate still running, and those not started (a sequential one's),
 /// once the request has its answer: they go on without it, their answers unheard, as Synapse
 /// sends every copy whether or not its aggregate has completed.
-fn finish_unheard<R, F>(running: R, rest: Vec<Pin<Box<F>>>)
+fn finish_unheard<R, F>(mut running: R, rest: Vec<Pin<Box<F>>>)
 where
     R: futures_util::Stream + Unpin + Send + 'static,
     F: Future + Send + 'static + ?Sized,
 {
     use futures_util::StreamExt;
-    let mut running = running;
     if running.size_hint().1 == Some(0) && rest.is_empty() {
         return;
     }
