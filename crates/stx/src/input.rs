@@ -426,7 +426,7 @@ impl<'a> Tokenizer<'a> {
     /// [`Tokenizer::lookup`] through the index (many declarations in scope).
     #[cold]
     fn indexed(&self, prefix: &str) -> Option<&'a str> {
-        let k = self.index.get(prefix)?;
+        let k = self.index.get(prefix.as_bytes())?;
         self.ns.get(k).map(|&(_, u)| u)
     }
 

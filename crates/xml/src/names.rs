@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 /// Prefixes are the sender's, so the map is seeded per process (foldhash's `RandomState`); a set of
 /// colliding prefixes would still cost no more than the bindings in scope, which Sluice caps.
-type Latest<'a> = HashMap<&'a str, usize, foldhash::fast::RandomState>;
+type Latest<'a> = HashMap<&'a [u8], usize, foldhash::fast::RandomState>;
 
 /// The bit of a byte that can start a name: an ASCII letter or `_`.
 pub const NAME_START: u8 = 1;
@@ -86,7 +86,7 @@ impl<'a> PrefixIndex<'a> {
     pub fn push(&mut self, prefix: &'a str) {
         let at = self.hides.len();
         let latest = self.latest.get_or_insert_with(Latest::default);
-        let hidden = latest.insert(prefix, at).unwrap_or(HIDES_NONE);
+        let hidden = latest.insert(prefix.as_bytes(), at).unwrap_or(HIDES_NONE);
         self.hides.push(hidden);
     }
 
@@ -102,8 +102,8 @@ impl<'a> PrefixIndex<'a> {
             return;
         };
         if hidden == HIDES_NONE {
-            latest.remove(prefix);
-        } else if let Some(at) = latest.get_mut(prefix) {
+            latest.remove(prefix.as_bytes());
+        } else if let Some(at) = latest.get_mut(prefix.as_bytes()) {
             *at = hidden;
         }
     }
@@ -116,8 +116,9 @@ impl<'a> PrefixIndex<'a> {
         }
     }
 
-    /// The index of the innermost binding of `prefix`.
-    pub fn get(&self, prefix: &str) -> Option<usize> {
+    /// The index of the innermost binding of `prefix` (its bytes: a reader need not make it a
+    /// `str` first).
+    pub fn get(&self, prefix: &[u8]) -> Option<usize> {
         self.latest.as_ref()?.get(prefix).copied()
     }
 }
@@ -149,7 +150,11 @@ mod tests {
             }
             assert_eq!(index.len(), list.len(), "step {step}");
             for p in ["a", "", "b", "c", "d"] {
-                assert_eq!(index.get(p), innermost(&list, p), "step {step}: {p:?}");
+                assert_eq!(
+                    index.get(p.as_bytes()),
+                    innermost(&list, p),
+                    "step {step}: {p:?}"
+                );
             }
         }
     }

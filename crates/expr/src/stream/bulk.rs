@@ -11,8 +11,10 @@
 //!
 //! After one inert element, its inert siblings are read in bulk ([`StreamPath::inert_span`]).
 //! Each is read with its whole subtree and no per-element state. Prefixed names are read this way
-//! too, when their prefix is bound. What the span does not read (attributes, references, comments,
-//! non-ASCII text) it hands back with the elements around it open.
+//! too, when their prefix is bound, and so are a few attributes that need nothing kept
+//! ([`StreamPath::attributed_tag`]: no declarations, at most one prefixed, plain ASCII values).
+//! What the span does not read (other attributes, references, comments, non-ASCII text) it hands
+//! back with the elements around it open.
 //!
 //! # Sibling patterns
 //!
@@ -26,11 +28,14 @@
 //! A sibling that differs becomes the next pattern. After three misses in a row the span stops
 //! trying.
 
-use super::fast::KnownNames;
+use super::fast::{KnownNames, KnownTag};
 use super::needle::Bang;
 use super::run::Run;
-use super::scan::{bound, leaf_end, same_name, text_end, AMP, UNPLAIN};
-use super::{StreamPath, INERT_STACK, MAX_DEPTH};
+use super::scan::{
+    bound, is_ws, leaf_end, next_attribute, same_name, text_end, AMP, UNPLAIN, V_AMP, V_CTRL,
+    V_HIGH, V_LT, V_QNAME,
+};
+use super::{StreamPath, FEW_ATTRS, INERT_STACK, MAX_DEPTH};
 use sluice_xml::chars::refs_valid;
 use sluice_xml::names::PrefixIndex;
 
@@ -114,16 +119,17 @@ impl StreamPath {
                 None | Some(b'/' | b'!' | b'?') => return (lt, top),
                 Some(_) => {
                     let from = lt + 1;
-                    let Some((gt, empty, name_end, colon, mask)) = self.known_tag(xml, from, known)
+                    let Some((gt, empty, name_end, colon, mask)) = self
+                        .known_tag(xml, from, known)
+                        .or_else(|| self.attributed_tag(xml, from, known, (bindings, index)))
                     else {
                         return (lt, top);
                     };
                     // A prefix must be bound (the bindings do not change here: no element in the
-                    // span has attributes to declare one). `xml` and `xmlns` never are: declaring
+                    // span declares one). `xml` and `xmlns` never are: declaring
                     // them is left to the general reader, and so is `<xml:b>`.
-                    let named = colon == 0
-                        || std::str::from_utf8(&xml[from..from + colon])
-                            .is_ok_and(|p| bound(bindings, index, p).is_some());
+                    let named =
+                        colon == 0 || bound(bindings, index, &xml[from..from + colon]).is_some();
                     if !(named && mask != u64::MAX && top < below && inert.at(run, top, mask)) {
                         return (lt, top);
                     }
@@ -177,6 +183,65 @@ impl StreamPath {
                 }
             }
         }
+    }
+}
+
+impl StreamPath {
+    /// A start tag with attributes at `from` (just after `<`) that an inert element may have, read
+    /// as [`StreamPath::known_tag`] reads a plain one: (index of `>`, empty element, end of the
+    /// name, colon offset or 0, [`Path::step_mask`] of the local name). Only what is checked here
+    /// and needs nothing kept: an ASCII name; at most [`FEW_ATTRS`] attributes with ASCII QNames
+    /// and ASCII values, no `<` or `>` in them, every reference valid; none a namespace
+    /// declaration (the bindings stay as they are); each prefix bound; at most one prefixed, so
+    /// that two attributes are the same exactly when their names are. `None` for anything else:
+    /// the general reading's.
+    ///
+    /// [`Path::step_mask`]: super::compile::Path::step_mask
+    #[inline]
+    pub(super) fn attributed_tag(
+        &self,
+        xml: &[u8],
+        from: usize,
+        known: &mut KnownNames<'_>,
+        (bindings, index): (&[(&str, &str, usize)], &PrefixIndex<'_>),
+    ) -> Option<KnownTag> {
+        let (name_end, colon, mask) = self.known_name(xml, from, known)?;
+        if !is_ws(*xml.get(name_end)?) {
+            return None;
+        }
+        // No `>` in a value: the first `>` ends the tag (else the value's quote is left open).
+        let gt = name_end + memchr::memchr(b'>', &xml[name_end..])?;
+        let empty = xml[gt - 1] == b'/';
+        let (b, end) = (xml, if empty { gt - 1 } else { gt });
+        let mut names: [std::ops::Range<usize>; FEW_ATTRS] = Default::default();
+        let (mut n, mut prefixed, mut i) = (0, false, name_end);
+        while let Some(a) = next_attribute(b, i, end).ok()? {
+            if n == FEW_ATTRS || a.class & V_QNAME == 0 || a.class & (V_LT | V_CTRL | V_HIGH) != 0 {
+                return None;
+            }
+            let name = &b[a.name.clone()];
+            if a.colon > 0 {
+                let prefix = &name[..a.colon];
+                if prefixed
+                    || prefix == b"xmlns"
+                    || (prefix != b"xml" && bound(bindings, index, prefix).is_none())
+                {
+                    return None;
+                }
+                prefixed = true;
+            } else if name == b"xmlns" {
+                return None;
+            }
+            if names[..n].iter().any(|k| b[k.clone()] == *name)
+                || (a.class & V_AMP != 0 && !refs_valid(&b[a.value.clone()]))
+            {
+                return None;
+            }
+            names[n] = a.name;
+            n += 1;
+            i = a.next;
+        }
+        Some((gt, empty, name_end, colon, mask))
     }
 }
 

@@ -43,8 +43,8 @@ use super::run::Run;
 use super::scan::{
     ascii_qname, attr_value_classed, bind, bound, byte_in_word, has_nonchar, index_all, is_qname,
     is_ws, leaf_end, plain_tag, read_attributes, repeated, resolve_ref, same_name, split_colon,
-    text_end, unbind_deeper, valid_chars, word_at, xml_decl_ok, AMP, UNPLAIN, V_AMP, V_CTRL,
-    V_HIGH, V_LT, V_QNAME, V_WS, XML_NS,
+    text_end, unbind_deeper, valid_chars, word_at, xml_decl_ok, AMP, NAME_CLASS, UNPLAIN, V_AMP,
+    V_CTRL, V_HIGH, V_LT, V_QNAME, V_WS, XML_NS,
 };
 use super::{
     Halt, Mode, Out, Refused, StreamPath, FEW_ATTRS, FEW_BINDINGS, MAX_ATTRS, MAX_BINDINGS,
@@ -451,8 +451,18 @@ impl<'x> Fast<'_, '_, 'x> {
             self.inert_before = false;
         }
         let plain = self.p.known_tag(self.xml, lt + 1, &mut self.d.known);
-        // An element no step can match, named without attributes: tracked for depth only.
-        if let Some(tag) = plain {
+        // An element no step can match, named without attributes or with a few that declare
+        // nothing: tracked for depth only.
+        let inert = match plain {
+            Some(tag) => Some(tag),
+            None => self.p.attributed_tag(
+                self.xml,
+                lt + 1,
+                &mut self.d.known,
+                (&self.d.tags.bindings, &self.d.index),
+            ),
+        };
+        if let Some(tag) = inert {
             if self.d.run.inert_child(tag.4) {
                 return self.inert(lt + 1, tag);
             }
@@ -487,9 +497,9 @@ impl<'x> Fast<'_, '_, 'x> {
         let (gt, empty, name_end, colon, _) = tag;
         self.inert_before = true;
         if colon > 0 {
-            let prefix = self.d.window.text(from, from + colon)?;
-            if prefix == "xml"
-                || prefix == "xmlns"
+            let prefix = &self.xml[from..from + colon];
+            if prefix == b"xml"
+                || prefix == b"xmlns"
                 || bound(&self.d.tags.bindings, &self.d.index, prefix).is_none()
             {
                 return Err(Bail);
@@ -549,8 +559,11 @@ impl<'x> Fast<'_, '_, 'x> {
         } = &mut *self.d;
         let (ns, local) = match split_colon(raw) {
             Some(("xml", _)) => return Err(Bail),
-            Some((prefix, local)) => (bound(&tags.bindings, index, prefix).ok_or(Bail)?, local),
-            None => (bound(&tags.bindings, index, "").unwrap_or(None), raw),
+            Some((prefix, local)) => (
+                bound(&tags.bindings, index, prefix.as_bytes()).ok_or(Bail)?,
+                local,
+            ),
+            None => (bound(&tags.bindings, index, b"").unwrap_or(None), raw),
         };
         run.open(ns, local, &tags.attrs).ok_or(Refuse)?;
         run.advance();
@@ -664,7 +677,10 @@ impl<'x> Fast<'_, '_, 'x> {
                 _ if key == "xmlns" => continue,
                 Some(("xmlns", _)) => continue,
                 Some(("xml", local)) => (Some(XML_NS), local),
-                Some((prefix, local)) => (bound(bindings, index, prefix).ok_or(Bail)?, local),
+                Some((prefix, local)) => (
+                    bound(bindings, index, prefix.as_bytes()).ok_or(Bail)?,
+                    local,
+                ),
                 None => (None, key),
             };
             if few && attrs.iter().any(|(an, al, _)| *an == ns && *al == local) {
@@ -825,6 +841,51 @@ impl StreamPath {
         }
         Some((gt, empty, name_end, colon, mask))
     }
+
+    /// The ASCII QName of a start tag at `from` (just after `<`) through the same cache as
+    /// [`StreamPath::known_tag`], whatever follows it: (end of the name, colon offset or 0,
+    /// [`Path::step_mask`] of the local name).
+    ///
+    /// [`Path::step_mask`]: super::compile::Path::step_mask
+    #[inline(always)]
+    pub(super) fn known_name(
+        &self,
+        xml: &[u8],
+        from: usize,
+        known: &mut KnownNames<'_>,
+    ) -> Option<(usize, usize, u64)> {
+        let key = name_key(xml, from);
+        let slot = usize::from(*xml.get(key)? & 63);
+        let (ks, kl, kc, km) = known.get(slot);
+        let (ks, kl) = (ks as usize, usize::from(kl));
+        // The cached name, ended here as there (by a byte no name holds).
+        if kl > 0
+            && xml
+                .get(from + kl)
+                .is_some_and(|&c| NAME_CLASS[usize::from(c)] == 0)
+            && same_name(xml, from, ks, kl)
+        {
+            return Some((from + kl, usize::from(kc), km));
+        }
+        let (name_end, colon) = ascii_qname(xml, from)?;
+        let local = &xml[from + colon + usize::from(colon > 0)..name_end];
+        let mask = self.path.step_mask(local);
+        // Kept where `known_tag` looks first: by the byte after the colon only when that is the
+        // key.
+        let slot = if colon == 0 || from + colon + 1 != key {
+            usize::from(xml[from] & 63)
+        } else {
+            slot
+        };
+        if let (Ok(start), Ok(len), Ok(c)) = (
+            u32::try_from(from),
+            u16::try_from(name_end - from),
+            u16::try_from(colon),
+        ) {
+            known.set(slot, (start, len, c, mask));
+        }
+        Some((name_end, colon, mask))
+    }
 }
 
 /// `xml[..len]` (at most the whole) as text, the end moved back to the start of a character when
@@ -844,7 +905,7 @@ pub(super) fn utf8_prefix(xml: &[u8], len: usize) -> Option<&str> {
 /// name, colon offset or 0, [`Path::step_mask`] of the local name).
 ///
 /// [`Path::step_mask`]: super::compile::Path::step_mask
-type KnownTag = (usize, bool, usize, usize, u64);
+pub(super) type KnownTag = (usize, bool, usize, usize, u64);
 
 /// A [`Known`] entry's answer for the start tag at `from` (just after `<`), if it holds that name:
 /// `Some(None)` for a tag [`StreamPath::known_tag`] refuses (`<name/` not followed by `>`).

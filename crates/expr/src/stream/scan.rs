@@ -335,13 +335,13 @@ pub(super) fn leaf_end(xml: &[u8], at: usize, name: usize, len: usize) -> Option
 pub(super) fn bound<'a>(
     bindings: &[(&str, &'a str, usize)],
     index: &PrefixIndex<'_>,
-    prefix: &str,
+    prefix: &[u8],
 ) -> Option<Option<&'a str>> {
     let found = if index.is_empty() {
         bindings
             .iter()
             .rev()
-            .find(|b| short_eq(b.0.as_bytes(), prefix.as_bytes()))
+            .find(|b| short_eq(b.0.as_bytes(), prefix))
     } else {
         index.get(prefix).and_then(|k| bindings.get(k))
     };
@@ -477,7 +477,18 @@ fn classed(w: u64) -> bool {
 /// one load (`None` when the closing quote is not within the word at `from`, or there is none).
 #[inline(always)]
 fn short_value(b: &[u8], from: usize, q: u8) -> Option<(usize, u8)> {
-    let w = word_at(b, from)?;
+    // Near the end (the last value of a tag's attributes), the bytes left padded with zeros,
+    // which are never a quote.
+    let w = match word_at(b, from) {
+        Some(w) => w,
+        // The last word of `b`, the bytes before `from` shifted out (zeros come in: never a
+        // quote).
+        None => {
+            let rest = b.len().checked_sub(from).filter(|&r| r > 0)?;
+            let last = b.last_chunk::<8>()?;
+            u64::from_le_bytes(*last) >> (8 * (8 - rest))
+        }
+    };
     let len = byte_in_word(w, q)?;
     // The value's bytes, the rest padded with a byte of no class.
     let keep = (1u64 << (8 * len)) - 1;
@@ -513,60 +524,95 @@ pub(super) fn read_attributes<'a>(raw: &'a str, out: &mut Vec<(&'a str, &'a str,
     let b = raw.as_bytes();
     let mut i = 0;
     loop {
-        let start = i;
-        while i < b.len() && is_ws(b[i]) {
-            i += 1;
-        }
-        if i == b.len() {
-            return true;
-        }
-        if i == start {
-            return false;
-        }
-        let name = i;
-        let mut checked = 0;
-        match ascii_qname(b, i) {
-            Some((end, _)) if b.get(end).is_some_and(|&c| c == b'=' || is_ws(c)) => {
-                i = end;
-                checked = V_QNAME;
-            }
-            _ => {
-                while i < b.len() && !is_ws(b[i]) && b[i] != b'=' {
-                    i += 1;
-                }
-            }
-        }
-        if i == name {
-            return false;
-        }
-        let key = &raw[name..i];
-        while i < b.len() && is_ws(b[i]) {
-            i += 1;
-        }
-        if b.get(i) != Some(&b'=') {
-            return false;
-        }
-        i += 1;
-        while i < b.len() && is_ws(b[i]) {
-            i += 1;
-        }
-        let Some(&q) = b.get(i).filter(|q| **q == b'"' || **q == b'\'') else {
-            return false;
+        let a = match next_attribute(b, i, b.len()) {
+            Ok(Some(a)) => a,
+            Ok(None) => return true,
+            Err(()) => return false,
         };
-        let from = i + 1;
-        let (len, class) = match short_value(b, from, q) {
-            Some(short) => short,
-            None => match memchr::memchr(q, &b[from..]) {
-                Some(len) => (len, value_class(&b[from..from + len])),
-                None => return false,
-            },
-        };
-        out.push((key, &raw[from..from + len], class | checked));
+        // Every index `next_attribute` gives is next to an ASCII byte (white space, `=`, a quote):
+        // a character boundary.
+        out.push((&raw[a.name.clone()], &raw[a.value.clone()], a.class));
         if out.len() > MAX_ATTRS {
             return true;
         }
-        i = from + len + 1;
+        i = a.next;
     }
+}
+
+/// One attribute as [`next_attribute`] reads it.
+pub(super) struct Attr {
+    pub(super) name: std::ops::Range<usize>,
+    /// The raw value, between the quotes.
+    pub(super) value: std::ops::Range<usize>,
+    /// The value's [`value_class`], with [`V_QNAME`] when the name is an ASCII QName.
+    pub(super) class: u8,
+    /// The offset of the name's colon, or 0 (when the name is an ASCII QName).
+    pub(super) colon: usize,
+    /// Just after the closing quote.
+    pub(super) next: usize,
+}
+
+/// The attribute in a start tag's attribute text `b[..end]` from `i`, which must begin with white
+/// space: `Ok(None)` when only white space is left, `Err` for anything outside `S name S? = S?
+/// quoted-value`. Bytes of `b` past `end` are only loaded with a value's first word, never taken.
+#[inline(always)]
+pub(super) fn next_attribute(b: &[u8], mut i: usize, end: usize) -> Result<Option<Attr>, ()> {
+    let start = i;
+    while i < end && is_ws(b[i]) {
+        i += 1;
+    }
+    if i == end {
+        return Ok(None);
+    }
+    if i == start {
+        return Err(());
+    }
+    let name = i;
+    let (mut checked, mut colon) = (0, 0);
+    // A name ends before `end`: the tag's `/` or `>` is there, which no name holds.
+    match ascii_qname(b, i) {
+        Some((e, c)) if e < end && (b[e] == b'=' || is_ws(b[e])) => {
+            i = e;
+            (checked, colon) = (V_QNAME, c);
+        }
+        _ => {
+            while i < end && !is_ws(b[i]) && b[i] != b'=' {
+                i += 1;
+            }
+        }
+    }
+    if i == name {
+        return Err(());
+    }
+    let name_end = i;
+    while i < end && is_ws(b[i]) {
+        i += 1;
+    }
+    if i == end || b[i] != b'=' {
+        return Err(());
+    }
+    i += 1;
+    while i < end && is_ws(b[i]) {
+        i += 1;
+    }
+    let Some(&q) = b[..end].get(i).filter(|q| **q == b'"' || **q == b'\'') else {
+        return Err(());
+    };
+    let from = i + 1;
+    let (len, class) = match short_value(b, from, q).filter(|&(len, _)| from + len < end) {
+        Some(short) => short,
+        None => match memchr::memchr(q, &b[from..end]) {
+            Some(len) => (len, value_class(&b[from..from + len])),
+            None => return Err(()),
+        },
+    };
+    Ok(Some(Attr {
+        name: name..name_end,
+        value: from..from + len,
+        class: class | checked,
+        colon,
+        next: from + len + 1,
+    }))
 }
 
 /// Whether `s` holds U+FFFE or U+FFFF (not XML characters); only worth asking when `s` is not ASCII.
