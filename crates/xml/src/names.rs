@@ -82,12 +82,14 @@ impl<'a> PrefixIndex<'a> {
         self.hides.is_empty()
     }
 
-    /// The next binding of the list (index [`PrefixIndex::len`]) binds `prefix`.
-    pub fn push(&mut self, prefix: &'a str) {
+    /// The next binding of the list (index [`PrefixIndex::len`]) binds `prefix`. Returns the
+    /// index of the binding of `prefix` it hides, if any.
+    pub fn push(&mut self, prefix: &'a str) -> Option<usize> {
         let at = self.hides.len();
         let latest = self.latest.get_or_insert_with(Latest::default);
-        let hidden = latest.insert(prefix.as_bytes(), at).unwrap_or(HIDES_NONE);
-        self.hides.push(hidden);
+        let hidden = latest.insert(prefix.as_bytes(), at);
+        self.hides.push(hidden.unwrap_or(HIDES_NONE));
+        hidden
     }
 
     /// Room for `n` more bindings without growing.

@@ -628,6 +628,8 @@ impl<'x> Fast<'_, '_, 'x> {
         } = &mut **tags;
         let depth = run.depth + 1;
         let few = raw_attrs.len() <= FEW_ATTRS;
+        // Attributes other than declarations (a repeated declaration is found as it is bound).
+        let mut others = 0;
         for (k, &(key, value, class)) in raw_attrs.iter().enumerate() {
             if (class & V_QNAME == 0 && !is_qname(key))
                 || (few && raw_attrs[..k].iter().any(|(other, _, _)| *other == key))
@@ -639,22 +641,24 @@ impl<'x> Fast<'_, '_, 'x> {
                 Some(("xmlns", p)) => Some(p),
                 _ => None,
             };
-            if let Some(prefix) = prefix {
-                if class & (V_AMP | V_LT | V_WS | V_CTRL) != 0
-                    || (class & V_HIGH != 0 && has_nonchar(value))
-                    || (!prefix.is_empty() && value.is_empty())
-                    || prefix == "xml"
-                    || prefix == "xmlns"
-                {
-                    return Err(Bail);
-                }
-                bind(bindings, index, (prefix, value, depth));
-                if bindings.len() > MAX_BINDINGS {
-                    return Err(Refuse);
-                }
+            let Some(prefix) = prefix else {
+                others += 1;
+                continue;
+            };
+            if class & (V_AMP | V_LT | V_WS | V_CTRL) != 0
+                || (class & V_HIGH != 0 && has_nonchar(value))
+                || (!prefix.is_empty() && value.is_empty())
+                || prefix == "xml"
+                || prefix == "xmlns"
+                || !bind(bindings, index, (prefix, value, depth))
+            {
+                return Err(Bail);
+            }
+            if bindings.len() > MAX_BINDINGS {
+                return Err(Refuse);
             }
         }
-        if !few && repeated(raw_attrs.len(), |k| raw_attrs[k].0) {
+        if !few && others > 1 && repeated(raw_attrs.len(), |k| raw_attrs[k].0) {
             return Err(Bail);
         }
         Ok(())
@@ -672,15 +676,24 @@ impl<'x> Fast<'_, '_, 'x> {
         } = &mut **tags;
         attrs.clear();
         let few = raw_attrs.len() <= FEW_ATTRS;
+        // Two attributes of one expanded name have one raw name (checked by `declarations`)
+        // unless both are prefixed.
+        let mut prefixed = 0;
         for &(key, value, class) in raw_attrs.iter() {
             let (ns, local) = match split_colon(key) {
                 _ if key == "xmlns" => continue,
                 Some(("xmlns", _)) => continue,
-                Some(("xml", local)) => (Some(XML_NS), local),
-                Some((prefix, local)) => (
-                    bound(bindings, index, prefix.as_bytes()).ok_or(Bail)?,
-                    local,
-                ),
+                Some(("xml", local)) => {
+                    prefixed += 1;
+                    (Some(XML_NS), local)
+                }
+                Some((prefix, local)) => {
+                    prefixed += 1;
+                    (
+                        bound(bindings, index, prefix.as_bytes()).ok_or(Bail)?,
+                        local,
+                    )
+                }
                 None => (None, key),
             };
             if few && attrs.iter().any(|(an, al, _)| *an == ns && *al == local) {
@@ -688,7 +701,7 @@ impl<'x> Fast<'_, '_, 'x> {
             }
             attrs.push((ns, local, attr_value_classed(value, class).ok_or(Bail)?));
         }
-        if !few && repeated(attrs.len(), |k| (attrs[k].0, attrs[k].1)) {
+        if !few && prefixed > 1 && repeated(attrs.len(), |k| (attrs[k].0, attrs[k].1)) {
             return Err(Bail);
         }
         Ok(())

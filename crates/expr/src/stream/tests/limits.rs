@@ -10,6 +10,7 @@ fn many_attributes_and_declarations_answer_as_libxml2_or_not_at_all() {
     many_attributes();
     one_name_through_two_prefixes();
     many_declarations();
+    repeated_declarations();
     many_bindings_from_a_memo();
     bindings_go_out_of_scope();
 }
@@ -178,6 +179,42 @@ fn many_declarations() {
                 None => assert!(s.run(bytes, Mode::String, true).is_none(), "{text}"),
             }
         }
+    }
+}
+
+/// A prefix (or the default namespace) declared twice on one start tag, among few or many
+/// declarations and attributes, which the index finds as it binds them: libxml2 refuses the
+/// document. Declared again on a child, it is no repeat.
+fn repeated_declarations() {
+    for n in [2, 15, 16, 17, 40, 300] {
+        for again in [0, n / 2, n - 1] {
+            let twice = format!(" xmlns:q{again}='urn:again'");
+            let others = attrs(n % 5);
+            agree(
+                &format!("<r{}{twice}{others}><x id='2'>t</x></r>", decls("q", n)),
+                false,
+                true,
+            );
+            // On a child, after the answer to some paths could be known.
+            agree(
+                &format!("<r{}{others}><x{twice}{twice}>t</x></r>", decls("q", n)),
+                false,
+                false,
+            );
+            agree(
+                &format!("<r{}{others}><x{twice} id='2'>t</x></r>", decls("q", n)),
+                true,
+                true,
+            );
+        }
+        agree(
+            &format!(
+                "<r xmlns='urn:d'{} xmlns='urn:e'><x>t</x></r>",
+                decls("q", n)
+            ),
+            false,
+            true,
+        );
     }
 }
 

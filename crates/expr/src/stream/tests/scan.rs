@@ -2,11 +2,11 @@
 
 use super::*;
 
-/// Values up to and past a word long, with each byte that has a class at each place, read from
+/// Values up to and past [`SHORT_VALUE_WORDS`] words long, with each byte that has a class at each place, read from
 /// one load (short) or by a search: the class of each is its bytes' class, whatever follows it.
 #[test]
 fn short_and_long_values_are_classed_as_their_bytes() {
-    for len in 0..20 {
+    for len in 0..8 * SHORT_VALUE_WORDS + 10 {
         for at in 0..len.max(1) {
             for b in ["<", "&", "\t", "\u{1}", "é", "a", "'"] {
                 let mut v = "x".repeat(len);
