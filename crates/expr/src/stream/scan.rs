@@ -215,7 +215,7 @@ pub(super) fn same_name(xml: &[u8], a: usize, b: usize, len: usize) -> bool {
 /// Character data at `i` shorter than eight bytes (the usual kind between tags): its length up to the
 /// next `<` and the [`BYTE_CLASS`]es of its bytes or'd together, without a loop. `None` when there is
 /// no `<` in the eight bytes at `i` (or fewer than eight are left).
-#[inline]
+#[inline(always)]
 pub(super) fn short_text(xml: &[u8], i: usize) -> Option<(usize, u8)> {
     let len = byte_in_word(word_at(xml, i)?, b'<')?;
     let mut seen = 0u8;
@@ -226,12 +226,19 @@ pub(super) fn short_text(xml: &[u8], i: usize) -> Option<(usize, u8)> {
 }
 
 /// Character data from `i`: the index of the next `<` (or the end of the document) and the
-/// [`BYTE_CLASS`]es of the bytes before it or'd together.
-#[inline]
+/// [`BYTE_CLASS`]es of the bytes before it or'd together. Text shorter than a word, the usual
+/// between tags, is read where it is called; longer text by [`long_text_end`].
+#[inline(always)]
 pub(super) fn text_end(xml: &[u8], i: usize) -> (usize, u8) {
-    if let Some((len, seen)) = short_text(xml, i) {
-        return (i + len, seen);
+    match short_text(xml, i) {
+        Some((len, seen)) => (i + len, seen),
+        None => long_text_end(xml, i),
     }
+}
+
+/// [`text_end`] for text of a word or more (or near the end of the document).
+#[inline(never)]
+fn long_text_end(xml: &[u8], i: usize) -> (usize, u8) {
     let mut seen = 0u8;
     let mut p = i;
     // A word at a time: its bytes are classified only when one of them may be other than plain
