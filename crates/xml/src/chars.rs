@@ -290,6 +290,24 @@ mod tests {
             "x&#x41",
             "&;",
             "&#xfffd;",
+            // Around what one word holds, and the edges of the characters XML allows.
+            "&#xD7FF;",
+            "&#xE000;",
+            "&#xFFFF;",
+            "&#x1F;",
+            "&#x20;",
+            "&#x0041;",
+            "&#x00041;",
+            "&#55295;",
+            "&#55296;",
+            "&#57344;",
+            "&#65535;",
+            "&#65536;",
+            "&#99999;",
+            "&#123456;",
+            "&#0;",
+            "&#x9;",
+            "&#xa;",
         ];
         for a in pieces {
             for b in pieces {
@@ -299,12 +317,14 @@ mod tests {
                     refs_valid_by_resolving(&t),
                     "{t:?}"
                 );
-                let t = format!("{a}{b}");
-                assert_eq!(
-                    refs_valid(t.as_bytes()),
-                    refs_valid_by_resolving(&t),
-                    "{t:?}"
-                );
+                // With text after, and without.
+                for t in [format!("{a}{b}"), format!("{a}{b}........")] {
+                    assert_eq!(
+                        refs_valid(t.as_bytes()),
+                        refs_valid_by_resolving(&t),
+                        "{t:?}"
+                    );
+                }
             }
         }
     }
