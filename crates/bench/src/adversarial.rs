@@ -9,8 +9,9 @@
 
 use crate::hostile::{self, Case, Place};
 use serde::{Deserialize, Serialize};
-use sluice_expr::{Env, Expr, ExprError, ExprErrorKind, StreamPath};
+use sluice_expr::{Env, Expr, ExprError, ExprErrorKind, HeadNames, StreamPath};
 use sluice_stx::StreamSheet;
+use sluice_transport::engine::HeadProbe;
 use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::io::Read;
@@ -211,6 +212,8 @@ pub struct Readers {
     cbr: Expr,
     cbr_stream: StreamPath,
     header: Expr,
+    /// What can decide `header` on a message's start, as a sequence holding it has them.
+    header_names: Option<HeadNames>,
     header_stream: StreamPath,
     sheet_stream: StreamSheet,
     sheet: sluice_xml::Stylesheet,
@@ -260,6 +263,7 @@ impl Readers {
         Ok(Readers {
             cbr,
             cbr_stream,
+            header_names: HeadNames::of([&header]),
             header,
             header_stream,
             sheet_stream,
@@ -316,26 +320,22 @@ impl Readers {
     }
 
     /// The transport's head probe (`Engine::read_head`): the body arrives `chunk` bytes at a time;
-    /// after a piece, while what came before it is within the probe limit and what there is has
-    /// at least doubled since the last try, the header expression is tried on everything so far;
-    /// once decided the run evaluates it on those bytes. Undecided, the whole body is read and
-    /// evaluated.
+    /// after a piece, when [`HeadProbe`] says so, the header expression is tried on everything so
+    /// far; once decided the run evaluates it on those bytes. Undecided, the whole body is read
+    /// and evaluated.
     fn head_probe(&self, input: &[u8]) -> Did {
-        let limit = sluice_transport::engine::HEAD_PROBE_LIMIT;
+        let mut probe = HeadProbe::new(self.header_names.as_ref());
         let mut got = Vec::new();
-        let (mut at, mut probed) = (0, 0);
+        let mut at = 0;
         while at < input.len() {
             let end = (at + self.chunk).min(input.len());
-            let probe = got.len() <= limit && got.len() + (end - at) >= 2 * probed;
+            let before = got.len();
             got.extend_from_slice(&input[at..end]);
             at = end;
             if at == input.len() {
                 break;
             }
-            if probe {
-                probed = got.len();
-            }
-            if probe && self.header.decided_by(&got) {
+            if probe.due(&got, before) && self.header.decided_by(&got) {
                 return match xpath(&self.header, &got) {
                     Cow::Borrowed("streamed") => Cow::Borrowed("decided from the first chunks"),
                     other => other,

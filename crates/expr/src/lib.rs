@@ -16,6 +16,7 @@
 
 mod date;
 mod functions;
+mod head;
 mod jsonpath;
 mod stream;
 mod synapse;
@@ -24,6 +25,7 @@ pub mod synexpr;
 #[doc(hidden)]
 pub mod testing;
 
+pub use head::HeadNames;
 pub use jsonpath::JsonPath;
 use std::borrow::Cow;
 use std::fmt;

@@ -127,6 +127,8 @@ pub struct SeqPlan {
     /// The `onError` sequence: it runs when a mediator in this one fails (set once the plan is
     /// compiled, since it may refer back to this sequence).
     pub on_error: OnError,
+    /// What can decide its expressions on a message's start ([`SeqPlan::head_names`]).
+    head_names: Option<sluice_expr::HeadNames>,
 }
 
 /// A sequence's `onError` sequence, once known.
@@ -148,12 +150,16 @@ impl std::fmt::Debug for OnError {
 
 impl SeqPlan {
     pub(crate) fn new(name: Option<String>, steps: Steps) -> SeqPlan {
+        let mut names = Vec::new();
+        let head_names = body_exprs_all(&steps, &mut |e| e.head_names(&mut names))
+            .then(|| sluice_expr::HeadNames::new(names));
         SeqPlan {
             name,
             body_need: need_of(&steps, false),
             body_need_json: need_of(&steps, true),
             steps,
             on_error: OnError::default(),
+            head_names,
         }
     }
 
@@ -185,6 +191,12 @@ impl SeqPlan {
     /// decided by `head`, the start of the message: then the transport need not read further.
     pub fn decided_by_head(&self, head: &[u8]) -> bool {
         body_exprs_all(&self.steps, &mut |e| e.decided_by(head))
+    }
+
+    /// The names whose tags can decide [`SeqPlan::decided_by_head`] ([`sluice_expr::HeadNames`]):
+    /// `None` when any element's may.
+    pub fn head_names(&self) -> Option<&sluice_expr::HeadNames> {
+        self.head_names.as_ref()
     }
 }
 

@@ -408,3 +408,64 @@ async fn parsed_trees_count_against_the_memory_budget() {
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(r.text().contains(">60000</n>"), "{}", r.text());
 }
+
+/// `message` as a chunked POST to CBRSOAPHeaderProxy, one chunk (so one body frame) every 16 bytes
+/// up to `small`, then every 4 KiB; the connection closes after the answer.
+fn chunked_soap(message: &str, small: usize) -> Vec<u8> {
+    let mut out =
+        b"POST /services/CBRSOAPHeaderProxy HTTP/1.1\r\nHost: x\r\nContent-Type: text/xml\r\n\
+SOAPAction: urn:buy\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+            .to_vec();
+    let (head, rest) = message.as_bytes().split_at(small.min(message.len()));
+    for piece in head.chunks(16).chain(rest.chunks(4096)) {
+        out.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+        out.extend_from_slice(piece);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"0\r\n\r\n");
+    out
+}
+
+/// The body of a chunked answer.
+fn dechunked(answer: &str) -> String {
+    let (_, mut rest) = answer.split_once("\r\n\r\n").expect("a head");
+    let mut out = String::new();
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let n = usize::from_str_radix(size, 16).expect("a chunk size");
+        out.push_str(&after[..n]);
+        rest = &after[n + 2..];
+    }
+    out
+}
+
+/// A SOAP header of many other elements sent 16 bytes a frame, its `routing` block last: the head
+/// probe, which past the first kilobyte looks again only once a name the header path holds has
+/// arrived, still decides where `routing` arrives and streams the rest, a body larger than one
+/// read whole may be. Without a Header, `Body` decides it (and the proxy answers its fault).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_header_in_small_frames_is_decided_where_its_names_arrive() {
+    let (_be, s, _cfg) =
+        with_settings("probe", "[transport.http]\nmax_body_size = 65536\n", &[]).await;
+    let env = "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\">";
+    let routing = "<routing xmlns=\"http://someuri\">xadmin;server1;community#1.0##</routing>";
+    let order = "<order><symbol>IBM</symbol><price>1.0</price></order>";
+    let body = format!(
+        "<soapenv:Body><m:buyStocks xmlns:m=\"http://services.samples/xsd\">{}</m:buyStocks>\
+</soapenv:Body></soapenv:Envelope>",
+        order.repeat(4000)
+    );
+    let others = "<s>1</s>".repeat(1500);
+    let with_header = format!("{env}<soapenv:Header>{others}{routing}</soapenv:Header>{body}");
+    let without = format!("{env}{}{body}", " ".repeat(6000));
+    assert!(body.len() > 3 * 65536);
+    for (message, status) in [(with_header, 200), (without, 500)] {
+        let small = message.find("<soapenv:Body>").unwrap() + 100;
+        let answer = exchange(s.addr, &chunked_soap(&message, small)).await;
+        assert_eq!(status_of(&answer), status, "{}", s.stderr());
+        if status == 200 {
+            assert_eq!(dechunked(&answer), message, "the whole message came back");
+        } else {
+            assert!(answer.contains("Invalid routing header"), "{answer}");
+        }
+    }
+}

@@ -111,6 +111,28 @@ pub(super) struct Path {
 }
 
 impl Path {
+    /// Adds to `out` the local names at whose start or end tags a reading of this path on a
+    /// message's start may be decided (see [`crate::HeadNames`]): each step's and child
+    /// predicate's, and a SOAP envelope's `Header` and `Body` (which decide `/Envelope/Header|Body`
+    /// paths when they start). False when a step or child predicate tests any name.
+    pub(super) fn decisive_names(&self, out: &mut Vec<String>) -> bool {
+        out.extend(["Header".to_owned(), "Body".to_owned()]);
+        for step in &self.steps {
+            let tests =
+                std::iter::once(&step.test).chain(step.preds.iter().filter_map(|p| match p {
+                    Pred::Child { test, .. } => Some(test),
+                    _ => None,
+                }));
+            for test in tests {
+                match test {
+                    NameTest::Any => return false,
+                    NameTest::Name { local, .. } => out.push(local.clone()),
+                }
+            }
+        }
+        true
+    }
+
     /// The steps (bit i for step i) whose name test an element with local name `local` passes, in
     /// some namespace. Every bit (never inert) when there are more than 63 steps.
     #[inline]

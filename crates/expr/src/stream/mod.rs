@@ -127,6 +127,11 @@ pub struct StreamPath {
 }
 
 impl StreamPath {
+    /// [`Path::decisive_names`](compile::Path::decisive_names).
+    pub(crate) fn decisive_names(&self, out: &mut Vec<String>) -> bool {
+        self.path.decisive_names(out)
+    }
+
     /// The string value as [`crate::Expr::eval_string`] gives it, or `None` when libxml2 must decide.
     pub fn eval_string(&self, xml: &[u8]) -> Option<String> {
         self.eval_string_checked(xml).ok().flatten()

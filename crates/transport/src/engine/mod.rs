@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 
 mod dispatch;
 mod read;
+pub use read::{HeadProbe, HEAD_PROBE_ALWAYS};
 mod response;
 mod send;
 

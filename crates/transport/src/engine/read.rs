@@ -2,6 +2,7 @@
 //! only as far as header-only expressions need (the head probe).
 
 use super::*;
+use sluice_expr::HeadNames;
 
 impl Engine {
     /// Reads the request body only as far as the sequence's expressions need (they read nothing but
@@ -18,21 +19,14 @@ impl Engine {
         };
         // Not sized by the announced length, nor refused by it: most of it is relayed, not read.
         let mut start = Gathered::default();
-        let mut probed = 0;
+        let mut probe = HeadProbe::new(seq.head_names());
         while let Some(frame) = s.frame().await {
             let frame = frame
                 .map_err(|e| request_body_error(e, "reading the request body failed".into()))?;
             let Ok(data) = frame.into_data() else {
                 continue; // trailers: not relayed, as for a buffered body
             };
-            // Whether to look again: the start read so far was within the probe limit. A frame can
-            // be larger than the limit (hyper reads up to ~400 KiB at once), so the check is on what
-            // came before this frame, not on the total.
             let before = start.bytes().len();
-            // And at least twice what was looked at last: each look reads the start again from
-            // its beginning, so a body in many small frames costs at most twice its length in
-            // looks, not its length times its frames.
-            let probe = before <= HEAD_PROBE_LIMIT && before + data.len() >= 2 * probed;
             start.push(data);
             start.count(&self.opts.body_budget)?;
             let head = start.bytes();
@@ -42,11 +36,8 @@ impl Engine {
             if hyper::body::Body::is_end_stream(&s) {
                 break; // all of it is here: no need to relay a stream after it
             }
-            if probe {
-                probed = head.len();
-                if seq.decided_by_head(head) {
-                    return Ok((start.finish(), Some(s)));
-                }
+            if probe.due(head, before) && seq.decided_by_head(head) {
+                return Ok((start.finish(), Some(s)));
             }
         }
         Ok((start.finish(), None))
@@ -99,5 +90,88 @@ impl Engine {
             }
         }
         Ok(body_bytes.finish())
+    }
+}
+
+/// When the head probe ([`Engine::read_head`]) tries the expressions again on the start of a body:
+/// each try reads that start from its beginning.
+///
+/// | Rule | Why |
+/// |---|---|
+/// | Only while what came before the last piece is within [`HEAD_PROBE_LIMIT`] | a frame can be larger than the limit (hyper reads up to ~400 KiB at once) |
+/// | Only once the start has at least doubled since the last look | a body in many small frames costs at most twice its length in tries, not its length times its frames |
+/// | Past the first [`HEAD_PROBE_ALWAYS`] bytes, only when a name that can decide them ([`HeadNames`]) arrived since the last look | a large header of other elements, sent in small pieces, is read again once at its end, not at every doubling |
+pub struct HeadProbe<'a> {
+    names: Option<&'a HeadNames>,
+    /// The length of the start at the last look.
+    looked: usize,
+}
+
+/// The start of a body up to which every doubling is tried, whatever arrived: the envelope's
+/// first tags (a root that is no envelope decides a header path at once, by a name no path holds).
+pub const HEAD_PROBE_ALWAYS: usize = 1024;
+
+impl<'a> HeadProbe<'a> {
+    pub fn new(names: Option<&'a HeadNames>) -> HeadProbe<'a> {
+        HeadProbe { names, looked: 0 }
+    }
+
+    /// Whether to try the expressions on `head`, all of the body so far, of which `before` bytes
+    /// came before the last piece.
+    pub fn due(&mut self, head: &[u8], before: usize) -> bool {
+        if before > HEAD_PROBE_LIMIT || head.len() < 2 * self.looked {
+            return false;
+        }
+        let since = std::mem::replace(&mut self.looked, head.len());
+        match self.names {
+            Some(names) if since >= HEAD_PROBE_ALWAYS => {
+                // From a name's length back: one may have arrived in two pieces.
+                names.any_in(&head[since.saturating_sub(names.longest().saturating_sub(1))..])
+            }
+            _ => true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lengths at which a body arriving `piece` bytes at a time is looked at.
+    fn looks(names: Option<&HeadNames>, body: &[u8], piece: usize) -> Vec<usize> {
+        let mut probe = HeadProbe::new(names);
+        let mut at = Vec::new();
+        let mut head = Vec::new();
+        for p in body.chunks(piece) {
+            let before = head.len();
+            head.extend_from_slice(p);
+            if probe.due(&head, before) {
+                at.push(head.len());
+            }
+        }
+        at
+    }
+
+    #[test]
+    fn the_probe_looks_at_doublings_and_past_a_kilobyte_only_where_a_name_arrived() {
+        let names = HeadNames::new(vec!["routing".into()]);
+        let mut body = vec![b'x'; 64 * 1024];
+        // Every doubling up to the first kilobyte, whatever arrived; none after without a name.
+        let none: Vec<usize> = (4..=10).map(|k| 1 << k).collect();
+        assert_eq!(looks(Some(&names), &body, 16), none);
+        // Without names, every doubling.
+        let all: Vec<usize> = (4..=16).map(|k| 1 << k).collect();
+        assert_eq!(looks(None, &body, 16), all);
+        // A name arriving split over two windows (`rout` by 8 KiB, `ing` after): looked at
+        // the doubling after it.
+        body[8192 - 4..8192 + 3].copy_from_slice(b"routing");
+        assert_eq!(
+            looks(Some(&names), &body, 16),
+            [none.clone(), vec![16384]].concat()
+        );
+        // Past the limit no more looks, even when a name arrives.
+        let mut big = vec![b'x'; 4 * HEAD_PROBE_LIMIT];
+        big[3 * HEAD_PROBE_LIMIT..][..7].copy_from_slice(b"routing");
+        assert_eq!(looks(Some(&names), &big, 4096), [4096]);
     }
 }
