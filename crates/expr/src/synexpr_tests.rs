@@ -141,7 +141,8 @@ fn payload_on_xml_is_the_body_element_and_xpath_reads_the_message() {
 fn xpath_over_a_variable_reads_its_xml_and_not_the_body() {
     let body = r#"{"a": 1}"#;
     assert_eq!(eval("${xpath('//pet[2]/text()', 'xml')}", body), "dog");
-    assert_eq!(eval("${xpath('count(//pet)', 'xml')}", body), "2");
+    // The string of a number, as SynapseXPath.stringValueOf writes it.
+    assert_eq!(eval("${xpath('count(//pet)', 'xml')}", body), "2.0");
     let not_xml = Expr::compile("${xpath('//a', 'n')}", &[]).unwrap();
     assert!(not_xml.eval_string(&msg(body)).is_err());
     assert_eq!(

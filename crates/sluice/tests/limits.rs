@@ -406,7 +406,7 @@ async fn parsed_trees_count_against_the_memory_budget() {
     );
     let r = c.post("/t/xml", &xml, orders.into()).await.unwrap();
     assert_eq!(r.status, 200, "{}", r.text());
-    assert!(r.text().contains(">60000</n>"), "{}", r.text());
+    assert!(r.text().contains(">60000.0</n>"), "{}", r.text());
 }
 
 /// `message` as a chunked POST to CBRSOAPHeaderProxy, one chunk (so one body frame) every 16 bytes

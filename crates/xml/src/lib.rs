@@ -69,7 +69,7 @@ pub use edit::{Fragment, Placement};
 pub use error::{XmlError, XmlErrorKind};
 pub use parse::{parse_untrusted, Limits, DEFAULT_MAX_ATTRIBUTES, DEFAULT_MAX_NAMESPACES};
 pub use schema::{Invalid, Schema};
-pub use xpath::{VariableResolver, XPath, XPathValue};
+pub use xpath::{java_double, java_float, VariableResolver, XPath, XPathValue};
 pub use xslt::Stylesheet;
 
 use std::sync::Once;

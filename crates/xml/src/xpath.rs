@@ -12,8 +12,8 @@ use crate::error::{Capture, XmlError, XmlErrorKind};
 use crate::parse::cstr_lossy;
 use libxml::bindings::{
     valuePush, xmlChar, xmlElementType_XML_NAMESPACE_DECL, xmlHashLookup2, xmlNodeGetContent,
-    xmlNodePtr, xmlNs, xmlXPathCastNumberToString, xmlXPathCastToBoolean, xmlXPathCastToNumber,
-    xmlXPathCompExpr, xmlXPathCompile, xmlXPathCompiledEval, xmlXPathContextPtr, xmlXPathErr,
+    xmlNodePtr, xmlNs, xmlXPathCastToBoolean, xmlXPathCastToNumber, xmlXPathCompExpr,
+    xmlXPathCompile, xmlXPathCompiledEval, xmlXPathContextPtr, xmlXPathErr,
     xmlXPathError_XPATH_EXPR_ERROR, xmlXPathFreeCompExpr, xmlXPathFreeContext, xmlXPathFreeObject,
     xmlXPathFunction, xmlXPathNewContext, xmlXPathNewString, xmlXPathNodeSetSort,
     xmlXPathObjectPtr, xmlXPathObjectType_XPATH_BOOLEAN, xmlXPathObjectType_XPATH_NODESET,
@@ -550,8 +550,8 @@ impl XPath {
     /// Evaluates to a string with Synapse's string-value rule: for a
     /// node-set, the text content of *every* node, concatenated in document
     /// order (not XPath `string()`, which takes the first node only);
-    /// numbers that are integers print without a fractional part; booleans
-    /// print `true`/`false`.
+    /// numbers as Java writes a double ([`java_double`]: `count(...)` is
+    /// `3.0`); booleans `true`/`false`.
     pub fn eval_string<V: VariableResolver + ?Sized>(
         &self,
         doc: &Document,
@@ -607,28 +607,42 @@ impl XPath {
     }
 }
 
-/// Formats an XPath number: integers without a fractional part, `NaN`,
-/// `Infinity`, `-Infinity`, otherwise libxml2's XPath number formatting.
-pub(crate) fn format_number(n: f64) -> String {
+/// A number as Synapse and WSO2 MI write an XPath's number result (`SynapseXPath.stringValueOf`
+/// appends Java's `Double.toString`): `3.0` for `count(...)` where XPath's `string()` gives `3`,
+/// `0.001` to `9999999.0` in plain digits, outside that `1.0E7`, `1.5E-4`; `NaN`, `Infinity`,
+/// `-0.0`. The digits are the fewest that read back as the same number, as Java 19 and later
+/// write them.
+pub fn java_double(n: f64) -> String {
+    java_number(n, format!("{n}"), format!("{n:e}"))
+}
+
+/// [`java_double`] for a Java `float` (Java's `Float.toString`, the fewest digits a float needs).
+pub fn java_float(n: f32) -> String {
+    java_number(f64::from(n), format!("{n}"), format!("{n:e}"))
+}
+
+/// Java's rules over Rust's shortest forms of the number, `plain` (no exponent) and `sci`.
+fn java_number(n: f64, plain: String, sci: String) -> String {
     if n.is_nan() {
         return "NaN".into();
     }
     if n.is_infinite() {
-        return if n > 0.0 {
-            "Infinity".into()
+        return if n > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    let a = n.abs();
+    if a == 0.0 || (1e-3..1e7).contains(&a) {
+        return if plain.contains('.') {
+            plain
         } else {
-            "-Infinity".into()
+            plain + ".0"
         };
     }
-    if n == 0.0 {
-        return "0".into(); // also -0
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    if mantissa.contains('.') {
+        format!("{mantissa}E{exp}")
+    } else {
+        format!("{mantissa}.0E{exp}")
     }
-    if n.fract() == 0.0 {
-        // XPath 1.0: integers in plain decimal, no exponent, no ".0".
-        return format!("{n:.0}");
-    }
-    // SAFETY: returns a new libxml2 string that take_xml_string frees.
-    unsafe { take_xml_string(xmlXPathCastNumberToString(n)) }.unwrap_or_else(|| n.to_string())
 }
 
 /// Node pointers of a node-set object, sorted in document order.
@@ -709,7 +723,7 @@ unsafe fn string_value(obj: xmlXPathObjectPtr) -> String {
         } else if t == xmlXPathObjectType_XPATH_BOOLEAN {
             if (*obj).boolval != 0 { "true" } else { "false" }.to_string()
         } else if t == xmlXPathObjectType_XPATH_NUMBER {
-            format_number((*obj).floatval)
+            java_double((*obj).floatval)
         } else if t == xmlXPathObjectType_XPATH_STRING {
             cstr_lossy((*obj).stringval)
         } else {
@@ -720,7 +734,7 @@ unsafe fn string_value(obj: xmlXPathObjectPtr) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{format_number, VariableResolver, XPath};
+    use super::{java_double, java_float, VariableResolver, XPath};
     use crate::Document;
     use std::ffi::CStr;
 
@@ -752,7 +766,8 @@ mod tests {
             eval("concat(twice($n), '-', twice(twice('z')))").unwrap(),
             "33-zzzz"
         );
-        assert_eq!(eval("string-length(twice(1.5))").unwrap(), "6");
+        // The argument is XPath's string of 1.5; the number result is written as Java writes it.
+        assert_eq!(eval("string-length(twice(1.5))").unwrap(), "6.0");
         let e = eval("concat('a', fail())").unwrap_err();
         assert!(e.to_string().contains("fail() always fails"), "{e}");
         let e = eval("twice('a', 'b')").unwrap_err();
@@ -766,11 +781,33 @@ mod tests {
 
     #[test]
     fn numbers_format_like_synapse() {
-        assert_eq!(format_number(1.0), "1");
-        assert_eq!(format_number(-0.0), "0");
-        assert_eq!(format_number(14.56), "14.56");
-        assert_eq!(format_number(f64::NAN), "NaN");
-        assert_eq!(format_number(f64::NEG_INFINITY), "-Infinity");
-        assert_eq!(format_number(3e20), "300000000000000000000");
+        // Java's Double.toString (JDK 19 and later, which writes the fewest digits).
+        for (n, java) in [
+            (1.0, "1.0"),
+            (0.0, "0.0"),
+            (-0.0, "-0.0"),
+            (14.56, "14.56"),
+            (-3.0, "-3.0"),
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "Infinity"),
+            (f64::NEG_INFINITY, "-Infinity"),
+            (0.001, "0.001"),
+            (0.000_999, "9.99E-4"),
+            (9_999_999.0, "9999999.0"),
+            (10_000_000.0, "1.0E7"),
+            (12_345_678.9, "1.23456789E7"),
+            (3e20, "3.0E20"),
+            (-1.5e-7, "-1.5E-7"),
+            (1.0 / 3.0, "0.3333333333333333"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (f64::MAX, "1.7976931348623157E308"),
+            (f64::MIN_POSITIVE, "2.2250738585072014E-308"),
+        ] {
+            assert_eq!(java_double(n), java, "{n}");
+        }
+        // Float.toString: a float's own fewest digits.
+        assert_eq!(java_float(0.1), "0.1");
+        assert_eq!(java_float(3.0), "3.0");
+        assert_eq!(java_float(1.0e10), "1.0E10");
     }
 }

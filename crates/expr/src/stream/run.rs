@@ -192,7 +192,10 @@ impl Sink {
             Form::Boolean { negate } => Out::Bool(self.found != *negate),
             Form::Compare { .. } => Out::Bool(self.found),
             Form::Count(Some((op, n))) => Out::Bool(op.holds(self.count as f64, *n)),
-            Form::Count(None) if mode == Mode::String => Out::Str(self.count.to_string()),
+            // As Synapse writes a number: `3.0`.
+            Form::Count(None) if mode == Mode::String => {
+                Out::Str(sluice_xml::java_double(self.count as f64))
+            }
             Form::Count(None) => Out::Bool(self.count != 0),
             Form::StringOf => Out::Str(self.first.unwrap_or_default()),
             Form::NormalizeSpace => {

@@ -236,7 +236,9 @@ pub fn typed(ty: PropertyType, s: &str) -> Result<String, String> {
         PropertyType::Integer => t.parse::<i32>().map(|v| v.to_string()).ok(),
         PropertyType::Short => t.parse::<i16>().map(|v| v.to_string()).ok(),
         PropertyType::Long => t.parse::<i64>().map(|v| v.to_string()).ok(),
-        PropertyType::Double | PropertyType::Float => t.parse::<f64>().map(|v| v.to_string()).ok(),
+        // Read back as Java writes the Double or Float Synapse keeps: 3 is 3.0.
+        PropertyType::Double => t.parse::<f64>().map(sluice_xml::java_double).ok(),
+        PropertyType::Float => t.parse::<f32>().map(sluice_xml::java_float).ok(),
         PropertyType::Boolean => {
             // Java's Boolean.parseBoolean: "true" (any case) is true, everything else false.
             Some(t.eq_ignore_ascii_case("true").to_string())
@@ -274,6 +276,11 @@ mod tests {
     #[test]
     fn typed_values() {
         assert_eq!(typed(PropertyType::Integer, " 42 ").unwrap(), "42");
+        // An XPath number (count() is 3.0) is no Integer, as Java's Integer.parseInt says.
+        assert!(typed(PropertyType::Integer, "3.0").is_err());
+        assert_eq!(typed(PropertyType::Double, "3").unwrap(), "3.0");
+        assert_eq!(typed(PropertyType::Double, "1e7").unwrap(), "1.0E7");
+        assert_eq!(typed(PropertyType::Float, "0.1").unwrap(), "0.1");
         assert!(typed(PropertyType::Integer, "x").is_err());
         assert_eq!(typed(PropertyType::Boolean, "TRUE").unwrap(), "true");
         assert_eq!(typed(PropertyType::Boolean, "yes").unwrap(), "false");
