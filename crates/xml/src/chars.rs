@@ -309,6 +309,36 @@ mod tests {
             "&#x9;",
             "&#xa;",
         ];
+        // Long texts of random pieces: references at every place, a bad one late.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as usize
+        };
+        let good: Vec<&str> = pieces
+            .iter()
+            .copied()
+            .filter(|p| refs_valid_by_resolving(p))
+            .collect();
+        for _ in 0..20_000 {
+            let mut t = String::new();
+            while t.len() < 40 + next(300) {
+                // Mostly good pieces, so that a bad one comes late in the text.
+                let piece = if next(40) == 0 {
+                    pieces[next(pieces.len())]
+                } else {
+                    good[next(good.len())]
+                };
+                t.push_str(piece);
+            }
+            assert_eq!(
+                refs_valid(t.as_bytes()),
+                refs_valid_by_resolving(&t),
+                "{t:?}"
+            );
+        }
         for a in pieces {
             for b in pieces {
                 let t = format!("{a}t{b}");
