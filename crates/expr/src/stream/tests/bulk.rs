@@ -213,6 +213,18 @@ fn checked_against_libxml2(doc: &str, text: &str) -> bool {
     }
 }
 
+/// [`checked_against_libxml2`] of each of `texts` over `doc`, counted in `counts`: (decided,
+/// refused).
+fn tally(doc: &str, texts: &[&str], counts: &mut (usize, usize)) {
+    for text in texts {
+        if checked_against_libxml2(doc, text) {
+            counts.0 += 1;
+        } else {
+            counts.1 += 1;
+        }
+    }
+}
+
 /// Runs of leaf siblings (`<s>1</s>`...), which become a pattern as soon as one is read, read
 /// through as a run, around what must stop one: other text (references, `>`, characters a parse
 /// refuses), another name, an attribute, a child, a comment, white space, an element the path
@@ -223,7 +235,7 @@ fn leaf_siblings_read_as_a_run() {
     let plain = ["1", "", "IBM", "12.5", "a b c d e f g h i"];
     let odd = ["a&amp;b", "&#x41;", "a&b", "a>b", "é", "\u{1}", "]]>"];
     let mut r = Rng(0x9e37_79b9_7f4a_7c15);
-    let (mut decided, mut refused) = (0, 0);
+    let mut counts = (0, 0);
     for _ in 0..600 {
         let mut doc = String::from("<r><t>");
         let siblings = 2 + r.below(20);
@@ -252,14 +264,9 @@ fn leaf_siblings_read_as_a_run() {
             }
         }
         doc.push_str("</t></r>");
-        for text in texts {
-            if checked_against_libxml2(&doc, text) {
-                decided += 1;
-            } else {
-                refused += 1;
-            }
-        }
+        tally(&doc, &texts, &mut counts);
     }
+    let (decided, refused) = counts;
     assert!(
         decided > 1000 && refused > 200,
         "{decided} decided, {refused} refused"
@@ -646,7 +653,7 @@ fn attributed_inert_elements() {
          a10=\"0\" a11=\"1\" a12=\"2\" a13=\"3\" a14=\"4\" a15=\"5\" a16=\"6\"",
     ];
     let mut r = Rng(0x1234_5678_9abc_def1);
-    let (mut decided, mut refused) = (0, 0);
+    let mut counts = (0, 0);
     for _ in 0..700 {
         // `q` and `r` bound to one namespace: `q:a` and `r:a` are the same attribute.
         let mut doc = String::from("<r xmlns:q=\"urn:q\" xmlns:r=\"urn:q\"><t>");
@@ -673,14 +680,9 @@ fn attributed_inert_elements() {
             }
         }
         doc.push_str("<order><symbol>MSFT</symbol></order></t></r>");
-        for text in texts {
-            if checked_against_libxml2(&doc, text) {
-                decided += 1;
-            } else {
-                refused += 1;
-            }
-        }
+        tally(&doc, &texts, &mut counts);
     }
+    let (decided, refused) = counts;
     assert!(
         decided > 1000 && refused > 300,
         "{decided} decided, {refused} refused"
