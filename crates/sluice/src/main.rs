@@ -4,6 +4,9 @@ use clap::{Parser, Subcommand};
 use sluice_config::{Diagnostics, Severity};
 use sluice_mediation::{CompileOptions, Plan};
 use sluice_transport::{tls, Engine, EngineOptions, ServerOptions, TlsListener};
+
+mod health;
+use health::Health;
 use std::collections::HashMap;
 use std::io::Write;
 use std::net::SocketAddr;
@@ -85,6 +88,11 @@ struct Listen {
         requires = "https_port"
     )]
     tls_client_ca: Vec<PathBuf>,
+    /// WSO2 MI's health probes (`GET /liveness`, `GET /healthz`) on this port (0 picks a free one;
+    /// the chosen address is printed). Default: the config's `[mediation] internal_http_api_port`,
+    /// else 9201 as MI; `internal_http_api_enable = false` there turns them off.
+    #[arg(long = "internal-port", env = "SLUICE_INTERNAL_PORT", global = true)]
+    internal_port: Option<u16>,
     /// Limits and timeouts (TOML, under MI's `deployment.toml` section names: `[transport.http]`,
     /// `[mediation]`; see docs/ARCHITECTURE.md for every key and its default).
     #[arg(long, env = "SLUICE_CONFIG", global = true, value_name = "TOML")]
@@ -189,10 +197,13 @@ fn main() -> ExitCode {
                 }
             };
             let source = Source::Path(path, cli.listen.home.clone());
-            let Some((plan, _)) = load(source, &endpoints, strict) else {
+            let Some((plan, diags)) = load(source, &endpoints, strict) else {
                 return ExitCode::from(2);
             };
             read_wsdls(&plan, &backend_tls);
+            let health = settings
+                .internal_api(cli.listen.internal_port)
+                .map(|port| (port, Health::new(left_out(&plan, &diags))));
             let engine = settings.engine(EngineOptions {
                 backend_tls,
                 ..EngineOptions::default()
@@ -201,7 +212,7 @@ fn main() -> ExitCode {
                 grace: Duration::from_secs(grace),
                 ..ServerOptions::default()
             });
-            serve(plan, cli.listen, server, engine, None)
+            serve(plan, cli.listen, server, engine, health, None)
         }
         None => serve_default(cli.listen, &settings),
     }
@@ -414,6 +425,7 @@ fn serve(
     listen: Listen,
     opts: ServerOptions,
     engine_opts: EngineOptions,
+    health: Option<(u16, Arc<Health>)>,
     banner: Option<&dyn Fn(SocketAddr)>,
 ) -> ExitCode {
     raise_fd_limit();
@@ -486,6 +498,7 @@ fn serve(
     drop(listener);
     drop(ready_tx);
     let signals = Signals::install();
+    let probes = health.and_then(|(port, h)| start_health(&listen.host, port, h));
     if ready_rx.iter().take(threads).count() < threads {
         eprintln!("sluice: a worker thread failed to start");
         let _ = stop_tx.send(true);
@@ -499,12 +512,20 @@ fn serve(
                 let _ = writeln!(out, "sluice listening on https://{a}");
             }
         }
+        if let Some(p) = &probes {
+            p.health.serving();
+            let _ = writeln!(out, "sluice health on http://{}", p.addr);
+        }
         let _ = out.flush();
     }
     if let Some(b) = banner {
         b(addr);
     }
     signals.wait();
+    // The probes say "not ready" while in-flight requests finish, and answer until they have.
+    if let Some(p) = &probes {
+        p.health.draining();
+    }
     let _ = stop_tx.send(true);
     let mut code = ExitCode::SUCCESS;
     for w in workers {
@@ -517,7 +538,56 @@ fn serve(
             Err(_) => code = ExitCode::from(1),
         }
     }
+    if let Some(p) = probes {
+        let _ = p.stop.send(true);
+        let _ = p.thread.join();
+    }
     code
+}
+
+/// The health probes' listener, serving on a thread of its own.
+struct Probes {
+    health: Arc<Health>,
+    addr: SocketAddr,
+    stop: tokio::sync::watch::Sender<bool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+/// Starts the health probes on `host:port`. A port that cannot be bound is reported and the
+/// probes left off: serving goes on (a probe that cannot connect fails, which shows it).
+fn start_health(host: &str, port: u16, health: Arc<Health>) -> Option<Probes> {
+    let started = bind(host, port).and_then(|l| {
+        let addr = l.local_addr()?;
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let thread = health::spawn(l, health.clone(), stopped)?;
+        Ok(Probes {
+            health,
+            addr,
+            stop,
+            thread,
+        })
+    });
+    match started {
+        Ok(p) => Some(p),
+        Err(e) => {
+            tracing::error!("health probes off: cannot listen on {host}:{port}: {e}");
+            None
+        }
+    }
+}
+
+/// What was left out, for the readiness probe: the proxies not deployed and the files holding
+/// errors or unsupported features (MI lists its faulty CAR files).
+fn left_out(plan: &Plan, diags: &Diagnostics) -> Vec<String> {
+    let mut out: Vec<String> = plan.not_deployed.iter().map(|(n, _)| n.clone()).collect();
+    for d in &diags.items {
+        if matches!(d.severity, Severity::Error | Severity::Unsupported) {
+            out.push(d.location.file.to_string());
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// What was deployed and what was not, in the log.
@@ -622,11 +692,15 @@ fn serve_default(listen: Listen, settings: &Settings) -> ExitCode {
         grace: Duration::from_secs(5),
         ..ServerOptions::default()
     });
+    let health = settings
+        .internal_api(listen.internal_port)
+        .map(|port| (port, Health::new(Vec::new())));
     let code = serve(
         plan,
         listen,
         server,
         settings.engine(EngineOptions::default()),
+        health,
         Some(&banner),
     );
     echo.stop();

@@ -56,6 +56,10 @@ struct Mediation {
     offload_threads: Option<usize>,
     /// Milliseconds such a mediation may take.
     deadline: Option<u64>,
+    /// MI's internal HTTP API (here: the health probes) on or off (default on).
+    internal_http_api_enable: Option<bool>,
+    /// Its port (default 9201: MI's 9191 with its default port offset of 10).
+    internal_http_api_port: Option<u16>,
 }
 
 impl Settings {
@@ -106,6 +110,16 @@ impl Settings {
         e
     }
 
+    /// The health probes' port: `cli` (`--internal-port`) over the file's, else 9201; `None` when
+    /// the file turns the internal API off.
+    pub fn internal_api(&self, cli: Option<u16>) -> Option<u16> {
+        let m = &self.mediation;
+        if m.internal_http_api_enable == Some(false) {
+            return None;
+        }
+        Some(cli.or(m.internal_http_api_port).unwrap_or(9201))
+    }
+
     /// The listener's options: the defaults, with what the file sets.
     pub fn server(&self, mut s: ServerOptions) -> ServerOptions {
         let h = &self.transport.http;
@@ -129,9 +143,13 @@ mod tests {
             "[transport.http]\nmax_header_size = 8192\nheader_read_timeout = 5\n\
              request_body_min_rate = 10\nrequest_body_grace = 2\nrequest_body_timeout = 60\n\
              max_body_size = 1000\nmax_buffered_bytes = 5000\n\
-             [mediation]\noffload_above = 100\noffload_threads = 3\ndeadline = 250\n",
+             [mediation]\noffload_above = 100\noffload_threads = 3\ndeadline = 250\n\
+             internal_http_api_port = 9391\n",
         )
         .unwrap();
+        // The health probes' port: the command line's over the file's.
+        assert_eq!(s.internal_api(None), Some(9391));
+        assert_eq!(s.internal_api(Some(0)), Some(0));
         let e = s.engine(EngineOptions::default());
         assert_eq!(
             e.body_pace,
@@ -159,6 +177,9 @@ mod tests {
             .unwrap()
             .engine(EngineOptions::default());
         let d = EngineOptions::default();
+        assert_eq!(Settings::default().internal_api(None), Some(9201));
+        let off = Settings::parse("[mediation]\ninternal_http_api_enable = false\n").unwrap();
+        assert_eq!(off.internal_api(Some(9300)), None);
         assert_eq!(e.body_pace, d.body_pace);
         assert_eq!(e.max_buffered_body, d.max_buffered_body);
         assert_eq!(e.body_budget.cap(), d.body_budget.cap());

@@ -124,7 +124,11 @@ async fn workers_flag_sets_the_event_loops() {
     let mut names: Vec<String> = tasks
         .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
         .map(|n| n.trim().to_owned())
-        .filter(|n| n.starts_with("sluice-"))
+        // The workers (the health probes' thread is sluice-health).
+        .filter(|n| {
+            n.strip_prefix("sluice-")
+                .is_some_and(|k| k.parse::<u32>().is_ok())
+        })
         .collect();
     names.sort();
     assert_eq!(names, ["sluice-0", "sluice-1", "sluice-2"]);

@@ -63,6 +63,9 @@ pub struct Sluice {
     pub addr: SocketAddr,
     /// What Sluice wrote to stderr so far, appended line by line by a reader thread.
     pub stderr: Arc<(Mutex<String>, Condvar)>,
+    /// The lines Sluice writes to stdout after the first.
+    pub stdout: Mutex<std::sync::mpsc::Receiver<String>>,
+    health: std::sync::OnceLock<SocketAddr>,
 }
 
 impl Sluice {
@@ -96,6 +99,8 @@ impl Sluice {
         let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(args)
             .args(["--port", "0", "--host", "127.0.0.1"])
+            // The health probes on a free port too (MI's 9201 would be shared by every test).
+            .args(["--internal-port", "0"])
             .env("SLUICE_LOG", filter)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -116,11 +121,9 @@ impl Sluice {
         let out = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let mut lines = BufReader::new(out).lines();
-            if let Some(Ok(l)) = lines.next() {
+            for l in BufReader::new(out).lines().map_while(Result::ok) {
                 let _ = tx.send(l);
             }
-            for _ in lines {}
         });
         let line = match rx.recv_timeout(Duration::from_secs(30)) {
             Ok(l) => l,
@@ -139,7 +142,24 @@ impl Sluice {
             addr: addr.parse().unwrap(),
             child,
             stderr,
+            stdout: Mutex::new(rx),
+            health: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Where the health probes listen (the `sluice health on` line).
+    pub fn health_addr(&self) -> SocketAddr {
+        *self.health.get_or_init(|| {
+            let rx = self.stdout.lock().unwrap();
+            loop {
+                let line = rx
+                    .recv_timeout(Duration::from_secs(30))
+                    .expect("a health line");
+                if let Some(a) = line.strip_prefix("sluice health on http://") {
+                    return a.parse().unwrap();
+                }
+            }
+        })
     }
 
     /// Sluice on a conformance suite's `synapse/` folder, each endpoint named in `endpoints`
