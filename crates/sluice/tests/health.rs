@@ -46,19 +46,9 @@ async fn probes_answer_as_mi_and_readiness_drops_while_draining() {
         )
         .await
     });
-    let t0 = Instant::now();
-    while be.seen.lock().unwrap().is_empty() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "no request reached the back-end"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let kill = std::process::Command::new("kill")
-        .args(["-TERM", &s.pid().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
+    let seen = be.wait_seen(1, Duration::from_secs(10)).await;
+    assert_eq!(seen, 1, "no request reached the back-end");
+    s.terminate();
     // Readiness turns false as the drain begins (the request takes under half a second more: the
     // endpoint times out at 500 ms).
     let t1 = Instant::now();

@@ -79,19 +79,9 @@ async fn sigterm_finishes_in_flight_requests_then_exits_zero() {
     .await
     .unwrap();
     // Wait (bounded) until the back-end has the request, then signal.
-    let t0 = Instant::now();
-    while be.seen.lock().unwrap().is_empty() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "request never reached the back-end"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let kill = std::process::Command::new("kill")
-        .args(["-TERM", &s.pid().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
+    let seen = be.wait_seen(1, Duration::from_secs(10)).await;
+    assert_eq!(seen, 1, "request never reached the back-end");
+    s.terminate();
     let r = inflight.await.unwrap().unwrap();
     assert_eq!(
         (r.status, r.body),

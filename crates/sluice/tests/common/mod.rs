@@ -186,6 +186,15 @@ impl Sluice {
         self.child.id()
     }
 
+    /// Sends SIGTERM: in-flight requests finish, then the process exits.
+    pub fn terminate(&self) {
+        let kill = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(kill.success());
+    }
+
     pub fn stderr(&self) -> String {
         self.stderr.0.lock().unwrap().clone()
     }
