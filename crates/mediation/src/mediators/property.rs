@@ -228,20 +228,23 @@ fn set(
     Ok(())
 }
 
-/// Checks and normalises a value for a typed property.
+/// Checks and normalises a value for a typed property, as Synapse's PropertyMediator converts it
+/// (Java's parsers: `Integer.parseInt` takes no white space, `Double.parseDouble` trims it).
 pub fn typed(ty: PropertyType, s: &str) -> Result<String, String> {
     let t = s.trim();
     let ok = match ty {
         PropertyType::String | PropertyType::Om => return Ok(s.to_owned()),
-        PropertyType::Integer => t.parse::<i32>().map(|v| v.to_string()).ok(),
-        PropertyType::Short => t.parse::<i16>().map(|v| v.to_string()).ok(),
-        PropertyType::Long => t.parse::<i64>().map(|v| v.to_string()).ok(),
+        PropertyType::Integer => s.parse::<i32>().map(|v| v.to_string()).ok(),
+        PropertyType::Short => s.parse::<i16>().map(|v| v.to_string()).ok(),
+        PropertyType::Long => s.parse::<i64>().map(|v| v.to_string()).ok(),
         // Read back as Java writes the Double or Float Synapse keeps: 3 is 3.0.
         PropertyType::Double => t.parse::<f64>().map(sluice_xml::java_double).ok(),
         PropertyType::Float => t.parse::<f32>().map(sluice_xml::java_float).ok(),
         PropertyType::Boolean => {
-            // Java's Boolean.parseBoolean: "true" (any case) is true, everything else false.
-            Some(t.eq_ignore_ascii_case("true").to_string())
+            // Axis2's JavaUtils.isTrueExplicitly: "true" or "yes" (any case) or "1"; anything
+            // else, white space around included, is false.
+            let yes = s == "1" || s.eq_ignore_ascii_case("true") || s.eq_ignore_ascii_case("yes");
+            Some(yes.to_string())
         }
         // MI keeps the parsed JSON: its text is the compact form.
         PropertyType::Json => serde_json::from_str::<serde_json::Value>(t)
@@ -275,15 +278,28 @@ mod tests {
 
     #[test]
     fn typed_values() {
-        assert_eq!(typed(PropertyType::Integer, " 42 ").unwrap(), "42");
+        assert_eq!(typed(PropertyType::Integer, "42").unwrap(), "42");
+        // Integer.parseInt takes no white space; Double.parseDouble trims it.
+        assert!(typed(PropertyType::Integer, " 42 ").is_err());
+        assert_eq!(typed(PropertyType::Double, " 2.5 ").unwrap(), "2.5");
         // An XPath number (count() is 3.0) is no Integer, as Java's Integer.parseInt says.
         assert!(typed(PropertyType::Integer, "3.0").is_err());
         assert_eq!(typed(PropertyType::Double, "3").unwrap(), "3.0");
         assert_eq!(typed(PropertyType::Double, "1e7").unwrap(), "1.0E7");
         assert_eq!(typed(PropertyType::Float, "0.1").unwrap(), "0.1");
         assert!(typed(PropertyType::Integer, "x").is_err());
-        assert_eq!(typed(PropertyType::Boolean, "TRUE").unwrap(), "true");
-        assert_eq!(typed(PropertyType::Boolean, "yes").unwrap(), "false");
+        for (text, java) in [
+            ("TRUE", "true"),
+            ("yes", "true"),
+            ("Yes", "true"),
+            ("1", "true"),
+            ("0", "false"),
+            ("no", "false"),
+            (" true", "false"),
+            ("on", "false"),
+        ] {
+            assert_eq!(typed(PropertyType::Boolean, text).unwrap(), java, "{text}");
+        }
         assert_eq!(typed(PropertyType::String, " a ").unwrap(), " a ");
         assert_eq!(
             typed(PropertyType::Json, r#" { "a" : [1, true] } "#).unwrap(),
