@@ -156,7 +156,12 @@ fn main() -> ExitCode {
         .init();
     let settings = match &cli.listen.config {
         Some(p) => match Settings::read(p) {
-            Ok(s) => s,
+            Ok((s, unused)) => {
+                for u in unused {
+                    tracing::warn!("{u}");
+                }
+                s
+            }
             Err(e) => {
                 eprintln!("sluice: {e}");
                 return ExitCode::from(2);

@@ -1,6 +1,8 @@
-//! The `--config` file: Sluice's limits and timeouts, in TOML, under the section names WSO2 MI's
-//! `deployment.toml` uses (`[transport.http]`, `[mediation]`). Every key is optional; an unknown key
-//! is an error with its line, so a typo never passes silently.
+//! The `--config` file: Sluice's limits, timeouts and ports, in TOML, under the section names WSO2
+//! MI's `deployment.toml` uses (`[transport.http]`, `[mediation]`). Every key is optional. A bad
+//! value is an error with its line. A key Sluice has no setting for (an MI `deployment.toml` holds
+//! many) is reported with its line and ignored, so an MI user's file works as it is and a typo is
+//! still seen.
 
 use serde::Deserialize;
 use sluice_transport::body::BodyPace;
@@ -11,7 +13,6 @@ use std::path::Path;
 use std::time::Duration;
 
 #[derive(Deserialize, Default, Debug)]
-#[serde(deny_unknown_fields)]
 pub struct Settings {
     #[serde(default)]
     transport: Transport,
@@ -20,7 +21,6 @@ pub struct Settings {
 }
 
 #[derive(Deserialize, Default, Debug)]
-#[serde(deny_unknown_fields)]
 struct Transport {
     #[serde(default)]
     http: Http,
@@ -28,7 +28,6 @@ struct Transport {
 
 /// `[transport.http]`.
 #[derive(Deserialize, Default, Debug)]
-#[serde(deny_unknown_fields)]
 struct Http {
     /// The largest request head in bytes (431 past it).
     max_header_size: Option<usize>,
@@ -48,7 +47,6 @@ struct Http {
 
 /// `[mediation]`.
 #[derive(Deserialize, Default, Debug)]
-#[serde(deny_unknown_fields)]
 struct Mediation {
     /// Messages whose body in memory has at least this many bytes are mediated off the event loop.
     offload_above: Option<usize>,
@@ -62,11 +60,48 @@ struct Mediation {
     internal_http_api_port: Option<u16>,
 }
 
+/// The keys Sluice reads, by section.
+const KNOWN: &[(&str, &[&str])] = &[
+    (
+        "transport.http",
+        &[
+            "max_header_size",
+            "header_read_timeout",
+            "request_body_min_rate",
+            "request_body_grace",
+            "request_body_timeout",
+            "max_body_size",
+            "max_buffered_bytes",
+        ],
+    ),
+    (
+        "mediation",
+        &[
+            "offload_above",
+            "offload_threads",
+            "deadline",
+            "internal_http_api_enable",
+            "internal_http_api_port",
+        ],
+    ),
+];
+
 impl Settings {
-    pub fn read(path: &Path) -> Result<Settings, String> {
+    /// The file at `path`, and a warning (`FILE:LINE: ...`) for each key Sluice has no setting for.
+    pub fn read(path: &Path) -> Result<(Settings, Vec<String>), String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        Settings::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+        let s = Settings::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let unused = unused_keys(&text)
+            .into_iter()
+            .map(|(key, line)| {
+                format!(
+                    "{}:{line}: `{key}` is not a setting Sluice has: ignored",
+                    path.display()
+                )
+            })
+            .collect();
+        Ok((s, unused))
     }
 
     pub fn parse(text: &str) -> Result<Settings, String> {
@@ -133,6 +168,96 @@ impl Settings {
     }
 }
 
+/// The keys (dotted paths) of `text`, a TOML file that parses, that Sluice has no setting for,
+/// with their lines: a whole table when Sluice reads nothing in it.
+fn unused_keys(text: &str) -> Vec<(String, usize)> {
+    let Ok(table) = toml::from_str::<toml::Table>(text) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    unused_in(&table, "", &mut out);
+    let lines = key_lines(text);
+    out.into_iter()
+        .map(|key| {
+            // The key's own line; else the first line of what is under it (`[keystore.primary]`
+            // for `keystore`, a dotted key); else the nearest table header that holds it.
+            let under = format!("{key}.");
+            let first = lines
+                .iter()
+                .filter(|(p, _)| p.starts_with(&under))
+                .map(|(_, &l)| l)
+                .min();
+            let mut at = key.as_str();
+            let line = loop {
+                if let Some(&l) = lines.get(at).or(first.as_ref()) {
+                    break l;
+                }
+                match at.rfind('.') {
+                    Some(k) => at = &at[..k],
+                    None => break 1,
+                }
+            };
+            (key, line)
+        })
+        .collect()
+}
+
+/// Adds to `out` the paths under `prefix` in `table` that no [`KNOWN`] section reads.
+fn unused_in(table: &toml::Table, prefix: &str, out: &mut Vec<String>) {
+    for (key, value) in table {
+        let path = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        if let Some((_, keys)) = KNOWN.iter().find(|(s, _)| *s == path) {
+            match value.as_table() {
+                Some(t) => out.extend(
+                    t.keys()
+                        .filter(|k| !keys.contains(&k.as_str()))
+                        .map(|k| format!("{path}.{k}")),
+                ),
+                None => out.push(path),
+            }
+        } else if let (true, Some(t)) = (
+            KNOWN
+                .iter()
+                .any(|(s, _)| s.starts_with(&format!("{path}."))),
+            value.as_table(),
+        ) {
+            unused_in(t, &path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
+
+/// The line of each key and table header in `text`, by dotted path (quotes and spaces left out
+/// of simple keys; enough to point at a line).
+fn key_lines(text: &str) -> std::collections::HashMap<String, usize> {
+    let mut lines = std::collections::HashMap::new();
+    let mut section = String::new();
+    for (n, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if let Some(h) = l.strip_prefix('[') {
+            let name = h.trim_start_matches('[').split(']').next().unwrap_or("");
+            section = name.replace(['"', ' '], "");
+            lines.entry(section.clone()).or_insert(n + 1);
+        } else if let Some((key, _)) = l.split_once('=') {
+            let key = key.trim().replace(['"', ' '], "");
+            if !key.is_empty() && !key.starts_with('#') {
+                let path = if section.is_empty() {
+                    key
+                } else {
+                    format!("{section}.{key}")
+                };
+                lines.entry(path).or_insert(n + 1);
+            }
+        }
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,9 +311,25 @@ mod tests {
     }
 
     #[test]
-    fn unknown_keys_and_bad_values_are_refused_with_their_line() {
-        let e = Settings::parse("[transport.http]\nmax_body_sise = 5\n").unwrap_err();
-        assert!(e.contains("max_body_sise") && e.contains("line 2"), "{e}");
+    fn bad_values_are_refused_with_their_line_and_unknown_keys_reported() {
+        // An MI deployment.toml: what Sluice has no setting for is named with its line.
+        let mi = "[server]\nhostname = \"localhost\"\noffset = 10\n\n[transport.http]\n\
+                  max_body_sise = 5\nsocket_timeout = 180000\nmax_body_size = 100\n\
+                  [[datasource]]\nid = \"WSO2_CARBON_DB\"\n\n[keystore.primary]\n\
+                  file_name = \"wso2carbon.jks\"\n[mediation]\nflow.statistics.enable = true\n";
+        let s = Settings::parse(mi).unwrap();
+        assert_eq!(s.engine(EngineOptions::default()).max_buffered_body, 100);
+        assert_eq!(
+            unused_keys(mi),
+            [
+                ("datasource".to_owned(), 9),
+                ("keystore".to_owned(), 12),
+                ("mediation.flow".to_owned(), 15),
+                ("server".to_owned(), 1),
+                ("transport.http.max_body_sise".to_owned(), 6),
+                ("transport.http.socket_timeout".to_owned(), 7),
+            ]
+        );
         let e = Settings::parse("[mediation]\ndeadline = \"soon\"\n").unwrap_err();
         assert!(e.contains("line 2"), "{e}");
         assert!(Settings::parse("[mediation]\ndeadline = 0\n").is_err());

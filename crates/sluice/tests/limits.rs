@@ -289,12 +289,39 @@ async fn large_mediation_has_a_deadline_and_others_are_served_meanwhile() {
 /// The settings file's errors stop Sluice before it starts, with the line.
 #[test]
 fn a_bad_settings_file_is_refused_with_its_line() {
-    let cfg = settings("bad", "[transport.http]\nmax_body_sise = 5\n");
+    let cfg = settings("bad", "[transport.http]\nmax_body_size = \"big\"\n");
     let err = refused_start(&["--config", cfg.0.to_str().unwrap(), "--port", "0"]);
     assert!(
-        err.contains("max_body_sise") && err.contains("line 2"),
+        err.contains("max_body_size") && err.contains("line 2"),
         "{err}"
     );
+}
+
+/// An MI deployment.toml works as it is: what Sluice has no setting for (here a whole `[server]`
+/// table and a misspelt key) is named with its line, and Sluice starts with the settings it has.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mi_deployment_toml_starts_and_names_what_is_ignored() {
+    let (_be, s, cfg) = with_settings(
+        "mi",
+        "[server]\nhostname = \"localhost\"\n[transport.http]\nmax_body_sise = 5\nmax_body_size = 1000\n",
+        &[],
+    )
+    .await;
+    let file = cfg.0.to_str().unwrap();
+    let err = s.stderr_with("max_body_sise", Duration::from_secs(10));
+    assert!(
+        err.contains(&format!(
+            "{file}:1: `server` is not a setting Sluice has: ignored"
+        )) && err.contains(&format!(
+            "{file}:4: `transport.http.max_body_sise` is not a setting"
+        )),
+        "{err}"
+    );
+    // max_body_size applies: a body over 1,000 bytes that a mediator reads is refused.
+    let mut c = Conn::open(s.addr).await;
+    c.soap("/services/CBRProxy", payload("10000B_buyStocks.xml"))
+        .await
+        .assert_status(413);
 }
 
 /// The attack of issue 30: one CBRProxy message whose element carries 1,000,000 attributes (12 MB).
