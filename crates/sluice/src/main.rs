@@ -47,9 +47,10 @@ struct Listen {
     /// working directory.
     #[arg(long, env = "SLUICE_HOME", global = true, value_name = "DIR")]
     home: Option<PathBuf>,
-    /// Port to serve on (0 picks a free one; the chosen address is printed).
-    #[arg(long, env = "SLUICE_PORT", default_value_t = 8290, global = true)]
-    port: u16,
+    /// Port to serve on (0 picks a free one; the chosen address is printed). Default: 8290, MI's
+    /// 8280 with the `--config` file's `[server] offset` (10 unless it says otherwise).
+    #[arg(long, env = "SLUICE_PORT", global = true)]
+    port: Option<u16>,
     /// Address to bind.
     #[arg(long, env = "SLUICE_HOST", default_value = "0.0.0.0", global = true)]
     host: String,
@@ -217,7 +218,8 @@ fn main() -> ExitCode {
                 grace: Duration::from_secs(grace),
                 ..ServerOptions::default()
             });
-            serve(plan, cli.listen, server, engine, health, None)
+            let http_port = settings.http_port();
+            serve(plan, cli.listen, http_port, server, engine, health, None)
         }
         None => serve_default(cli.listen, &settings),
     }
@@ -425,22 +427,22 @@ fn https_listener(listen: &Listen) -> Result<Option<(std::net::TcpListener, TlsA
 /// connections are spread evenly over them (`sluice_balance`). Each thread has its own back-end
 /// connection pool, so a request never changes thread and nothing is shared but the
 /// immutable plan (the model nginx and HAProxy use).
+#[allow(clippy::too_many_arguments)]
 fn serve(
     plan: Plan,
     listen: Listen,
+    http_port: u16,
     opts: ServerOptions,
     engine_opts: EngineOptions,
     health: Option<(u16, Arc<Health>)>,
     banner: Option<&dyn Fn(SocketAddr)>,
 ) -> ExitCode {
     raise_fd_limit();
-    let listener = match bind(&listen.host, listen.port) {
+    let port = listen.port.unwrap_or(http_port);
+    let listener = match bind(&listen.host, port) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!(
-                "sluice: cannot listen on {}:{}: {e}",
-                listen.host, listen.port
-            );
+            eprintln!("sluice: cannot listen on {}:{port}: {e}", listen.host);
             return ExitCode::from(2);
         }
     };
@@ -703,6 +705,7 @@ fn serve_default(listen: Listen, settings: &Settings) -> ExitCode {
     let code = serve(
         plan,
         listen,
+        settings.http_port(),
         server,
         settings.engine(EngineOptions::default()),
         health,

@@ -15,9 +15,19 @@ use std::time::Duration;
 #[derive(Deserialize, Default, Debug)]
 pub struct Settings {
     #[serde(default)]
+    server: Server,
+    #[serde(default)]
     transport: Transport,
     #[serde(default)]
     mediation: Mediation,
+}
+
+/// `[server]`.
+#[derive(Deserialize, Default, Debug)]
+struct Server {
+    /// MI's port offset: added to the base ports (8280 http, 9191 internal API). MI's default is
+    /// 10.
+    offset: Option<u16>,
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -62,6 +72,7 @@ struct Mediation {
 
 /// The keys Sluice reads, by section.
 const KNOWN: &[(&str, &[&str])] = &[
+    ("server", &["offset"]),
     (
         "transport.http",
         &[
@@ -145,14 +156,27 @@ impl Settings {
         e
     }
 
-    /// The health probes' port: `cli` (`--internal-port`) over the file's, else 9201; `None` when
-    /// the file turns the internal API off.
+    /// MI's port offset (`[server] offset`, 10 by default, as MI).
+    fn offset(&self) -> u16 {
+        self.server.offset.unwrap_or(10)
+    }
+
+    /// The http port when `--port` does not say: MI's 8280 with the offset (8290).
+    pub fn http_port(&self) -> u16 {
+        8280u16.saturating_add(self.offset())
+    }
+
+    /// The health probes' port: `cli` (`--internal-port`) over the file's, else MI's 9191 with the
+    /// offset (9201); `None` when the file turns the internal API off.
     pub fn internal_api(&self, cli: Option<u16>) -> Option<u16> {
         let m = &self.mediation;
         if m.internal_http_api_enable == Some(false) {
             return None;
         }
-        Some(cli.or(m.internal_http_api_port).unwrap_or(9201))
+        Some(
+            cli.or(m.internal_http_api_port)
+                .unwrap_or(9191u16.saturating_add(self.offset())),
+        )
     }
 
     /// The listener's options: the defaults, with what the file sets.
@@ -303,6 +327,13 @@ mod tests {
             .engine(EngineOptions::default());
         let d = EngineOptions::default();
         assert_eq!(Settings::default().internal_api(None), Some(9201));
+        assert_eq!(Settings::default().http_port(), 8290);
+        // MI's port offset moves both.
+        let moved = Settings::parse("[server]\noffset = 20\n").unwrap();
+        assert_eq!(
+            (moved.http_port(), moved.internal_api(None)),
+            (8300, Some(9211))
+        );
         let off = Settings::parse("[mediation]\ninternal_http_api_enable = false\n").unwrap();
         assert_eq!(off.internal_api(Some(9300)), None);
         assert_eq!(e.body_pace, d.body_pace);
@@ -325,7 +356,7 @@ mod tests {
                 ("datasource".to_owned(), 9),
                 ("keystore".to_owned(), 12),
                 ("mediation.flow".to_owned(), 15),
-                ("server".to_owned(), 1),
+                ("server.hostname".to_owned(), 2),
                 ("transport.http.max_body_sise".to_owned(), 6),
                 ("transport.http.socket_timeout".to_owned(), 7),
             ]

@@ -297,8 +297,9 @@ fn a_bad_settings_file_is_refused_with_its_line() {
     );
 }
 
-/// An MI deployment.toml works as it is: what Sluice has no setting for (here a whole `[server]`
-/// table and a misspelt key) is named with its line, and Sluice starts with the settings it has.
+/// An MI deployment.toml works as it is: what Sluice has no setting for (here `[server]
+/// hostname` and a misspelt key) is named with its line, and Sluice starts with the settings it
+/// has.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mi_deployment_toml_starts_and_names_what_is_ignored() {
     let (_be, s, cfg) = with_settings(
@@ -311,7 +312,7 @@ async fn an_mi_deployment_toml_starts_and_names_what_is_ignored() {
     let err = s.stderr_with("max_body_sise", Duration::from_secs(10));
     assert!(
         err.contains(&format!(
-            "{file}:1: `server` is not a setting Sluice has: ignored"
+            "{file}:2: `server.hostname` is not a setting Sluice has: ignored"
         )) && err.contains(&format!(
             "{file}:4: `transport.http.max_body_sise` is not a setting"
         )),
