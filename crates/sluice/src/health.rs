@@ -68,12 +68,11 @@ impl Health {
             env!("CARGO_PKG_VERSION")
         );
         if !self.faulty.is_empty() {
-            let names: Vec<String> = self.faulty.iter().map(|n| json_string(n)).collect();
+            let names = serde_json::to_string(&self.faulty).unwrap_or_default();
             return (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!(
-                    r#"{head}"status": "not ready, faulty CAPPs detected", "Faulty CAPPs" : [{}]}}"#,
-                    names.join(",")
+                    r#"{head}"status": "not ready, faulty CAPPs detected", "Faulty CAPPs" : {names}}}"#
                 ),
             );
         }
@@ -85,22 +84,6 @@ impl Health {
             ),
         }
     }
-}
-
-/// `s` as a JSON string.
-fn json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// Serves the probes on `listener` from a thread of its own until `stop` turns true. Returns once

@@ -613,16 +613,17 @@ impl XPath {
 /// `-0.0`. The digits are the fewest that read back as the same number, as Java 19 and later
 /// write them.
 pub fn java_double(n: f64) -> String {
-    java_number(n, format!("{n}"), format!("{n:e}"))
+    java_number(n, || format!("{n}"), || format!("{n:e}"))
 }
 
 /// [`java_double`] for a Java `float` (Java's `Float.toString`, the fewest digits a float needs).
 pub fn java_float(n: f32) -> String {
-    java_number(f64::from(n), format!("{n}"), format!("{n:e}"))
+    java_number(f64::from(n), || format!("{n}"), || format!("{n:e}"))
 }
 
-/// Java's rules over Rust's shortest forms of the number, `plain` (no exponent) and `sci`.
-fn java_number(n: f64, plain: String, sci: String) -> String {
+/// Java's rules over Rust's shortest forms of the number, `plain` (no exponent) or `sci`: the one
+/// it needs is written.
+fn java_number(n: f64, plain: impl FnOnce() -> String, sci: impl FnOnce() -> String) -> String {
     if n.is_nan() {
         return "NaN".into();
     }
@@ -631,12 +632,14 @@ fn java_number(n: f64, plain: String, sci: String) -> String {
     }
     let a = n.abs();
     if a == 0.0 || (1e-3..1e7).contains(&a) {
+        let plain = plain();
         return if plain.contains('.') {
             plain
         } else {
             plain + ".0"
         };
     }
+    let sci = sci();
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     if mantissa.contains('.') {
         format!("{mantissa}E{exp}")

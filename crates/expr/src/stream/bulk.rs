@@ -184,9 +184,7 @@ impl StreamPath {
             }
         }
     }
-}
 
-impl StreamPath {
     /// A start tag with attributes at `from` (just after `<`) that an inert element may have, read
     /// as [`StreamPath::known_tag`] reads a plain one: (index of `>`, empty element, end of the
     /// name, colon offset or 0, [`Path::step_mask`] of the local name). Only what is checked here
@@ -212,14 +210,14 @@ impl StreamPath {
         // No `>` in a value: the first `>` ends the tag (else the value's quote is left open).
         let gt = name_end + memchr::memchr(b'>', &xml[name_end..])?;
         let empty = xml[gt - 1] == b'/';
-        let (b, end) = (xml, if empty { gt - 1 } else { gt });
+        let end = if empty { gt - 1 } else { gt };
         let mut names: [std::ops::Range<usize>; FEW_ATTRS] = Default::default();
         let (mut n, mut prefixed, mut i) = (0, false, name_end);
-        while let Some(a) = next_attribute(b, i, end).ok()? {
+        while let Some(a) = next_attribute(xml, i, end).ok()? {
             if n == FEW_ATTRS || a.class & V_QNAME == 0 || a.class & (V_LT | V_CTRL | V_HIGH) != 0 {
                 return None;
             }
-            let name = &b[a.name.clone()];
+            let name = &xml[a.name.clone()];
             if a.colon > 0 {
                 let prefix = &name[..a.colon];
                 if prefixed
@@ -232,8 +230,8 @@ impl StreamPath {
             } else if name == b"xmlns" {
                 return None;
             }
-            if names[..n].iter().any(|k| b[k.clone()] == *name)
-                || (a.class & V_AMP != 0 && !refs_valid(&b[a.value.clone()]))
+            if names[..n].iter().any(|k| xml[k.clone()] == *name)
+                || (a.class & V_AMP != 0 && !refs_valid(&xml[a.value.clone()]))
             {
                 return None;
             }

@@ -837,11 +837,28 @@ impl StreamPath {
             }
         }
         let (gt, empty, name_end, colon) = plain_tag(xml, from)?;
-        // Kept where the lookup finds it first: unprefixed (or with a prefix too long for the key)
-        // by the first byte.
-        if colon == 0 || from + colon + 1 != key {
-            slot = usize::from(xml[from] & 63);
-        }
+        let mask = self.learn_name(xml, (from, name_end, colon), key, known);
+        Some((gt, empty, name_end, colon, mask))
+    }
+
+    /// The [`Path::step_mask`] of the name `xml[from..name_end]` (its colon at offset `colon`, or
+    /// 0), kept in `known` where the lookups find it first: by the byte after the colon when that
+    /// is its key (see [`name_key`]), else by its first byte.
+    ///
+    /// [`Path::step_mask`]: super::compile::Path::step_mask
+    #[inline(always)]
+    fn learn_name(
+        &self,
+        xml: &[u8],
+        (from, name_end, colon): (usize, usize, usize),
+        key: usize,
+        known: &mut KnownNames<'_>,
+    ) -> u64 {
+        let slot = if colon == 0 || from + colon + 1 != key {
+            usize::from(xml[from] & 63)
+        } else {
+            usize::from(xml[key] & 63)
+        };
         let local = &xml[from + colon + usize::from(colon > 0)..name_end];
         let mask = self.path.step_mask(local);
         // Positions fit in 32 bits (at most MAX_BYTES); a name too long for 16 is not kept.
@@ -852,7 +869,7 @@ impl StreamPath {
         ) {
             known.set(slot, (start, len, c, mask));
         }
-        Some((gt, empty, name_end, colon, mask))
+        mask
     }
 
     /// The ASCII QName of a start tag at `from` (just after `<`) through the same cache as
@@ -881,22 +898,7 @@ impl StreamPath {
             return Some((from + kl, usize::from(kc), km));
         }
         let (name_end, colon) = ascii_qname(xml, from)?;
-        let local = &xml[from + colon + usize::from(colon > 0)..name_end];
-        let mask = self.path.step_mask(local);
-        // Kept where `known_tag` looks first: by the byte after the colon only when that is the
-        // key.
-        let slot = if colon == 0 || from + colon + 1 != key {
-            usize::from(xml[from] & 63)
-        } else {
-            slot
-        };
-        if let (Ok(start), Ok(len), Ok(c)) = (
-            u32::try_from(from),
-            u16::try_from(name_end - from),
-            u16::try_from(colon),
-        ) {
-            known.set(slot, (start, len, c, mask));
-        }
+        let mask = self.learn_name(xml, (from, name_end, colon), key, known);
         Some((name_end, colon, mask))
     }
 }
