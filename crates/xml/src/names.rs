@@ -4,9 +4,75 @@
 
 use std::collections::HashMap;
 
-/// Prefixes are the sender's, so the map is seeded per process (foldhash's `RandomState`); a set of
-/// colliding prefixes would still cost no more than the bindings in scope, which Sluice caps.
-type Latest<'a> = HashMap<&'a [u8], usize, foldhash::fast::RandomState>;
+/// Prefixes are the sender's, so the maps are seeded per process (foldhash's `RandomState`); a set
+/// of colliding prefixes would still cost no more than the bindings in scope, which Sluice caps.
+/// A prefix of at most [`SHORT_PREFIX`] bytes (nearly all) is keyed by one word: hashed and
+/// compared as an integer, with no byte-slice hashing or `memcmp`.
+#[derive(Debug, Default)]
+struct Latest<'a> {
+    short: HashMap<u64, usize, foldhash::fast::RandomState>,
+    long: HashMap<&'a [u8], usize, foldhash::fast::RandomState>,
+}
+
+/// The longest prefix [`Latest`] keys by a word: its bytes, then its length in the top byte.
+const SHORT_PREFIX: usize = 7;
+
+/// `prefix` as one word when it is short: its bytes (little-endian) and its length in the top byte,
+/// so two words are equal exactly when the prefixes are.
+#[inline(always)]
+fn short_key(prefix: &[u8]) -> Option<u64> {
+    if prefix.len() > SHORT_PREFIX {
+        return None;
+    }
+    let mut word = (prefix.len() as u64) << 56;
+    for (i, &b) in prefix.iter().enumerate() {
+        word |= u64::from(b) << (8 * i);
+    }
+    Some(word)
+}
+
+impl<'a> Latest<'a> {
+    #[inline]
+    fn insert(&mut self, prefix: &'a [u8], at: usize) -> Option<usize> {
+        match short_key(prefix) {
+            Some(k) => self.short.insert(k, at),
+            None => self.long.insert(prefix, at),
+        }
+    }
+
+    #[inline]
+    fn remove(&mut self, prefix: &[u8]) {
+        match short_key(prefix) {
+            Some(k) => self.short.remove(&k),
+            None => self.long.remove(prefix),
+        };
+    }
+
+    #[inline]
+    fn get_mut(&mut self, prefix: &[u8]) -> Option<&mut usize> {
+        match short_key(prefix) {
+            Some(k) => self.short.get_mut(&k),
+            None => self.long.get_mut(prefix),
+        }
+    }
+
+    #[inline]
+    fn get(&self, prefix: &[u8]) -> Option<&usize> {
+        match short_key(prefix) {
+            Some(k) => self.short.get(&k),
+            None => self.long.get(prefix),
+        }
+    }
+
+    fn reserve(&mut self, n: usize) {
+        self.short.reserve(n);
+    }
+
+    fn clear(&mut self) {
+        self.short.clear();
+        self.long.clear();
+    }
+}
 
 /// The bit of a byte that can start a name: an ASCII letter or `_`.
 pub const NAME_START: u8 = 1;
@@ -135,7 +201,7 @@ mod tests {
         let mut index = PrefixIndex::default();
         let innermost = |list: &[&str], p: &str| list.iter().rposition(|q| *q == p);
         // Pushes and pops in a fixed pattern, with prefixes that repeat.
-        let prefixes = ["a", "", "b", "a", "c", "", "a", "b"];
+        let prefixes = ["a", "", "b", "a", "c", "", "a", "b", "abcdefgh", "abcdefg"];
         let mut seed = 7u32;
         for step in 0..2000 {
             seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
@@ -151,7 +217,7 @@ mod tests {
                 index.clear();
             }
             assert_eq!(index.len(), list.len(), "step {step}");
-            for p in ["a", "", "b", "c", "d"] {
+            for p in ["a", "", "b", "c", "d", "abcdefgh", "abcdefg", "abcdefghi"] {
                 assert_eq!(
                     index.get(p.as_bytes()),
                     innermost(&list, p),

@@ -220,9 +220,12 @@ impl StreamPath {
             let name = &xml[a.name.clone()];
             if a.colon > 0 {
                 let prefix = &name[..a.colon];
+                // The element's own prefix is checked by the caller: looked up once.
                 if prefixed
                     || prefix == b"xmlns"
-                    || (prefix != b"xml" && bound(bindings, index, prefix).is_none())
+                    || (prefix != b"xml"
+                        && (colon == 0 || *prefix != xml[from..from + colon])
+                        && bound(bindings, index, prefix).is_none())
                 {
                     return None;
                 }
