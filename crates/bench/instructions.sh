@@ -12,7 +12,8 @@
 # for the given seconds (default 5) or, with REQUESTS=n, for exactly n requests (a count that does
 # not depend on how fast the binary is: use it to compare commits), stops Sluice with SIGTERM, and prints (instructions - those of a
 # start and stop with no requests) / requests. SLUICE=path picks another binary (A/B between commits);
-# the cachegrind output is left in $OUT (default target/instructions) for cg_annotate.
+# SLUICE_ARGS adds arguments (`--config FILE`); the cachegrind output is left in $OUT (default
+# target/instructions) for cg_annotate.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 scenario=${1:?scenario, e.g. CBRProxy}
@@ -37,7 +38,7 @@ measure() {
     local secs=$1 tag=$2 n=0
     valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file="$out/$tag.cg" \
         "$sluice" run "$capp" --host 127.0.0.1 --port "$port" \
-        --endpoint "RealService=http://127.0.0.1:$echo_port/services/EchoService" \
+        --endpoint "RealService=http://127.0.0.1:$echo_port/services/EchoService" ${SLUICE_ARGS:-} \
         >"$out/$tag.stdout" 2>"$out/$tag.stderr" &
     local pid=$!
     for _ in $(seq 600); do

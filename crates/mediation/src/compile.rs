@@ -34,7 +34,12 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
     let mut plan = Plan::default();
     for p in &config.proxies {
         match c.proxy(p) {
-            Ok(pp) => {
+            Ok(mut pp) => {
+                pp.stats_slot = Some(plan.services.len());
+                plan.services.push(crate::plan::Service {
+                    name: pp.name.clone(),
+                    api_context: None,
+                });
                 plan.proxies.insert(p.name.clone(), Arc::new(pp));
             }
             Err(reason) => plan.not_deployed.push((p.name.clone(), reason)),
@@ -190,7 +195,19 @@ impl<'a> Compiler<'a> {
             return;
         }
         match r {
-            Some(api) if !failed => plan.apis.push(Arc::new(api)),
+            Some(mut api) if !failed => {
+                let slot = plan.services.len();
+                for r in &mut api.resources {
+                    if let Some(s) = Arc::get_mut(&mut r.service) {
+                        s.stats_slot = Some(slot);
+                    }
+                }
+                plan.services.push(crate::plan::Service {
+                    name: api.name.clone(),
+                    api_context: Some(api.context.clone()),
+                });
+                plan.apis.push(Arc::new(api))
+            }
             _ => plan.not_deployed.push((
                 a.name.clone(),
                 format!(
@@ -382,6 +399,7 @@ impl<'a> Compiler<'a> {
             api_resource: false,
             on_http: true,
             on_https: true,
+            stats_slot: None,
         })
     }
     pub(crate) fn api(&mut self, a: &cfg::Api) -> Option<ApiPlan> {

@@ -42,6 +42,17 @@ pub struct Plan {
     /// `<wsdl>` endpoints whose WSDL is read over the network: fetched when Sluice starts
     /// ([`crate::endpoints::LazyWsdl`]).
     pub wsdls: Vec<Arc<crate::endpoints::LazyWsdl>>,
+    /// The deployed proxies and APIs, each once, in the configuration's order: the services
+    /// requests are counted for ([`ProxyPlan::stats_slot`] is an index here).
+    pub services: Vec<Service>,
+}
+
+/// A deployed service requests are counted for: a proxy, or an API (all its resources).
+#[derive(Debug, Clone)]
+pub struct Service {
+    pub name: Arc<str>,
+    /// The API's context (`/healthcare`); `None` for a proxy.
+    pub api_context: Option<String>,
 }
 
 #[derive(Debug)]
@@ -61,6 +72,9 @@ pub struct ProxyPlan {
     /// else.
     pub on_http: bool,
     pub on_https: bool,
+    /// Where requests to it are counted: its proxy's or API's index in [`Plan::services`]; `None`
+    /// for the main sequence, which MI does not count.
+    pub stats_slot: Option<usize>,
 }
 
 impl ProxyPlan {
@@ -82,6 +96,7 @@ impl ProxyPlan {
             api_resource: true,
             on_http: true,
             on_https: true,
+            stats_slot: None,
         }
     }
 

@@ -7,25 +7,35 @@
 //! | `GET /healthz`, every artifact deployed, serving | 200 `{"version":…, "update_level":…, "status" : "ready"}` |
 //! | `GET /healthz`, an artifact left out | 500, `"status": "not ready, faulty CAPPs detected"` and their names under `"Faulty CAPPs"`, as MI |
 //! | `GET /healthz`, workers still starting, or draining after SIGTERM | 503, `"status": "not ready"` (MI has no drain; a load balancer should stop sending) |
+//! | `GET /metric-service/metrics` | 200, the request counts and latencies in Prometheus' text format, with MI's names ([`sluice_transport::metrics`]); 404 when `[metric_handler] enable = false` |
 //! | another path | 404; another method, 405 |
 //!
-//! The bodies are MI's, `application/json`; `version` is Sluice's. The listener runs on a thread
+//! The probes' bodies are MI's, `application/json`; `version` is Sluice's. The listener runs on a thread
 //! of its own, so a busy worker never delays a probe, and it answers until the workers have
 //! finished draining.
 
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Method, Request, Response, StatusCode};
+use sluice_transport::metrics::Metrics;
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// What the probes report.
 pub struct Health {
     state: AtomicU8,
     /// The names of the artifacts that were not deployed.
     faulty: Vec<String>,
+    /// The request counters, once the workers have them.
+    metrics: OnceLock<Arc<Metrics>>,
 }
+
+/// The metrics page's path, MI's.
+pub const METRICS_PATH: &str = "/metric-service/metrics";
+
+const JSON: &str = "application/json";
+const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 const STARTING: u8 = 0;
 const SERVING: u8 = 1;
@@ -36,7 +46,13 @@ impl Health {
         Arc::new(Health {
             state: AtomicU8::new(STARTING),
             faulty,
+            metrics: OnceLock::new(),
         })
+    }
+
+    /// Serves `metrics` at [`METRICS_PATH`] from now on.
+    pub fn set_metrics(&self, metrics: Arc<Metrics>) {
+        let _ = self.metrics.set(metrics);
     }
 
     /// Every worker is serving.
@@ -49,17 +65,29 @@ impl Health {
         self.state.store(DRAINING, Ordering::Release);
     }
 
-    /// The answer to `method` on `path`.
-    fn answer(&self, method: &Method, path: &str) -> (StatusCode, String) {
-        if path != "/liveness" && path != "/healthz" {
-            return (StatusCode::NOT_FOUND, r#"{"error":"not found"}"#.to_owned());
-        }
-        if method != Method::GET {
+    /// The answer to `method` on `path`: status, content type, body.
+    fn answer(&self, method: &Method, path: &str) -> (StatusCode, &'static str, String) {
+        let metrics = self.metrics.get().filter(|_| path == METRICS_PATH);
+        if path != "/liveness" && path != "/healthz" && metrics.is_none() {
             return (
-                StatusCode::METHOD_NOT_ALLOWED,
-                r#"{"error":"method not allowed"}"#.to_owned(),
+                StatusCode::NOT_FOUND,
+                JSON,
+                r#"{"error":"not found"}"#.to_owned(),
             );
         }
+        if method != Method::GET {
+            let body = r#"{"error":"method not allowed"}"#.to_owned();
+            return (StatusCode::METHOD_NOT_ALLOWED, JSON, body);
+        }
+        if let Some(m) = metrics {
+            return (StatusCode::OK, PROMETHEUS_TEXT, m.render());
+        }
+        let (status, body) = self.probe(path);
+        (status, JSON, body)
+    }
+
+    /// A probe's answer (`/liveness` or `/healthz`).
+    fn probe(&self, path: &str) -> (StatusCode, String) {
         if path == "/liveness" {
             return (StatusCode::OK, r#"{"server" : "started"}"#.to_owned());
         }
@@ -116,10 +144,11 @@ pub fn spawn(
                     let health = health.clone();
                     tokio::spawn(async move {
                         let service = hyper::service::service_fn(move |req: Request<_>| {
-                            let (status, body) = health.answer(req.method(), req.uri().path());
+                            let (status, kind, body) =
+                                health.answer(req.method(), req.uri().path());
                             let resp = Response::builder()
                                 .status(status)
-                                .header(http::header::CONTENT_TYPE, "application/json")
+                                .header(http::header::CONTENT_TYPE, kind)
                                 .body(Full::new(Bytes::from(body)))
                                 .expect("a valid response");
                             async move { Ok::<_, Infallible>(resp) }
@@ -148,14 +177,14 @@ mod tests {
         let h = Health::new(Vec::new());
         assert_eq!(
             h.answer(&Method::GET, "/liveness"),
-            (StatusCode::OK, r#"{"server" : "started"}"#.to_owned())
+            (StatusCode::OK, JSON, r#"{"server" : "started"}"#.to_owned())
         );
         assert_eq!(
             h.answer(&Method::GET, "/healthz").0,
             StatusCode::SERVICE_UNAVAILABLE
         );
         h.serving();
-        let (status, body) = h.answer(&Method::GET, "/healthz");
+        let (status, _, body) = h.answer(&Method::GET, "/healthz");
         assert_eq!(status, StatusCode::OK);
         assert!(body.ends_with(r#""status" : "ready"}"#), "{body}");
         h.draining();
@@ -168,9 +197,23 @@ mod tests {
             StatusCode::METHOD_NOT_ALLOWED
         );
         assert_eq!(h.answer(&Method::GET, "/other").0, StatusCode::NOT_FOUND);
+        // The metrics page once the workers count, not before.
+        assert_eq!(
+            h.answer(&Method::GET, METRICS_PATH).0,
+            StatusCode::NOT_FOUND
+        );
+        let services = [sluice_mediation::plan::Service {
+            name: "P".into(),
+            api_context: None,
+        }];
+        let m = Metrics::new(&services, &Default::default(), Default::default());
+        h.set_metrics(m);
+        let (status, kind, page) = h.answer(&Method::GET, METRICS_PATH);
+        assert_eq!((status, kind), (StatusCode::OK, PROMETHEUS_TEXT));
+        assert!(page.contains("wso2_integration_proxy_request_count_total{service_name=\"P\",service_type=\"proxy\"} 0\n"), "{page}");
         let bad = Health::new(vec!["Bad\"Proxy".into()]);
         bad.serving();
-        let (status, body) = bad.answer(&Method::GET, "/healthz");
+        let (status, _, body) = bad.answer(&Method::GET, "/healthz");
         assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
         assert!(
             body.ends_with(

@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 use sluice_config::{Diagnostics, Severity};
 use sluice_mediation::{CompileOptions, Plan};
+use sluice_transport::metrics::{Buckets, Listeners, Metrics};
 use sluice_transport::{tls, Engine, EngineOptions, ServerOptions, TlsListener};
 
 mod health;
@@ -207,9 +208,13 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             };
             read_wsdls(&plan, &backend_tls);
-            let health = settings
+            let internal = settings
                 .internal_api(cli.listen.internal_port)
-                .map(|port| (port, Health::new(left_out(&plan, &diags))));
+                .map(|port| Internal {
+                    port,
+                    health: Health::new(left_out(&plan, &diags)),
+                    metrics: settings.metrics(),
+                });
             let engine = settings.engine(EngineOptions {
                 backend_tls,
                 ..EngineOptions::default()
@@ -219,7 +224,7 @@ fn main() -> ExitCode {
                 ..ServerOptions::default()
             });
             let http_port = settings.http_port();
-            serve(plan, cli.listen, http_port, server, engine, health, None)
+            serve(plan, cli.listen, http_port, server, engine, internal, None)
         }
         None => serve_default(cli.listen, &settings),
     }
@@ -433,8 +438,8 @@ fn serve(
     listen: Listen,
     http_port: u16,
     opts: ServerOptions,
-    engine_opts: EngineOptions,
-    health: Option<(u16, Arc<Health>)>,
+    mut engine_opts: EngineOptions,
+    internal: Option<Internal>,
     banner: Option<&dyn Fn(SocketAddr)>,
 ) -> ExitCode {
     raise_fd_limit();
@@ -463,6 +468,8 @@ fn serve(
         None => Vec::new(),
     };
     report_plan(&plan, https.is_some());
+    let https_port = https.as_ref().and_then(|(l, _)| l.local_addr().ok());
+    engine_opts.metrics = metrics(&plan, &listen.host, addr, https_port, internal.as_ref());
     let plan = Arc::new(plan);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut workers = Vec::with_capacity(threads);
@@ -505,7 +512,7 @@ fn serve(
     drop(listener);
     drop(ready_tx);
     let signals = Signals::install();
-    let probes = health.and_then(|(port, h)| start_health(&listen.host, port, h));
+    let probes = internal.and_then(|i| start_health(&listen.host, i.port, i.health));
     if ready_rx.iter().take(threads).count() < threads {
         eprintln!("sluice: a worker thread failed to start");
         let _ = stop_tx.send(true);
@@ -550,6 +557,46 @@ fn serve(
         let _ = p.thread.join();
     }
     code
+}
+
+/// MI's internal HTTP API: its port, the probes' state, and the metrics' buckets (`None`: requests
+/// are not counted).
+struct Internal {
+    port: u16,
+    health: Arc<Health>,
+    metrics: Option<Buckets>,
+}
+
+/// The request counters the workers write and the internal API serves, when it counts them.
+fn metrics(
+    plan: &Plan,
+    host: &str,
+    http: SocketAddr,
+    https: Option<SocketAddr>,
+    internal: Option<&Internal>,
+) -> Option<Arc<Metrics>> {
+    let internal = internal?;
+    let listeners = Listeners {
+        host: host_label(host),
+        http_port: http.port(),
+        https_port: https.map(|a| a.port()),
+    };
+    let m = Metrics::new(&plan.services, internal.metrics.as_ref()?, listeners);
+    internal.health.set_metrics(m.clone());
+    Some(m)
+}
+
+/// The host in the metrics' labels (MI's `host` and `invocation_url`): the address Sluice listens
+/// on, or the machine's name when that is every address.
+fn host_label(listen: &str) -> String {
+    if !matches!(listen, "0.0.0.0" | "::" | "[::]" | "") {
+        return listen.to_owned();
+    }
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned())
 }
 
 /// The health probes' listener, serving on a thread of its own.
@@ -699,16 +746,20 @@ fn serve_default(listen: Listen, settings: &Settings) -> ExitCode {
         grace: Duration::from_secs(5),
         ..ServerOptions::default()
     });
-    let health = settings
+    let internal = settings
         .internal_api(listen.internal_port)
-        .map(|port| (port, Health::new(Vec::new())));
+        .map(|port| Internal {
+            port,
+            health: Health::new(Vec::new()),
+            metrics: settings.metrics(),
+        });
     let code = serve(
         plan,
         listen,
         settings.http_port(),
         server,
         settings.engine(EngineOptions::default()),
-        health,
+        internal,
         Some(&banner),
     );
     echo.stop();

@@ -7,6 +7,7 @@
 use serde::Deserialize;
 use sluice_transport::body::BodyPace;
 use sluice_transport::buffered::BodyBudget;
+use sluice_transport::metrics::Buckets;
 use sluice_transport::offload::{Offload, OffloadOptions};
 use sluice_transport::{EngineOptions, ServerOptions};
 use std::path::Path;
@@ -20,6 +21,19 @@ pub struct Settings {
     transport: Transport,
     #[serde(default)]
     mediation: Mediation,
+    #[serde(default)]
+    metric_handler: MetricHandler,
+}
+
+/// `[metric_handler]`: MI's latency buckets, and whether requests are counted at all.
+#[derive(Deserialize, Default, Debug)]
+struct MetricHandler {
+    /// Sluice's: counting on or off (default on; the page is served on the internal API's port).
+    enable: Option<bool>,
+    /// Upper bounds of the proxies' latency buckets, in seconds, ascending.
+    proxy_latency_buckets: Option<Vec<f64>>,
+    /// The same for the APIs.
+    api_latency_buckets: Option<Vec<f64>>,
 }
 
 /// `[server]`.
@@ -95,6 +109,10 @@ const KNOWN: &[(&str, &[&str])] = &[
             "internal_http_api_port",
         ],
     ),
+    (
+        "metric_handler",
+        &["enable", "proxy_latency_buckets", "api_latency_buckets"],
+    ),
 ];
 
 impl Settings {
@@ -123,6 +141,21 @@ impl Settings {
         }
         if s.mediation.offload_threads == Some(0) {
             return Err("offload_threads must be at least 1".into());
+        }
+        let m = &s.metric_handler;
+        for (key, b) in [
+            ("proxy_latency_buckets", &m.proxy_latency_buckets),
+            ("api_latency_buckets", &m.api_latency_buckets),
+        ] {
+            let Some(b) = b else { continue };
+            if b.is_empty()
+                || b.iter().any(|x| !x.is_finite() || *x <= 0.0)
+                || b.windows(2).any(|w| w[0] >= w[1])
+            {
+                return Err(format!(
+                    "metric_handler.{key}: want positive seconds in ascending order, as [0.19, 0.2, 1, 5]"
+                ));
+            }
         }
         Ok(s)
     }
@@ -177,6 +210,20 @@ impl Settings {
             cli.or(m.internal_http_api_port)
                 .unwrap_or(9191u16.saturating_add(self.offset())),
         )
+    }
+
+    /// The latency buckets requests are counted with (MI's defaults, or the file's), `None` when
+    /// `[metric_handler] enable = false`.
+    pub fn metrics(&self) -> Option<Buckets> {
+        let m = &self.metric_handler;
+        if m.enable == Some(false) {
+            return None;
+        }
+        let d = Buckets::default();
+        Some(Buckets {
+            proxy: m.proxy_latency_buckets.clone().unwrap_or(d.proxy),
+            api: m.api_latency_buckets.clone().unwrap_or(d.api),
+        })
     }
 
     /// The listener's options: the defaults, with what the file sets.
@@ -365,5 +412,21 @@ mod tests {
         assert!(e.contains("line 2"), "{e}");
         assert!(Settings::parse("[mediation]\ndeadline = 0\n").is_err());
         assert!(Settings::parse("[mediation]\noffload_threads = 0\n").is_err());
+        for bad in ["[]", "[0.5, 0.2]", "[0.1, 0.1]", "[-1.0]", "\"1s\""] {
+            let text = format!("[metric_handler]\nproxy_latency_buckets = {bad}\n");
+            assert!(Settings::parse(&text).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn metrics_take_mi_buckets_and_can_be_off() {
+        let d = Settings::default().metrics().unwrap();
+        assert_eq!(d.proxy, sluice_transport::metrics::DEFAULT_BUCKETS);
+        let s =
+            Settings::parse("[metric_handler]\napi_latency_buckets = [0.01, 1, 2.5]\n").unwrap();
+        let b = s.metrics().unwrap();
+        assert_eq!((b.api, b.proxy), (vec![0.01, 1.0, 2.5], d.proxy));
+        let off = Settings::parse("[metric_handler]\nenable = false\n").unwrap();
+        assert!(off.metrics().is_none());
     }
 }

@@ -7,6 +7,7 @@ pub mod engine;
 pub mod error;
 pub mod h1;
 pub mod headers;
+pub mod metrics;
 pub mod offload;
 pub mod server;
 pub mod tls;

@@ -2,6 +2,7 @@
 //! else the main sequence; the service list, WSDLs and what is refused before any of them.
 
 use super::*;
+use std::time::Instant;
 
 impl Engine {
     /// A request that came in on `transport`'s listener.
@@ -81,7 +82,32 @@ impl Engine {
         let mut msg = Message::request(proxy.name.clone(), parts.method, pq, parts.headers);
         msg.remote = peer;
         let proxy = proxy.clone();
-        self.request_flow(&proxy, msg, body).await
+        let start = self.started();
+        let r = self.request_flow(&proxy, msg, body).await;
+        self.counted(&proxy, transport, start, &r);
+        r
+    }
+
+    /// When a request to a proxy or an API began, when this worker counts requests. Only the
+    /// instant is held while the flow runs: the flow's future, moved whole on its way to hyper,
+    /// grows by no more.
+    #[inline]
+    fn started(&self) -> Option<Instant> {
+        self.stats.as_ref().map(|_| Instant::now())
+    }
+
+    /// Counts a request that began at `start` and is answered with `r` ([`crate::metrics`]).
+    #[inline]
+    fn counted(
+        &self,
+        service: &ProxyPlan,
+        transport: Transport,
+        start: Option<Instant>,
+        r: &Response<RelayBody>,
+    ) {
+        if let (Some(stats), Some(slot), Some(start)) = (&self.stats, service.stats_slot, start) {
+            stats.record(slot, transport == Transport::Https, start, r);
+        }
     }
 
     /// A request for a REST API: the resource that takes it runs as a service, with the properties
@@ -178,7 +204,10 @@ impl Engine {
             msg.axis2.set("REST_URL_POSTFIX", route.postfix.to_owned());
         }
         let service = route.resource.service.clone();
-        self.request_flow(&service, msg, body).await
+        let start = self.started();
+        let r = self.request_flow(&service, msg, body).await;
+        self.counted(&service, transport, start, &r);
+        r
     }
 
     pub(super) fn listing(&self) -> Response<RelayBody> {

@@ -86,6 +86,8 @@ pub struct EngineOptions {
     pub offload: Offload,
     /// What bodies read into memory may hold at once, process-wide (shared by every engine).
     pub body_budget: Arc<BodyBudget>,
+    /// Where requests are counted ([`crate::metrics`]); `None`: not counted.
+    pub metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
 /// How often the serving loop calls [`Engine::sweep_backends`].
@@ -103,6 +105,7 @@ impl Default for EngineOptions {
             body_pace: BodyPace::default(),
             offload: Offload::new(Default::default()),
             body_budget: BodyBudget::new(sluice_mediation::budget::DEFAULT_CAP),
+            metrics: None,
         }
     }
 }
@@ -117,6 +120,8 @@ pub struct Engine {
     services: String,
     /// Where a message goes by its To address when the flow names no endpoint.
     to_address: Arc<EndpointPlan>,
+    /// This worker's request counters.
+    stats: Option<Arc<crate::metrics::Shard>>,
 }
 
 /// How deep in fault handling a call is: a failure inside a fault sequence's own send is not handled again.
@@ -159,6 +164,7 @@ impl Engine {
         if plan.main.is_some() {
             services.push_str("; the main sequence takes every other request");
         }
+        let stats = opts.metrics.as_ref().map(|m| m.shard());
         Arc::new_cyclic(|me| Engine {
             me: me.clone(),
             client: BackendClient::new(opts.connect_timeout, opts.backend_tls.clone()),
@@ -166,6 +172,7 @@ impl Engine {
             opts,
             services,
             to_address: Arc::new(EndpointPlan::to_address()),
+            stats,
         })
     }
 
@@ -746,7 +753,20 @@ impl Engine {
 
     /// Runs the fault sequence (the proxy's, else the sequence named "fault") for an error. If it answers,
     /// that is the answer; otherwise a fault in the request's SOAP version with the status of the error.
+    /// The answer is marked [`Faulted`](crate::metrics::Faulted): the request counts as an error.
     async fn fault_flow(
+        &self,
+        proxy: &Arc<ProxyPlan>,
+        msg: Message,
+        err: Error,
+        stream: Option<Inbound>,
+    ) -> Response<RelayBody> {
+        let mut r = self.fault_sequence(proxy, msg, err, stream).await;
+        r.extensions_mut().insert(crate::metrics::Faulted);
+        r
+    }
+
+    async fn fault_sequence(
         &self,
         proxy: &Arc<ProxyPlan>,
         mut msg: Message,

@@ -5,11 +5,13 @@ use super::*;
 
 impl Engine {
     pub(super) fn default_fault(&self, soap: FaultVersion, e: &Error) -> Response<RelayBody> {
-        error_response(
+        let mut r = error_response(
             soap,
             e,
             StatusCode::from_u16(e.kind.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-        )
+        );
+        r.extensions_mut().insert(crate::metrics::Faulted);
+        r
     }
 }
 

@@ -1,0 +1,540 @@
+//! Request counts and latencies per proxy and API, served in Prometheus' text format under WSO2
+//! MI's metric names and labels, with the process's own figures beside them.
+//!
+//! | Metric | Type | Labels |
+//! |---|---|---|
+//! | `wso2_integration_proxy_request_count_total` | counter | `service_name`, `service_type="proxy"` |
+//! | `wso2_integration_proxy_request_count_error_total` | counter | the same |
+//! | `wso2_integration_proxy_latency_seconds` | histogram | the same |
+//! | `wso2_integration_api_request_count_total`, `..._error_total`, `wso2_integration_api_latency_seconds` | as above | `service_name`, `service_type="api"`, `invocation_url` |
+//! | `wso2_integration_service_up` | gauge: when it was deployed (Unix seconds) | `service_name`, `service_type` |
+//! | `wso2_integration_server_up` | gauge: when Sluice started | `host`, `port`, `java_home`, `java_version` (empty) |
+//! | `wso2_integration_server_version` | gauge: when Sluice started | `version`, `update_level` |
+//! | `process_*` | the Prometheus client libraries' process metrics, read from `/proc` at scrape | |
+//!
+//! A request counts once its answer's head is ready (a client that goes away before is not
+//! counted); it is an error when the fault sequence ran or Sluice answered with a fault of its own,
+//! as MI counts one when its fault handler runs. The main sequence is not counted (MI neither).
+//!
+//! Each worker records into a [`Shard`] of its own: the counters are written by that thread only,
+//! with plain loads and stores (no locked instruction, no cache line shared with another worker),
+//! and a scrape adds the shards up.
+
+use sluice_mediation::plan::Service;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// MI's default latency buckets, in seconds (`[metric_handler] proxy_latency_buckets` and
+/// `api_latency_buckets` in its deployment.toml change them).
+pub const DEFAULT_BUCKETS: [f64; 10] = [0.19, 0.20, 0.25, 0.30, 0.35, 0.40, 0.50, 0.60, 1.0, 5.0];
+
+/// How Sluice is reached, for the labels MI puts on its metrics.
+#[derive(Debug, Clone, Default)]
+pub struct Listeners {
+    /// The host name in `invocation_url` and `server_up`.
+    pub host: String,
+    pub http_port: u16,
+    pub https_port: Option<u16>,
+}
+
+/// The upper bounds of latency buckets, in seconds, ascending.
+#[derive(Debug, Clone)]
+pub struct Buckets {
+    pub proxy: Vec<f64>,
+    pub api: Vec<f64>,
+}
+
+impl Default for Buckets {
+    fn default() -> Self {
+        Buckets {
+            proxy: DEFAULT_BUCKETS.to_vec(),
+            api: DEFAULT_BUCKETS.to_vec(),
+        }
+    }
+}
+
+/// Every worker's counters for the services of one plan, and what the scrape page says of them.
+pub struct Metrics {
+    layout: Arc<Layout>,
+    services: Vec<Service>,
+    listeners: Listeners,
+    shards: Mutex<Vec<Arc<Shard>>>,
+    /// When the services were deployed (Unix seconds).
+    deployed: f64,
+    started: Instant,
+}
+
+/// Where a service's counters are in a shard, and its buckets' bounds.
+struct Layout {
+    /// Cells per (service, listener): requests, errors, latency sum in ns, then one per bucket and
+    /// one past the last.
+    stride: usize,
+    /// Per service, its buckets' bounds in ns.
+    bounds: Vec<Vec<u64>>,
+}
+
+const REQUESTS: usize = 0;
+const ERRORS: usize = 1;
+const SUM_NS: usize = 2;
+const FIRST_BUCKET: usize = 3;
+
+/// One worker's counters (see the module's docs).
+pub struct Shard {
+    layout: Arc<Layout>,
+    cells: Box<[AtomicU64]>,
+}
+
+/// An answer made by a fault: the fault sequence's, or Sluice's own. Put in the response's
+/// extensions, where [`Shard`]'s recording looks for it.
+#[derive(Debug, Clone, Copy)]
+pub struct Faulted;
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics")
+            .field("services", &self.services.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Metrics {
+    pub fn new(services: &[Service], buckets: &Buckets, listeners: Listeners) -> Arc<Metrics> {
+        let ns = |b: &[f64]| -> Vec<u64> { b.iter().map(|s| (s * 1e9) as u64).collect() };
+        let bounds: Vec<Vec<u64>> = services
+            .iter()
+            .map(|s| match s.api_context {
+                Some(_) => ns(&buckets.api),
+                None => ns(&buckets.proxy),
+            })
+            .collect();
+        let widest = bounds.iter().map(Vec::len).max().unwrap_or(0);
+        Arc::new(Metrics {
+            layout: Arc::new(Layout {
+                stride: FIRST_BUCKET + widest + 1,
+                bounds,
+            }),
+            services: services.to_vec(),
+            listeners,
+            shards: Mutex::new(Vec::new()),
+            deployed: unix_now(),
+            started: Instant::now(),
+        })
+    }
+
+    /// A worker's shard, counted in every scrape from now on.
+    pub fn shard(&self) -> Arc<Shard> {
+        let cells = self.services.len() * 2 * self.layout.stride;
+        let shard = Arc::new(Shard {
+            layout: self.layout.clone(),
+            cells: (0..cells).map(|_| AtomicU64::new(0)).collect(),
+        });
+        if let Ok(mut shards) = self.shards.lock() {
+            shards.push(shard.clone());
+        }
+        shard
+    }
+
+    /// The cells of service `slot` on listener `l` (0 http, 1 https), added over every shard.
+    fn totals(&self, slot: usize, l: usize) -> Vec<u64> {
+        let stride = self.layout.stride;
+        let mut sum = vec![0u64; stride];
+        let at = (slot * 2 + l) * stride;
+        if let Ok(shards) = self.shards.lock() {
+            for s in shards.iter() {
+                for (t, c) in sum.iter_mut().zip(&s.cells[at..at + stride]) {
+                    *t = t.wrapping_add(c.load(Relaxed));
+                }
+            }
+        }
+        sum
+    }
+
+    /// The scrape page (Prometheus text format 0.0.4).
+    pub fn render(&self) -> String {
+        let mut out = String::with_capacity(4096);
+        let started = unix_now() - self.started.elapsed().as_secs_f64();
+        let host = escape(&self.listeners.host);
+        family(
+            &mut out,
+            "wso2_integration_server_up",
+            "gauge",
+            "Server status",
+        );
+        let _ = writeln!(
+            out,
+            "wso2_integration_server_up{{host=\"{host}\",port=\"{}\",java_home=\"\",java_version=\"\"}} {started}",
+            self.listeners.http_port
+        );
+        family(
+            &mut out,
+            "wso2_integration_server_version",
+            "gauge",
+            "Version and Update Level of Server",
+        );
+        let _ = writeln!(
+            out,
+            "wso2_integration_server_version{{version=\"{}\",update_level=\"0\"}} {started}",
+            env!("CARGO_PKG_VERSION")
+        );
+        family(
+            &mut out,
+            "wso2_integration_service_up",
+            "gauge",
+            "Service status",
+        );
+        for s in &self.services {
+            let _ = writeln!(
+                out,
+                "wso2_integration_service_up{{service_name=\"{}\",service_type=\"{}\"}} {}",
+                escape(&s.name),
+                kind(s),
+                self.deployed
+            );
+        }
+        for api in [false, true] {
+            self.render_kind(&mut out, api);
+        }
+        process_metrics(&mut out);
+        out
+    }
+
+    /// The counters and histograms of the proxies, or of the APIs.
+    fn render_kind(&self, out: &mut String, api: bool) {
+        let (what, noun) = if api {
+            ("api", "an api")
+        } else {
+            ("proxy", "a proxy service")
+        };
+        // (service, its label set, its cells) for each that is counted: a proxy once, an API once
+        // per listener (its invocation URL differs).
+        let mut rows = Vec::new();
+        for (slot, s) in self.services.iter().enumerate() {
+            if s.api_context.is_some() != api {
+                continue;
+            }
+            let name = escape(&s.name);
+            if let Some(context) = &s.api_context {
+                let ctx = context.trim_start_matches('/');
+                let mut listeners = vec![(0, "http", self.listeners.http_port)];
+                if let Some(p) = self.listeners.https_port {
+                    listeners.push((1, "https", p));
+                }
+                for (l, scheme, port) in listeners {
+                    let url = format!("{scheme}://{}:{port}/{ctx}", self.listeners.host);
+                    let labels = format!(
+                        "service_name=\"{name}\",service_type=\"api\",invocation_url=\"{}\"",
+                        escape(&url)
+                    );
+                    rows.push((slot, labels, self.totals(slot, l)));
+                }
+            } else {
+                let mut cells = self.totals(slot, 0);
+                for (t, c) in cells.iter_mut().zip(self.totals(slot, 1)) {
+                    *t = t.wrapping_add(c);
+                }
+                rows.push((
+                    slot,
+                    format!("service_name=\"{name}\",service_type=\"proxy\""),
+                    cells,
+                ));
+            }
+        }
+        let total = format!("wso2_integration_{what}_request_count_total");
+        family(
+            out,
+            &total,
+            "counter",
+            &format!("Total number of requests to {noun}"),
+        );
+        for (_, labels, cells) in &rows {
+            let _ = writeln!(out, "{total}{{{labels}}} {}", cells[REQUESTS]);
+        }
+        let errors = format!("wso2_integration_{what}_request_count_error_total");
+        let help = format!("Total number of error requests to {noun}");
+        family(out, &errors, "counter", &help);
+        for (_, labels, cells) in &rows {
+            let _ = writeln!(out, "{errors}{{{labels}}} {}", cells[ERRORS]);
+        }
+        let latency = format!("wso2_integration_{what}_latency_seconds");
+        let help = format!("Latency of requests to {noun}");
+        family(out, &latency, "histogram", &help);
+        // As MI, a service has a histogram once it has had a request.
+        for (slot, labels, cells) in rows.iter().filter(|r| r.2[REQUESTS] > 0) {
+            let bounds = &self.layout.bounds[*slot];
+            let mut seen = 0;
+            for (k, b) in bounds.iter().enumerate() {
+                seen += cells[FIRST_BUCKET + k];
+                let le = *b as f64 / 1e9;
+                let _ = writeln!(out, "{latency}_bucket{{{labels},le=\"{le}\"}} {seen}");
+            }
+            seen += cells[FIRST_BUCKET + bounds.len()];
+            let _ = writeln!(out, "{latency}_bucket{{{labels},le=\"+Inf\"}} {seen}");
+            let _ = writeln!(out, "{latency}_count{{{labels}}} {seen}");
+            let sum = cells[SUM_NS] as f64 / 1e9;
+            let _ = writeln!(out, "{latency}_sum{{{labels}}} {sum}");
+        }
+    }
+}
+
+impl Shard {
+    /// Counts a request to service `slot`, on the https listener or not, that began at `start`
+    /// and is answered with `response`: an error when a fault made the answer.
+    #[inline]
+    pub fn record<B>(
+        &self,
+        slot: usize,
+        https: bool,
+        start: Instant,
+        response: &http::Response<B>,
+    ) {
+        let error = response.extensions().get::<Faulted>().is_some();
+        let d = start.elapsed();
+        let ns = d.as_secs().saturating_mul(1_000_000_000) + u64::from(d.subsec_nanos());
+        let bounds = &self.layout.bounds[slot];
+        let bucket = bounds.iter().position(|&b| ns <= b).unwrap_or(bounds.len());
+        let at = (slot * 2 + usize::from(https)) * self.layout.stride;
+        self.add(at + REQUESTS, 1);
+        self.add(at + ERRORS, u64::from(error));
+        self.add(at + SUM_NS, ns);
+        self.add(at + FIRST_BUCKET + bucket, 1);
+    }
+
+    /// `cells[i] += n`, by the one thread that writes this shard.
+    #[inline(always)]
+    fn add(&self, i: usize, n: u64) {
+        if let Some(c) = self.cells.get(i) {
+            c.store(c.load(Relaxed).wrapping_add(n), Relaxed);
+        }
+    }
+}
+
+fn kind(s: &Service) -> &'static str {
+    if s.api_context.is_some() {
+        "api"
+    } else {
+        "proxy"
+    }
+}
+
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+/// A label value as the text format writes it: `\`, `"` and line feeds escaped.
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_secs_f64()
+}
+
+/// The process metrics every Prometheus client library exports, from `/proc/self` (Linux; left
+/// out where it cannot be read).
+fn process_metrics(out: &mut String) {
+    let page = 4096.0;
+    let ticks = 100.0; // USER_HZ, 100 on every Linux Sluice runs on
+    if let Ok(stat) = std::fs::read_to_string("/proc/self/stat") {
+        // Fields after the command name, which is in parentheses and may hold spaces.
+        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let num = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok());
+        // Counted from field 3 (state) as 0: utime 13, stime 14, starttime 21, vsize 22, rss 23.
+        if let (Some(u), Some(s)) = (num(11), num(12)) {
+            family(
+                out,
+                "process_cpu_seconds_total",
+                "counter",
+                "Total user and system CPU time spent in seconds.",
+            );
+            let _ = writeln!(out, "process_cpu_seconds_total {}", (u + s) / ticks);
+        }
+        if let Some(v) = num(20) {
+            family(
+                out,
+                "process_virtual_memory_bytes",
+                "gauge",
+                "Virtual memory size in bytes.",
+            );
+            let _ = writeln!(out, "process_virtual_memory_bytes {v}");
+        }
+        if let Some(r) = num(21) {
+            family(
+                out,
+                "process_resident_memory_bytes",
+                "gauge",
+                "Resident memory size in bytes.",
+            );
+            let _ = writeln!(out, "process_resident_memory_bytes {}", r * page);
+        }
+        if let (Some(start), Some(boot)) = (num(19), boot_time()) {
+            family(
+                out,
+                "process_start_time_seconds",
+                "gauge",
+                "Start time of the process since unix epoch in seconds.",
+            );
+            let _ = writeln!(out, "process_start_time_seconds {}", boot + start / ticks);
+        }
+    }
+    if let Ok(fds) = std::fs::read_dir("/proc/self/fd") {
+        family(
+            out,
+            "process_open_fds",
+            "gauge",
+            "Number of open file descriptors.",
+        );
+        let _ = writeln!(out, "process_open_fds {}", fds.count());
+    }
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    if let Some(max) = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|v| v.parse::<f64>().ok())
+    {
+        family(
+            out,
+            "process_max_fds",
+            "gauge",
+            "Maximum number of open file descriptors.",
+        );
+        let _ = writeln!(out, "process_max_fds {max}");
+    }
+}
+
+/// When the machine booted (Unix seconds), from `/proc/stat`.
+fn boot_time() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    stat.lines()
+        .find_map(|l| l.strip_prefix("btime "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn services() -> Vec<Service> {
+        vec![
+            Service {
+                name: "StockQuote\"Proxy".into(),
+                api_context: None,
+            },
+            Service {
+                name: "Health".into(),
+                api_context: Some("/healthcare".into()),
+            },
+        ]
+    }
+
+    #[test]
+    fn shards_add_up_by_service_listener_and_bucket() {
+        let listeners = Listeners {
+            host: "h".into(),
+            http_port: 8290,
+            https_port: Some(8253),
+        };
+        let m = Metrics::new(&services(), &Buckets::default(), listeners);
+        let (a, b) = (m.shard(), m.shard());
+        let faulted = {
+            let mut r = http::Response::new(());
+            r.extensions_mut().insert(Faulted);
+            r
+        };
+        let ok = http::Response::new(());
+        let now = Instant::now();
+        a.record(0, false, now, &ok);
+        b.record(0, true, now, &faulted);
+        b.record(1, true, now, &ok);
+        a.record(1, false, now, &faulted);
+        let page = m.render();
+        let line = |prefix: &str| {
+            page.lines()
+                .find(|l| l.starts_with(prefix))
+                .unwrap_or_else(|| panic!("no {prefix} in\n{page}"))
+                .to_owned()
+        };
+        let proxy = "service_name=\"StockQuote\\\"Proxy\",service_type=\"proxy\"";
+        assert_eq!(
+            line(&format!(
+                "wso2_integration_proxy_request_count_total{{{proxy}}}"
+            )),
+            format!("wso2_integration_proxy_request_count_total{{{proxy}}} 2")
+        );
+        assert!(line(&format!(
+            "wso2_integration_proxy_request_count_error_total{{{proxy}}}"
+        ))
+        .ends_with(" 1"));
+        assert!(line(&format!(
+            "wso2_integration_proxy_latency_seconds_bucket{{{proxy},le=\"0.19\"}}"
+        ))
+        .ends_with(" 2"));
+        assert!(line(&format!(
+            "wso2_integration_proxy_latency_seconds_count{{{proxy}}}"
+        ))
+        .ends_with(" 2"));
+        let http = "service_name=\"Health\",service_type=\"api\",invocation_url=\"http://h:8290/healthcare\"";
+        let https = "service_name=\"Health\",service_type=\"api\",invocation_url=\"https://h:8253/healthcare\"";
+        assert!(line(&format!(
+            "wso2_integration_api_request_count_total{{{http}}}"
+        ))
+        .ends_with(" 1"));
+        assert!(line(&format!(
+            "wso2_integration_api_request_count_error_total{{{http}}}"
+        ))
+        .ends_with(" 1"));
+        assert!(line(&format!(
+            "wso2_integration_api_request_count_total{{{https}}}"
+        ))
+        .ends_with(" 1"));
+        assert!(line(&format!(
+            "wso2_integration_api_request_count_error_total{{{https}}}"
+        ))
+        .ends_with(" 0"));
+        assert!(
+            line("wso2_integration_service_up{service_name=\"Health\",service_type=\"api\"}").len()
+                > 10
+        );
+        assert!(line("process_resident_memory_bytes ").len() > 10);
+        // Every sample line is `name{labels} value` or `name value`, the value a number.
+        for l in page.lines().filter(|l| !l.starts_with('#')) {
+            let v = l.rsplit_once(' ').map(|(_, v)| v).unwrap_or("");
+            assert!(v.parse::<f64>().is_ok(), "{l}");
+        }
+    }
+
+    #[test]
+    fn a_latency_falls_in_the_first_bucket_that_holds_it() {
+        let buckets = Buckets {
+            proxy: vec![0.001, 10.0],
+            api: vec![1.0],
+        };
+        let m = Metrics::new(&services(), &buckets, Listeners::default());
+        let s = m.shard();
+        // 5 ms: past 0.001, within 10
+        let start = Instant::now() - Duration::from_millis(5);
+        s.record(0, false, start, &http::Response::new(()));
+        let page = m.render();
+        let q = "service_name=\"StockQuote\\\"Proxy\",service_type=\"proxy\"";
+        assert!(
+            page.contains(&format!("_bucket{{{q},le=\"0.001\"}} 0\n")),
+            "{page}"
+        );
+        assert!(
+            page.contains(&format!("_bucket{{{q},le=\"10\"}} 1\n")),
+            "{page}"
+        );
+        assert!(
+            page.contains(&format!("_bucket{{{q},le=\"+Inf\"}} 1\n")),
+            "{page}"
+        );
+    }
+}
