@@ -181,7 +181,23 @@ impl Seat {
 
     /// Open connections counted against each worker, in seat order.
     pub fn open(&self) -> Vec<usize> {
-        self.shared
+        self.occupancy().open()
+    }
+
+    /// A view of every seat's count, for whoever reports them (the metrics page).
+    pub fn occupancy(&self) -> Occupancy {
+        Occupancy(self.shared.clone())
+    }
+}
+
+/// The open connections of each worker of one balance ([`Seat::occupancy`]).
+#[derive(Clone)]
+pub struct Occupancy(Arc<Shared>);
+
+impl Occupancy {
+    /// Open connections counted against each worker, in seat order.
+    pub fn open(&self) -> Vec<usize> {
+        self.0
             .slots
             .iter()
             .map(|s| s.open.load(Ordering::Relaxed))

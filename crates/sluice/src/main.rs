@@ -475,7 +475,14 @@ fn serve(
     let mut workers = Vec::with_capacity(threads);
     // Each worker reports once its runtime and listener are set up; "listening" is printed after all.
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
-    for (i, seat) in sluice_balance::seats(threads).into_iter().enumerate() {
+    let seats = sluice_balance::seats(threads);
+    if let (Some(m), Some(seat)) = (&engine_opts.metrics, seats.first()) {
+        m.watch_connections("http", seat.occupancy());
+        if let Some(seat) = https_seats.first() {
+            m.watch_connections("https", seat.occupancy());
+        }
+    }
+    for (i, seat) in seats.into_iter().enumerate() {
         let l = match listener.try_clone() {
             Ok(l) => l,
             Err(e) => {

@@ -26,6 +26,15 @@ fn sample(page: &str, series: &str) -> f64 {
     line[series.len() + 1..].parse().unwrap()
 }
 
+/// The sum of the samples `{start}worker="N"}` over the workers on `page`.
+fn over_workers(page: &str, start: &str) -> f64 {
+    page.lines()
+        .filter_map(|l| l.strip_prefix(start))
+        .filter(|rest| rest.starts_with("worker="))
+        .map(|rest| rest.rsplit_once(' ').unwrap().1.parse::<f64>().unwrap())
+        .sum()
+}
+
 async fn send(s: &Sluice, path: &str, body: bytes::Bytes, n: usize) -> Vec<u16> {
     let mut c = Conn::open(s.addr).await;
     let mut statuses = Vec::new();
@@ -169,6 +178,14 @@ async fn requests_are_counted_under_mi_names_and_prometheus_scrapes_them() {
         0.0
     );
     assert!(sample(&p, "process_resident_memory_bytes") > 1e6);
+    // Sluice's own: what was read of the bodies (DirectProxy and DirectAPI stream, CBRProxy reads),
+    // the connection still open (`c`), each worker's tasks.
+    assert_eq!(sample(&p, "sluice_request_bodies_total{body=\"streamed\"}"), 10.0);
+    assert_eq!(sample(&p, "sluice_request_bodies_total{body=\"read\"}"), 3.0);
+    let open = over_workers(&p, "sluice_http_connections_open{listener=\"http\",");
+    assert!(open >= 1.0, "{p}");
+    assert!(over_workers(&p, "sluice_worker_tasks{") >= 1.0, "{p}");
+    drop(c);
 
     // Prometheus' own linter reads the page.
     let mut lint = Command::new("promtool")

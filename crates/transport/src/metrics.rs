@@ -10,6 +10,10 @@
 //! | `wso2_integration_service_up` | gauge: when it was deployed (Unix seconds) | `service_name`, `service_type` |
 //! | `wso2_integration_server_up` | gauge: when Sluice started | `host`, `port`, `java_home`, `java_version` (empty) |
 //! | `wso2_integration_server_version` | gauge: when Sluice started | `version`, `update_level` |
+//! | `sluice_request_bodies_total` | counter: requests (the main sequence's too) by what was read of the body before the in-sequence | `body="streamed"` (nothing), `"head"` (up to the SOAP header), `"read"` (all) |
+//! | `sluice_http_connections_open` | gauge: client connections open | `listener` (`http`, `https`), `worker` |
+//! | `sluice_worker_tasks` | gauge: tasks alive on a worker (a connection, a request's copies...) | `worker` |
+//! | `sluice_worker_queue_depth` | gauge: tasks waiting in the worker's queue for it to take them | `worker` |
 //! | `process_*` | the Prometheus client libraries' process metrics, read from `/proc` at scrape | |
 //!
 //! A request counts once its answer's head is ready (a client that goes away before is not
@@ -61,6 +65,8 @@ pub struct Metrics {
     services: Vec<Service>,
     listeners: Listeners,
     shards: Mutex<Vec<Arc<Shard>>>,
+    /// Each listener's connections per worker.
+    connections: Mutex<Vec<(&'static str, sluice_balance::Occupancy)>>,
     /// When the services were deployed (Unix seconds).
     deployed: f64,
     started: Instant,
@@ -84,6 +90,10 @@ const FIRST_BUCKET: usize = 3;
 pub struct Shard {
     layout: Arc<Layout>,
     cells: Box<[AtomicU64]>,
+    /// Requests by [`BodyNeed`]: none, the head, all.
+    bodies: [AtomicU64; 3],
+    /// The worker's runtime, for its task counts.
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 /// An answer made by a fault: the fault sequence's, or Sluice's own. Put in the response's
@@ -118,22 +128,33 @@ impl Metrics {
             services: services.to_vec(),
             listeners,
             shards: Mutex::new(Vec::new()),
+            connections: Mutex::new(Vec::new()),
             deployed: unix_now(),
             started: Instant::now(),
         })
     }
 
-    /// A worker's shard, counted in every scrape from now on.
+    /// A worker's shard, counted in every scrape from now on; made on the worker's runtime (its
+    /// tasks are reported).
     pub fn shard(&self) -> Arc<Shard> {
         let cells = self.services.len() * 2 * self.layout.stride;
         let shard = Arc::new(Shard {
             layout: self.layout.clone(),
             cells: (0..cells).map(|_| AtomicU64::new(0)).collect(),
+            bodies: Default::default(),
+            runtime: tokio::runtime::Handle::try_current().ok(),
         });
         if let Ok(mut shards) = self.shards.lock() {
             shards.push(shard.clone());
         }
         shard
+    }
+
+    /// Reports `listener`'s open connections per worker from now on.
+    pub fn watch_connections(&self, listener: &'static str, occupancy: sluice_balance::Occupancy) {
+        if let Ok(mut c) = self.connections.lock() {
+            c.push((listener, occupancy));
+        }
     }
 
     /// The cells of service `slot` on listener `l` (0 http, 1 https), added over every shard.
@@ -196,8 +217,65 @@ impl Metrics {
         for api in [false, true] {
             self.render_kind(&mut out, api);
         }
+        self.render_workers(&mut out);
         process_metrics(&mut out);
         out
+    }
+
+    /// Sluice's own: bodies, connections, the workers' tasks.
+    fn render_workers(&self, out: &mut String) {
+        let shards: Vec<Arc<Shard>> = self.shards.lock().map(|s| s.clone()).unwrap_or_default();
+        let name = "sluice_request_bodies_total";
+        let help = "Requests by what was read of the body before the in-sequence ran";
+        family(out, name, "counter", help);
+        for (k, body) in ["streamed", "head", "read"].iter().enumerate() {
+            let n: u64 = shards.iter().map(|s| s.bodies[k].load(Relaxed)).sum();
+            let _ = writeln!(out, "{name}{{body=\"{body}\"}} {n}");
+        }
+        let name = "sluice_http_connections_open";
+        family(
+            out,
+            name,
+            "gauge",
+            "Client connections open, per listener and worker",
+        );
+        for (listener, occupancy) in self
+            .connections
+            .lock()
+            .map(|c| c.clone())
+            .unwrap_or_default()
+        {
+            for (w, n) in occupancy.open().iter().enumerate() {
+                let _ = writeln!(out, "{name}{{listener=\"{listener}\",worker=\"{w}\"}} {n}");
+            }
+        }
+        let runtimes: Vec<(usize, tokio::runtime::RuntimeMetrics)> = shards
+            .iter()
+            .enumerate()
+            .filter_map(|(w, s)| Some((w, s.runtime.as_ref()?.metrics())))
+            .collect();
+        family(
+            out,
+            "sluice_worker_tasks",
+            "gauge",
+            "Tasks alive on a worker",
+        );
+        for (w, m) in &runtimes {
+            let _ = writeln!(
+                out,
+                "sluice_worker_tasks{{worker=\"{w}\"}} {}",
+                m.num_alive_tasks()
+            );
+        }
+        let help = "Tasks waiting in a worker's queue";
+        family(out, "sluice_worker_queue_depth", "gauge", help);
+        for (w, m) in &runtimes {
+            let _ = writeln!(
+                out,
+                "sluice_worker_queue_depth{{worker=\"{w}\"}} {}",
+                m.global_queue_depth()
+            );
+        }
     }
 
     /// The counters and histograms of the proxies, or of the APIs.
@@ -279,6 +357,17 @@ impl Metrics {
 }
 
 impl Shard {
+    /// Counts a request by what mediation reads of its body before the in-sequence.
+    #[inline]
+    pub fn body(&self, need: sluice_expr::BodyNeed) {
+        let c = &self.bodies[match need {
+            sluice_expr::BodyNeed::None => 0,
+            sluice_expr::BodyNeed::Headers => 1,
+            sluice_expr::BodyNeed::Full => 2,
+        }];
+        c.store(c.load(Relaxed).wrapping_add(1), Relaxed);
+    }
+
     /// Counts a request to service `slot`, on the https listener or not, that began at `start`
     /// and is answered with `response`: an error when a fault made the answer.
     #[inline]

@@ -192,7 +192,11 @@ impl Engine {
         body: hyper::body::Incoming,
     ) -> Response<RelayBody> {
         let mut stream = Some(self.client_body(body));
-        match proxy.request_body_need(&msg) {
+        let need = proxy.request_body_need(&msg);
+        if let Some(s) = &self.stats {
+            s.body(need);
+        }
+        match need {
             BodyNeed::None => {}
             BodyNeed::Headers => match self.read_head(&proxy.in_seq, stream.take()).await {
                 Ok((head, None)) => msg.body = Body::Bytes(head),
