@@ -53,6 +53,7 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
     }
     c.fill_sequences_by_name();
     c.fill_endpoints_by_name();
+    plan.endpoints = c.endpoints_by_name.clone();
     plan.wsdls = std::mem::take(&mut c.wsdls);
     plan
 }

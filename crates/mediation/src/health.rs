@@ -19,7 +19,7 @@
 //! on failures and while the endpoint is not active.
 
 use sluice_config as cfg;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -129,6 +129,8 @@ pub struct EndpointHealth {
     /// No failure since the last success: the fast path.
     active: AtomicBool,
     state: Mutex<State>,
+    /// How many times it was suspended (for the metrics page).
+    suspensions: AtomicU64,
 }
 
 impl EndpointHealth {
@@ -137,6 +139,7 @@ impl EndpointHealth {
         EndpointHealth {
             policy,
             active: AtomicBool::new(true),
+            suspensions: AtomicU64::new(0),
             state: Mutex::new(State {
                 retries_left: retries,
                 not_before: None,
@@ -159,6 +162,16 @@ impl EndpointHealth {
             Some(t) if t > now => Readiness::Suspended(t - now),
             _ => Readiness::Ready,
         }
+    }
+
+    /// No failure since the last success (neither marked nor suspended).
+    pub fn is_active(&self) -> bool {
+        self.active.load(Ordering::Acquire)
+    }
+
+    /// How many times a failure suspended it.
+    pub fn suspensions(&self) -> u64 {
+        self.suspensions.load(Ordering::Relaxed)
     }
 
     /// Whether the endpoint is suspended (not merely marked); for messages.
@@ -197,6 +210,7 @@ impl EndpointHealth {
             s.last = Some(d);
             s.not_before = Some(now + d);
             s.suspended = true;
+            self.suspensions.fetch_add(1, Ordering::Relaxed);
             Change::Suspended(d)
         };
         self.active.store(false, Ordering::Release);

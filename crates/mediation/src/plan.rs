@@ -45,6 +45,8 @@ pub struct Plan {
     /// The deployed proxies and APIs, each once, in the configuration's order: the services
     /// requests are counted for ([`ProxyPlan::stats_slot`] is an index here).
     pub services: Vec<Service>,
+    /// The named endpoints that compiled (and those local entries hold), by name.
+    pub endpoints: crate::endpoints::EndpointsByName,
 }
 
 /// A deployed service requests are counted for: a proxy, or an API (all its resources).

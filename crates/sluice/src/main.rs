@@ -589,6 +589,17 @@ fn metrics(
         https_port: https.map(|a| a.port()),
     };
     let m = Metrics::new(&plan.services, internal.metrics.as_ref()?, listeners);
+    let mut endpoints: Vec<(String, Arc<sluice_mediation::health::EndpointHealth>)> = plan
+        .endpoints
+        .get()
+        .map(|all| {
+            all.iter()
+                .map(|(n, e)| (n.clone(), e.health.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    endpoints.sort_by(|a, b| a.0.cmp(&b.0));
+    m.watch_endpoints(endpoints);
     internal.health.set_metrics(m.clone());
     Some(m)
 }

@@ -180,8 +180,14 @@ async fn requests_are_counted_under_mi_names_and_prometheus_scrapes_them() {
     assert!(sample(&p, "process_resident_memory_bytes") > 1e6);
     // Sluice's own: what was read of the bodies (DirectProxy and DirectAPI stream, CBRProxy reads),
     // the connection still open (`c`), each worker's tasks.
-    assert_eq!(sample(&p, "sluice_request_bodies_total{body=\"streamed\"}"), 10.0);
-    assert_eq!(sample(&p, "sluice_request_bodies_total{body=\"read\"}"), 3.0);
+    assert_eq!(
+        sample(&p, "sluice_request_bodies_total{body=\"streamed\"}"),
+        10.0
+    );
+    assert_eq!(
+        sample(&p, "sluice_request_bodies_total{body=\"read\"}"),
+        3.0
+    );
     let open = over_workers(&p, "sluice_http_connections_open{listener=\"http\",");
     assert!(open >= 1.0, "{p}");
     assert!(over_workers(&p, "sluice_worker_tasks{") >= 1.0, "{p}");
@@ -244,4 +250,54 @@ async fn metrics_can_be_turned_off() {
     assert_eq!(c.get("/metric-service/metrics").await.unwrap().status, 404);
     assert_eq!(c.get("/liveness").await.unwrap().status, 200);
     let _ = std::fs::remove_file(&config);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspended_endpoint_shows_on_the_page() {
+    let s = Sluice::failures_endpoint("Suspending", format!("127.0.0.1:{}", closed_port()));
+    let p = page(&s).await;
+    assert_eq!(
+        sample(&p, "sluice_endpoint_active{endpoint=\"Suspending\"}"),
+        1.0
+    );
+    let mut c = Conn::open(s.addr).await;
+    let body = payload("1000B_buyStocks.xml");
+    let r = c
+        .post("/services/Guarded", SOAP_HEADERS, body)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 502, "{}", r.text());
+    let p = page(&s).await;
+    assert_eq!(
+        sample(&p, "sluice_endpoint_active{endpoint=\"Suspending\"}"),
+        0.0
+    );
+    assert_eq!(
+        sample(
+            &p,
+            "sluice_endpoint_suspensions_total{endpoint=\"Suspending\"}"
+        ),
+        1.0
+    );
+    // The other endpoint saw nothing.
+    assert_eq!(
+        sample(&p, "sluice_endpoint_active{endpoint=\"Backend\"}"),
+        1.0
+    );
+    assert_eq!(
+        sample(
+            &p,
+            "sluice_endpoint_suspensions_total{endpoint=\"Backend\"}"
+        ),
+        0.0
+    );
+    // The proxy's error count has it too (no fault sequence: Sluice's own fault).
+    let guarded = "{service_name=\"Guarded\",service_type=\"proxy\"}";
+    assert_eq!(
+        sample(
+            &p,
+            &format!("wso2_integration_proxy_request_count_error_total{guarded}")
+        ),
+        1.0
+    );
 }

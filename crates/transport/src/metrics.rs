@@ -14,6 +14,8 @@
 //! | `sluice_http_connections_open` | gauge: client connections open | `listener` (`http`, `https`), `worker` |
 //! | `sluice_worker_tasks` | gauge: tasks alive on a worker (a connection, a request's copies...) | `worker` |
 //! | `sluice_worker_queue_depth` | gauge: tasks waiting in the worker's queue for it to take them | `worker` |
+//! | `sluice_endpoint_active` | gauge: 1 while a named endpoint has had no failure since its last success, else 0 (marked or suspended) | `endpoint` |
+//! | `sluice_endpoint_suspensions_total` | counter: times a failure suspended it | `endpoint` |
 //! | `process_*` | the Prometheus client libraries' process metrics, read from `/proc` at scrape | |
 //!
 //! A request counts once its answer's head is ready (a client that goes away before is not
@@ -24,6 +26,7 @@
 //! with plain loads and stores (no locked instruction, no cache line shared with another worker),
 //! and a scrape adds the shards up.
 
+use sluice_mediation::health::EndpointHealth;
 use sluice_mediation::plan::Service;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -67,6 +70,8 @@ pub struct Metrics {
     shards: Mutex<Vec<Arc<Shard>>>,
     /// Each listener's connections per worker.
     connections: Mutex<Vec<(&'static str, sluice_balance::Occupancy)>>,
+    /// The named endpoints' suspension states, by name.
+    endpoints: Mutex<Vec<(String, Arc<EndpointHealth>)>>,
     /// When the services were deployed (Unix seconds).
     deployed: f64,
     started: Instant,
@@ -129,6 +134,7 @@ impl Metrics {
             listeners,
             shards: Mutex::new(Vec::new()),
             connections: Mutex::new(Vec::new()),
+            endpoints: Mutex::new(Vec::new()),
             deployed: unix_now(),
             started: Instant::now(),
         })
@@ -154,6 +160,13 @@ impl Metrics {
     pub fn watch_connections(&self, listener: &'static str, occupancy: sluice_balance::Occupancy) {
         if let Ok(mut c) = self.connections.lock() {
             c.push((listener, occupancy));
+        }
+    }
+
+    /// Reports these endpoints' states (named, sorted by name) from now on.
+    pub fn watch_endpoints(&self, endpoints: Vec<(String, Arc<EndpointHealth>)>) {
+        if let Ok(mut e) = self.endpoints.lock() {
+            *e = endpoints;
         }
     }
 
@@ -248,6 +261,32 @@ impl Metrics {
             for (w, n) in occupancy.open().iter().enumerate() {
                 let _ = writeln!(out, "{name}{{listener=\"{listener}\",worker=\"{w}\"}} {n}");
             }
+        }
+        let endpoints = self.endpoints.lock().map(|e| e.clone()).unwrap_or_default();
+        let help = "1 while the endpoint has had no failure since its last success";
+        family(out, "sluice_endpoint_active", "gauge", help);
+        for (name, h) in &endpoints {
+            let _ = writeln!(
+                out,
+                "sluice_endpoint_active{{endpoint=\"{}\"}} {}",
+                escape(name),
+                u8::from(h.is_active())
+            );
+        }
+        let name = "sluice_endpoint_suspensions_total";
+        family(
+            out,
+            name,
+            "counter",
+            "Times a failure suspended the endpoint",
+        );
+        for (ep, h) in &endpoints {
+            let _ = writeln!(
+                out,
+                "{name}{{endpoint=\"{}\"}} {}",
+                escape(ep),
+                h.suspensions()
+            );
         }
         let runtimes: Vec<(usize, tokio::runtime::RuntimeMetrics)> = shards
             .iter()
