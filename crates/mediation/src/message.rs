@@ -231,8 +231,77 @@ pub struct Message {
     /// Set when the request's mediation must stop (its deadline passed, or its client went away):
     /// the executor checks it between mediators and fails with [`crate::ErrorKind::Stopped`].
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// The request's correlation ID (MI's `activityid` header, taken from the client or made),
+    /// for the log lines the message causes.
+    pub correlation: Correlation,
     message_id: Option<String>,
 }
+
+/// A request's correlation ID (MI's `activityid`): the client's header, or one Sluice made. A
+/// made one is not put among the headers mediation sees: it is written into the back-end request as
+/// it leaves (a header map that grows costs more than the rest of a pass-through), and shown in
+/// log lines.
+/// A made correlation ID's 128 bits, as two words (a `u128` would align every future holding a
+/// message to 16 bytes, and make them dearer to move).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Id(pub u64, pub u64);
+
+#[derive(Clone, Debug, Default)]
+pub enum Correlation {
+    #[default]
+    None,
+    Client(HeaderValue),
+    Made(Id),
+}
+
+impl Correlation {
+    /// Its text as a header value.
+    pub fn header_value(&self) -> Option<HeaderValue> {
+        match self {
+            Correlation::None => None,
+            Correlation::Client(v) => Some(v.clone()),
+            Correlation::Made(id) => HeaderValue::from_bytes(&uuid_text(*id)).ok(),
+        }
+    }
+}
+
+impl std::fmt::Display for Correlation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Correlation::None => f.write_str("-"),
+            Correlation::Client(v) => f.write_str(v.to_str().unwrap_or("-")),
+            Correlation::Made(id) => {
+                f.write_str(std::str::from_utf8(&uuid_text(*id)).unwrap_or("-"))
+            }
+        }
+    }
+}
+
+/// A 128-bit ID in a UUID's text form (8-4-4-4-12 lower-case hex digits).
+pub fn uuid_text(id: Id) -> [u8; 36] {
+    let mut out = [b'-'; 36];
+    let bytes = [id.0.to_be_bytes(), id.1.to_be_bytes()];
+    // Where each byte's two digits go: the dashes sit at 8, 13, 18 and 23.
+    const AT: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
+    for (i, at) in AT.iter().enumerate() {
+        let [hi, lo] = HEX_PAIRS[usize::from(bytes[i / 8][i % 8])];
+        out[*at] = hi;
+        out[at + 1] = lo;
+    }
+    out
+}
+
+/// Each byte's two lower-case hex digits.
+static HEX_PAIRS: [[u8; 2]; 256] = {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut t = [[0u8; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = [HEX[i >> 4], HEX[i & 15]];
+        i += 1;
+    }
+    t
+};
 
 impl Message {
     pub fn request(
@@ -268,6 +337,7 @@ impl Message {
             remote: None,
             permits: Default::default(),
             stop: None,
+            correlation: Correlation::None,
             message_id: None,
         }
     }

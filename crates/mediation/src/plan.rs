@@ -240,4 +240,7 @@ pub type Steps = Arc<[Step]>;
 pub struct CompileOptions {
     /// Named endpoint -> replacement address URI (`--endpoint NAME=URI`).
     pub endpoint_overrides: HashMap<String, String>,
+    /// The correlation ID's header, when not MI's `activityid`: a cache leaves it out of its
+    /// hashes, as MI does (it is new with every request).
+    pub correlation_header: Option<String>,
 }

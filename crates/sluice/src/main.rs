@@ -204,7 +204,7 @@ fn main() -> ExitCode {
                 }
             };
             let source = Source::Path(path, cli.listen.home.clone());
-            let Some((plan, diags)) = load(source, &endpoints, strict) else {
+            let Some((plan, diags)) = load(source, &endpoints, strict, &settings) else {
                 return ExitCode::from(2);
             };
             read_wsdls(&plan, &backend_tls);
@@ -215,8 +215,16 @@ fn main() -> ExitCode {
                     health: Health::new(left_out(&plan, &diags)),
                     metrics: settings.metrics(),
                 });
+            let access_log = match settings.access_log() {
+                Ok(l) => l,
+                Err(e) => {
+                    eprintln!("sluice: {e}");
+                    return ExitCode::from(2);
+                }
+            };
             let engine = settings.engine(EngineOptions {
                 backend_tls,
+                access_log,
                 ..EngineOptions::default()
             });
             let server = settings.server(ServerOptions {
@@ -275,10 +283,16 @@ fn print_diagnostics(d: &Diagnostics) {
 /// Loads and compiles; prints every diagnostic. An artifact with an error is not deployed and the
 /// others are, as in WSO2 MI; `None` (nothing starts) when `strict` and there are errors, or when
 /// the command line itself is wrong (`--endpoint`).
-fn load(source: Source, endpoints: &[String], strict: bool) -> Option<(Plan, Diagnostics)> {
+fn load(
+    source: Source,
+    endpoints: &[String],
+    strict: bool,
+    settings: &Settings,
+) -> Option<(Plan, Diagnostics)> {
     let opts = match overrides(endpoints) {
         Ok(o) => CompileOptions {
             endpoint_overrides: o,
+            correlation_header: settings.correlation_header().map(str::to_owned),
         },
         Err(e) => {
             eprintln!("error: {e}");
@@ -312,6 +326,7 @@ fn validate(path: PathBuf, home: Option<&Path>, endpoints: &[String]) -> ExitCod
     let opts = match overrides(endpoints) {
         Ok(o) => CompileOptions {
             endpoint_overrides: o,
+            ..CompileOptions::default()
         },
         Err(e) => {
             eprintln!("error: {e}");
@@ -749,7 +764,7 @@ fn serve_default(listen: Listen, settings: &Settings) -> ExitCode {
     };
     let echo_addr = echo.addr();
     let echo_uri = format!("EchoService=http://{echo_addr}/service/EchoService");
-    let Some((plan, _)) = load(Source::Embedded, &[echo_uri], true) else {
+    let Some((plan, _)) = load(Source::Embedded, &[echo_uri], true, settings) else {
         return ExitCode::from(2);
     };
     let banner = |addr: SocketAddr| {
@@ -764,6 +779,13 @@ fn serve_default(listen: Listen, settings: &Settings) -> ExitCode {
         grace: Duration::from_secs(5),
         ..ServerOptions::default()
     });
+    let access_log = match settings.access_log() {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("sluice: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let internal = settings
         .internal_api(listen.internal_port)
         .map(|port| Internal {
@@ -776,7 +798,10 @@ fn serve_default(listen: Listen, settings: &Settings) -> ExitCode {
         listen,
         settings.http_port(),
         server,
-        settings.engine(EngineOptions::default()),
+        settings.engine(EngineOptions {
+            access_log,
+            ..EngineOptions::default()
+        }),
         internal,
         Some(&banner),
     );

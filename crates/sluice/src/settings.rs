@@ -5,12 +5,14 @@
 //! still seen.
 
 use serde::Deserialize;
+use sluice_transport::access_log::{AccessLog, Format};
 use sluice_transport::body::BodyPace;
 use sluice_transport::buffered::BodyBudget;
 use sluice_transport::metrics::Buckets;
 use sluice_transport::offload::{Offload, OffloadOptions};
 use sluice_transport::{EngineOptions, ServerOptions};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Deserialize, Default, Debug)]
@@ -23,6 +25,28 @@ pub struct Settings {
     mediation: Mediation,
     #[serde(default)]
     metric_handler: MetricHandler,
+    #[serde(default)]
+    passthru_properties: Passthru,
+    #[serde(default)]
+    access_log: AccessLogSettings,
+}
+
+/// `[access_log]` (Sluice's: MI sets its access log in log4j2.properties).
+#[derive(Deserialize, Default, Debug)]
+struct AccessLogSettings {
+    /// A line per request (default off).
+    enable: Option<bool>,
+    /// The file the lines are appended to (default `http_access.log`, MI's name).
+    file: Option<std::path::PathBuf>,
+    /// `mi` (MI's default pattern) or `json`.
+    format: Option<String>,
+}
+
+/// `[passthru_properties]`: MI's HTTP transport settings.
+#[derive(Deserialize, Default, Debug)]
+struct Passthru {
+    /// The header that carries the correlation ID (MI's default `activityid`).
+    correlation_header_name: Option<String>,
 }
 
 /// `[metric_handler]`: MI's latency buckets, and whether requests are counted at all.
@@ -113,6 +137,8 @@ const KNOWN: &[(&str, &[&str])] = &[
         "metric_handler",
         &["enable", "proxy_latency_buckets", "api_latency_buckets"],
     ),
+    ("passthru_properties", &["correlation_header_name"]),
+    ("access_log", &["enable", "file", "format"]),
 ];
 
 impl Settings {
@@ -141,6 +167,18 @@ impl Settings {
         }
         if s.mediation.offload_threads == Some(0) {
             return Err("offload_threads must be at least 1".into());
+        }
+        if let Some(n) = &s.passthru_properties.correlation_header_name {
+            if http::HeaderName::from_bytes(n.as_bytes()).is_err() {
+                return Err(format!(
+                    "passthru_properties.correlation_header_name: '{n}' is not a header name"
+                ));
+            }
+        }
+        if let Some(f) = &s.access_log.format {
+            if f != "mi" && f != "json" {
+                return Err(format!("access_log.format: '{f}': want \"mi\" or \"json\""));
+            }
         }
         let m = &s.metric_handler;
         for (key, b) in [
@@ -177,6 +215,11 @@ impl Settings {
         if let Some(n) = h.max_buffered_bytes {
             e.body_budget = BodyBudget::new(n);
         }
+        if let Some(n) = self.correlation_header() {
+            if let Ok(name) = http::HeaderName::from_bytes(n.as_bytes()) {
+                sluice_transport::correlation::set_header(name);
+            }
+        }
         // Parsed trees count against the bodies' budget.
         sluice_mediation::budget::install(e.body_budget.clone());
         let m = &self.mediation;
@@ -210,6 +253,27 @@ impl Settings {
             cli.or(m.internal_http_api_port)
                 .unwrap_or(9191u16.saturating_add(self.offset())),
         )
+    }
+
+    /// The access log the file asks for, opened (appending); `None` when it is off.
+    pub fn access_log(&self) -> Result<Option<Arc<AccessLog>>, String> {
+        let a = &self.access_log;
+        if a.enable != Some(true) {
+            return Ok(None);
+        }
+        let path = a.file.clone().unwrap_or_else(|| "http_access.log".into());
+        let format = match a.format.as_deref() {
+            Some("json") => Format::Json,
+            _ => Format::Mi,
+        };
+        AccessLog::open(&path, format)
+            .map(|l| Some(Arc::new(l)))
+            .map_err(|e| format!("access_log.file {}: {e}", path.display()))
+    }
+
+    /// The correlation ID's header when the file names one (MI's default is `activityid`).
+    pub fn correlation_header(&self) -> Option<&str> {
+        self.passthru_properties.correlation_header_name.as_deref()
     }
 
     /// The latency buckets requests are counted with (MI's defaults, or the file's), `None` when

@@ -254,8 +254,8 @@ fn check_log(s: &Sluice, from: usize, expect: &Expect) -> Vec<String> {
 
 /// Sluice's stderr as cases state it: starting with a newline, without colour codes or each
 /// line's timestamp (a line reads `INFO sluice::log: ... proxy=P`), with every message id
-/// (`urn:uuid:sluice-<pid>-<n>`, new in each run) written `{id}` and Sluice's own address
-/// (`sluice`, as in a Host header) written `{sluice}`.
+/// (`urn:uuid:sluice-<pid>-<n>`, new in each run) written `{id}`, the `correlation_id` field left
+/// out, and Sluice's own address (`sluice`, as in a Host header) written `{sluice}`.
 fn log_text(raw: &str, sluice: &str) -> String {
     let mut plain = String::with_capacity(raw.len());
     let mut chars = raw.chars();
@@ -295,7 +295,17 @@ fn log_text(raw: &str, sluice: &str) -> String {
             rest[at + ID.len()..].trim_start_matches(|c: char| c.is_ascii_hexdigit() || c == '-');
     }
     text.push_str(rest);
-    text.replace(sluice, "{sluice}")
+    // Each line's correlation ID (new in each run, or the client's) is not part of what cases
+    // state: its field is dropped.
+    const CID: &str = " correlation_id=";
+    let mut plain = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find(CID) {
+        plain.push_str(&rest[..at]);
+        rest = rest[at + CID.len()..].trim_start_matches(|c: char| !c.is_whitespace());
+    }
+    plain.push_str(rest);
+    plain.replace(sluice, "{sluice}")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

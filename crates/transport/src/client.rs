@@ -242,12 +242,14 @@ impl BackendClient {
     }
 
     /// Sends a request and returns the response once its head is in; the body is read as it is polled.
+    /// `correlation`: a correlation ID Sluice made, written as its header.
     /// On failure, the request's body comes back when none of it was read (the connection failed
     /// first), so that a fault sequence can still read it or send it elsewhere.
     pub async fn send(
         &self,
         req: Request<RelayBody>,
         ep: &EndpointPlan,
+        correlation: Option<sluice_mediation::message::Id>,
     ) -> Result<Response<BackendBody>, Unsent> {
         let (parts, body) = req.into_parts();
         let framing = request_framing(&parts.headers, &body);
@@ -266,7 +268,8 @@ impl BackendClient {
         };
         let mut head = BytesMut::with_capacity(512);
         let line = (&parts.method, target, version);
-        h1::write_request_head(line, &parts.headers, framing, &mut head);
+        let made = correlation.map(|id| (crate::correlation::header(), id));
+        h1::write_request_head(line, &parts.headers, framing, made, &mut head);
         let mut writer = Writer::new(head, body, framing);
         match self.exchange_retried(&mut writer, &parts.method, ep).await {
             Ok((mut head, conn)) => {

@@ -34,10 +34,13 @@ pub enum RequestFraming {
 
 /// Writes a request head. `headers` must already be free of hop-by-hop fields; the framing header is
 /// written from `framing` and any `Content-Length` / `Transfer-Encoding` in `headers` is skipped.
+/// `made`: a correlation ID Sluice made and its header, written unless `headers` hold that header
+/// (looked for as they are written: no lookup of its own).
 pub fn write_request_head(
     (method, path_and_query, version): (&Method, &str, Version),
     headers: &HeaderMap,
     framing: RequestFraming,
+    made: Option<(&http::HeaderName, sluice_mediation::message::Id)>,
     out: &mut BytesMut,
 ) {
     let target = if path_and_query.is_empty() {
@@ -54,13 +57,23 @@ pub fn write_request_head(
     } else {
         b" HTTP/1.1\r\n"
     });
+    let mut made = made;
     for (name, value) in headers {
         if name == header::CONTENT_LENGTH || name == header::TRANSFER_ENCODING {
             continue;
         }
+        if made.is_some_and(|(n, _)| n == name) {
+            made = None;
+        }
         out.put_slice(name.as_str().as_bytes());
         out.put_slice(b": ");
         out.put_slice(value.as_bytes());
+        out.put_slice(b"\r\n");
+    }
+    if let Some((name, id)) = made {
+        out.put_slice(name.as_str().as_bytes());
+        out.put_slice(b": ");
+        out.put_slice(&sluice_mediation::message::uuid_text(id));
         out.put_slice(b"\r\n");
     }
     match framing {
@@ -631,6 +644,7 @@ mod tests {
             (&Method::POST, "/s?a=1", Version::HTTP_11),
             &h,
             RequestFraming::Length(1234),
+            None,
             &mut out,
         );
         assert_eq!(
@@ -642,6 +656,7 @@ mod tests {
             (&Method::GET, "", Version::HTTP_11),
             &HeaderMap::new(),
             RequestFraming::Empty,
+            None,
             &mut out,
         );
         assert_eq!(&out[..], b"GET / HTTP/1.1\r\n\r\n");
@@ -650,6 +665,7 @@ mod tests {
             (&Method::PUT, "/", Version::HTTP_11),
             &HeaderMap::new(),
             RequestFraming::Chunked,
+            None,
             &mut out,
         );
         assert_eq!(
@@ -665,6 +681,7 @@ mod tests {
             (&Method::POST, "/", Version::HTTP_11),
             &HeaderMap::new(),
             RequestFraming::Length(u64::MAX),
+            None,
             &mut out,
         );
         assert!(out.ends_with(b"content-length: 18446744073709551615\r\n\r\n"));
@@ -673,8 +690,38 @@ mod tests {
             (&Method::GET, "http://b:80/s", Version::HTTP_10),
             &HeaderMap::new(),
             RequestFraming::Empty,
+            None,
             &mut out,
         );
         assert_eq!(&out[..], b"GET http://b:80/s HTTP/1.0\r\n\r\n");
+        // A made correlation ID: written when the headers hold none, else theirs stands.
+        let name = http::HeaderName::from_static("activityid");
+        let id = sluice_mediation::message::Id(0x0123_4567_89ab_4def, 0x8123_4567_89ab_cdef);
+        out.clear();
+        write_request_head(
+            (&Method::GET, "/", Version::HTTP_11),
+            &HeaderMap::new(),
+            RequestFraming::Empty,
+            Some((&name, id)),
+            &mut out,
+        );
+        assert_eq!(
+            &out[..],
+            b"GET / HTTP/1.1\r\nactivityid: 01234567-89ab-4def-8123-456789abcdef\r\n\r\n"
+        );
+        out.clear();
+        let mut theirs = HeaderMap::new();
+        theirs.insert(&name, "set-by-a-mediator".parse().unwrap());
+        write_request_head(
+            (&Method::GET, "/", Version::HTTP_11),
+            &theirs,
+            RequestFraming::Empty,
+            Some((&name, id)),
+            &mut out,
+        );
+        assert_eq!(
+            &out[..],
+            b"GET / HTTP/1.1\r\nactivityid: set-by-a-mediator\r\n\r\n"
+        );
     }
 }

@@ -1,8 +1,10 @@
 //! HTTP transport: the listener, the pooled back-end client, and the request life that drives mediation.
 
+pub mod access_log;
 pub mod body;
 pub mod buffered;
 pub mod client;
+pub mod correlation;
 pub mod engine;
 pub mod error;
 pub mod h1;

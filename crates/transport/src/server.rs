@@ -1,5 +1,6 @@
 //! The HTTP/1.1 listener: accept loop, one task per connection, graceful shutdown.
 
+use crate::access_log::AccessLog;
 use crate::engine::{Engine, Transport};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -99,43 +100,38 @@ pub async fn serve(
     // Every connection's task until it ends (pruned at each sweep), for shutdown.
     let mut fresh: Vec<Fresh> = Vec::new();
     // A connection served here: its task holds the balance's count until it ends.
+    let log = engine.access_log();
     let start = |stream: TcpStream, count: Counted| {
         let peer = stream.peer_addr().ok().map(|a| a.ip());
-        let (began, svc) = service(&engine, Transport::Http, peer);
-        let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc));
-        let task = tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!("connection ended: {e}");
+        let t = Transport::Http;
+        match &log {
+            None => spawn_conn(
+                &graceful,
+                &builder,
+                stream,
+                service(&engine, t, peer),
+                count,
+            ),
+            Some(log) => {
+                let svc = logged_service(&engine, log.clone(), t, peer);
+                spawn_conn(&graceful, &builder, stream, svc, count)
             }
-            drop(count);
-        });
-        Fresh {
-            began,
-            task: task.abort_handle(),
         }
     };
     // An https connection: the handshake in its own task, then served as the others.
     let start_tls = |stream: TcpStream, count: Counted, acceptor: TlsAcceptor| {
         let peer = stream.peer_addr().ok().map(|a| a.ip());
-        let (began, svc) = service(&engine, Transport::Https, peer);
-        let (watcher, builder) = (graceful.watcher(), builder.clone());
-        let handshake_timeout = opts.header_read_timeout;
-        let task = tokio::spawn(async move {
-            match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
-                Ok(Ok(tls)) => {
-                    let conn = watcher.watch(builder.serve_connection(TokioIo::new(tls), svc));
-                    if let Err(e) = conn.await {
-                        tracing::debug!("https connection ended: {e}");
-                    }
-                }
-                Ok(Err(e)) => tracing::debug!("TLS handshake failed: {e}"),
-                Err(_) => tracing::debug!("TLS handshake not done within {handshake_timeout:?}"),
-            }
-            drop(count);
-        });
-        Fresh {
-            began,
-            task: task.abort_handle(),
+        let t = Transport::Https;
+        let at = (&graceful, &builder);
+        let tls = (stream, acceptor, opts.header_read_timeout);
+        match &log {
+            None => spawn_tls(at, tls, service(&engine, t, peer), count),
+            Some(log) => spawn_tls(
+                at,
+                tls,
+                logged_service(&engine, log.clone(), t, peer),
+                count,
+            ),
         }
     };
     loop {
@@ -202,12 +198,7 @@ fn service(
     engine: &Arc<Engine>,
     transport: Transport,
     peer: Option<std::net::IpAddr>,
-) -> (
-    Arc<AtomicBool>,
-    impl hyper::service::Service<Request, Response = Answer, Error = Infallible, Future: Send>
-        + Send
-        + 'static,
-) {
+) -> (Arc<AtomicBool>, impl Service) {
     let engine = engine.clone();
     let began = Arc::new(AtomicBool::new(false));
     let began_here = began.clone();
@@ -217,6 +208,96 @@ fn service(
         async move { Ok::<_, Infallible>(engine.handle(req, transport, peer).await) }
     });
     (began, svc)
+}
+
+/// [`service`] with a line per request in the access log: a type of its own, so that a server
+/// without one pays nothing for it (a future able to log costs every request a larger move).
+fn logged_service(
+    engine: &Arc<Engine>,
+    log: Arc<AccessLog>,
+    transport: Transport,
+    peer: Option<std::net::IpAddr>,
+) -> (Arc<AtomicBool>, impl Service) {
+    let engine = engine.clone();
+    let began = Arc::new(AtomicBool::new(false));
+    let began_here = began.clone();
+    let svc = service_fn(move |mut req: Request| {
+        let (engine, log) = (engine.clone(), log.clone());
+        began_here.store(true, Ordering::Relaxed);
+        // The line needs the correlation ID: made here, before the engine would.
+        crate::correlation::ensure(req.headers_mut());
+        let entry = log.entry(&req, peer);
+        async move {
+            let r = engine.handle(req, transport, peer).await;
+            log.write(&entry, &r);
+            Ok::<_, Infallible>(r)
+        }
+    });
+    (began, svc)
+}
+
+/// What a connection's service is.
+trait Service:
+    hyper::service::Service<Request, Response = Answer, Error = Infallible, Future: Send>
+    + Send
+    + 'static
+{
+}
+
+impl<S> Service for S where
+    S: hyper::service::Service<Request, Response = Answer, Error = Infallible, Future: Send>
+        + Send
+        + 'static
+{
+}
+
+/// Serves a plain connection with `svc` on a task of its own; the balance's `count` is held until
+/// it ends.
+fn spawn_conn(
+    graceful: &GracefulShutdown,
+    builder: &http1::Builder,
+    stream: TcpStream,
+    (began, svc): (Arc<AtomicBool>, impl Service),
+    count: Counted,
+) -> Fresh {
+    let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc));
+    let task = tokio::spawn(async move {
+        if let Err(e) = conn.await {
+            tracing::debug!("connection ended: {e}");
+        }
+        drop(count);
+    });
+    Fresh {
+        began,
+        task: task.abort_handle(),
+    }
+}
+
+/// An https connection: the handshake on its own task, then served with `svc` as the others.
+fn spawn_tls(
+    (graceful, builder): (&GracefulShutdown, &http1::Builder),
+    (stream, acceptor, handshake_timeout): (TcpStream, TlsAcceptor, Duration),
+    (began, svc): (Arc<AtomicBool>, impl Service),
+    count: Counted,
+) -> Fresh {
+    let (watcher, builder) = (graceful.watcher(), builder.clone());
+    let task = tokio::spawn(async move {
+        match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
+            Ok(Ok(tls)) => {
+                let conn = watcher.watch(builder.serve_connection(TokioIo::new(tls), svc));
+                if let Err(e) = conn.await {
+                    tracing::debug!("https connection ended: {e}");
+                }
+            }
+            Ok(Err(e)) => tracing::debug!("TLS handshake failed: {e}"),
+            Err(_) => tracing::debug!("TLS handshake not done within {handshake_timeout:?}"),
+        }
+        drop(count);
+    });
+    Fresh {
+        began,
+        task: task.abort_handle(),
+    }
 }
 
 /// An accept that failed: out of descriptors, a warning (at most every 5 s) and a pause before the

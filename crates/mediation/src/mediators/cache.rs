@@ -53,6 +53,9 @@ pub struct CachePlan {
     methods: Option<Vec<http::Method>>,
     exclude: Vec<HeaderName>,
     include: Vec<HeaderName>,
+    /// The correlation ID's header: never hashed (MI excludes it for good: it is new with every
+    /// request).
+    correlation: HeaderName,
     cache_control: bool,
     age_header: bool,
 }
@@ -100,6 +103,14 @@ pub(crate) fn compile(c: &mut Compiler, k: &cfg::Cache, m: &cfg::Mediator) -> Op
         }),
         exclude: headers(&k.headers_exclude),
         include: headers(&k.headers_include),
+        correlation: HeaderName::from_bytes(
+            c.opts
+                .correlation_header
+                .as_deref()
+                .unwrap_or("activityid")
+                .as_bytes(),
+        )
+        .unwrap_or(HeaderName::from_static("activityid")),
         cache_control: k.cache_control,
         age_header: k.age_header,
     }))
@@ -164,6 +175,7 @@ impl CachePlan {
         let mut names: Vec<&HeaderName> = msg
             .headers
             .keys()
+            .filter(|n| **n != self.correlation)
             .filter(|n| {
                 if self.include.is_empty() {
                     !self.exclude.contains(n)

@@ -88,15 +88,19 @@ fn log(l: &LogPlan, msg: &mut Message, doc: &DocCache) {
     let line = log_line(l, msg, doc);
     match l.category {
         LogCategory::Trace => {
-            tracing::trace!(target: "sluice::log", proxy = %msg.service, "{line}")
+            tracing::trace!(target: "sluice::log", proxy = %msg.service, correlation_id = %msg.correlation, "{line}")
         }
         LogCategory::Debug => {
-            tracing::debug!(target: "sluice::log", proxy = %msg.service, "{line}")
+            tracing::debug!(target: "sluice::log", proxy = %msg.service, correlation_id = %msg.correlation, "{line}")
         }
-        LogCategory::Info => tracing::info!(target: "sluice::log", proxy = %msg.service, "{line}"),
-        LogCategory::Warn => tracing::warn!(target: "sluice::log", proxy = %msg.service, "{line}"),
+        LogCategory::Info => {
+            tracing::info!(target: "sluice::log", proxy = %msg.service, correlation_id = %msg.correlation, "{line}")
+        }
+        LogCategory::Warn => {
+            tracing::warn!(target: "sluice::log", proxy = %msg.service, correlation_id = %msg.correlation, "{line}")
+        }
         LogCategory::Error | LogCategory::Fatal => {
-            tracing::error!(target: "sluice::log", proxy = %msg.service, "{line}")
+            tracing::error!(target: "sluice::log", proxy = %msg.service, correlation_id = %msg.correlation, "{line}")
         }
     }
 }

@@ -16,11 +16,13 @@ impl Engine {
         if let Some(refused) = refuse_head(&parts) {
             return refused;
         }
+        // MI's correlation ID: the client's, or a new one the back-end gets too.
+        let cid = crate::correlation::of(&parts.headers);
         let path = parts.uri.path();
         let rest = match path.strip_prefix("/services") {
             Some(r) if r.is_empty() || r == "/" => return self.listing(),
             Some(r) if r.starts_with('/') => &r[1..],
-            _ => return self.api(parts, body, peer, transport).await,
+            _ => return self.api(parts, body, peer, transport, cid).await,
         };
         let name = rest.split('/').next().unwrap_or(rest);
         let proxy = match self.plan.proxies.get(name) {
@@ -31,7 +33,7 @@ impl Engine {
                 .and_then(|(n, _)| self.plan.proxies.get(n))
             {
                 Some(p) => p,
-                None => return self.api(parts, body, peer, transport).await,
+                None => return self.api(parts, body, peer, transport, cid).await,
             },
         };
         let served = match transport {
@@ -81,6 +83,7 @@ impl Engine {
             .unwrap_or_default();
         let mut msg = Message::request(proxy.name.clone(), parts.method, pq, parts.headers);
         msg.remote = peer;
+        msg.correlation = cid;
         let proxy = proxy.clone();
         let start = self.started();
         let r = self.request_flow(&proxy, msg, body).await;
@@ -120,6 +123,7 @@ impl Engine {
         body: hyper::body::Incoming,
         peer: Option<std::net::IpAddr>,
         transport: Transport,
+        cid: sluice_mediation::message::Correlation,
     ) -> Response<RelayBody> {
         let pq = parts
             .uri
@@ -140,6 +144,7 @@ impl Engine {
                         parts.headers,
                     );
                     msg.remote = peer;
+                    msg.correlation = cid;
                     return self.request_flow(&main, msg, body).await;
                 }
                 // Read and dropped, unless the client waits for 100 Continue to send it.
@@ -179,6 +184,7 @@ impl Engine {
             parts.headers,
         );
         msg.remote = peer;
+        msg.correlation = cid.clone();
         let sub = match route.postfix {
             "" => "/",
             p => p,
@@ -205,8 +211,15 @@ impl Engine {
         }
         let service = route.resource.service.clone();
         let start = self.started();
-        let r = self.request_flow(&service, msg, body).await;
+        let mut r = self.request_flow(&service, msg, body).await;
         self.counted(&service, transport, start, &r);
+        // MI answers an API's client with the correlation ID.
+        let name = crate::correlation::header();
+        if !r.headers().contains_key(name) {
+            if let Some(v) = cid.header_value() {
+                r.headers_mut().insert(name.clone(), v);
+            }
+        }
         r
     }
 

@@ -88,6 +88,8 @@ pub struct EngineOptions {
     pub body_budget: Arc<BodyBudget>,
     /// Where requests are counted ([`crate::metrics`]); `None`: not counted.
     pub metrics: Option<Arc<crate::metrics::Metrics>>,
+    /// Where a line per request goes ([`crate::access_log`]); `None`: nowhere.
+    pub access_log: Option<Arc<crate::access_log::AccessLog>>,
 }
 
 /// How often the serving loop calls [`Engine::sweep_backends`].
@@ -106,6 +108,7 @@ impl Default for EngineOptions {
             offload: Offload::new(Default::default()),
             body_budget: BodyBudget::new(sluice_mediation::budget::DEFAULT_CAP),
             metrics: None,
+            access_log: None,
         }
     }
 }
@@ -178,6 +181,11 @@ impl Engine {
 
     pub fn plan(&self) -> &Plan {
         &self.plan
+    }
+
+    /// The access log, when requests are logged.
+    pub fn access_log(&self) -> Option<Arc<crate::access_log::AccessLog>> {
+        self.opts.access_log.clone()
     }
 
     /// A client's request body, held to the pace the options set.
@@ -483,15 +491,16 @@ impl Engine {
                 }
             };
             let limit = target.timeout_for(&msg);
+            let made = crate::correlation::to_send(&msg.correlation);
             let (req, activity) = backend_request(&mut msg, &target, stream.take(), false);
-            Some((target, req, activity, limit))
+            Some((target, req, activity, limit, made))
         };
         let (client, limit) = (self.client.clone(), self.opts.default_timeout);
         tokio::spawn(async move {
             let sent = match single {
-                Some((target, req, activity, own)) => {
+                Some((target, req, activity, own, made)) => {
                     let limit = own.unwrap_or(limit);
-                    send_with_timeout(&client, req, &target, activity, limit)
+                    send_with_timeout(&client, req, &target, activity, limit, made)
                         .await
                         .map_err(|u| u.error)
                 }
@@ -777,7 +786,7 @@ impl Engine {
         err: Error,
         stream: Option<Inbound>,
     ) -> Response<RelayBody> {
-        tracing::warn!(proxy = %proxy.name, kind = ?err.kind, source = ?err.kind.source(), "{}", err.reason());
+        tracing::warn!(proxy = %proxy.name, correlation_id = %msg.correlation, kind = ?err.kind, source = ?err.kind.source(), "{}", err.reason());
         // A run stopped on its deadline left no message to run a fault sequence on.
         // Nor after an onError sequence handled it (Synapse runs the innermost handler only).
         let fs = proxy
@@ -857,7 +866,7 @@ impl Engine {
             return Box::pin(self.fault_flow(proxy, msg, e, stream)).await;
         }
         let why = skip_fault_sequence.unwrap_or("in a fault sequence");
-        tracing::warn!(proxy = %proxy.name, "{} ({why})", e.reason());
+        tracing::warn!(proxy = %proxy.name, correlation_id = %msg.correlation, "{} ({why})", e.reason());
         discard(stream).await;
         self.default_fault(msg.soap, &e)
     }

@@ -86,8 +86,9 @@ pub(super) async fn send_once(
     // A REST text/xml message read for mediation leaves as plain XML.
     sluice_mediation::rest::outgoing(msg, false);
     let limit = target.timeout_for(msg).unwrap_or(default_timeout);
+    let made = crate::correlation::to_send(&msg.correlation);
     let (req, activity) = backend_request(msg, &target, stream, keep_headers);
-    match send_with_timeout(client, req, &target, activity, limit).await {
+    match send_with_timeout(client, req, &target, activity, limit, made).await {
         Ok(r) => Ok((r, target)),
         Err(u) => Err(NotSent::from_unsent(u, &target)),
     }
@@ -250,13 +251,15 @@ pub(super) fn no_ready_child(ep: &EndpointPlan) -> Error {
 }
 
 /// Sends to the endpoint unless it is suspended, and keeps its suspension state: any response makes
-/// it active, a failure may mark or suspend it (`sluice_mediation::health`).
+/// it active, a failure may mark or suspend it (`sluice_mediation::health`). `correlation`: a
+/// correlation ID Sluice made, written into the request's head.
 pub(super) async fn send_with_timeout(
     client: &BackendClient,
     req: Request<RelayBody>,
     ep: &EndpointPlan,
     activity: Option<Arc<Activity>>,
     limit: Duration,
+    correlation: Option<sluice_mediation::message::Id>,
 ) -> Result<http::Response<BackendBody>, Unsent> {
     if let Readiness::Suspended(left) = ep.health.readiness(Instant::now()) {
         let state = if ep.health.is_suspended() {
@@ -278,7 +281,7 @@ pub(super) async fn send_with_timeout(
             body: Some(req.into_body()),
         });
     }
-    let r = timed(client.send(req, ep), ep, activity, limit).await;
+    let r = timed(client.send(req, ep, correlation), ep, activity, limit).await;
     match &r {
         Ok(_) => {
             if ep.health.on_success() {
