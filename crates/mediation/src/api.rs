@@ -61,6 +61,20 @@ pub enum Pattern {
     Template(Template),
 }
 
+impl Pattern {
+    /// As the configuration wrote it (MI's management API shows `N/A` for none).
+    pub fn text(&self) -> String {
+        match self {
+            Pattern::Any => "N/A".to_owned(),
+            Pattern::Prefix(p) if p.is_empty() || p == "/" => "/*".to_owned(),
+            Pattern::Prefix(p) => format!("{p}/*"),
+            Pattern::Suffix(s) => format!("*{s}"),
+            Pattern::Exact(e) => e.clone(),
+            Pattern::Template(t) => t.text.clone(),
+        }
+    }
+}
+
 /// A uri-template for matching, as Synapse matches them: literal pieces, `{var}` (up to a reserved
 /// character or the next literal's first character) and `{+var}` (up to the next literal's first
 /// character, `/` and `?` included). A template with a `?` matches the path and query together
@@ -70,6 +84,8 @@ pub enum Pattern {
 pub struct Template {
     parts: Vec<TPart>,
     with_query: bool,
+    /// As written (the management API shows it).
+    pub text: String,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -132,6 +148,7 @@ impl Template {
         Ok(Template {
             parts,
             with_query: trimmed.contains('?'),
+            text: text.to_owned(),
         })
     }
 

@@ -52,6 +52,10 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
         c.deploy_main(main, &mut plan);
     }
     c.fill_sequences_by_name();
+    if let Some(all) = c.sequences_by_name.get() {
+        plan.sequences = all.keys().cloned().collect();
+        plan.sequences.sort();
+    }
     c.fill_endpoints_by_name();
     plan.endpoints = c.endpoints_by_name.clone();
     plan.wsdls = std::mem::take(&mut c.wsdls);
@@ -365,6 +369,7 @@ impl<'a> Compiler<'a> {
         let wsdl = p.publish_wsdl.as_ref().and_then(|w| self.wsdl(w));
         Some(ProxyPlan {
             started: p.start_on_load,
+            active: p.start_on_load.into(),
             target: target.flatten(),
             wsdl,
             on_http,
@@ -392,6 +397,7 @@ impl<'a> Compiler<'a> {
             name,
             loc: loc.clone(),
             started: true,
+            active: true.into(),
             in_seq: in_seq?,
             out_seq: out_seq.flatten(),
             fault_seq: fault_seq.flatten(),

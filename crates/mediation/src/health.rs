@@ -131,6 +131,8 @@ pub struct EndpointHealth {
     state: Mutex<State>,
     /// How many times it was suspended (for the metrics page).
     suspensions: AtomicU64,
+    /// Switched off by the management API (MI's deactivate): no send until switched on.
+    off: AtomicBool,
 }
 
 impl EndpointHealth {
@@ -140,6 +142,7 @@ impl EndpointHealth {
             policy,
             active: AtomicBool::new(true),
             suspensions: AtomicU64::new(0),
+            off: AtomicBool::new(false),
             state: Mutex::new(State {
                 retries_left: retries,
                 not_before: None,
@@ -158,15 +161,37 @@ impl EndpointHealth {
         if self.active.load(Ordering::Acquire) {
             return Readiness::Ready;
         }
+        if self.is_off() {
+            return Readiness::Suspended(Duration::MAX);
+        }
         match self.lock().not_before {
             Some(t) if t > now => Readiness::Suspended(t - now),
             _ => Readiness::Ready,
         }
     }
 
-    /// No failure since the last success (neither marked nor suspended).
+    /// No failure since the last success (neither marked nor suspended), and not switched off.
     pub fn is_active(&self) -> bool {
         self.active.load(Ordering::Acquire)
+    }
+
+    /// Switched off (MI's deactivate): every send fails as to a suspended endpoint until
+    /// [`EndpointHealth::switch_on`]. The fast path's flag is cleared, so a send looks.
+    pub fn switch_off(&self) {
+        self.off.store(true, Ordering::Release);
+        self.active.store(false, Ordering::Release);
+    }
+
+    /// Back in service, as after a success.
+    pub fn switch_on(&self) {
+        self.off.store(false, Ordering::Release);
+        self.active.store(false, Ordering::Release);
+        self.on_success();
+    }
+
+    /// Switched off by the management API.
+    pub fn is_off(&self) -> bool {
+        self.off.load(Ordering::Acquire)
     }
 
     /// How many times a failure suspended it.
@@ -181,7 +206,7 @@ impl EndpointHealth {
 
     /// A response came back (any status). Returns whether the endpoint was not active before.
     pub fn on_success(&self) -> bool {
-        if self.active.load(Ordering::Acquire) {
+        if self.active.load(Ordering::Acquire) || self.is_off() {
             return false;
         }
         let mut s = self.lock();

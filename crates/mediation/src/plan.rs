@@ -47,6 +47,8 @@ pub struct Plan {
     pub services: Vec<Service>,
     /// The named endpoints that compiled (and those local entries hold), by name.
     pub endpoints: crate::endpoints::EndpointsByName,
+    /// The named sequences that compiled, by name (the management API lists them).
+    pub sequences: Vec<String>,
 }
 
 /// A deployed service requests are counted for: a proxy, or an API (all its resources).
@@ -62,6 +64,9 @@ pub struct ProxyPlan {
     pub name: Arc<str>,
     pub loc: Location,
     pub started: bool,
+    /// Serving now: `started` when deployed, then as the management API sets it (a deactivated
+    /// proxy answers 503).
+    pub active: std::sync::atomic::AtomicBool,
     pub in_seq: Arc<SeqPlan>,
     pub out_seq: Option<Arc<SeqPlan>>,
     pub fault_seq: Option<Arc<SeqPlan>>,
@@ -90,6 +95,7 @@ impl ProxyPlan {
                 col: 0,
             },
             started: true,
+            active: true.into(),
             in_seq: SeqPlan::empty(),
             out_seq: None,
             fault_seq: None,

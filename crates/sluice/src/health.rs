@@ -14,7 +14,9 @@
 //! of its own, so a busy worker never delays a probe, and it answers until the workers have
 //! finished draining.
 
+use crate::management::{Call, Management};
 use bytes::Bytes;
+use http_body_util::BodyExt;
 use http_body_util::Full;
 use hyper::{Method, Request, Response, StatusCode};
 use sluice_transport::metrics::Metrics;
@@ -29,6 +31,8 @@ pub struct Health {
     faulty: Vec<String>,
     /// The request counters, once the workers have them.
     metrics: OnceLock<Arc<Metrics>>,
+    /// The management API, once the plan is served.
+    management: OnceLock<Arc<Management>>,
 }
 
 /// The metrics page's path, MI's.
@@ -47,7 +51,13 @@ impl Health {
             state: AtomicU8::new(STARTING),
             faulty,
             metrics: OnceLock::new(),
+            management: OnceLock::new(),
         })
+    }
+
+    /// Serves the management API under `/management` from now on.
+    pub fn set_management(&self, m: Arc<Management>) {
+        let _ = self.management.set(m);
     }
 
     /// Serves `metrics` at [`METRICS_PATH`] from now on.
@@ -63,6 +73,59 @@ impl Health {
     /// Shutdown began: in-flight requests finish, new ones should go elsewhere.
     pub fn draining(&self) {
         self.state.store(DRAINING, Ordering::Release);
+    }
+
+    /// The answer to a request on the internal port (`loopback`: it came from this machine).
+    async fn respond(
+        &self,
+        req: Request<hyper::body::Incoming>,
+        loopback: bool,
+    ) -> Response<Full<Bytes>> {
+        let path = req.uri().path();
+        let management = path
+            .strip_prefix("/management")
+            .filter(|rest| rest.is_empty() || rest.starts_with('/'))
+            .and(self.management.get());
+        let Some(m) = management else {
+            let (status, kind, body) = self.answer(req.method(), path);
+            return reply(status, kind, Bytes::from(body));
+        };
+        let (parts, body) = req.into_parts();
+        // A management request's body is small JSON; a larger one is refused.
+        let body = match http_body_util::Limited::new(body, 64 * 1024)
+            .collect()
+            .await
+        {
+            Ok(b) => b.to_bytes(),
+            Err(_) => {
+                let e = br#"{"Error":"the request body is too large or was cut off"}"#;
+                return reply(StatusCode::BAD_REQUEST, JSON, Bytes::from_static(e));
+            }
+        };
+        let call = Call {
+            method: &parts.method,
+            path: &parts.uri.path()["/management".len()..],
+            query: parts.uri.query(),
+            authorization: parts
+                .headers
+                .get(http::header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok()),
+            body: &body,
+            loopback,
+        };
+        let (status, json) = m.answer(&call);
+        let mut r = reply(
+            status,
+            JSON,
+            json.map_or_else(Bytes::new, |v| Bytes::from(v.to_string())),
+        );
+        if status == StatusCode::UNAUTHORIZED {
+            r.headers_mut().insert(
+                http::header::WWW_AUTHENTICATE,
+                http::HeaderValue::from_static("Basic realm=\"Sluice\""),
+            );
+        }
+        r
     }
 
     /// The answer to `method` on `path`: status, content type, body.
@@ -114,6 +177,14 @@ impl Health {
     }
 }
 
+fn reply(status: StatusCode, kind: &'static str, body: Bytes) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(status)
+        .header(http::header::CONTENT_TYPE, kind)
+        .body(Full::new(body))
+        .expect("a valid response")
+}
+
 /// Serves the probes on `listener` from a thread of its own until `stop` turns true. Returns once
 /// that thread is set up (its runtime and listener: what it holds open is held from then on).
 pub fn spawn(
@@ -140,18 +211,13 @@ pub fn spawn(
                         c = listener.accept() => c,
                         _ = stop.wait_for(|s| *s) => return,
                     };
-                    let Ok((stream, _)) = conn else { continue };
+                    let Ok((stream, peer)) = conn else { continue };
                     let health = health.clone();
+                    let loopback = peer.ip().is_loopback();
                     tokio::spawn(async move {
                         let service = hyper::service::service_fn(move |req: Request<_>| {
-                            let (status, kind, body) =
-                                health.answer(req.method(), req.uri().path());
-                            let resp = Response::builder()
-                                .status(status)
-                                .header(http::header::CONTENT_TYPE, kind)
-                                .body(Full::new(Bytes::from(body)))
-                                .expect("a valid response");
-                            async move { Ok::<_, Infallible>(resp) }
+                            let health = health.clone();
+                            async move { Ok::<_, Infallible>(health.respond(req, loopback).await) }
                         });
                         let io = hyper_util::rt::TokioIo::new(stream);
                         let _ = hyper::server::conn::http1::Builder::new()

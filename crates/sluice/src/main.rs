@@ -7,6 +7,7 @@ use sluice_transport::metrics::{Buckets, Listeners, Metrics};
 use sluice_transport::{tls, Engine, EngineOptions, ServerOptions, TlsListener};
 
 mod health;
+mod management;
 use health::Health;
 use std::collections::HashMap;
 use std::io::Write;
@@ -214,6 +215,7 @@ fn main() -> ExitCode {
                     port,
                     health: Health::new(left_out(&plan, &diags)),
                     metrics: settings.metrics(),
+                    users: settings.users(),
                 });
             let access_log = match settings.access_log() {
                 Ok(l) => l,
@@ -484,19 +486,14 @@ fn serve(
     };
     report_plan(&plan, https.is_some());
     let https_port = https.as_ref().and_then(|(l, _)| l.local_addr().ok());
-    engine_opts.metrics = metrics(&plan, &listen.host, addr, https_port, internal.as_ref());
     let plan = Arc::new(plan);
+    engine_opts.metrics = operations(&plan, &listen, (addr, https_port), internal.as_ref());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut workers = Vec::with_capacity(threads);
     // Each worker reports once its runtime and listener are set up; "listening" is printed after all.
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
     let seats = sluice_balance::seats(threads);
-    if let (Some(m), Some(seat)) = (&engine_opts.metrics, seats.first()) {
-        m.watch_connections("http", seat.occupancy());
-        if let Some(seat) = https_seats.first() {
-            m.watch_connections("https", seat.occupancy());
-        }
-    }
+    watch_connections(engine_opts.metrics.as_deref(), &seats, &https_seats);
     for (i, seat) in seats.into_iter().enumerate() {
         let l = match listener.try_clone() {
             Ok(l) => l,
@@ -587,6 +584,8 @@ struct Internal {
     port: u16,
     health: Arc<Health>,
     metrics: Option<Buckets>,
+    /// The management API's users.
+    users: Vec<management::auth::UserEntry>,
 }
 
 /// The request counters the workers write and the internal API serves, when it counts them.
@@ -617,6 +616,60 @@ fn metrics(
     m.watch_endpoints(endpoints);
     internal.health.set_metrics(m.clone());
     Some(m)
+}
+
+/// The internal API's metrics (returned, for the workers to count into) and management API.
+fn operations(
+    plan: &Arc<Plan>,
+    listen: &Listen,
+    (http, https): (SocketAddr, Option<SocketAddr>),
+    internal: Option<&Internal>,
+) -> Option<Arc<Metrics>> {
+    let i = internal?;
+    i.health
+        .set_management(management_for(plan, listen, (http, https), i));
+    metrics(plan, &listen.host, http, https, Some(i))
+}
+
+/// The metrics page reports the balance's open connections per worker.
+fn watch_connections(
+    metrics: Option<&Metrics>,
+    seats: &[sluice_balance::Seat],
+    https: &[sluice_balance::Seat],
+) {
+    let Some(m) = metrics else { return };
+    for (listener, seats) in [("http", seats), ("https", https)] {
+        if let Some(seat) = seats.first() {
+            m.watch_connections(listener, seat.occupancy());
+        }
+    }
+}
+
+/// The management API for `plan`, with the internal API's users; `addrs`: where services are
+/// reached (http, https).
+fn management_for(
+    plan: &Arc<Plan>,
+    listen: &Listen,
+    (http, https): (SocketAddr, Option<SocketAddr>),
+    internal: &Internal,
+) -> Arc<management::Management> {
+    let home = listen
+        .home
+        .clone()
+        .or_else(|| std::env::current_dir().ok())
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let at = (
+        host_label(&listen.host),
+        http.port(),
+        https.map(|a| a.port()),
+    );
+    Arc::new(management::Management::new(
+        plan.clone(),
+        &internal.users,
+        at,
+        home,
+    ))
 }
 
 /// The host in the metrics' labels (MI's `host` and `invocation_url`): the address Sluice listens
@@ -792,6 +845,7 @@ fn serve_default(listen: Listen, settings: &Settings) -> ExitCode {
             port,
             health: Health::new(Vec::new()),
             metrics: settings.metrics(),
+            users: settings.users(),
         });
     let code = serve(
         plan,

@@ -29,6 +29,29 @@ pub struct Settings {
     passthru_properties: Passthru,
     #[serde(default)]
     access_log: AccessLogSettings,
+    #[serde(default)]
+    internal_apis: InternalApis,
+}
+
+/// `[internal_apis]`: MI's file user store for the management API.
+#[derive(Deserialize, Default, Debug)]
+struct InternalApis {
+    #[serde(default)]
+    users: Vec<UserTable>,
+}
+
+/// One `[[internal_apis.users]]`: `user.name`, `user.password`, `user.is_admin`.
+#[derive(Deserialize, Debug)]
+struct UserTable {
+    user: UserFields,
+}
+
+#[derive(Deserialize, Debug)]
+struct UserFields {
+    name: String,
+    password: String,
+    #[serde(default)]
+    is_admin: bool,
 }
 
 /// `[access_log]` (Sluice's: MI sets its access log in log4j2.properties).
@@ -139,6 +162,7 @@ const KNOWN: &[(&str, &[&str])] = &[
     ),
     ("passthru_properties", &["correlation_header_name"]),
     ("access_log", &["enable", "file", "format"]),
+    ("internal_apis", &["users"]),
 ];
 
 impl Settings {
@@ -269,6 +293,19 @@ impl Settings {
         AccessLog::open(&path, format)
             .map(|l| Some(Arc::new(l)))
             .map_err(|e| format!("access_log.file {}: {e}", path.display()))
+    }
+
+    /// The management API's users (`[[internal_apis.users]]`); none: MI's default admin/admin.
+    pub fn users(&self) -> Vec<crate::management::auth::UserEntry> {
+        self.internal_apis
+            .users
+            .iter()
+            .map(|u| crate::management::auth::UserEntry {
+                name: u.user.name.clone(),
+                password: u.user.password.clone(),
+                is_admin: u.user.is_admin,
+            })
+            .collect()
     }
 
     /// The correlation ID's header when the file names one (MI's default is `activityid`).

@@ -54,13 +54,15 @@ impl Engine {
             );
             return error_response(fault_version(&parts.headers), &e, StatusCode::NOT_FOUND);
         }
-        if !proxy.started {
+        if !proxy.active.load(std::sync::atomic::Ordering::Relaxed) {
+            let why = if proxy.started {
+                "deactivated through the management API"
+            } else {
+                "deployed but not started (startOnLoad=\"false\")"
+            };
             let e = Error::new(
                 ErrorKind::NotFound,
-                format!(
-                    "proxy {} is deployed but not started (startOnLoad=\"false\")",
-                    proxy.name
-                ),
+                format!("proxy {} is {why}", proxy.name),
             );
             return error_response(
                 fault_version(&parts.headers),

@@ -262,18 +262,16 @@ pub(super) async fn send_with_timeout(
     correlation: Option<sluice_mediation::message::Id>,
 ) -> Result<http::Response<BackendBody>, Unsent> {
     if let Readiness::Suspended(left) = ep.health.readiness(Instant::now()) {
-        let state = if ep.health.is_suspended() {
-            "suspended"
+        let why = if ep.health.is_off() {
+            "switched off through the management API".to_owned()
+        } else if ep.health.is_suspended() {
+            format!("suspended for another {} ms", left.as_millis())
         } else {
-            "marked for suspension"
+            format!("marked for suspension for another {} ms", left.as_millis())
         };
         let error = Error::new(
             ErrorKind::EndpointSuspended,
-            format!(
-                "{} is {state} for another {} ms",
-                ep.describe(),
-                left.as_millis()
-            ),
+            format!("{} is {why}", ep.describe()),
         );
         // Nothing was read from the body: the fault sequence may still read it or send it on.
         return Err(Unsent {

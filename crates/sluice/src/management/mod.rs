@@ -1,0 +1,471 @@
+//! WSO2 MI's management API (`apictl mi`, the Integration Control Plane), under `/management` on the
+//! internal API's port, with MI's JSON shapes.
+//!
+//! | Request | Answer |
+//! |---|---|
+//! | `GET /management` | 200, no credentials needed |
+//! | `GET /management/login`, Basic credentials | 200 `{"AccessToken": JWT}`; else 401 |
+//! | any other, without a live `Bearer` token | 401, empty body (as MI) |
+//! | `GET /management/logout` | 200; the token ends |
+//! | `GET /management/server` | MI's server fields (`productName` Sluice) |
+//! | `GET /management/proxy-services[?proxyServiceName=]` | `{"count","list":[{"name","wsdl1_1","wsdl2_0"}]}`, or one with `stats`, `tracing`, `eprs`, `isRunning` |
+//! | `POST /management/proxy-services` `{"name","status":"active\|inactive"}` | `{"Message": ...}`; a deactivated proxy answers 503 |
+//! | `GET /management/apis[?apiName=]` | `{"count","list":[{"name","url","urlList","tracing"}]}`, or one with `resources`, `context`, `port` |
+//! | `GET /management/endpoints[?endpointName=]` | `{"count","list":[{"name","type","isActive"}]}`, or one with `address` |
+//! | `POST /management/endpoints` `{"name","status"}` | `{"Message":"X is switched On\|Off"}`; a switched-off endpoint fails every send as a suspended one |
+//! | `GET /management/sequences` | the named sequences |
+//! | `GET /management/applications` | `{"totalCount","activeCount","activeList","faultyCount","faultyList"}` |
+//! | templates, local entries, tasks, message stores and processors, inbound endpoints, connectors, data services and sources | `{"count":0,"list":[]}` (Sluice has none yet) |
+//! | an unknown name | 404, empty body (as MI) |
+//! | a bad body | 400 `{"Error": ...}` (MI answers some with 200 or a server error) |
+//!
+//! Users come from `[[internal_apis.users]]` ([`auth`]). With none configured, MI's default
+//! `admin`/`admin` works, and only from loopback: anyone else gets 403 until users are configured.
+
+pub mod auth;
+
+use auth::{Auth, Caller};
+use hyper::{Method, StatusCode};
+use serde_json::{json, Value};
+use sluice_mediation::plan::{Address, EndpointPlan, GroupKind};
+use sluice_mediation::{Plan, ProxyPlan};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// The management API's state.
+pub struct Management {
+    plan: Arc<Plan>,
+    auth: Auth,
+    /// Where services are reached, for the URLs MI shows.
+    host: String,
+    http_port: u16,
+    https_port: Option<u16>,
+    home: String,
+}
+
+/// A request to it, as the listener read it.
+pub struct Call<'a> {
+    pub method: &'a Method,
+    /// After `/management` (`""` for the root).
+    pub path: &'a str,
+    pub query: Option<&'a str>,
+    pub authorization: Option<&'a str>,
+    pub body: &'a [u8],
+    pub loopback: bool,
+}
+
+/// Status and JSON body (`None`: empty, as MI's 401 and 404).
+pub type Answer = (StatusCode, Option<Value>);
+
+impl Management {
+    pub fn new(
+        plan: Arc<Plan>,
+        users: &[auth::UserEntry],
+        (host, http_port, https_port): (String, u16, Option<u16>),
+        home: String,
+    ) -> Management {
+        Management {
+            plan,
+            auth: Auth::new(users),
+            host,
+            http_port,
+            https_port,
+            home,
+        }
+    }
+
+    pub fn answer(&self, c: &Call<'_>) -> Answer {
+        if c.path.is_empty() && c.method == Method::GET {
+            let v = json!({"WSO2 Micro Integrator": env!("CARGO_PKG_VERSION"), "ManagementApi": "Active", "product": "Sluice"});
+            return (StatusCode::OK, Some(v));
+        }
+        if self.auth.defaults && !c.loopback {
+            let why = "the management API answers only on loopback until users are configured ([[internal_apis.users]] in the --config file)";
+            return error(StatusCode::FORBIDDEN, why);
+        }
+        if c.path == "/login" && c.method == Method::GET {
+            let issuer = format!("http://{}:{}/", self.host, self.http_port);
+            return match c.authorization.and_then(|a| self.auth.login(a, &issuer)) {
+                Some(t) => (StatusCode::OK, Some(json!({ "AccessToken": t }))),
+                None => (StatusCode::UNAUTHORIZED, None),
+            };
+        }
+        let Caller::User { .. } = self.auth.caller(c.authorization) else {
+            return (StatusCode::UNAUTHORIZED, None);
+        };
+        let q = |name: &str| query_value(c.query, name);
+        match (c.method, c.path) {
+            (&Method::GET, "/logout") => {
+                self.auth.logout(c.authorization);
+                (StatusCode::OK, None)
+            }
+            (&Method::GET, "/server") => (StatusCode::OK, Some(self.server())),
+            (&Method::GET, "/proxy-services") => match q("proxyServiceName") {
+                Some(n) => found(self.plan.proxies.get(&n).map(|p| self.proxy(p))),
+                None => (StatusCode::OK, Some(self.proxies())),
+            },
+            (&Method::POST, "/proxy-services") => self.switch_proxy(c.body),
+            (&Method::GET, "/apis") => match q("apiName") {
+                Some(n) => found(self.api(&n)),
+                None => (StatusCode::OK, Some(self.apis())),
+            },
+            (&Method::GET, "/endpoints") => match q("endpointName") {
+                Some(n) => found(self.endpoint(&n).map(|e| endpoint_detail(&n, &e))),
+                None => (StatusCode::OK, Some(self.endpoints())),
+            },
+            (&Method::POST, "/endpoints") => self.switch_endpoint(c.body),
+            (&Method::GET, "/sequences") => match q("sequenceName") {
+                Some(n) => found(self.plan.sequences.contains(&n).then(|| sequence(&n))),
+                None => {
+                    let list: Vec<Value> =
+                        self.plan.sequences.iter().map(|n| sequence(n)).collect();
+                    (StatusCode::OK, Some(listed(list)))
+                }
+            },
+            (&Method::GET, "/applications") => (
+                StatusCode::OK,
+                Some(
+                    json!({"totalCount": 0, "activeCount": 0, "activeList": [], "faultyCount": 0, "faultyList": []}),
+                ),
+            ),
+            (
+                &Method::GET,
+                "/templates"
+                | "/local-entries"
+                | "/tasks"
+                | "/message-stores"
+                | "/message-processors"
+                | "/inbound-endpoints"
+                | "/connectors"
+                | "/data-services"
+                | "/data-sources",
+            ) => (StatusCode::OK, Some(listed(Vec::new()))),
+            _ => (StatusCode::NOT_FOUND, None),
+        }
+    }
+
+    fn server(&self) -> Value {
+        json!({
+            "carbonHome": self.home,
+            "javaHome": "",
+            "javaVersion": "",
+            "javaVendor": "",
+            "osName": std::env::consts::OS,
+            "osVersion": std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|v| v.trim().to_owned()).unwrap_or_default(),
+            "productName": "Sluice",
+            "productVersion": env!("CARGO_PKG_VERSION"),
+        })
+    }
+
+    /// The base URLs services are reached at: http, then https when served.
+    fn bases(&self) -> Vec<String> {
+        let mut out = vec![format!("http://{}:{}", self.host, self.http_port)];
+        if let Some(p) = self.https_port {
+            out.push(format!("https://{}:{p}", self.host));
+        }
+        out
+    }
+
+    fn proxy_urls(&self, p: &ProxyPlan) -> (String, String) {
+        let base = format!(
+            "http://{}:{}/services/{}",
+            self.host, self.http_port, p.name
+        );
+        (format!("{base}?wsdl"), format!("{base}?wsdl2"))
+    }
+
+    fn proxies(&self) -> Value {
+        let mut names: Vec<&String> = self.plan.proxies.keys().collect();
+        names.sort();
+        let list = names
+            .iter()
+            .filter_map(|n| self.plan.proxies.get(*n))
+            .map(|p| {
+                let (w1, w2) = self.proxy_urls(p);
+                json!({"name": &*p.name, "wsdl1_1": w1, "wsdl2_0": w2})
+            })
+            .collect();
+        listed(list)
+    }
+
+    fn proxy(&self, p: &ProxyPlan) -> Value {
+        let (w1, w2) = self.proxy_urls(p);
+        let mut eprs = Vec::new();
+        for (base, served) in self.bases().iter().zip([p.on_http, p.on_https]) {
+            if served {
+                eprs.push(format!("{base}/services/{}", p.name));
+            }
+        }
+        json!({
+            "name": &*p.name,
+            "wsdl1_1": w1,
+            "wsdl2_0": w2,
+            "stats": "disabled",
+            "tracing": "disabled",
+            "configuration": format!("{}:{}", p.loc.file, p.loc.line),
+            "eprs": eprs,
+            "isRunning": p.active.load(Ordering::Relaxed),
+        })
+    }
+
+    fn switch_proxy(&self, body: &[u8]) -> Answer {
+        let (name, on) = match switch_request(body) {
+            Ok(s) => s,
+            Err(e) => return e,
+        };
+        let Some(p) = self.plan.proxies.get(&name) else {
+            return error(StatusCode::NOT_FOUND, "Proxy service could not be found");
+        };
+        p.active.store(on, Ordering::Relaxed);
+        tracing::info!(target: "sluice::audit", proxy = %name, active = on, "proxy service switched through the management API");
+        let done = if on { "started" } else { "stopped" };
+        let m = format!("Proxy service {name} {done} successfully");
+        (StatusCode::OK, Some(json!({ "Message": m })))
+    }
+
+    fn apis(&self) -> Value {
+        let list = self
+            .plan
+            .apis
+            .iter()
+            .map(|a| {
+                let urls: Vec<String> = self
+                    .bases()
+                    .iter()
+                    .map(|b| format!("{b}{}", a.context))
+                    .collect();
+                json!({"name": &*a.name, "url": urls[0], "urlList": urls, "tracing": "disabled"})
+            })
+            .collect();
+        listed(list)
+    }
+
+    fn api(&self, name: &str) -> Option<Value> {
+        let a = self.plan.apis.iter().find(|a| &*a.name == name)?;
+        let urls: Vec<String> = self
+            .bases()
+            .iter()
+            .map(|b| format!("{b}{}", a.context))
+            .collect();
+        let resources: Vec<Value> = a
+            .resources
+            .iter()
+            .map(|r| {
+                let methods: Vec<&str> = r.methods.iter().map(Method::as_str).collect();
+                json!({"methods": methods, "url": r.pattern.text()})
+            })
+            .collect();
+        let mut v = json!({
+            "name": &*a.name,
+            "url": urls[0],
+            "urlList": urls,
+            "version": "N/A",
+            "stats": "disabled",
+            "tracing": "disabled",
+            "resources": resources,
+            "context": a.context,
+            "port": a.port.map_or(-1, i32::from),
+            "configuration": "",
+        });
+        if let Some(h) = &a.host {
+            v["host"] = json!(h);
+        }
+        Some(v)
+    }
+
+    fn endpoint(&self, name: &str) -> Option<Arc<EndpointPlan>> {
+        self.plan.endpoints.get()?.get(name).cloned()
+    }
+
+    fn endpoints(&self) -> Value {
+        let Some(all) = self.plan.endpoints.get() else {
+            return listed(Vec::new());
+        };
+        let mut names: Vec<&String> = all.keys().collect();
+        names.sort();
+        let list = names
+            .into_iter()
+            .map(|n| {
+                let e = &all[n];
+                json!({"name": n, "type": endpoint_type(e), "isActive": e.health.is_active()})
+            })
+            .collect();
+        listed(list)
+    }
+
+    fn switch_endpoint(&self, body: &[u8]) -> Answer {
+        let (name, on) = match switch_request(body) {
+            Ok(s) => s,
+            Err(e) => return e,
+        };
+        let Some(e) = self.endpoint(&name) else {
+            return error(StatusCode::NOT_FOUND, "Endpoint does not exist");
+        };
+        if on {
+            e.health.switch_on();
+        } else {
+            e.health.switch_off();
+        }
+        tracing::info!(target: "sluice::audit", endpoint = %name, active = on, "endpoint switched through the management API");
+        let m = format!("{name} is switched {}", if on { "On" } else { "Off" });
+        (StatusCode::OK, Some(json!({ "Message": m })))
+    }
+}
+
+/// `{"name": ..., "status": "active|inactive"}` (any case), or the 400 MI gives.
+fn switch_request(body: &[u8]) -> Result<(String, bool), Answer> {
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|_| error(StatusCode::BAD_REQUEST, "JSON payload is missing"))?;
+    let name = v
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| error(StatusCode::BAD_REQUEST, "Missing attribute name in payload"))?;
+    let on = match v
+        .get("status")
+        .and_then(Value::as_str)
+        .map(str::to_ascii_lowercase)
+    {
+        Some(s) if s == "active" => true,
+        Some(s) if s == "inactive" => false,
+        _ => {
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                "Provided state is not valid",
+            ))
+        }
+    };
+    Ok((name.to_owned(), on))
+}
+
+fn endpoint_type(e: &EndpointPlan) -> &'static str {
+    match (&e.group, &e.address) {
+        (Some(g), _) => match g.kind {
+            GroupKind::Failover { .. } => "failover",
+            GroupKind::RoundRobin { .. } => "loadbalance",
+            _ => "recipientlist",
+        },
+        (None, Address::Template(_)) => "http",
+        (None, Address::To) => "default",
+        (None, Address::Wsdl(_)) => "wsdl",
+        _ => "address",
+    }
+}
+
+fn endpoint_detail(name: &str, e: &EndpointPlan) -> Value {
+    let kind = match endpoint_type(e) {
+        "http" => "HTTP Endpoint",
+        "default" => "Default Endpoint",
+        "wsdl" => "WSDL Endpoint",
+        "failover" => "Failover Endpoint",
+        "loadbalance" => "Load Balance Endpoint",
+        "recipientlist" => "Recipient List Endpoint",
+        _ => "Address Endpoint",
+    };
+    json!({
+        "name": name,
+        "type": kind,
+        "address": e.uri.to_string(),
+        "isActive": e.health.is_active(),
+        "tracing": "disabled",
+        "configuration": "",
+    })
+}
+
+fn sequence(name: &str) -> Value {
+    json!({"name": name, "stats": "disabled", "tracing": "disabled"})
+}
+
+fn listed(list: Vec<Value>) -> Value {
+    json!({"count": list.len(), "list": list})
+}
+
+fn found(v: Option<Value>) -> Answer {
+    match v {
+        Some(v) => (StatusCode::OK, Some(v)),
+        None => (StatusCode::NOT_FOUND, None),
+    }
+}
+
+fn error(status: StatusCode, why: &str) -> Answer {
+    (status, Some(json!({ "Error": why })))
+}
+
+/// The first value of `name` in a query string, percent-decoded.
+fn query_value(query: Option<&str>, name: &str) -> Option<String> {
+    query?.split('&').find_map(|kv| {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        (k == name).then(|| percent_decode(v))
+    })
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' if i + 2 < b.len() => match u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                Ok(v) => {
+                    out.push(v);
+                    i += 3;
+                    continue;
+                }
+                Err(_) => out.push(b'%'),
+            },
+            b'+' => out.push(b' '),
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call<'a>(method: &'a Method, path: &'a str, loopback: bool) -> Call<'a> {
+        Call {
+            method,
+            path,
+            query: None,
+            authorization: Some("Basic YWRtaW46YWRtaW4="),
+            body: b"",
+            loopback,
+        }
+    }
+
+    #[test]
+    fn the_default_admin_answers_on_loopback_only() {
+        let at = ("h".to_owned(), 8290, None);
+        let m = Management::new(Arc::new(Plan::default()), &[], at, String::new());
+        let get = Method::GET;
+        assert_eq!(m.answer(&call(&get, "/login", true)).0, StatusCode::OK);
+        let (status, body) = m.answer(&call(&get, "/login", false));
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        assert!(body.unwrap()["Error"]
+            .as_str()
+            .unwrap()
+            .contains("internal_apis.users"));
+        // The root needs nothing.
+        assert_eq!(m.answer(&call(&get, "", false)).0, StatusCode::OK);
+        let users = [auth::UserEntry {
+            name: "admin".into(),
+            password: "admin".into(),
+            is_admin: true,
+        }];
+        let at = ("h".to_owned(), 8290, None);
+        let m = Management::new(Arc::new(Plan::default()), &users, at, String::new());
+        assert_eq!(m.answer(&call(&get, "/login", false)).0, StatusCode::OK);
+    }
+
+    #[test]
+    fn queries_are_decoded() {
+        assert_eq!(
+            query_value(Some("a=1&apiName=My%20Api+x"), "apiName"),
+            Some("My Api x".into())
+        );
+        assert_eq!(query_value(Some("a=1"), "apiName"), None);
+        assert_eq!(percent_decode("%zz%4"), "%zz%4");
+    }
+}

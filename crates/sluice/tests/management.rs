@@ -1,0 +1,250 @@
+//! WSO2 MI's management API on the internal port: the calls `apictl mi` makes (login, get
+//! proxy-services / apis / endpoints / applications, activate and deactivate an endpoint and a
+//! proxy, logout), call by call as apictl's source shows them, with MI's JSON shapes.
+
+mod common;
+use common::setup::*;
+use common::*;
+use serde_json::Value;
+
+/// `method path` on the management API with these headers and body: (status, JSON or Null).
+async fn call(
+    s: &Sluice,
+    method: &str,
+    path: &str,
+    auth: Option<&str>,
+    body: Option<&str>,
+) -> (u16, Value) {
+    let addr = s.health_addr();
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut send, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let mut req = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", addr.to_string());
+    if let Some(a) = auth {
+        req = req.header("authorization", a);
+    }
+    if body.is_some() {
+        req = req.header("content-type", "application/json");
+    }
+    let req = req
+        .body(http_body_util::Full::new(bytes::Bytes::from(
+            body.unwrap_or("").to_owned(),
+        )))
+        .unwrap();
+    let r = send.send_request(req).await.unwrap();
+    let status = r.status().as_u16();
+    use http_body_util::BodyExt;
+    let bytes = r.into_body().collect().await.unwrap().to_bytes();
+    let v = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("not JSON: {bytes:?}"))
+    };
+    (status, v)
+}
+
+/// Every value a string, as apictl's `map[string]string` needs.
+fn all_strings(v: &Value) -> bool {
+    v.as_object()
+        .is_some_and(|o| o.values().all(Value::is_string))
+}
+
+/// `apictl mi login`: GET with Basic credentials (MI's default admin/admin, on loopback); the
+/// `Authorization` value for what follows.
+async fn login(s: &Sluice) -> String {
+    let basic = "Basic YWRtaW46YWRtaW4="; // admin:admin
+    let (status, login) = call(s, "GET", "/management/login", Some(basic), None).await;
+    assert_eq!(status, 200, "{login}");
+    assert!(all_strings(&login), "{login}");
+    format!("Bearer {}", login["AccessToken"].as_str().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_and_logout_as_mi() {
+    let be = backend().await;
+    let s = start_on_capp(&capp(), be.addr, &[]);
+    let (status, root) = call(&s, "GET", "/management", None, None).await;
+    assert_eq!(status, 200, "{root}");
+    // Without a token: 401, empty, as MI.
+    let none = call(&s, "GET", "/management/proxy-services", None, None).await;
+    assert_eq!(none, (401, Value::Null));
+    let wrong = "Basic YWRtaW46bm9wZQ=="; // admin:nope
+    let refused = call(&s, "GET", "/management/login", Some(wrong), None).await;
+    assert_eq!(refused.0, 401);
+    let bearer = login(&s).await;
+    let auth = Some(bearer.as_str());
+    assert_eq!(call(&s, "GET", "/management/apis", auth, None).await.0, 200);
+    // apictl mi logout: the token ends.
+    assert_eq!(
+        call(&s, "GET", "/management/logout", auth, None).await.0,
+        200
+    );
+    assert_eq!(call(&s, "GET", "/management/apis", auth, None).await.0, 401);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn artifacts_read_as_apictl_gets_them() {
+    let be = backend().await;
+    let s = start_on_capp(&capp(), be.addr, &[]);
+    let bearer = login(&s).await;
+    let auth = Some(bearer.as_str());
+    let port = s.addr.port();
+    // get proxy-services [X]
+    let (status, proxies) = call(&s, "GET", "/management/proxy-services", auth, None).await;
+    assert_eq!(status, 200);
+    let list = proxies["list"].as_array().unwrap();
+    assert_eq!(proxies["count"], list.len());
+    let direct = list
+        .iter()
+        .find(|p| p["name"] == "DirectProxy")
+        .unwrap_or_else(|| panic!("{proxies}"));
+    let wsdl = format!("http://127.0.0.1:{port}/services/DirectProxy?wsdl");
+    assert_eq!(direct["wsdl1_1"], wsdl);
+    let one = "/management/proxy-services?proxyServiceName=DirectProxy";
+    let (status, one) = call(&s, "GET", one, auth, None).await;
+    assert_eq!(status, 200);
+    assert_eq!(one["isRunning"], true);
+    let epr = format!("http://127.0.0.1:{port}/services/DirectProxy");
+    assert_eq!(one["eprs"][0], epr);
+    let missing = "/management/proxy-services?proxyServiceName=Nope";
+    assert_eq!(call(&s, "GET", missing, auth, None).await.0, 404);
+    // get apis [X]
+    let (status, apis) = call(&s, "GET", "/management/apis", auth, None).await;
+    assert_eq!(status, 200);
+    let api = apis["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "DirectAPI")
+        .unwrap_or_else(|| panic!("{apis}"));
+    assert_eq!(api["url"], format!("http://127.0.0.1:{port}/directApi"));
+    let (_, detail) = call(&s, "GET", "/management/apis?apiName=DirectAPI", auth, None).await;
+    assert_eq!(detail["context"], "/directApi");
+    let resources = detail["resources"].as_array();
+    assert!(resources.is_some_and(|r| !r.is_empty()), "{detail}");
+    // get composite-apps, and the artifact kinds Sluice has none of yet.
+    let (status, apps) = call(&s, "GET", "/management/applications", auth, None).await;
+    assert_eq!(status, 200);
+    assert!(
+        apps["activeList"].is_array() && apps["faultyList"].is_array(),
+        "{apps}"
+    );
+    for kind in [
+        "templates",
+        "tasks",
+        "message-stores",
+        "inbound-endpoints",
+        "data-services",
+    ] {
+        let (status, v) = call(&s, "GET", &format!("/management/{kind}"), auth, None).await;
+        assert_eq!((status, v["count"].as_u64()), (200, Some(0)), "{kind}: {v}");
+    }
+    let (_, server) = call(&s, "GET", "/management/server", auth, None).await;
+    assert_eq!(server["productName"], "Sluice");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endpoints_and_proxies_switch_off_and_on() {
+    let be = backend().await;
+    let s = start_on_capp(&capp(), be.addr, &[]);
+    let bearer = login(&s).await;
+    let auth = Some(bearer.as_str());
+    // get endpoints; deactivate RealService: DirectProxy's sends fail as to a suspended endpoint.
+    let (_, eps) = call(&s, "GET", "/management/endpoints", auth, None).await;
+    let real = eps["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "RealService")
+        .unwrap_or_else(|| panic!("{eps}"));
+    assert_eq!(
+        (&real["isActive"], &real["type"]),
+        (&Value::from(true), &Value::from("address"))
+    );
+    let off = r#"{"name":"RealService","status":"inactive"}"#;
+    let (status, m) = call(&s, "POST", "/management/endpoints", auth, Some(off)).await;
+    assert_eq!(
+        (status, m["Message"].as_str()),
+        (200, Some("RealService is switched Off"))
+    );
+    assert!(all_strings(&m));
+    let mut c = Conn::open(s.addr).await;
+    let body = payload("1000B_buyStocks.xml");
+    let r = c
+        .post("/services/DirectProxy", SOAP_HEADERS, body.clone())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert!(r.text().contains("switched off"), "{}", r.text());
+    let one = "/management/endpoints?endpointName=RealService";
+    assert_eq!(call(&s, "GET", one, auth, None).await.1["isActive"], false);
+    let on = r#"{"name":"RealService","status":"active"}"#;
+    let (_, m) = call(&s, "POST", "/management/endpoints", auth, Some(on)).await;
+    assert_eq!(m["Message"], "RealService is switched On");
+    let r = c
+        .post("/services/DirectProxy", SOAP_HEADERS, body.clone())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    // A deactivated proxy answers 503 until activated.
+    let stop = r#"{"name":"DirectProxy","status":"inactive"}"#;
+    let (_, m) = call(&s, "POST", "/management/proxy-services", auth, Some(stop)).await;
+    assert_eq!(
+        m["Message"],
+        "Proxy service DirectProxy stopped successfully"
+    );
+    let r = c
+        .post("/services/DirectProxy", SOAP_HEADERS, body.clone())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 503, "{}", r.text());
+    let start = r#"{"name":"DirectProxy","status":"active"}"#;
+    call(&s, "POST", "/management/proxy-services", auth, Some(start)).await;
+    let r = c
+        .post("/services/DirectProxy", SOAP_HEADERS, body)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    // Bad bodies: 400 with an Error string apictl can read; an unknown name 404.
+    for bad in ["", "{}", r#"{"name":"RealService","status":"sideways"}"#] {
+        let (status, e) = call(&s, "POST", "/management/endpoints", auth, Some(bad)).await;
+        assert_eq!(status, 400, "{bad}: {e}");
+        assert!(all_strings(&e), "{e}");
+    }
+    let unknown = r#"{"name":"Nope","status":"active"}"#;
+    let (status, _) = call(&s, "POST", "/management/endpoints", auth, Some(unknown)).await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configured_users_replace_admin() {
+    let be = backend().await;
+    let config = std::env::temp_dir().join(format!("sluice-mgmt-{}.toml", std::process::id()));
+    std::fs::write(
+        &config,
+        "[[internal_apis.users]]\nuser.name = \"ops\"\nuser.password = \"pw\"\nuser.is_admin = true\n",
+    )
+    .unwrap();
+    let s = start_on_capp(&capp(), be.addr, &["--config", config.to_str().unwrap()]);
+    let admin = "Basic YWRtaW46YWRtaW4="; // admin:admin
+    assert_eq!(
+        call(&s, "GET", "/management/login", Some(admin), None)
+            .await
+            .0,
+        401
+    );
+    let ops = "Basic b3BzOnB3"; // ops:pw
+    assert_eq!(
+        call(&s, "GET", "/management/login", Some(ops), None)
+            .await
+            .0,
+        200
+    );
+    let _ = std::fs::remove_file(&config);
+}
