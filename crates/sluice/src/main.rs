@@ -150,13 +150,7 @@ enum Cmd {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
-                .unwrap_or_else(|_| "info".into()),
-        )
-        .init();
+    management::logging::install();
     let settings = match &cli.listen.config {
         Some(p) => match Settings::read(p) {
             Ok((s, unused)) => {

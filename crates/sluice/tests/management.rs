@@ -248,3 +248,46 @@ async fn configured_users_replace_admin() {
     );
     let _ = std::fs::remove_file(&config);
 }
+
+/// `apictl mi update log-level`: the level applies to the next lines at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_levels_change_at_run_time() {
+    let be = backend().await;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/log");
+    let s = Sluice::on_suite(&dir, &["Backend".to_owned()], be.addr, "info");
+    let bearer = login(&s).await;
+    let auth = Some(bearer.as_str());
+    let (status, list) = call(&s, "GET", "/management/logging", auth, None).await;
+    assert_eq!(status, 200);
+    assert_eq!(list["list"][0]["loggerName"], "rootLogger");
+    let one = "/management/logging?loggerName=sluice-log-mediator";
+    assert_eq!(call(&s, "GET", one, auth, None).await.1["level"], "INFO");
+    let mut c = Conn::open(s.addr).await;
+    let body = bytes::Bytes::from_static(b"<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\"><soapenv:Body><a/></soapenv:Body></soapenv:Envelope>");
+    c.post("/services/LogCategories", SOAP_HEADERS, body.clone())
+        .await
+        .unwrap();
+    let log = s.stderr_with("category = ERROR", std::time::Duration::from_secs(10));
+    assert!(!log.contains("category = DEBUG"), "{log}");
+    // Up to DEBUG for the log mediator: its DEBUG line appears with the next message.
+    let patch = r#"{"loggerName":"sluice-log-mediator","loggingLevel":"DEBUG"}"#;
+    let (status, m) = call(&s, "PATCH", "/management/logging", auth, Some(patch)).await;
+    assert_eq!(status, 200, "{m}");
+    assert!(
+        all_strings(&m) && m["message"].as_str().unwrap().contains("DEBUG"),
+        "{m}"
+    );
+    c.post("/services/LogCategories", SOAP_HEADERS, body.clone())
+        .await
+        .unwrap();
+    let log = s.stderr_with("category = DEBUG", std::time::Duration::from_secs(10));
+    assert!(log.contains("category = DEBUG"), "{log}");
+    let bad = r#"{"loggerName":"sluice-log-mediator","loggingLevel":"LOUD"}"#;
+    let (status, e) = call(&s, "PATCH", "/management/logging", auth, Some(bad)).await;
+    assert_eq!(
+        (status, e["Error"].as_str()),
+        (400, Some("Invalid log level LOUD"))
+    );
+    let unknown = "/management/logging?loggerName=nope";
+    assert_eq!(call(&s, "GET", unknown, auth, None).await.0, 400);
+}

@@ -15,6 +15,8 @@
 //! | `POST /management/endpoints` `{"name","status"}` | `{"Message":"X is switched On\|Off"}`; a switched-off endpoint fails every send as a suspended one |
 //! | `GET /management/sequences` | the named sequences |
 //! | `GET /management/applications` | `{"totalCount","activeCount","activeList","faultyCount","faultyList"}` |
+//! | `GET /management/logging[?loggerName=]` | `{"count","list":[{"loggerName","componentName","level"}]}` ([`logging`]) |
+//! | `PATCH /management/logging` `{"loggerName","loggingLevel"[,"loggerClass"]}` | `{"message": ...}`; the level applies at once |
 //! | templates, local entries, tasks, message stores and processors, inbound endpoints, connectors, data services and sources | `{"count":0,"list":[]}` (Sluice has none yet) |
 //! | an unknown name | 404, empty body (as MI) |
 //! | a bad body | 400 `{"Error": ...}` (MI answers some with 200 or a server error) |
@@ -23,6 +25,7 @@
 //! `admin`/`admin` works, and only from loopback: anyone else gets 403 until users are configured.
 
 pub mod auth;
+pub mod logging;
 
 use auth::{Auth, Caller};
 use hyper::{Method, StatusCode};
@@ -122,6 +125,8 @@ impl Management {
                     (StatusCode::OK, Some(listed(list)))
                 }
             },
+            (&Method::GET, "/logging") => self.loggers(q("loggerName")),
+            (&Method::PATCH, "/logging") => self.set_level(c.body),
             (&Method::GET, "/applications") => (
                 StatusCode::OK,
                 Some(
@@ -141,6 +146,49 @@ impl Management {
                 | "/data-sources",
             ) => (StatusCode::OK, Some(listed(Vec::new()))),
             _ => (StatusCode::NOT_FOUND, None),
+        }
+    }
+
+    fn loggers(&self, name: Option<String>) -> Answer {
+        let Some(logging) = logging::installed() else {
+            return (StatusCode::OK, Some(listed(Vec::new())));
+        };
+        let shown = |l: &logging::Logger| json!({"loggerName": l.name, "componentName": l.component, "level": l.level});
+        match name {
+            None => (
+                StatusCode::OK,
+                Some(listed(logging.list().iter().map(shown).collect())),
+            ),
+            Some(n) => match logging.get(&n) {
+                Some(l) => (StatusCode::OK, Some(shown(&l))),
+                None => error(
+                    StatusCode::BAD_REQUEST,
+                    &format!("Logger name ('{n}') not found"),
+                ),
+            },
+        }
+    }
+
+    fn set_level(&self, body: &[u8]) -> Answer {
+        let Ok(v) = serde_json::from_slice::<Value>(body) else {
+            return error(StatusCode::BAD_REQUEST, "JSON payload is missing");
+        };
+        let field = |k: &str| v.get(k).and_then(Value::as_str);
+        let Some(name) = field("loggerName") else {
+            return error(StatusCode::BAD_REQUEST, "Logger name is missing");
+        };
+        let Some(level) = field("loggingLevel") else {
+            return error(StatusCode::BAD_REQUEST, "Log level is missing");
+        };
+        let Some(logging) = logging::installed() else {
+            return error(StatusCode::BAD_REQUEST, "log levels cannot be changed here");
+        };
+        match logging.set(name, level, field("loggerClass")) {
+            Ok(m) => {
+                tracing::info!(target: "sluice::audit", logger = %name, level = %level, "log level changed through the management API");
+                (StatusCode::OK, Some(json!({ "message": m })))
+            }
+            Err(e) => error(StatusCode::BAD_REQUEST, &e),
         }
     }
 
