@@ -185,10 +185,15 @@ fn reply(status: StatusCode, kind: &'static str, body: Bytes) -> Response<Full<B
         .expect("a valid response")
 }
 
-/// Serves the probes on `listener` from a thread of its own until `stop` turns true. Returns once
-/// that thread is set up (its runtime and listener: what it holds open is held from then on).
+/// A listener over TLS beside the plain one (MI's 9164 for the management API).
+pub type TlsInternal = (std::net::TcpListener, tokio_rustls::TlsAcceptor);
+
+/// Serves the probes (and metrics and the management API) on `listener`, and on `tls` when given,
+/// from a thread of its own until `stop` turns true. Returns once that thread is set up (its
+/// runtime and listeners: what it holds open is held from then on).
 pub fn spawn(
     listener: std::net::TcpListener,
+    tls: Option<TlsInternal>,
     health: Arc<Health>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
@@ -202,29 +207,32 @@ pub fn spawn(
                 .expect("tokio runtime");
             rt.block_on(async move {
                 let listener = tokio::net::TcpListener::from_std(listener);
+                let tls =
+                    tls.and_then(|(l, a)| Some((tokio::net::TcpListener::from_std(l).ok()?, a)));
                 let _ = ready.send(());
                 let Ok(listener) = listener else {
                     return;
                 };
                 loop {
-                    let conn = tokio::select! {
-                        c = listener.accept() => c,
+                    let (conn, secure) = tokio::select! {
+                        c = listener.accept() => (c, false),
+                        c = accept_tls(tls.as_ref()) => (c, true),
                         _ = stop.wait_for(|s| *s) => return,
                     };
                     let Ok((stream, peer)) = conn else { continue };
                     let health = health.clone();
                     let loopback = peer.ip().is_loopback();
+                    let acceptor = tls.as_ref().map(|(_, a)| a.clone()).filter(|_| secure);
                     tokio::spawn(async move {
-                        let service = hyper::service::service_fn(move |req: Request<_>| {
-                            let health = health.clone();
-                            async move { Ok::<_, Infallible>(health.respond(req, loopback).await) }
-                        });
-                        let io = hyper_util::rt::TokioIo::new(stream);
-                        let _ = hyper::server::conn::http1::Builder::new()
-                            .timer(hyper_util::rt::TokioTimer::new())
-                            .header_read_timeout(std::time::Duration::from_secs(10))
-                            .serve_connection(io, service)
-                            .await;
+                        let Some(acceptor) = acceptor else {
+                            return serve_conn(stream, health, loopback).await;
+                        };
+                        let handshake = std::time::Duration::from_secs(10);
+                        if let Ok(Ok(s)) =
+                            tokio::time::timeout(handshake, acceptor.accept(stream)).await
+                        {
+                            serve_conn(s, health, loopback).await;
+                        }
                     });
                 }
             });
@@ -232,6 +240,32 @@ pub fn spawn(
         })?;
     let _ = set_up.recv();
     Ok(thread)
+}
+
+/// The next connection on the TLS listener; never, without one.
+async fn accept_tls(
+    tls: Option<&(tokio::net::TcpListener, tokio_rustls::TlsAcceptor)>,
+) -> std::io::Result<(tokio::net::TcpStream, std::net::SocketAddr)> {
+    match tls {
+        Some((l, _)) => l.accept().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Serves one connection's requests.
+async fn serve_conn<IO>(io: IO, health: Arc<Health>, loopback: bool)
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper::service::service_fn(move |req: Request<_>| {
+        let health = health.clone();
+        async move { Ok::<_, Infallible>(health.respond(req, loopback).await) }
+    });
+    let _ = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(std::time::Duration::from_secs(10))
+        .serve_connection(hyper_util::rt::TokioIo::new(io), service)
+        .await;
 }
 
 #[cfg(test)]

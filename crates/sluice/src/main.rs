@@ -96,6 +96,15 @@ struct Listen {
     /// else 9201 as MI; `internal_http_api_enable = false` there turns them off.
     #[arg(long = "internal-port", env = "SLUICE_INTERNAL_PORT", global = true)]
     internal_port: Option<u16>,
+    /// The same over TLS (MI's management API port): default the config's `[mediation]
+    /// internal_https_api_port`, else 9164 as MI. Its certificate is `--tls-cert`'s, else a
+    /// self-signed one made at start.
+    #[arg(
+        long = "internal-https-port",
+        env = "SLUICE_INTERNAL_HTTPS_PORT",
+        global = true
+    )]
+    internal_https_port: Option<u16>,
     /// Limits and timeouts (TOML, under MI's `deployment.toml` section names: `[transport.http]`,
     /// `[mediation]`; see docs/ARCHITECTURE.md for every key and its default).
     #[arg(long, env = "SLUICE_CONFIG", global = true, value_name = "TOML")]
@@ -207,6 +216,7 @@ fn main() -> ExitCode {
                 .internal_api(cli.listen.internal_port)
                 .map(|port| Internal {
                     port,
+                    https_port: settings.internal_https_api(cli.listen.internal_https_port),
                     health: Health::new(left_out(&plan, &diags)),
                     metrics: settings.metrics(),
                     users: settings.users(),
@@ -525,7 +535,7 @@ fn serve(
     drop(listener);
     drop(ready_tx);
     let signals = Signals::install();
-    let probes = internal.and_then(|i| start_health(&listen.host, i.port, i.health));
+    let probes = internal.and_then(|i| start_health(&listen, (i.port, i.https_port), i.health));
     if ready_rx.iter().take(threads).count() < threads {
         eprintln!("sluice: a worker thread failed to start");
         let _ = stop_tx.send(true);
@@ -542,6 +552,9 @@ fn serve(
         if let Some(p) = &probes {
             p.health.serving();
             let _ = writeln!(out, "sluice health on http://{}", p.addr);
+            if let Some(a) = p.https {
+                let _ = writeln!(out, "sluice management on https://{a}");
+            }
         }
         let _ = out.flush();
     }
@@ -576,6 +589,8 @@ fn serve(
 /// are not counted).
 struct Internal {
     port: u16,
+    /// Over TLS too, on this port.
+    https_port: Option<u16>,
     health: Arc<Health>,
     metrics: Option<Buckets>,
     /// The management API's users.
@@ -683,20 +698,36 @@ fn host_label(listen: &str) -> String {
 struct Probes {
     health: Arc<Health>,
     addr: SocketAddr,
+    https: Option<SocketAddr>,
     stop: tokio::sync::watch::Sender<bool>,
     thread: std::thread::JoinHandle<()>,
 }
 
-/// Starts the health probes on `host:port`. A port that cannot be bound is reported and the
-/// probes left off: serving goes on (a probe that cannot connect fails, which shows it).
-fn start_health(host: &str, port: u16, health: Arc<Health>) -> Option<Probes> {
+/// Starts the internal API (probes, metrics, management) on `host:port`, and over TLS on the
+/// second port. A port that cannot be bound is reported and left off: serving goes on (a probe that
+/// cannot connect fails, which shows it).
+fn start_health(
+    listen: &Listen,
+    (port, https): (u16, Option<u16>),
+    health: Arc<Health>,
+) -> Option<Probes> {
+    let host = &listen.host;
+    let tls = https.and_then(|p| match internal_tls(listen, p) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            tracing::error!("management API over TLS off: {e}");
+            None
+        }
+    });
+    let tls_addr = tls.as_ref().and_then(|(l, _)| l.local_addr().ok());
     let started = bind(host, port).and_then(|l| {
         let addr = l.local_addr()?;
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let thread = health::spawn(l, health.clone(), stopped)?;
+        let thread = health::spawn(l, tls, health.clone(), stopped)?;
         Ok(Probes {
             health,
             addr,
+            https: tls_addr,
             stop,
             thread,
         })
@@ -708,6 +739,23 @@ fn start_health(host: &str, port: u16, health: Arc<Health>) -> Option<Probes> {
             None
         }
     }
+}
+
+/// The internal API's TLS listener on `port`: `--tls-cert`'s certificate, else a self-signed one.
+fn internal_tls(listen: &Listen, port: u16) -> Result<health::TlsInternal, String> {
+    let identity = match (&listen.tls_cert, &listen.tls_key) {
+        (Some(c), Some(k)) => tls::Identity::load("--tls-cert", c, "--tls-key", k)?,
+        _ => {
+            let mut names = vec!["localhost".to_owned(), "127.0.0.1".to_owned()];
+            names.push(host_label(&listen.host));
+            names.dedup();
+            tls::Identity::self_signed(&names)?
+        }
+    };
+    let config = tls::server_config(identity, &[] as &[PathBuf])?;
+    let l = bind(&listen.host, port)
+        .map_err(|e| format!("cannot listen on {}:{port}: {e}", listen.host))?;
+    Ok((l, TlsAcceptor::from(config)))
 }
 
 /// What was left out, for the readiness probe: the proxies not deployed and the files holding
@@ -837,6 +885,7 @@ fn serve_default(listen: Listen, settings: &Settings) -> ExitCode {
         .internal_api(listen.internal_port)
         .map(|port| Internal {
             port,
+            https_port: settings.internal_https_api(listen.internal_https_port),
             health: Health::new(Vec::new()),
             metrics: settings.metrics(),
             users: settings.users(),

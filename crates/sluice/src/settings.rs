@@ -129,6 +129,8 @@ struct Mediation {
     internal_http_api_enable: Option<bool>,
     /// Its port (default 9201: MI's 9191 with its default port offset of 10).
     internal_http_api_port: Option<u16>,
+    /// The same over TLS, MI's management API port (default 9164: MI's 9154 with the offset).
+    internal_https_api_port: Option<u16>,
 }
 
 /// The keys Sluice reads, by section.
@@ -154,6 +156,7 @@ const KNOWN: &[(&str, &[&str])] = &[
             "deadline",
             "internal_http_api_enable",
             "internal_http_api_port",
+            "internal_https_api_port",
         ],
     ),
     (
@@ -276,6 +279,19 @@ impl Settings {
         Some(
             cli.or(m.internal_http_api_port)
                 .unwrap_or(9191u16.saturating_add(self.offset())),
+        )
+    }
+
+    /// The internal API's TLS port: `cli` over the file's, else MI's 9154 with the offset (9164);
+    /// `None` when the internal API is off.
+    pub fn internal_https_api(&self, cli: Option<u16>) -> Option<u16> {
+        let m = &self.mediation;
+        if m.internal_http_api_enable == Some(false) {
+            return None;
+        }
+        Some(
+            cli.or(m.internal_https_api_port)
+                .unwrap_or(9154u16.saturating_add(self.offset())),
         )
     }
 
@@ -475,6 +491,7 @@ mod tests {
             .engine(EngineOptions::default());
         let d = EngineOptions::default();
         assert_eq!(Settings::default().internal_api(None), Some(9201));
+        assert_eq!(Settings::default().internal_https_api(None), Some(9164));
         assert_eq!(Settings::default().http_port(), 8290);
         // MI's port offset moves both.
         let moved = Settings::parse("[server]\noffset = 20\n").unwrap();
@@ -484,6 +501,8 @@ mod tests {
         );
         let off = Settings::parse("[mediation]\ninternal_http_api_enable = false\n").unwrap();
         assert_eq!(off.internal_api(Some(9300)), None);
+        assert_eq!(off.internal_https_api(Some(9300)), None);
+        assert_eq!(moved.internal_https_api(None), Some(9174));
         assert_eq!(e.body_pace, d.body_pace);
         assert_eq!(e.max_buffered_body, d.max_buffered_body);
         assert_eq!(e.body_budget.cap(), d.body_budget.cap());

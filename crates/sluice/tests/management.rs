@@ -6,6 +6,7 @@ mod common;
 use common::setup::*;
 use common::*;
 use serde_json::Value;
+use std::sync::Arc;
 
 /// `method path` on the management API with these headers and body: (status, JSON or Null).
 async fn call(
@@ -341,4 +342,90 @@ async fn schemathesis_finds_every_answer_in_the_contract() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(text.contains("passed"), "{text}");
+}
+
+/// A client that takes any certificate, as `apictl -k` (Sluice's own is self-signed here).
+#[derive(Debug)]
+struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _: &rustls::pki_types::CertificateDer<'_>,
+        _: &[rustls::pki_types::CertificateDer<'_>],
+        _: &rustls::pki_types::ServerName<'_>,
+        _: &[u8],
+        _: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// MI's 9164: the management API over TLS too, with a certificate made at start when none is given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_management_api_answers_over_tls() {
+    let be = backend().await;
+    let s = start_on_capp(&capp(), be.addr, &[]);
+    let addr = s.management_tls_addr();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+        .with_no_client_auth();
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .unwrap();
+    let (mut send, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let req = http::Request::builder()
+        .uri("/management/login")
+        .header("host", "localhost")
+        .header("authorization", "Basic YWRtaW46YWRtaW4=")
+        .body(http_body_util::Full::new(bytes::Bytes::new()))
+        .unwrap();
+    let r = send.send_request(req).await.unwrap();
+    assert_eq!(r.status(), 200);
+    use http_body_util::BodyExt;
+    let body = r.into_body().collect().await.unwrap().to_bytes();
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    assert!(v["AccessToken"].is_string(), "{v}");
 }

@@ -79,6 +79,21 @@ impl Identity {
     }
 }
 
+impl Identity {
+    /// A self-signed certificate for `names` (DNS names or IP addresses) and its new key: for a
+    /// listener that must speak TLS when no certificate is given (MI's management API, whose
+    /// clients are told to skip the check, as with MI's own self-signed `wso2carbon`).
+    pub fn self_signed(names: &[String]) -> Result<Self, String> {
+        let made = rcgen::generate_simple_self_signed(names.to_vec())
+            .map_err(|e| format!("a self-signed certificate: {e}"))?;
+        Ok(Identity {
+            chain: vec![made.cert.der().clone()],
+            key: PrivateKeyDer::Pkcs8(made.key_pair.serialize_der().into()),
+            named: format!("a self-signed certificate for {}", names.join(", ")),
+        })
+    }
+}
+
 /// The system's trusted roots. Certificates the system store holds but rustls cannot parse are
 /// skipped, as every TLS client skips them.
 fn system_roots() -> RootCertStore {

@@ -66,6 +66,7 @@ pub struct Sluice {
     /// The lines Sluice writes to stdout after the first.
     pub stdout: Mutex<std::sync::mpsc::Receiver<String>>,
     health: std::sync::OnceLock<SocketAddr>,
+    management_tls: std::sync::OnceLock<SocketAddr>,
 }
 
 impl Sluice {
@@ -100,7 +101,7 @@ impl Sluice {
             .args(args)
             .args(["--port", "0", "--host", "127.0.0.1"])
             // The health probes on a free port too (MI's 9201 would be shared by every test).
-            .args(["--internal-port", "0"])
+            .args(["--internal-port", "0", "--internal-https-port", "0"])
             .env("SLUICE_LOG", filter)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -144,6 +145,7 @@ impl Sluice {
             stderr,
             stdout: Mutex::new(rx),
             health: std::sync::OnceLock::new(),
+            management_tls: std::sync::OnceLock::new(),
         }
     }
 
@@ -156,6 +158,23 @@ impl Sluice {
                     .recv_timeout(Duration::from_secs(30))
                     .expect("a health line");
                 if let Some(a) = line.strip_prefix("sluice health on http://") {
+                    return a.parse().unwrap();
+                }
+            }
+        })
+    }
+
+    /// Where the internal API listens over TLS (the `sluice management on` line, after the health
+    /// one).
+    pub fn management_tls_addr(&self) -> SocketAddr {
+        self.health_addr();
+        *self.management_tls.get_or_init(|| {
+            let rx = self.stdout.lock().unwrap();
+            loop {
+                let line = rx
+                    .recv_timeout(Duration::from_secs(30))
+                    .expect("a management line");
+                if let Some(a) = line.strip_prefix("sluice management on https://") {
                     return a.parse().unwrap();
                 }
             }
