@@ -192,22 +192,33 @@ pub async fn serve(
 type Request = http::Request<hyper::body::Incoming>;
 type Answer = http::Response<crate::body::RelayBody>;
 
-/// A connection's service: each request to the engine, noting that the connection began one (a
-/// connection that never did is closed at once on shutdown). `peer`: the client's address.
+/// A connection's service: each request to `answer`, noting that the connection began one (a
+/// connection that never did is closed at once on shutdown).
+fn counting<F, Fut>(answer: F) -> (Arc<AtomicBool>, impl Service)
+where
+    F: Fn(Request) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<Answer, Infallible>> + Send + 'static,
+{
+    let began = Arc::new(AtomicBool::new(false));
+    let began_here = began.clone();
+    let svc = service_fn(move |req| {
+        began_here.store(true, Ordering::Relaxed);
+        answer(req)
+    });
+    (began, svc)
+}
+
+/// Each request to the engine. `peer`: the client's address.
 fn service(
     engine: &Arc<Engine>,
     transport: Transport,
     peer: Option<std::net::IpAddr>,
 ) -> (Arc<AtomicBool>, impl Service) {
     let engine = engine.clone();
-    let began = Arc::new(AtomicBool::new(false));
-    let began_here = began.clone();
-    let svc = service_fn(move |req| {
+    counting(move |req| {
         let engine = engine.clone();
-        began_here.store(true, Ordering::Relaxed);
-        async move { Ok::<_, Infallible>(engine.handle(req, transport, peer).await) }
-    });
-    (began, svc)
+        async move { Ok(engine.handle(req, transport, peer).await) }
+    })
 }
 
 /// [`service`] with a line per request in the access log: a type of its own, so that a server
@@ -219,21 +230,17 @@ fn logged_service(
     peer: Option<std::net::IpAddr>,
 ) -> (Arc<AtomicBool>, impl Service) {
     let engine = engine.clone();
-    let began = Arc::new(AtomicBool::new(false));
-    let began_here = began.clone();
-    let svc = service_fn(move |mut req: Request| {
+    counting(move |mut req: Request| {
         let (engine, log) = (engine.clone(), log.clone());
-        began_here.store(true, Ordering::Relaxed);
         // The line needs the correlation ID: made here, before the engine would.
         crate::correlation::ensure(req.headers_mut());
         let entry = log.entry(&req, peer);
         async move {
             let r = engine.handle(req, transport, peer).await;
             log.write(&entry, &r);
-            Ok::<_, Infallible>(r)
+            Ok(r)
         }
-    });
-    (began, svc)
+    })
 }
 
 /// What a connection's service is.
