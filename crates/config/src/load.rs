@@ -361,13 +361,31 @@ fn load_car(root: &Arc<str>, tree: &Tree, cfg: &mut Config, diags: &mut Diagnost
         return;
     };
     let mut wanted = dependencies(&top_disp, &top_doc);
+    let app = top_doc
+        .descendants()
+        .find(|n| n.has_tag_name("artifact") && n.attribute("type") == Some("carbon/application"));
+    let mut car = crate::model::Car {
+        name: app
+            .and_then(|a| a.attribute("name"))
+            .unwrap_or(root)
+            .to_owned(),
+        version: app
+            .and_then(|a| a.attribute("version"))
+            .unwrap_or_default()
+            .to_owned(),
+        artifacts: Vec::new(),
+    };
     // Each artifact.xml one level down.
     for (rel, bytes) in tree
         .iter()
         .filter(|(k, _)| k.ends_with("/artifact.xml") && k.matches('/').count() == 1)
     {
-        load_car_artifact(root, tree, (rel, bytes), &mut wanted, cfg, diags);
+        if let Some(a) = load_car_artifact(root, tree, (rel, bytes), &mut wanted, cfg, diags) {
+            car.artifacts.push(a);
+        }
     }
+    car.artifacts.sort();
+    cfg.cars.push(car);
     for ((a, v), loc) in wanted {
         diags.push(
             Severity::Error,
@@ -411,7 +429,7 @@ fn expect_of(ty: &str) -> Option<Expect> {
 }
 
 /// One `<dir>/artifact.xml` (`rel`) of a CAR and the files it names, when `artifacts.xml` lists it
-/// (taken out of `wanted`).
+/// (taken out of `wanted`): its name and type (without the `synapse/` or `registry/` prefix).
 fn load_car_artifact(
     root: &Arc<str>,
     tree: &Tree,
@@ -419,15 +437,11 @@ fn load_car_artifact(
     wanted: &mut BTreeMap<(String, String), Location>,
     cfg: &mut Config,
     diags: &mut Diagnostics,
-) {
+) -> Option<(String, String)> {
     let dir = &rel[..rel.len() - "/artifact.xml".len()];
     let adisp: Arc<str> = format!("{root}/{rel}").into();
-    let Some(text) = utf8(&adisp, bytes, diags) else {
-        return;
-    };
-    let Some(doc) = read_document(&adisp, text, diags) else {
-        return;
-    };
+    let text = utf8(&adisp, bytes, diags)?;
+    let doc = read_document(&adisp, text, diags)?;
     let art = doc.root_element();
     let name = art.attribute("name").unwrap_or_default().to_owned();
     let version = art.attribute("version").unwrap_or_default().to_owned();
@@ -440,9 +454,10 @@ fn load_car_artifact(
             format!("artifact {name} {version} is not listed in artifacts.xml; skipped"),
             None,
         );
-        return;
+        return None;
     }
     let ty = art.attribute("type").unwrap_or_default();
+    let kind = ty.rsplit('/').next().unwrap_or(ty).to_owned();
     let files: Vec<String> = art
         .children()
         .filter(|n| n.has_tag_name("file"))
@@ -452,7 +467,7 @@ fn load_car_artifact(
         for f in &files {
             load_registry_info(root, tree, dir, f, cfg, diags);
         }
-        return;
+        return Some((name, kind));
     }
     let Some(expect) = expect_of(ty) else {
         diags.push(
@@ -462,7 +477,7 @@ fn load_car_artifact(
             format!("artifact type '{ty}' is not supported yet; not deployed"),
             Some(&name),
         );
-        return;
+        return Some((name, kind));
     };
     for f in files {
         let frel = format!("{dir}/{f}");
@@ -477,6 +492,7 @@ fn load_car_artifact(
             ),
         }
     }
+    Some((name, kind))
 }
 
 fn load_registry_info(

@@ -38,6 +38,17 @@ pub struct Config {
     pub home: std::path::PathBuf,
     /// `<priorityExecutor>`s, for `enqueue`.
     pub executors: Vec<PriorityExecutor>,
+    /// The Carbon Applications read, with the artifacts each holds (the management API lists them).
+    pub cars: Vec<Car>,
+}
+
+/// A Carbon Application: its name and version (`artifacts.xml`), and each artifact it deploys as
+/// (name, type without its `synapse/` prefix: `proxy-service`, `api`, ...).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Car {
+    pub name: String,
+    pub version: String,
+    pub artifacts: Vec<(String, String)>,
 }
 
 /// `<priorityExecutor name>`: how many runs of enqueued sequences go at once, and the queues

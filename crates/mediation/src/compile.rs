@@ -58,6 +58,28 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
     }
     c.fill_endpoints_by_name();
     plan.endpoints = c.endpoints_by_name.clone();
+    plan.cars = config.cars.clone();
+    plan.local_entries = (config.local_entries.iter())
+        .map(|l| {
+            let kind = match l.value {
+                cfg::LocalEntryValue::Text(_) => "Inline Text",
+                cfg::LocalEntryValue::Xml { .. } => "Inline XML",
+                cfg::LocalEntryValue::Src(_) => "Source URL",
+            };
+            (l.key.clone(), kind)
+        })
+        .collect();
+    plan.templates = (config
+        .templates
+        .iter()
+        .map(|t| (t.name.clone(), "sequence")))
+    .chain(
+        config
+            .endpoint_templates
+            .iter()
+            .map(|t| (t.name.clone(), "endpoint")),
+    )
+    .collect();
     plan.wsdls = std::mem::take(&mut c.wsdls);
     plan
 }

@@ -49,6 +49,11 @@ pub struct Plan {
     pub endpoints: crate::endpoints::EndpointsByName,
     /// The named sequences that compiled, by name (the management API lists them).
     pub sequences: Vec<String>,
+    /// The Carbon Applications read, for the management API.
+    pub cars: Vec<sluice_config::Car>,
+    /// The local entries (key, MI's type name) and templates (name, kind), for the management API.
+    pub local_entries: Vec<(String, &'static str)>,
+    pub templates: Vec<(String, &'static str)>,
 }
 
 /// A deployed service requests are counted for: a proxy, or an API (all its resources).

@@ -14,10 +14,11 @@
 //! | `GET /management/endpoints[?endpointName=]` | `{"count","list":[{"name","type","isActive"}]}`, or one with `address` |
 //! | `POST /management/endpoints` `{"name","status"}` | `{"Message":"X is switched On\|Off"}`; a switched-off endpoint fails every send as a suspended one |
 //! | `GET /management/sequences` | the named sequences |
-//! | `GET /management/applications` | `{"totalCount","activeCount","activeList","faultyCount","faultyList"}` |
 //! | `GET /management/logging[?loggerName=]` | `{"count","list":[{"loggerName","componentName","level"}]}` ([`logging`]) |
 //! | `PATCH /management/logging` `{"loggerName","loggingLevel"[,"loggerClass"]}` | `{"message": ...}`; the level applies at once |
-//! | templates, local entries, tasks, message stores and processors, inbound endpoints, connectors, data services and sources | `{"count":0,"list":[]}` (Sluice has none yet) |
+//! | `GET /management/applications[?carbonAppName=]` | each CAR `{"name","version","artifacts":[{"name","type"}]}`, under `activeList` or, when an artifact of it is not deployed, `faultyList` |
+//! | `GET /management/local-entries`, `/templates[?type=]` | their names (and MI's type names) |
+//! | tasks, message stores and processors, inbound endpoints, connectors, data services and sources | `{"count":0,"list":[]}` (Sluice has none yet) |
 //! | an unknown name | 404, empty body (as MI) |
 //! | a bad body | 400 `{"Error": ...}` (MI answers some with 200 or a server error) |
 //!
@@ -127,17 +128,30 @@ impl Management {
             },
             (&Method::GET, "/logging") => self.loggers(q("loggerName")),
             (&Method::PATCH, "/logging") => self.set_level(c.body),
-            (&Method::GET, "/applications") => (
-                StatusCode::OK,
-                Some(
-                    json!({"totalCount": 0, "activeCount": 0, "activeList": [], "faultyCount": 0, "faultyList": []}),
-                ),
-            ),
+            (&Method::GET, "/applications") => match q("carbonAppName") {
+                Some(n) => found(self.apps().0.into_iter().find(|a| a["name"] == n.as_str())),
+                None => (StatusCode::OK, Some(self.applications())),
+            },
+            (&Method::GET, "/local-entries") => {
+                let list = (self.plan.local_entries.iter())
+                    .map(|(n, t)| json!({"name": n, "type": t}))
+                    .collect();
+                (StatusCode::OK, Some(listed(list)))
+            }
+            (&Method::GET, "/templates") => {
+                let kind = q("type");
+                let list = (self.plan.templates.iter())
+                    .filter(|(_, k)| kind.as_deref().is_none_or(|want| want == *k))
+                    .map(|(n, k)| match kind {
+                        Some(_) => json!({ "name": n }),
+                        None => json!({"name": n, "type": k}),
+                    })
+                    .collect();
+                (StatusCode::OK, Some(listed(list)))
+            }
             (
                 &Method::GET,
-                "/templates"
-                | "/local-entries"
-                | "/tasks"
+                "/tasks"
                 | "/message-stores"
                 | "/message-processors"
                 | "/inbound-endpoints"
@@ -190,6 +204,50 @@ impl Management {
             }
             Err(e) => error(StatusCode::BAD_REQUEST, &e),
         }
+    }
+
+    /// The Carbon Applications read, active and faulty: faulty when an artifact of it is not
+    /// deployed (a proxy or API left out, or a kind Sluice cannot deploy), as MI takes a whole CAR
+    /// as failed.
+    fn apps(&self) -> (Vec<Value>, Vec<Value>) {
+        const DEPLOYS: [&str; 7] = [
+            "proxy-service",
+            "api",
+            "endpoint",
+            "sequence",
+            "local-entry",
+            "template",
+            "resource",
+        ];
+        let left_out = |(name, kind): &(String, String)| {
+            !DEPLOYS.contains(&kind.as_str())
+                || (kind == "proxy-service" && !self.plan.proxies.contains_key(name))
+                || (kind == "api" && !self.plan.apis.iter().any(|a| &*a.name == name))
+        };
+        let (mut active, mut faulty) = (Vec::new(), Vec::new());
+        for car in &self.plan.cars {
+            let artifacts: Vec<Value> = (car.artifacts.iter())
+                .map(|(n, k)| json!({"name": n, "type": k}))
+                .collect();
+            let v = json!({"name": car.name, "version": car.version, "artifacts": artifacts});
+            if car.artifacts.iter().any(left_out) {
+                faulty.push(v);
+            } else {
+                active.push(v);
+            }
+        }
+        (active, faulty)
+    }
+
+    fn applications(&self) -> Value {
+        let (active, faulty) = self.apps();
+        json!({
+            "totalCount": active.len() + faulty.len(),
+            "activeCount": active.len(),
+            "activeList": active,
+            "faultyCount": faulty.len(),
+            "faultyList": faulty,
+        })
     }
 
     fn server(&self) -> Value {
