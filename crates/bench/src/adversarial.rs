@@ -457,15 +457,35 @@ fn h1_head(input: &[u8], chunk: Option<usize>) -> Did {
     Cow::Borrowed("refused: closed before a full head")
 }
 
+/// How many calls a case gets.
+#[derive(Clone, Copy, Debug)]
+pub enum Calls {
+    /// As many as fit in this time after the first (see [`time_calls`]).
+    Timed(Duration),
+    /// Exactly these (at least one): for counting instructions, where a time would make the count
+    /// depend on the machine's speed.
+    Exactly(u64),
+}
+
 /// Calls `f` (on two variants of the input in turn) in batches of about 2 ms until `budget` has
 /// passed after the first call, and at least three batches when that call took under a second:
 /// ns per call (the median batch's mean, so that a batch the scheduler interrupted on a busy machine
 /// does not count; the first call alone when it took a second or more), the calls, what the first
-/// call did.
-fn time_calls(budget: Duration, mut f: impl FnMut(usize) -> Did) -> (f64, u64, Did) {
+/// call did. With [`Calls::Exactly`], that many calls and their mean.
+fn time_calls(calls: Calls, mut f: impl FnMut(usize) -> Did) -> (f64, u64, Did) {
     let t = Instant::now();
     let did = f(0);
     let first = t.elapsed();
+    let budget = match calls {
+        Calls::Timed(b) => b,
+        Calls::Exactly(n) => {
+            for k in 1..n.max(1) {
+                std::hint::black_box(f((k % 2) as usize));
+            }
+            let ns = t.elapsed().as_nanos() as f64 / n.max(1) as f64;
+            return (ns, n.max(1), did);
+        }
+    };
     let per_batch = (2_000_000 / first.as_nanos().max(1)).clamp(1, 1 << 20) as u64;
     let min_batches = if first < Duration::from_secs(1) { 3 } else { 0 };
     let start = Instant::now();
@@ -492,7 +512,7 @@ pub fn measure(
     case: Case,
     size: usize,
     reference: Option<&Path>,
-    budget: Duration,
+    calls: Calls,
 ) -> Option<Figure> {
     let one = input(reader, case, size, reference)?;
     // Two messages alike but for their prefix, in turn: the XPath evaluator's memo of the
@@ -500,10 +520,11 @@ pub fn measure(
     let other = one.replace("soapenv", "soapenw");
     let inputs = [one.into_bytes(), other.into_bytes()];
     let mut out = Vec::with_capacity(inputs[0].len() * 2);
-    let (ns, calls, did) = time_calls(budget, |k| readers.call(reader, case, &inputs[k], &mut out));
+    let (ns, made, did) = time_calls(calls, |k| readers.call(reader, case, &inputs[k], &mut out));
     let fell_back = did.contains("libxml2") || did.contains("libxslt");
-    let stream_ns = if fell_back {
-        let (ns, _, _) = time_calls(budget, |k| {
+    // Counted calls are the reader's whole reading: no second pass to count with them.
+    let stream_ns = if fell_back && matches!(calls, Calls::Timed(_)) {
+        let (ns, _, _) = time_calls(calls, |k| {
             readers.stream_only(reader, &inputs[k], &mut out);
             Cow::Borrowed("")
         });
@@ -519,7 +540,7 @@ pub fn measure(
         outcome: did.into_owned(),
         ns_per_call: Some(ns),
         stream_ns_per_call: stream_ns,
-        calls,
+        calls: made,
         over_cap_s: None,
     })
 }
@@ -534,6 +555,8 @@ pub struct Spec {
     pub cases: Vec<Case>,
     /// Time spent calling per case (after the first call).
     pub budget: Duration,
+    /// Exactly this many calls per case instead (`--calls`, for counting instructions).
+    pub calls: Option<u64>,
     /// A case still running after this is stopped and reported over the cap.
     pub cap: Duration,
     /// Bytes per chunk in the chunked cases.
@@ -560,18 +583,14 @@ fn on_worker(
     size: usize,
 ) -> std::io::Result<std::sync::mpsc::Receiver<Result<Option<Figure>, String>>> {
     let (tx, rx) = std::sync::mpsc::channel();
-    let (capp, reference, budget, chunk) = (
-        spec.capp.clone(),
-        spec.reference.clone(),
-        spec.budget,
-        spec.chunk,
-    );
+    let calls = spec.calls.map_or(Calls::Timed(spec.budget), Calls::Exactly);
+    let (capp, reference, chunk) = (spec.capp.clone(), spec.reference.clone(), spec.chunk);
     std::thread::Builder::new()
         .name("adversarial".into())
         .stack_size(WORKER_STACK)
         .spawn(move || {
             let r = Readers::new(&capp, chunk)
-                .map(|rs| measure(&rs, reader, case, size, reference.as_deref(), budget));
+                .map(|rs| measure(&rs, reader, case, size, reference.as_deref(), calls));
             let _ = tx.send(r);
         })?;
     Ok(rx)
@@ -628,6 +647,9 @@ fn in_child(spec: &Spec, exe: &Path, reader: Reader, case: Case, size: usize) ->
         .arg(spec.chunk.to_string())
         .arg("--capp")
         .arg(&spec.capp);
+    if let Some(n) = spec.calls {
+        cmd.arg("--calls").arg(n.to_string());
+    }
     if let Some(r) = &spec.reference {
         cmd.arg("--reference").arg(r);
     }
@@ -809,6 +831,7 @@ mod tests {
             readers: Reader::ALL.to_vec(),
             cases: Case::ALL.to_vec(),
             budget: Duration::from_millis(1),
+            calls: None,
             cap: Duration::from_secs(60),
             chunk: 16,
             isolation: Isolation::Thread,

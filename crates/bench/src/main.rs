@@ -163,9 +163,12 @@ struct AdversarialArgs {
     #[arg(long)]
     reference: Option<PathBuf>,
     /// One case in this process, its figure printed as JSON: READER,CASE,SIZE (what the command
-    /// runs in each child).
-    #[arg(long, hide = true)]
+    /// runs in each child; `crates/bench/adversarial-instructions.sh` runs one under cachegrind).
+    #[arg(long)]
     cell: Option<String>,
+    /// Exactly this many calls per case instead of `--budget`'s time (for counting instructions).
+    #[arg(long)]
+    calls: Option<u64>,
 }
 
 #[derive(clap::Args)]
@@ -389,6 +392,7 @@ fn run_adversarial(a: AdversarialArgs) -> Result<(), String> {
         readers,
         cases,
         budget: Duration::from_secs_f64(a.budget),
+        calls: a.calls,
         cap: Duration::from_secs_f64(a.cap),
         chunk: a.chunk,
         isolation: adversarial::Isolation::Process(exe),
