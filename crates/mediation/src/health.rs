@@ -185,7 +185,6 @@ impl EndpointHealth {
     /// Back in service, as after a success.
     pub fn switch_on(&self) {
         self.off.store(false, Ordering::Release);
-        self.active.store(false, Ordering::Release);
         self.on_success();
     }
 

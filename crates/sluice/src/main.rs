@@ -600,14 +600,12 @@ struct Internal {
 /// The request counters the workers write and the internal API serves, when it counts them.
 fn metrics(
     plan: &Plan,
-    host: &str,
-    http: SocketAddr,
-    https: Option<SocketAddr>,
-    internal: Option<&Internal>,
+    host: String,
+    (http, https): (SocketAddr, Option<SocketAddr>),
+    internal: &Internal,
 ) -> Option<Arc<Metrics>> {
-    let internal = internal?;
     let listeners = Listeners {
-        host: host_label(host),
+        host,
         http_port: http.port(),
         https_port: https.map(|a| a.port()),
     };
@@ -631,13 +629,14 @@ fn metrics(
 fn operations(
     plan: &Arc<Plan>,
     listen: &Listen,
-    (http, https): (SocketAddr, Option<SocketAddr>),
+    addrs: (SocketAddr, Option<SocketAddr>),
     internal: Option<&Internal>,
 ) -> Option<Arc<Metrics>> {
     let i = internal?;
+    let host = host_label(&listen.host);
     i.health
-        .set_management(management_for(plan, listen, (http, https), i));
-    metrics(plan, &listen.host, http, https, Some(i))
+        .set_management(management_for(plan, listen, &host, addrs, i));
+    metrics(plan, host, addrs, i)
 }
 
 /// The metrics page reports the balance's open connections per worker.
@@ -659,6 +658,7 @@ fn watch_connections(
 fn management_for(
     plan: &Arc<Plan>,
     listen: &Listen,
+    host: &str,
     (http, https): (SocketAddr, Option<SocketAddr>),
     internal: &Internal,
 ) -> Arc<management::Management> {
@@ -668,11 +668,7 @@ fn management_for(
         .or_else(|| std::env::current_dir().ok())
         .map(|p| p.display().to_string())
         .unwrap_or_default();
-    let at = (
-        host_label(&listen.host),
-        http.port(),
-        https.map(|a| a.port()),
-    );
+    let at = (host.to_owned(), http.port(), https.map(|a| a.port()));
     Arc::new(management::Management::new(
         plan.clone(),
         &internal.users,

@@ -272,27 +272,21 @@ impl Settings {
     /// The health probes' port: `cli` (`--internal-port`) over the file's, else MI's 9191 with the
     /// offset (9201); `None` when the file turns the internal API off.
     pub fn internal_api(&self, cli: Option<u16>) -> Option<u16> {
-        let m = &self.mediation;
-        if m.internal_http_api_enable == Some(false) {
-            return None;
-        }
-        Some(
-            cli.or(m.internal_http_api_port)
-                .unwrap_or(9191u16.saturating_add(self.offset())),
-        )
+        self.internal_port(cli, self.mediation.internal_http_api_port, 9191)
     }
 
     /// The internal API's TLS port: `cli` over the file's, else MI's 9154 with the offset (9164);
     /// `None` when the internal API is off.
     pub fn internal_https_api(&self, cli: Option<u16>) -> Option<u16> {
-        let m = &self.mediation;
-        if m.internal_http_api_enable == Some(false) {
+        self.internal_port(cli, self.mediation.internal_https_api_port, 9154)
+    }
+
+    /// `cli` over `file`, else MI's `base` port with the offset; `None` when the internal API is off.
+    fn internal_port(&self, cli: Option<u16>, file: Option<u16>, base: u16) -> Option<u16> {
+        if self.mediation.internal_http_api_enable == Some(false) {
             return None;
         }
-        Some(
-            cli.or(m.internal_https_api_port)
-                .unwrap_or(9154u16.saturating_add(self.offset())),
-        )
+        Some(cli.or(file).unwrap_or(base.saturating_add(self.offset())))
     }
 
     /// The access log the file asks for, opened (appending); `None` when it is off.

@@ -72,9 +72,8 @@ pub struct Metrics {
     connections: Mutex<Vec<(&'static str, sluice_balance::Occupancy)>>,
     /// The named endpoints' suspension states, by name.
     endpoints: Mutex<Vec<(String, Arc<EndpointHealth>)>>,
-    /// When the services were deployed (Unix seconds).
-    deployed: f64,
-    started: Instant,
+    /// When Sluice started serving the services (Unix seconds): MI's server and service up gauges.
+    started: f64,
 }
 
 /// Where a service's counters are in a shard, and its buckets' bounds.
@@ -135,8 +134,7 @@ impl Metrics {
             shards: Mutex::new(Vec::new()),
             connections: Mutex::new(Vec::new()),
             endpoints: Mutex::new(Vec::new()),
-            deployed: unix_now(),
-            started: Instant::now(),
+            started: unix_now(),
         })
     }
 
@@ -188,7 +186,7 @@ impl Metrics {
     /// The scrape page (Prometheus text format 0.0.4).
     pub fn render(&self) -> String {
         let mut out = String::with_capacity(4096);
-        let started = unix_now() - self.started.elapsed().as_secs_f64();
+        let started = self.started;
         let host = escape(&self.listeners.host);
         family(
             &mut out,
@@ -224,7 +222,7 @@ impl Metrics {
                 "wso2_integration_service_up{{service_name=\"{}\",service_type=\"{}\"}} {}",
                 escape(&s.name),
                 kind(s),
-                self.deployed
+                started
             );
         }
         for api in [false, true] {
@@ -590,43 +588,35 @@ mod tests {
                 .unwrap_or_else(|| panic!("no {prefix} in\n{page}"))
                 .to_owned()
         };
+        // The sample of `name{labels}`.
+        let value = |name: &str, labels: &str| {
+            let series = format!("{name}{{{labels}}} ");
+            line(&series)[series.len()..].to_owned()
+        };
         let proxy = "service_name=\"StockQuote\\\"Proxy\",service_type=\"proxy\"";
-        assert_eq!(
-            line(&format!(
-                "wso2_integration_proxy_request_count_total{{{proxy}}}"
-            )),
-            format!("wso2_integration_proxy_request_count_total{{{proxy}}} 2")
-        );
-        assert!(line(&format!(
-            "wso2_integration_proxy_request_count_error_total{{{proxy}}}"
-        ))
-        .ends_with(" 1"));
-        assert!(line(&format!(
-            "wso2_integration_proxy_latency_seconds_bucket{{{proxy},le=\"0.19\"}}"
-        ))
-        .ends_with(" 2"));
-        assert!(line(&format!(
-            "wso2_integration_proxy_latency_seconds_count{{{proxy}}}"
-        ))
-        .ends_with(" 2"));
         let http = "service_name=\"Health\",service_type=\"api\",invocation_url=\"http://h:8290/healthcare\"";
         let https = "service_name=\"Health\",service_type=\"api\",invocation_url=\"https://h:8253/healthcare\"";
-        assert!(line(&format!(
-            "wso2_integration_api_request_count_total{{{http}}}"
-        ))
-        .ends_with(" 1"));
-        assert!(line(&format!(
-            "wso2_integration_api_request_count_error_total{{{http}}}"
-        ))
-        .ends_with(" 1"));
-        assert!(line(&format!(
-            "wso2_integration_api_request_count_total{{{https}}}"
-        ))
-        .ends_with(" 1"));
-        assert!(line(&format!(
-            "wso2_integration_api_request_count_error_total{{{https}}}"
-        ))
-        .ends_with(" 0"));
+        let bucket = format!("{proxy},le=\"0.19\"");
+        for (name, labels, want) in [
+            ("wso2_integration_proxy_request_count_total", proxy, "2"),
+            (
+                "wso2_integration_proxy_request_count_error_total",
+                proxy,
+                "1",
+            ),
+            (
+                "wso2_integration_proxy_latency_seconds_bucket",
+                bucket.as_str(),
+                "2",
+            ),
+            ("wso2_integration_proxy_latency_seconds_count", proxy, "2"),
+            ("wso2_integration_api_request_count_total", http, "1"),
+            ("wso2_integration_api_request_count_error_total", http, "1"),
+            ("wso2_integration_api_request_count_total", https, "1"),
+            ("wso2_integration_api_request_count_error_total", https, "0"),
+        ] {
+            assert_eq!(value(name, labels), want, "{name}{{{labels}}}");
+        }
         assert!(
             line("wso2_integration_service_up{service_name=\"Health\",service_type=\"api\"}").len()
                 > 10

@@ -496,34 +496,11 @@ fn error(status: StatusCode, why: &str) -> Answer {
     (status, Some(json!({ "Error": why })))
 }
 
-/// The first value of `name` in a query string, percent-decoded.
+/// The first value of `name` in a query string, decoded as Synapse decodes `query.param.*`.
 fn query_value(query: Option<&str>, name: &str) -> Option<String> {
-    query?.split('&').find_map(|kv| {
-        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-        (k == name).then(|| percent_decode(v))
-    })
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'%' if i + 2 < b.len() => match u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                Ok(v) => {
-                    out.push(v);
-                    i += 3;
-                    continue;
-                }
-                Err(_) => out.push(b'%'),
-            },
-            b'+' => out.push(b' '),
-            c => out.push(c),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    sluice_mediation::api::query_params(query?)
+        .into_iter()
+        .find_map(|(k, v)| (k == name).then_some(v))
 }
 
 #[cfg(test)]
@@ -572,6 +549,6 @@ mod tests {
             Some("My Api x".into())
         );
         assert_eq!(query_value(Some("a=1"), "apiName"), None);
-        assert_eq!(percent_decode("%zz%4"), "%zz%4");
+        assert_eq!(query_value(Some("x=%zz%4"), "x"), Some("%zz%4".into()));
     }
 }

@@ -151,34 +151,32 @@ impl Sluice {
 
     /// Where the health probes listen (the `sluice health on` line).
     pub fn health_addr(&self) -> SocketAddr {
-        *self.health.get_or_init(|| {
-            let rx = self.stdout.lock().unwrap();
-            loop {
-                let line = rx
-                    .recv_timeout(Duration::from_secs(30))
-                    .expect("a health line");
-                if let Some(a) = line.strip_prefix("sluice health on http://") {
-                    return a.parse().unwrap();
-                }
-            }
-        })
+        *self
+            .health
+            .get_or_init(|| self.printed("sluice health on http://"))
     }
 
     /// Where the internal API listens over TLS (the `sluice management on` line, after the health
     /// one).
     pub fn management_tls_addr(&self) -> SocketAddr {
         self.health_addr();
-        *self.management_tls.get_or_init(|| {
-            let rx = self.stdout.lock().unwrap();
-            loop {
-                let line = rx
-                    .recv_timeout(Duration::from_secs(30))
-                    .expect("a management line");
-                if let Some(a) = line.strip_prefix("sluice management on https://") {
-                    return a.parse().unwrap();
-                }
+        *self
+            .management_tls
+            .get_or_init(|| self.printed("sluice management on https://"))
+    }
+
+    /// The address of the next stdout line that starts with `prefix` (the lines before it are
+    /// passed over).
+    fn printed(&self, prefix: &str) -> SocketAddr {
+        let rx = self.stdout.lock().unwrap();
+        loop {
+            let line = rx
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("no line {prefix}ADDR"));
+            if let Some(a) = line.strip_prefix(prefix) {
+                return a.parse().unwrap();
             }
-        })
+        }
     }
 
     /// Sluice on a conformance suite's `synapse/` folder, each endpoint named in `endpoints`
