@@ -32,8 +32,8 @@ use super::fast::{KnownNames, KnownTag};
 use super::needle::Bang;
 use super::run::Run;
 use super::scan::{
-    bound, is_ws, leaf_end, next_attribute, same_name, text_end, AMP, UNPLAIN, V_AMP, V_CTRL,
-    V_HIGH, V_LT, V_QNAME,
+    bound, find_near, is_ws, leaf_end, next_attribute, same_name, text_end, AMP, UNPLAIN, V_AMP,
+    V_CTRL, V_HIGH, V_LT, V_QNAME,
 };
 use super::{StreamPath, FEW_ATTRS, INERT_STACK, MAX_DEPTH};
 use sluice_xml::chars::refs_valid;
@@ -119,9 +119,8 @@ impl StreamPath {
                 None | Some(b'/' | b'!' | b'?') => return (lt, top),
                 Some(_) => {
                     let from = lt + 1;
-                    let Some((gt, empty, name_end, colon, mask)) = self
-                        .known_tag(xml, from, known)
-                        .or_else(|| self.attributed_tag(xml, from, known, (bindings, index)))
+                    let Some((gt, empty, name_end, colon, mask)) =
+                        self.span_tag(xml, from, known, (bindings, index))
                     else {
                         return (lt, top);
                     };
@@ -201,49 +200,82 @@ impl StreamPath {
         xml: &[u8],
         from: usize,
         known: &mut KnownNames<'_>,
-        (bindings, index): (&[(&str, &str, usize)], &PrefixIndex<'_>),
+        scope: (&[(&str, &str, usize)], &PrefixIndex<'_>),
     ) -> Option<KnownTag> {
-        let (name_end, colon, mask) = self.known_name(xml, from, known)?;
-        if !is_ws(*xml.get(name_end)?) {
+        let name = self.known_name(xml, from, known)?;
+        if !is_ws(*xml.get(name.0)?) {
             return None;
         }
-        // No `>` in a value: the first `>` ends the tag (else the value's quote is left open).
-        let gt = name_end + memchr::memchr(b'>', &xml[name_end..])?;
-        let empty = xml[gt - 1] == b'/';
-        let end = if empty { gt - 1 } else { gt };
-        let mut names: [std::ops::Range<usize>; FEW_ATTRS] = Default::default();
-        let (mut n, mut prefixed, mut i) = (0, false, name_end);
-        while let Some(a) = next_attribute(xml, i, end).ok()? {
-            if n == FEW_ATTRS || a.class & V_QNAME == 0 || a.class & (V_LT | V_CTRL | V_HIGH) != 0 {
-                return None;
+        attributes(xml, from, name, scope)
+    }
+
+    /// A start tag in an inert span, plain as [`StreamPath::known_tag`] reads it or with a few
+    /// attributes as [`StreamPath::attributed_tag`] does, its name read once.
+    #[inline(always)]
+    fn span_tag(
+        &self,
+        xml: &[u8],
+        from: usize,
+        known: &mut KnownNames<'_>,
+        scope: (&[(&str, &str, usize)], &PrefixIndex<'_>),
+    ) -> Option<KnownTag> {
+        let name @ (name_end, colon, mask) = self.known_name(xml, from, known)?;
+        match *xml.get(name_end)? {
+            b'>' => Some((name_end, false, name_end, colon, mask)),
+            b'/' if xml.get(name_end + 1) == Some(&b'>') => {
+                Some((name_end + 1, true, name_end, colon, mask))
             }
-            let name = &xml[a.name.clone()];
-            if a.colon > 0 {
-                let prefix = &name[..a.colon];
-                // The element's own prefix is checked by the caller: looked up once.
-                if prefixed
-                    || prefix == b"xmlns"
-                    || (prefix != b"xml"
-                        && (colon == 0 || *prefix != xml[from..from + colon])
-                        && bound(bindings, index, prefix).is_none())
-                {
-                    return None;
-                }
-                prefixed = true;
-            } else if name == b"xmlns" {
-                return None;
-            }
-            if names[..n].iter().any(|k| xml[k.clone()] == *name)
-                || (a.class & V_AMP != 0 && !refs_valid(&xml[a.value.clone()]))
+            c if is_ws(c) => attributes(xml, from, name, scope),
+            _ => None,
+        }
+    }
+}
+
+/// The attributes of a start tag at `from` whose name `xml[from..name_end]` (then white space)
+/// is read, for [`StreamPath::attributed_tag`].
+#[inline(always)]
+fn attributes(
+    xml: &[u8],
+    from: usize,
+    (name_end, colon, mask): (usize, usize, u64),
+    (bindings, index): (&[(&str, &str, usize)], &PrefixIndex<'_>),
+) -> Option<KnownTag> {
+    // No `>` in a value: the first `>` ends the tag (else the value's quote is left open).
+    let gt = find_near(xml, name_end, b'>')?;
+    let empty = xml[gt - 1] == b'/';
+    let end = if empty { gt - 1 } else { gt };
+    let mut names: [std::ops::Range<usize>; FEW_ATTRS] = Default::default();
+    let (mut n, mut prefixed, mut i) = (0, false, name_end);
+    while let Some(a) = next_attribute(xml, i, end).ok()? {
+        if n == FEW_ATTRS || a.class & V_QNAME == 0 || a.class & (V_LT | V_CTRL | V_HIGH) != 0 {
+            return None;
+        }
+        let name = &xml[a.name.clone()];
+        if a.colon > 0 {
+            let prefix = &name[..a.colon];
+            // The element's own prefix is checked by the caller: looked up once.
+            if prefixed
+                || prefix == b"xmlns"
+                || (prefix != b"xml"
+                    && (colon == 0 || *prefix != xml[from..from + colon])
+                    && bound(bindings, index, prefix).is_none())
             {
                 return None;
             }
-            names[n] = a.name;
-            n += 1;
-            i = a.next;
+            prefixed = true;
+        } else if name == b"xmlns" {
+            return None;
         }
-        Some((gt, empty, name_end, colon, mask))
+        if names[..n].iter().any(|k| xml[k.clone()] == *name)
+            || (a.class & V_AMP != 0 && !refs_valid(&xml[a.value.clone()]))
+        {
+            return None;
+        }
+        names[n] = a.name;
+        n += 1;
+        i = a.next;
     }
+    Some((gt, empty, name_end, colon, mask))
 }
 
 /// Whether text that nothing collects, whose bytes have the classes `seen`, is read over: plain

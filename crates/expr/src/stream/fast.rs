@@ -51,7 +51,7 @@ use super::{
     MAX_DEPTH,
 };
 use sluice_xml::chars::refs_valid;
-use sluice_xml::names::PrefixIndex;
+use sluice_xml::names::{PrefixIndex, NAME_START};
 use Halt::{Bail, Refuse};
 
 impl StreamPath {
@@ -887,15 +887,26 @@ impl StreamPath {
         let key = name_key(xml, from);
         let slot = usize::from(*xml.get(key)? & 63);
         let (ks, kl, kc, km) = known.get(slot);
-        let (ks, kl) = (ks as usize, usize::from(kl));
-        // The cached name, ended here as there (by a byte no name holds).
-        if kl > 0
-            && xml
-                .get(from + kl)
+        let (ks, kl, kc) = (ks as usize, usize::from(kl), usize::from(kc));
+        let ends = |end: usize| {
+            xml.get(end)
                 .is_some_and(|&c| NAME_CLASS[usize::from(c)] == 0)
-            && same_name(xml, from, ks, kl)
-        {
-            return Some((from + kl, usize::from(kc), km));
+        };
+        // The cached name, ended here as there (by a byte no name holds).
+        if kl > 0 && ends(from + kl) && same_name(xml, from, ks, kl) {
+            return Some((from + kl, kc, km));
+        }
+        // The cached local part under another prefix (or none): the same steps match it. The
+        // step mask depends on the local part alone, so only this prefix is read.
+        let local = kc + usize::from(kc > 0);
+        if kl > 0 && ends(key + kl - local) && same_name(xml, key, ks + local, kl - local) {
+            let colon = key - from;
+            if colon == 0 {
+                return Some((key + kl - local, 0, km));
+            }
+            if ncname_prefix(xml, from, key - 1) {
+                return Some((key + kl - local, colon - 1, km));
+            }
         }
         let (name_end, colon) = ascii_qname(xml, from)?;
         let mask = self.learn_name(xml, (from, name_end, colon), key, known);
@@ -942,6 +953,16 @@ fn cached(
         }
         _ => None,
     })
+}
+
+/// Whether `xml[from..colon]` (no colon in it: [`name_key`] found the first) is an ASCII NCName.
+#[inline(always)]
+fn ncname_prefix(xml: &[u8], from: usize, colon: usize) -> bool {
+    from < colon
+        && NAME_CLASS[usize::from(xml[from])] & NAME_START != 0
+        && xml[from + 1..colon]
+            .iter()
+            .all(|&c| NAME_CLASS[usize::from(c)] != 0)
 }
 
 /// Where the byte that picks a prefixed name's [`Known`] slot is: just after the first colon in the

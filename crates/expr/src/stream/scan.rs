@@ -182,6 +182,23 @@ pub(super) fn byte_in_word(w: u64, b: u8) -> Option<usize> {
     (z != 0).then(|| (z.trailing_zeros() / 8) as usize)
 }
 
+/// The index of the first `b` in `xml` from `from`: a word at a time over the first 32 bytes
+/// (where a tag's `>` usually is, too near for `memchr` to pay for its setup), then `memchr`.
+#[inline(always)]
+pub(super) fn find_near(xml: &[u8], from: usize, b: u8) -> Option<usize> {
+    let mut at = from;
+    while at < from + 32 {
+        let Some(w) = word_at(xml, at) else {
+            break;
+        };
+        if let Some(k) = byte_in_word(w, b) {
+            return Some(at + k);
+        }
+        at += 8;
+    }
+    memchr::memchr(b, xml.get(at..)?).map(|k| at + k)
+}
+
 /// `xml[a..a + len] == xml[b..b + len]`, for names and runs of tags: one masked word comparison
 /// when both fit in one, else a word at a time (the last word overlapping).
 #[inline]

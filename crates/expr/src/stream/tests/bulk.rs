@@ -519,6 +519,9 @@ fn prefixed_inert_spans() {
         // An attribute with the element's prefix: one lookup for both, unbound too.
         "<q:b q:a=\"1\">x</q:b><q:b q:a=\"2\"/>",
         "<b q:a=\"1\">x</b><b q:a=\"2\"/>",
+        // A cached local part under another prefix, or none; a prefix that is no name.
+        "<q:b q:a=\"1\">x</q:b><m:b t:a=\"1\"/><b>y</b><t:b/>",
+        "<q:b>x</q:b><-q:b/>",
     ]
     .iter()
     .enumerate()
