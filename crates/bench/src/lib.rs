@@ -3,6 +3,7 @@
 
 pub mod adversarial;
 pub mod hostile;
+pub mod hot_deploy;
 pub mod load;
 pub mod matrix;
 pub mod micro;

@@ -27,8 +27,9 @@ pub struct LoadSpec {
     pub duration: Duration,
     /// Per request, connect included.
     pub timeout: Duration,
-    /// A substring every response body must contain (JMeter's response assertion).
-    pub assert_contains: Option<String>,
+    /// Substrings one of which every response body must contain (JMeter's response assertion);
+    /// none: no assertion.
+    pub assert_contains: Vec<String>,
     /// Generator threads (each a single-threaded runtime).
     pub threads: usize,
     /// Stop once this many requests (all users together, warm-up included) have been sent; the
@@ -99,7 +100,11 @@ const TICK: Duration = Duration::from_millis(100);
 /// Runs the closed loop and blocks until it is over.
 pub fn run(spec: &LoadSpec, observer: &mut dyn Observer) -> std::io::Result<LoadResult> {
     let request = Arc::new(build_request(spec));
-    let assert = Arc::new(spec.assert_contains.clone().map(String::into_bytes));
+    let assert: Arc<Vec<Vec<u8>>> = Arc::new(
+        (spec.assert_contains.iter())
+            .map(|a| a.clone().into_bytes())
+            .collect(),
+    );
     let threads = spec.threads.clamp(1, spec.users.max(1));
     let window = Window::new(Instant::now(), spec.warmup, spec.duration);
     let budget = Arc::new(AtomicU64::new(spec.requests.unwrap_or(u64::MAX)));
@@ -226,7 +231,7 @@ impl Acc {
 struct User {
     addr: SocketAddr,
     request: Arc<Vec<u8>>,
-    assert: Arc<Option<Vec<u8>>>,
+    assert: Arc<Vec<Vec<u8>>>,
     timeout: Duration,
     window: Window,
     /// Requests left to send, shared by all users.
@@ -320,7 +325,7 @@ impl User {
             .await
             .map_err(|_| Some(Fail::Io))?;
         let res = c
-            .read_response(self.assert.as_deref())
+            .read_response(&self.assert)
             .await
             .map_err(|_| Some(Fail::Io))?;
         if !res.keep_alive {
@@ -348,6 +353,11 @@ struct Response {
     assert_ok: bool,
 }
 
+/// Whether `body` passes the assertion: it holds one of `assert`, or there is none.
+fn holds(assert: &[Vec<u8>], body: &[u8]) -> bool {
+    assert.is_empty() || (assert.iter()).any(|a| memchr::memmem::find(body, a).is_some())
+}
+
 /// How a response's body is delimited.
 pub enum Framing {
     Length(usize),
@@ -367,7 +377,7 @@ impl Conn {
         Ok(())
     }
 
-    async fn read_response(&mut self, assert: Option<&[u8]>) -> std::io::Result<Response> {
+    async fn read_response(&mut self, assert: &[Vec<u8>]) -> std::io::Result<Response> {
         let (status, framing, keep_alive, head_len) = loop {
             if let Some(h) = parse_head(&self.buf)? {
                 break h;
@@ -380,7 +390,7 @@ impl Conn {
                 while self.buf.len() < n {
                     self.fill().await?;
                 }
-                let ok = assert.is_none_or(|a| memchr::memmem::find(&self.buf[..n], a).is_some());
+                let ok = holds(assert, &self.buf[..n]);
                 self.buf.advance(n);
                 ok
             }
@@ -393,7 +403,7 @@ impl Conn {
                             break;
                         }
                         Some((size, used)) => {
-                            if assert.is_some() {
+                            if !assert.is_empty() {
                                 body.extend_from_slice(&self.buf[used - size - 2..used - 2]);
                             }
                             self.buf.advance(used);
@@ -401,11 +411,11 @@ impl Conn {
                         None => self.fill().await?,
                     }
                 }
-                assert.is_none_or(|a| memchr::memmem::find(&body, a).is_some())
+                holds(assert, &body)
             }
             Framing::Close => {
                 while self.fill().await.is_ok() {}
-                let ok = assert.is_none_or(|a| memchr::memmem::find(&self.buf, a).is_some());
+                let ok = holds(assert, &self.buf);
                 self.buf.clear();
                 return Ok(Response {
                     status,
@@ -536,7 +546,7 @@ mod tests {
             warmup: Duration::ZERO,
             duration: Duration::from_millis(1),
             timeout: Duration::from_secs(1),
-            assert_contains: None,
+            assert_contains: Vec::new(),
             threads: 1,
             requests: None,
         };
@@ -559,7 +569,7 @@ mod tests {
             warmup: Duration::from_millis(100),
             duration: Duration::from_millis(400),
             timeout: Duration::from_secs(5),
-            assert_contains: Some("buyStocks".into()),
+            assert_contains: vec!["buyStocks".into()],
             threads: 2,
             requests: None,
         };
@@ -579,7 +589,7 @@ mod tests {
         assert_eq!((r.ok, r.errors.total()), (50, 0), "{r:?}");
         assert!(r.measured < Duration::from_secs(120), "{r:?}");
         // A response missing the asserted text counts as an assertion error, every time.
-        spec.assert_contains = Some("sellStocks".into());
+        spec.assert_contains = vec!["sellStocks".into()];
         let r = run(&spec, &mut NoObserver).unwrap();
         assert_eq!(r.ok, 0);
         assert!(r.errors.assertion > 10, "{r:?}");

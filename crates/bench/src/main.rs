@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use sluice_bench::matrix::{self, MatrixSpec};
-use sluice_bench::{adversarial, load, micro, payload, report, stats::Summary, stress};
+use sluice_bench::{adversarial, hot_deploy, load, micro, payload, report, stats::Summary, stress};
 use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -55,6 +55,21 @@ enum Cmd {
     /// with a back-end delay, c. slow request bodies, d. a large body (Content-Length, chunked).
     /// Peak RSS and descriptors, errors by kind, RSS after idling. Markdown on stdout.
     Stress(StressArgs),
+    /// Issue 34's hot-deployment run: users send to a proxy while its folder alternates between
+    /// two versions; every answer one version's, every change deployed, descriptors and RSS
+    /// before and after. Markdown on stdout.
+    HotDeploy {
+        /// The sluice binary (default: beside this one).
+        #[arg(long)]
+        sluice: Option<PathBuf>,
+        #[arg(long, default_value_t = 200)]
+        users: usize,
+        #[arg(long, default_value_t = 20)]
+        changes: usize,
+        /// Seconds between two changes.
+        #[arg(long, default_value_t = 3.0)]
+        every: f64,
+    },
     /// Prints a buyStocks SOAP payload of the given size (WSO2's shape).
     Payload {
         #[arg(long)]
@@ -281,6 +296,22 @@ fn main() -> ExitCode {
         }
         Cmd::Adversarial(a) => run_adversarial(a),
         Cmd::Stress(a) => run_stress(a),
+        Cmd::HotDeploy {
+            sluice,
+            users,
+            changes,
+            every,
+        } => sluice_binary(sluice).and_then(|sluice| {
+            let spec = hot_deploy::HotDeploySpec {
+                sluice,
+                users,
+                changes,
+                every: Duration::from_secs_f64(every),
+            };
+            let r = hot_deploy::run(&spec).map_err(|e| e.to_string())?;
+            print!("{}", hot_deploy::table(&spec, &r));
+            Ok(())
+        }),
         Cmd::Payload { size, ibm } => {
             print!("{}", payload::generate(size, ibm));
             Ok(())
@@ -511,7 +542,7 @@ fn run_load(a: LoadArgs) -> Result<(), String> {
         warmup: Duration::from_secs_f64(a.warmup),
         duration: Duration::from_secs_f64(a.duration),
         timeout: Duration::from_secs(60),
-        assert_contains: a.assert,
+        assert_contains: a.assert.into_iter().collect(),
         threads: a.threads.unwrap_or_else(cores),
         requests: a.requests,
     };

@@ -229,12 +229,7 @@ struct Rig {
 
 impl Rig {
     fn start(spec: &StressSpec, dir: &Path) -> std::io::Result<Rig> {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let echo = sluice_echo::EchoServer::bind_and_start(
-            "127.0.0.1:0".parse().expect("address"),
-            cores,
-            sluice_echo::EchoOptions::default(),
-        )?;
+        let echo = echo()?;
         let mut m = MatrixSpec::defaults(
             false,
             spec.sluice.clone(),
@@ -273,6 +268,16 @@ impl Rig {
         let lines: Vec<&str> = log.lines().collect();
         lines[lines.len().saturating_sub(5)..].join("\n")
     }
+}
+
+/// The echo back-end on loopback, a thread per core.
+pub fn echo() -> std::io::Result<sluice_echo::EchoServer> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    sluice_echo::EchoServer::bind_and_start(
+        "127.0.0.1:0".parse().expect("address"),
+        cores,
+        sluice_echo::EchoOptions::default(),
+    )
 }
 
 fn mb(kib: u64) -> f64 {
@@ -357,7 +362,7 @@ fn delayed_users(spec: &StressSpec, rig: &Rig) -> std::io::Result<Outcome> {
             warmup: Duration::from_millis(spec.delay_ms * 2),
             duration: spec.duration,
             timeout: Duration::from_secs(60) + Duration::from_millis(spec.delay_ms),
-            assert_contains: Some("buyStocks".into()),
+            assert_contains: vec!["buyStocks".into()],
             threads: cores,
             requests: None,
         },

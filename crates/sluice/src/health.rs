@@ -22,13 +22,13 @@ use hyper::{Method, Request, Response, StatusCode};
 use sluice_transport::metrics::Metrics;
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// What the probes report.
 pub struct Health {
     state: AtomicU8,
-    /// The names of the artifacts that were not deployed.
-    faulty: Vec<String>,
+    /// The names of the artifacts that were not deployed (a reload's replace them).
+    faulty: Mutex<Vec<String>>,
     /// The request counters, once the workers have them.
     metrics: OnceLock<Arc<Metrics>>,
     /// The management API, once the plan is served.
@@ -49,10 +49,17 @@ impl Health {
     pub fn new(faulty: Vec<String>) -> Arc<Health> {
         Arc::new(Health {
             state: AtomicU8::new(STARTING),
-            faulty,
+            faulty: Mutex::new(faulty),
             metrics: OnceLock::new(),
             management: OnceLock::new(),
         })
+    }
+
+    /// The artifacts a reload left out, instead of those before.
+    pub fn set_faulty(&self, faulty: Vec<String>) {
+        if let Ok(mut f) = self.faulty.lock() {
+            *f = faulty;
+        }
     }
 
     /// Serves the management API under `/management` from now on.
@@ -158,8 +165,9 @@ impl Health {
             r#"{{"version":"{}", "update_level":"0", "#,
             env!("CARGO_PKG_VERSION")
         );
-        if !self.faulty.is_empty() {
-            let names = serde_json::to_string(&self.faulty).unwrap_or_default();
+        let faulty = self.faulty.lock().map(|f| f.clone()).unwrap_or_default();
+        if !faulty.is_empty() {
+            let names = serde_json::to_string(&faulty).unwrap_or_default();
             return (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!(

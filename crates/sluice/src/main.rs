@@ -1,15 +1,19 @@
 //! The `sluice` command: run or validate Synapse / WSO2 MI artifacts.
 
 use clap::{Parser, Subcommand};
+use deploy::{
+    left_out, load, overrides, print_diagnostics, read_wsdls, report_plan, LoadOptions, Reloader,
+    Reloading, Signals, Source,
+};
 use sluice_config::{Diagnostics, Severity};
 use sluice_mediation::{CompileOptions, Plan};
 use sluice_transport::metrics::{Buckets, Listeners, Metrics};
-use sluice_transport::{tls, Engine, EngineOptions, ServerOptions, TlsListener};
+use sluice_transport::{tls, Deployment, EngineOptions, ServerOptions, TlsListener, WorkerEngine};
 
+mod deploy;
 mod health;
 mod management;
 use health::Health;
-use std::collections::HashMap;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -208,7 +212,12 @@ fn main() -> ExitCode {
                 }
             };
             let source = Source::Path(path, cli.listen.home.clone());
-            let Some((plan, diags)) = load(source, &endpoints, strict, &settings) else {
+            let how = LoadOptions {
+                endpoints,
+                strict,
+                correlation_header: settings.correlation_header().map(str::to_owned),
+            };
+            let Some((plan, diags)) = load(&source, &how) else {
                 return ExitCode::from(2);
             };
             read_wsdls(&plan, &backend_tls);
@@ -228,6 +237,13 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
+            let reload = Reloader {
+                source,
+                how,
+                backend_tls: backend_tls.clone(),
+                watch: settings.hot_deployment(),
+                https: false,
+            };
             let engine = settings.engine(EngineOptions {
                 backend_tls,
                 access_log,
@@ -238,94 +254,19 @@ fn main() -> ExitCode {
                 ..ServerOptions::default()
             });
             let http_port = settings.http_port();
-            serve(plan, cli.listen, http_port, server, engine, internal, None)
+            let reload = Some((reload, diags));
+            serve(
+                (plan, reload),
+                cli.listen,
+                http_port,
+                server,
+                engine,
+                internal,
+                None,
+            )
         }
         None => serve_default(cli.listen, &settings),
     }
-}
-
-/// Reads the WSDLs of `<wsdl>` endpoints before serving (as WSO2 MI reads them when it deploys),
-/// each within 10 s; an endpoint whose WSDL cannot be read stays, and its messages fail.
-fn read_wsdls(plan: &Plan, tls: &Arc<sluice_transport::tls::ClientConfig>) {
-    if plan.wsdls.is_empty() {
-        return;
-    }
-    match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt.block_on(sluice_transport::wsdl::read_all(
-            &plan.wsdls,
-            tls.clone(),
-            Duration::from_secs(10),
-        )),
-        Err(e) => eprintln!("sluice: cannot read the WSDLs of wsdl endpoints: {e}"),
-    }
-}
-
-enum Source {
-    /// A PATH, and the home its relative `file:` paths are read from.
-    Path(PathBuf, Option<PathBuf>),
-    Embedded,
-}
-
-fn overrides(endpoints: &[String]) -> Result<HashMap<String, String>, String> {
-    endpoints
-        .iter()
-        .map(|e| match e.split_once('=') {
-            Some((n, u)) if !n.is_empty() && !u.is_empty() => Ok((n.to_owned(), u.to_owned())),
-            _ => Err(format!("--endpoint '{e}': expected NAME=URI")),
-        })
-        .collect()
-}
-
-fn print_diagnostics(d: &Diagnostics) {
-    let mut err = std::io::stderr().lock();
-    for x in d.sorted() {
-        let _ = writeln!(err, "{x}");
-    }
-}
-
-/// Loads and compiles; prints every diagnostic. An artifact with an error is not deployed and the
-/// others are, as in WSO2 MI; `None` (nothing starts) when `strict` and there are errors, or when
-/// the command line itself is wrong (`--endpoint`).
-fn load(
-    source: Source,
-    endpoints: &[String],
-    strict: bool,
-    settings: &Settings,
-) -> Option<(Plan, Diagnostics)> {
-    let opts = match overrides(endpoints) {
-        Ok(o) => CompileOptions {
-            endpoint_overrides: o,
-            correlation_header: settings.correlation_header().map(str::to_owned),
-        },
-        Err(e) => {
-            eprintln!("error: {e}");
-            return None;
-        }
-    };
-    let (config, mut diags) = match &source {
-        Source::Path(p, home) => sluice_config::load_path_in(p, home.as_deref()),
-        Source::Embedded => sluice_config::load_str("<embedded>/synapse.xml", DEFAULT_CONFIG),
-    };
-    let plan = sluice_mediation::compile(&config, &opts, &mut diags);
-    print_diagnostics(&diags);
-    let errors = diags.count(Severity::Error);
-    let command_line = diags
-        .items
-        .iter()
-        .any(|d| d.severity == Severity::Error && &*d.location.file == "--endpoint");
-    if errors > 0 && (strict || command_line) {
-        eprintln!("sluice: {errors} error(s) in the configuration; nothing was started");
-        return None;
-    }
-    if errors > 0 {
-        eprintln!(
-            "sluice: {errors} error(s) in the configuration: what they are in is not deployed, the rest is (--strict refuses to start instead)"
-        );
-    }
-    Some((plan, diags))
 }
 
 fn validate(path: PathBuf, home: Option<&Path>, endpoints: &[String]) -> ExitCode {
@@ -374,56 +315,6 @@ fn raise_fd_limit() {
     }
 }
 
-/// SIGINT and SIGTERM, installed before Sluice says it is ready (so both are handled from then on).
-struct Signals {
-    rt: tokio::runtime::Runtime,
-    term: Option<tokio::signal::unix::Signal>,
-    int: Option<tokio::signal::unix::Signal>,
-}
-
-impl Signals {
-    fn install() -> Signals {
-        use tokio::signal::unix::{signal, SignalKind};
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("tokio runtime");
-        let (term, int) = {
-            let _guard = rt.enter();
-            (
-                signal(SignalKind::terminate()).ok(),
-                signal(SignalKind::interrupt()).ok(),
-            )
-        };
-        Signals { rt, term, int }
-    }
-
-    fn wait(mut self) {
-        self.rt.block_on(async {
-            let term = async {
-                match &mut self.term {
-                    Some(s) => {
-                        s.recv().await;
-                    }
-                    None => std::future::pending::<()>().await,
-                }
-            };
-            let int = async {
-                match &mut self.int {
-                    Some(s) => {
-                        s.recv().await;
-                    }
-                    None => std::future::pending::<()>().await,
-                }
-            };
-            tokio::select! {
-                _ = term => {},
-                _ = int => {},
-            }
-        });
-    }
-}
-
 /// Binds with a deep accept backlog, so a burst of thousands of connects is not refused.
 fn bind(host: &str, port: u16) -> std::io::Result<std::net::TcpListener> {
     use std::net::ToSocketAddrs;
@@ -455,7 +346,7 @@ fn https_listener(listen: &Listen) -> Result<Option<(std::net::TcpListener, TlsA
 /// immutable plan (the model nginx and HAProxy use).
 #[allow(clippy::too_many_arguments)]
 fn serve(
-    plan: Plan,
+    (plan, reload): (Plan, Option<(Reloader, Diagnostics)>),
     listen: Listen,
     http_port: u16,
     opts: ServerOptions,
@@ -490,8 +381,8 @@ fn serve(
     };
     report_plan(&plan, https.is_some());
     let https_port = https.as_ref().and_then(|(l, _)| l.local_addr().ok());
-    let plan = Arc::new(plan);
-    engine_opts.metrics = operations(&plan, &listen, (addr, https_port), internal.as_ref());
+    let deployment = Deployment::new(Arc::new(plan));
+    engine_opts.metrics = operations(&deployment, &listen, (addr, https_port), internal.as_ref());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut workers = Vec::with_capacity(threads);
     // Each worker reports once its runtime and listener are set up; "listening" is printed after all.
@@ -507,7 +398,7 @@ fn serve(
             }
         };
         let (plan, stop, opts, engine_opts, ready) = (
-            plan.clone(),
+            deployment.clone(),
             stop_rx.clone(),
             opts.clone(),
             engine_opts.clone(),
@@ -534,34 +425,24 @@ fn serve(
     }
     drop(listener);
     drop(ready_tx);
-    let signals = Signals::install();
+    let mut signals = Signals::install();
     let probes = internal.and_then(|i| start_health(&listen, (i.port, i.https_port), i.health));
     if ready_rx.iter().take(threads).count() < threads {
         eprintln!("sluice: a worker thread failed to start");
         let _ = stop_tx.send(true);
         return ExitCode::from(2);
     }
-    {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "sluice listening on http://{addr}");
-        if let Some((l, _)) = &https {
-            if let Ok(a) = l.local_addr() {
-                let _ = writeln!(out, "sluice listening on https://{a}");
-            }
-        }
-        if let Some(p) = &probes {
-            p.health.serving();
-            let _ = writeln!(out, "sluice health on http://{}", p.addr);
-            if let Some(a) = p.https {
-                let _ = writeln!(out, "sluice management on https://{a}");
-            }
-        }
-        let _ = out.flush();
-    }
+    announce(addr, https_port, probes.as_ref());
     if let Some(b) = banner {
         b(addr);
     }
-    signals.wait();
+    let faulty = probes.as_ref().map(|p| p.health.clone());
+    let mut reload = reload.map(|(mut r, diags)| {
+        r.https = https.is_some();
+        let follow = (engine_opts.metrics.clone(), faulty);
+        Reloading::new(r, deployment.clone(), follow, &diags)
+    });
+    signals.serve(reload.as_mut());
     // The probes say "not ready" while in-flight requests finish, and answer until they have.
     if let Some(p) = &probes {
         p.health.draining();
@@ -583,6 +464,24 @@ fn serve(
         let _ = p.thread.join();
     }
     code
+}
+
+/// Says where Sluice listens, on stdout (the first line is what tests and scripts wait for); the
+/// probes say ready from then on.
+fn announce(addr: SocketAddr, https: Option<SocketAddr>, probes: Option<&Probes>) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "sluice listening on http://{addr}");
+    if let Some(a) = https {
+        let _ = writeln!(out, "sluice listening on https://{a}");
+    }
+    if let Some(p) = probes {
+        p.health.serving();
+        let _ = writeln!(out, "sluice health on http://{}", p.addr);
+        if let Some(a) = p.https {
+            let _ = writeln!(out, "sluice management on https://{a}");
+        }
+    }
+    let _ = out.flush();
 }
 
 /// MI's internal HTTP API: its port, the probes' state, and the metrics' buckets (`None`: requests
@@ -610,24 +509,14 @@ fn metrics(
         https_port: https.map(|a| a.port()),
     };
     let m = Metrics::new(&plan.services, internal.metrics.as_ref()?, listeners);
-    let mut endpoints: Vec<(String, Arc<sluice_mediation::health::EndpointHealth>)> = plan
-        .endpoints
-        .get()
-        .map(|all| {
-            all.iter()
-                .map(|(n, e)| (n.clone(), e.health.clone()))
-                .collect()
-        })
-        .unwrap_or_default();
-    endpoints.sort_by(|a, b| a.0.cmp(&b.0));
-    m.watch_endpoints(endpoints);
+    m.watch_endpoints(deploy::endpoint_states(plan));
     internal.health.set_metrics(m.clone());
     Some(m)
 }
 
 /// The internal API's metrics (returned, for the workers to count into) and management API.
 fn operations(
-    plan: &Arc<Plan>,
+    deployment: &Arc<Deployment>,
     listen: &Listen,
     addrs: (SocketAddr, Option<SocketAddr>),
     internal: Option<&Internal>,
@@ -635,8 +524,8 @@ fn operations(
     let i = internal?;
     let host = host_label(&listen.host);
     i.health
-        .set_management(management_for(plan, listen, &host, addrs, i));
-    metrics(plan, host, addrs, i)
+        .set_management(management_for(deployment, listen, &host, addrs, i));
+    metrics(&deployment.current(), host, addrs, i)
 }
 
 /// The metrics page reports the balance's open connections per worker.
@@ -656,7 +545,7 @@ fn watch_connections(
 /// The management API for `plan`, with the internal API's users; `addrs`: where services are
 /// reached (http, https).
 fn management_for(
-    plan: &Arc<Plan>,
+    deployment: &Arc<Deployment>,
     listen: &Listen,
     host: &str,
     (http, https): (SocketAddr, Option<SocketAddr>),
@@ -670,7 +559,7 @@ fn management_for(
         .unwrap_or_default();
     let at = (host.to_owned(), http.port(), https.map(|a| a.port()));
     Arc::new(management::Management::new(
-        plan.clone(),
+        deployment.clone(),
         &internal.users,
         at,
         home,
@@ -754,46 +643,6 @@ fn internal_tls(listen: &Listen, port: u16) -> Result<health::TlsInternal, Strin
     Ok((l, TlsAcceptor::from(config)))
 }
 
-/// What was left out, for the readiness probe: the proxies not deployed and the files holding
-/// errors or unsupported features (MI lists its faulty CAR files).
-fn left_out(plan: &Plan, diags: &Diagnostics) -> Vec<String> {
-    let mut out: Vec<String> = plan.not_deployed.iter().map(|(n, _)| n.clone()).collect();
-    for d in &diags.items {
-        if matches!(d.severity, Severity::Error | Severity::Unsupported) {
-            out.push(d.location.file.to_string());
-        }
-    }
-    out.sort();
-    out.dedup();
-    out
-}
-
-/// What was deployed and what was not, in the log.
-fn report_plan(plan: &Plan, https: bool) {
-    let mut names: Vec<String> = plan.proxies.keys().cloned().collect();
-    names.sort();
-    for (n, why) in &plan.not_deployed {
-        tracing::warn!("not deployed: {n}: {why}");
-    }
-    let only_https: Vec<&str> = plan
-        .proxies
-        .values()
-        .filter(|p| !p.on_http)
-        .map(|p| &*p.name)
-        .collect();
-    if !https && !only_https.is_empty() {
-        tracing::warn!(
-            "served on https only, and no --https-port is set: {}",
-            only_https.join(", ")
-        );
-    }
-    tracing::info!(
-        "deployed {} proxy service(s): {}",
-        names.len(),
-        names.join(", ")
-    );
-}
-
 /// One worker: a single-threaded runtime serving the shared listener (and the https one) until
 /// `stop`, with an engine of its own.
 #[allow(clippy::too_many_arguments)]
@@ -802,7 +651,7 @@ fn spawn_worker(
     l: std::net::TcpListener,
     seat: sluice_balance::Seat,
     tls: Option<(std::net::TcpListener, TlsAcceptor, sluice_balance::Seat)>,
-    plan: Arc<Plan>,
+    deployment: Arc<Deployment>,
     mut stop: tokio::sync::watch::Receiver<bool>,
     opts: ServerOptions,
     engine_opts: EngineOptions,
@@ -825,7 +674,7 @@ fn spawn_worker(
                     }),
                     None => None,
                 };
-                let engine = Engine::new(plan, engine_opts);
+                let engine = WorkerEngine::new(deployment, engine_opts);
                 let _ = ready.send(());
                 let stopped = async move {
                     let _ = stop.wait_for(|s| *s).await;
@@ -855,7 +704,12 @@ fn serve_default(listen: Listen, settings: &Settings) -> ExitCode {
     };
     let echo_addr = echo.addr();
     let echo_uri = format!("EchoService=http://{echo_addr}/service/EchoService");
-    let Some((plan, _)) = load(Source::Embedded, &[echo_uri], true, settings) else {
+    let how = LoadOptions {
+        endpoints: vec![echo_uri],
+        strict: true,
+        correlation_header: settings.correlation_header().map(str::to_owned),
+    };
+    let Some((plan, _)) = load(&Source::Embedded, &how) else {
         return ExitCode::from(2);
     };
     let banner = |addr: SocketAddr| {
@@ -887,7 +741,7 @@ fn serve_default(listen: Listen, settings: &Settings) -> ExitCode {
             users: settings.users(),
         });
     let code = serve(
-        plan,
+        (plan, None),
         listen,
         settings.http_port(),
         server,

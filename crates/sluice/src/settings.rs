@@ -89,6 +89,8 @@ struct Server {
     /// MI's port offset: added to the base ports (8280 http, 9191 internal API). MI's default is
     /// 10.
     offset: Option<u16>,
+    /// MI's switch for hot deployment (on by default, as MI).
+    hot_deployment: Option<bool>,
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -135,7 +137,7 @@ struct Mediation {
 
 /// The keys Sluice reads, by section.
 const KNOWN: &[(&str, &[&str])] = &[
-    ("server", &["offset"]),
+    ("server", &["offset", "hot_deployment"]),
     (
         "transport.http",
         &[
@@ -257,6 +259,12 @@ impl Settings {
             deadline: m.deadline.map_or(d.deadline, Duration::from_millis),
         });
         e
+    }
+
+    /// Whether a change to the deployed files is deployed while serving (`[server]
+    /// hot_deployment`, on by default as in MI).
+    pub fn hot_deployment(&self) -> bool {
+        self.server.hot_deployment.unwrap_or(true)
     }
 
     /// MI's port offset (`[server] offset`, 10 by default, as MI).

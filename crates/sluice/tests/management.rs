@@ -334,8 +334,12 @@ async fn schemathesis_finds_every_answer_in_the_contract() {
     let bearer = login(&s).await;
     let url = format!("http://{}/management", s.health_addr());
     let paths = "^/(proxy-services|apis|endpoints|sequences|applications|server|logging|templates|local-entries|tasks|message-stores|message-processors|inbound-endpoints|connectors|data-services|data-sources)$";
+    // Schemathesis keeps a cache in `.schemathesis/` of its working folder: under target/.
+    let work = root.join("target/schemathesis");
+    std::fs::create_dir_all(&work).unwrap();
     let out = tokio::task::spawn_blocking(move || {
         std::process::Command::new(tool)
+            .current_dir(work)
             .arg("run")
             .arg(spec)
             .args(["--url", &url])

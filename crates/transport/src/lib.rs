@@ -5,6 +5,7 @@ pub mod body;
 pub mod buffered;
 pub mod client;
 pub mod correlation;
+pub mod deploy;
 pub mod engine;
 pub mod error;
 pub mod h1;
@@ -15,5 +16,6 @@ pub mod server;
 pub mod tls;
 pub mod wsdl;
 
+pub use deploy::{Deployment, WorkerEngine};
 pub use engine::{Engine, EngineOptions, Transport};
 pub use server::{serve, ServerOptions, TlsListener};

@@ -25,9 +25,15 @@
 //! Each worker records into a [`Shard`] of its own: the counters are written by that thread only,
 //! with plain loads and stores (no locked instruction, no cache line shared with another worker),
 //! and a scrape adds the shards up.
+//!
+//! A shard counts for one plan: a reload gives each worker a new one for the new plan's services
+//! ([`Metrics::renewed`]), and the page then lists the new plan's ([`Metrics::serve`]). A service
+//! is known by its name and kind, so its counts go on across reloads: a scrape adds up every
+//! shard an engine still holds and, once none does, folds a shard's counts into per-name totals.
 
 use sluice_mediation::health::EndpointHealth;
 use sluice_mediation::plan::Service;
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -62,12 +68,22 @@ impl Default for Buckets {
     }
 }
 
-/// Every worker's counters for the services of one plan, and what the scrape page says of them.
+/// Every worker's counters, and what the scrape page says of them.
 pub struct Metrics {
-    layout: Arc<Layout>,
-    services: Vec<Service>,
+    /// Latency bucket bounds in ns: proxies', APIs'.
+    bounds: [Arc<[u64]>; 2],
+    /// Cells per (service, listener): requests, errors, latency sum in ns, then one per bucket and
+    /// one past the last.
+    stride: usize,
+    /// The services of the plan being served: what the page lists.
+    services: Mutex<Vec<Service>>,
     listeners: Listeners,
+    /// Every shard an engine may still count into.
     shards: Mutex<Vec<Arc<Shard>>>,
+    /// The counts of shards no engine holds any more.
+    retired: Mutex<Retired>,
+    /// Each worker's runtime (for its task counts), by worker number.
+    workers: Mutex<Vec<Option<tokio::runtime::Handle>>>,
     /// Each listener's connections per worker.
     connections: Mutex<Vec<(&'static str, sluice_balance::Occupancy)>>,
     /// The named endpoints' suspension states, by name.
@@ -76,13 +92,22 @@ pub struct Metrics {
     started: f64,
 }
 
-/// Where a service's counters are in a shard, and its buckets' bounds.
+/// Counts folded in from shards no engine holds.
+#[derive(Default)]
+struct Retired {
+    /// By (service name, is an API): both listeners' cells.
+    cells: HashMap<(Arc<str>, bool), Vec<u64>>,
+    bodies: [u64; 3],
+}
+
+/// Where a plan's services' counters are in a shard: a service's slot is its index in the plan's
+/// [`Plan::services`](sluice_mediation::plan::Plan::services).
 struct Layout {
-    /// Cells per (service, listener): requests, errors, latency sum in ns, then one per bucket and
-    /// one past the last.
     stride: usize,
-    /// Per service, its buckets' bounds in ns.
-    bounds: Vec<Vec<u64>>,
+    /// Per slot, its buckets' bounds in ns.
+    bounds: Vec<Arc<[u64]>>,
+    /// The slot of each service, by (name, is an API).
+    slots: HashMap<(Arc<str>, bool), usize>,
 }
 
 const REQUESTS: usize = 0;
@@ -90,14 +115,14 @@ const ERRORS: usize = 1;
 const SUM_NS: usize = 2;
 const FIRST_BUCKET: usize = 3;
 
-/// One worker's counters (see the module's docs).
+/// One worker's counters for one plan's services, written by that worker only.
 pub struct Shard {
-    layout: Arc<Layout>,
+    layout: Layout,
     cells: Box<[AtomicU64]>,
     /// Requests by [`BodyNeed`]: none, the head, all.
     bodies: [AtomicU64; 3],
-    /// The worker's runtime, for its task counts.
-    runtime: Option<tokio::runtime::Handle>,
+    /// Which worker writes it.
+    worker: usize,
 }
 
 /// An answer made by a fault: the fault sequence's, or Sluice's own. Put in the response's
@@ -108,50 +133,78 @@ pub struct Faulted;
 impl std::fmt::Debug for Metrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Metrics")
-            .field("services", &self.services.len())
+            .field("shards", &self.shards.lock().map(|s| s.len()).unwrap_or(0))
             .finish_non_exhaustive()
     }
 }
 
 impl Metrics {
     pub fn new(services: &[Service], buckets: &Buckets, listeners: Listeners) -> Arc<Metrics> {
-        let ns = |b: &[f64]| -> Vec<u64> { b.iter().map(|s| (s * 1e9) as u64).collect() };
-        let bounds: Vec<Vec<u64>> = services
-            .iter()
-            .map(|s| match s.api_context {
-                Some(_) => ns(&buckets.api),
-                None => ns(&buckets.proxy),
-            })
-            .collect();
-        let widest = bounds.iter().map(Vec::len).max().unwrap_or(0);
+        let ns = |b: &[f64]| -> Arc<[u64]> { b.iter().map(|s| (s * 1e9) as u64).collect() };
+        let widest = buckets.proxy.len().max(buckets.api.len());
         Arc::new(Metrics {
-            layout: Arc::new(Layout {
-                stride: FIRST_BUCKET + widest + 1,
-                bounds,
-            }),
-            services: services.to_vec(),
+            bounds: [ns(&buckets.proxy), ns(&buckets.api)],
+            stride: FIRST_BUCKET + widest + 1,
+            services: Mutex::new(services.to_vec()),
             listeners,
             shards: Mutex::new(Vec::new()),
+            retired: Mutex::new(Retired::default()),
+            workers: Mutex::new(Vec::new()),
             connections: Mutex::new(Vec::new()),
             endpoints: Mutex::new(Vec::new()),
             started: unix_now(),
         })
     }
 
-    /// A worker's shard, counted in every scrape from now on; made on the worker's runtime (its
-    /// tasks are reported).
-    pub fn shard(&self) -> Arc<Shard> {
-        let cells = self.services.len() * 2 * self.layout.stride;
+    /// A new worker's shard for `services` (its plan's), counted in every scrape from now on; made
+    /// on the worker's runtime (its tasks are reported).
+    pub fn shard(&self, services: &[Service]) -> Arc<Shard> {
+        let worker = match self.workers.lock() {
+            Ok(mut w) => {
+                w.push(tokio::runtime::Handle::try_current().ok());
+                w.len() - 1
+            }
+            Err(_) => 0,
+        };
+        self.shard_for(services, worker)
+    }
+
+    /// The shard of `old`'s worker for a new plan's `services`.
+    pub fn renewed(&self, old: &Shard, services: &[Service]) -> Arc<Shard> {
+        self.shard_for(services, old.worker)
+    }
+
+    fn shard_for(&self, services: &[Service], worker: usize) -> Arc<Shard> {
+        let layout = Layout {
+            stride: self.stride,
+            bounds: services
+                .iter()
+                .map(|s| self.bounds[usize::from(s.api_context.is_some())].clone())
+                .collect(),
+            slots: services
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (key(s), i))
+                .collect(),
+        };
+        let cells = services.len() * 2 * self.stride;
         let shard = Arc::new(Shard {
-            layout: self.layout.clone(),
+            layout,
             cells: (0..cells).map(|_| AtomicU64::new(0)).collect(),
             bodies: Default::default(),
-            runtime: tokio::runtime::Handle::try_current().ok(),
+            worker,
         });
         if let Ok(mut shards) = self.shards.lock() {
             shards.push(shard.clone());
         }
         shard
+    }
+
+    /// From now on the page lists these services (a new plan's).
+    pub fn serve(&self, services: &[Service]) {
+        if let Ok(mut s) = self.services.lock() {
+            *s = services.to_vec();
+        }
     }
 
     /// Reports `listener`'s open connections per worker from now on.
@@ -168,14 +221,52 @@ impl Metrics {
         }
     }
 
-    /// The cells of service `slot` on listener `l` (0 http, 1 https), added over every shard.
-    fn totals(&self, slot: usize, l: usize) -> Vec<u64> {
-        let stride = self.layout.stride;
-        let mut sum = vec![0u64; stride];
-        let at = (slot * 2 + l) * stride;
+    /// Folds the shards no engine holds any more into the retired totals.
+    fn retire(&self) {
+        let (Ok(mut shards), Ok(mut retired)) = (self.shards.lock(), self.retired.lock()) else {
+            return;
+        };
+        // Only this list holds a shard whose count is 1, and the lock keeps it from being cloned.
+        shards.retain(|s| {
+            if Arc::strong_count(s) > 1 {
+                return true;
+            }
+            for (k, n) in s.bodies.iter().enumerate() {
+                retired.bodies[k] = retired.bodies[k].wrapping_add(n.load(Relaxed));
+            }
+            let width = 2 * s.layout.stride;
+            for (name, &slot) in &s.layout.slots {
+                let sum = retired
+                    .cells
+                    .entry(name.clone())
+                    .or_insert_with(|| vec![0; width]);
+                for (t, c) in sum.iter_mut().zip(&s.cells[slot * width..][..width]) {
+                    *t = t.wrapping_add(c.load(Relaxed));
+                }
+            }
+            false
+        });
+    }
+
+    /// The cells of service `s` on listener `l` (0 http, 1 https), added over every shard and
+    /// what retired ones counted.
+    fn totals(&self, s: &Service, l: usize) -> Vec<u64> {
+        let stride = self.stride;
+        let k = key(s);
+        let mut sum = match self.retired.lock() {
+            Ok(r) => r
+                .cells
+                .get(&k)
+                .map_or_else(|| vec![0; stride], |c| c[l * stride..][..stride].to_vec()),
+            Err(_) => vec![0; stride],
+        };
         if let Ok(shards) = self.shards.lock() {
-            for s in shards.iter() {
-                for (t, c) in sum.iter_mut().zip(&s.cells[at..at + stride]) {
+            for shard in shards.iter() {
+                let Some(&slot) = shard.layout.slots.get(&k) else {
+                    continue;
+                };
+                let at = (slot * 2 + l) * stride;
+                for (t, c) in sum.iter_mut().zip(&shard.cells[at..at + stride]) {
                     *t = t.wrapping_add(c.load(Relaxed));
                 }
             }
@@ -185,6 +276,8 @@ impl Metrics {
 
     /// The scrape page (Prometheus text format 0.0.4).
     pub fn render(&self) -> String {
+        self.retire();
+        let services = self.services.lock().map(|s| s.clone()).unwrap_or_default();
         let mut out = String::with_capacity(4096);
         let started = self.started;
         let host = escape(&self.listeners.host);
@@ -216,7 +309,7 @@ impl Metrics {
             "gauge",
             "Service status",
         );
-        for s in &self.services {
+        for s in &services {
             let _ = writeln!(
                 out,
                 "wso2_integration_service_up{{service_name=\"{}\",service_type=\"{}\"}} {}",
@@ -226,7 +319,7 @@ impl Metrics {
             );
         }
         for api in [false, true] {
-            self.render_kind(&mut out, api);
+            self.render_kind(&mut out, &services, api);
         }
         self.render_workers(&mut out);
         process_metrics(&mut out);
@@ -239,8 +332,10 @@ impl Metrics {
         let name = "sluice_request_bodies_total";
         let help = "Requests by what was read of the body before the in-sequence ran";
         family(out, name, "counter", help);
+        let retired = self.retired.lock().map(|r| r.bodies).unwrap_or_default();
         for (k, body) in ["streamed", "head", "read"].iter().enumerate() {
             let n: u64 = shards.iter().map(|s| s.bodies[k].load(Relaxed)).sum();
+            let n = n.wrapping_add(retired[k]);
             let _ = writeln!(out, "{name}{{body=\"{body}\"}} {n}");
         }
         let name = "sluice_http_connections_open";
@@ -286,10 +381,11 @@ impl Metrics {
                 h.suspensions()
             );
         }
-        let runtimes: Vec<(usize, tokio::runtime::RuntimeMetrics)> = shards
+        let workers = self.workers.lock().map(|w| w.clone()).unwrap_or_default();
+        let runtimes: Vec<(usize, tokio::runtime::RuntimeMetrics)> = workers
             .iter()
             .enumerate()
-            .filter_map(|(w, s)| Some((w, s.runtime.as_ref()?.metrics())))
+            .filter_map(|(w, rt)| Some((w, rt.as_ref()?.metrics())))
             .collect();
         family(
             out,
@@ -316,7 +412,7 @@ impl Metrics {
     }
 
     /// The counters and histograms of the proxies, or of the APIs.
-    fn render_kind(&self, out: &mut String, api: bool) {
+    fn render_kind(&self, out: &mut String, services: &[Service], api: bool) {
         let (what, noun) = if api {
             ("api", "an api")
         } else {
@@ -325,7 +421,7 @@ impl Metrics {
         // (service, its label set, its cells) for each that is counted: a proxy once, an API once
         // per listener (its invocation URL differs).
         let mut rows = Vec::new();
-        for (slot, s) in self.services.iter().enumerate() {
+        for s in services {
             if s.api_context.is_some() != api {
                 continue;
             }
@@ -342,15 +438,14 @@ impl Metrics {
                         "service_name=\"{name}\",service_type=\"api\",invocation_url=\"{}\"",
                         escape(&url)
                     );
-                    rows.push((slot, labels, self.totals(slot, l)));
+                    rows.push((labels, self.totals(s, l)));
                 }
             } else {
-                let mut cells = self.totals(slot, 0);
-                for (t, c) in cells.iter_mut().zip(self.totals(slot, 1)) {
+                let mut cells = self.totals(s, 0);
+                for (t, c) in cells.iter_mut().zip(self.totals(s, 1)) {
                     *t = t.wrapping_add(c);
                 }
                 rows.push((
-                    slot,
                     format!("service_name=\"{name}\",service_type=\"proxy\""),
                     cells,
                 ));
@@ -363,21 +458,21 @@ impl Metrics {
             "counter",
             &format!("Total number of requests to {noun}"),
         );
-        for (_, labels, cells) in &rows {
+        for (labels, cells) in &rows {
             let _ = writeln!(out, "{total}{{{labels}}} {}", cells[REQUESTS]);
         }
         let errors = format!("wso2_integration_{what}_request_count_error_total");
         let help = format!("Total number of error requests to {noun}");
         family(out, &errors, "counter", &help);
-        for (_, labels, cells) in &rows {
+        for (labels, cells) in &rows {
             let _ = writeln!(out, "{errors}{{{labels}}} {}", cells[ERRORS]);
         }
         let latency = format!("wso2_integration_{what}_latency_seconds");
         let help = format!("Latency of requests to {noun}");
         family(out, &latency, "histogram", &help);
         // As MI, a service has a histogram once it has had a request.
-        for (slot, labels, cells) in rows.iter().filter(|r| r.2[REQUESTS] > 0) {
-            let bounds = &self.layout.bounds[*slot];
+        let bounds = &self.bounds[usize::from(api)];
+        for (labels, cells) in rows.iter().filter(|r| r.1[REQUESTS] > 0) {
             let mut seen = 0;
             for (k, b) in bounds.iter().enumerate() {
                 seen += cells[FIRST_BUCKET + k];
@@ -434,6 +529,11 @@ impl Shard {
             c.store(c.load(Relaxed).wrapping_add(n), Relaxed);
         }
     }
+}
+
+/// A service's name and whether it is an API: what its counts are kept by across plans.
+fn key(s: &Service) -> (Arc<str>, bool) {
+    (s.name.clone(), s.api_context.is_some())
 }
 
 fn kind(s: &Service) -> &'static str {
@@ -569,7 +669,7 @@ mod tests {
             https_port: Some(8253),
         };
         let m = Metrics::new(&services(), &Buckets::default(), listeners);
-        let (a, b) = (m.shard(), m.shard());
+        let (a, b) = (m.shard(&services()), m.shard(&services()));
         let faulted = {
             let mut r = http::Response::new(());
             r.extensions_mut().insert(Faulted);
@@ -636,7 +736,7 @@ mod tests {
             api: vec![1.0],
         };
         let m = Metrics::new(&services(), &buckets, Listeners::default());
-        let s = m.shard();
+        let s = m.shard(&services());
         // 5 ms: past 0.001, within 10
         let start = Instant::now() - Duration::from_millis(5);
         s.record(0, false, start, &http::Response::new(()));
@@ -654,5 +754,48 @@ mod tests {
             page.contains(&format!("_bucket{{{q},le=\"+Inf\"}} 1\n")),
             "{page}"
         );
+    }
+
+    /// A reload: each worker's shard for the new plan; a service's counts go on by name, the page
+    /// lists the new plan's services, and a shard no engine holds is folded in once.
+    #[test]
+    fn counts_go_on_by_name_across_plans() {
+        let m = Metrics::new(&services(), &Buckets::default(), Listeners::default());
+        let old = m.shard(&services());
+        let ok = http::Response::new(());
+        old.record(0, false, Instant::now(), &ok);
+        old.body(sluice_expr::BodyNeed::Full);
+        // The new plan: the API first, the proxy gone, a new proxy.
+        let next = vec![
+            services()[1].clone(),
+            Service {
+                name: "New".into(),
+                api_context: None,
+            },
+        ];
+        let new = m.renewed(&old, &next);
+        m.serve(&next);
+        new.record(1, false, Instant::now(), &ok);
+        new.record(0, false, Instant::now(), &ok);
+        old.record(1, false, Instant::now(), &ok); // an in-flight request of the old plan
+        let count = |page: &str, who: &str| {
+            page.lines()
+                .find(|l| l.contains("request_count_total{") && l.contains(who))
+                .map(|l| l.rsplit_once(' ').unwrap().1.to_owned())
+        };
+        let page = m.render();
+        assert_eq!(count(&page, "\"Health\"").as_deref(), Some("2"), "{page}");
+        assert_eq!(count(&page, "\"New\"").as_deref(), Some("1"), "{page}");
+        assert_eq!(count(&page, "StockQuote"), None, "{page}");
+        drop(old);
+        let page = m.render();
+        assert_eq!(m.shards.lock().unwrap().len(), 1);
+        assert_eq!(count(&page, "\"Health\"").as_deref(), Some("2"), "{page}");
+        assert!(
+            page.contains("sluice_request_bodies_total{body=\"read\"} 1\n"),
+            "{page}"
+        );
+        let page = m.render();
+        assert_eq!(count(&page, "\"Health\"").as_deref(), Some("2"), "{page}");
     }
 }

@@ -1,7 +1,8 @@
 //! The HTTP/1.1 listener: accept loop, one task per connection, graceful shutdown.
 
 use crate::access_log::AccessLog;
-use crate::engine::{Engine, Transport};
+use crate::deploy::{ConnEngine, WorkerEngine};
+use crate::engine::Transport;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -78,7 +79,7 @@ async fn accept_tls(
 /// connection after its TLS handshake (which must end within the header read timeout).
 pub async fn serve(
     listener: TcpListener,
-    engine: Arc<Engine>,
+    engine: Arc<WorkerEngine>,
     shutdown: impl Future<Output = ()>,
     opts: ServerOptions,
     mut seat: Seat,
@@ -100,7 +101,7 @@ pub async fn serve(
     // Every connection's task until it ends (pruned at each sweep), for shutdown.
     let mut fresh: Vec<Fresh> = Vec::new();
     // A connection served here: its task holds the balance's count until it ends.
-    let log = engine.access_log();
+    let log = engine.current().1.access_log();
     let start = |stream: TcpStream, count: Counted| {
         let peer = stream.peer_addr().ok().map(|a| a.ip());
         let t = Transport::Http;
@@ -137,7 +138,7 @@ pub async fn serve(
     loop {
         let accepted = tokio::select! {
             _ = sweep.tick() => {
-                engine.sweep_backends();
+                engine.current().1.sweep_backends();
                 fresh.retain(|f| !f.task.is_finished() && !f.began.load(Ordering::Relaxed));
                 // Memory freed since the last tick goes back to the system, busy or idle.
                 sluice_xml::release_free_memory();
@@ -210,13 +211,13 @@ where
 
 /// Each request to the engine. `peer`: the client's address.
 fn service(
-    engine: &Arc<Engine>,
+    engine: &Arc<WorkerEngine>,
     transport: Transport,
     peer: Option<std::net::IpAddr>,
 ) -> (Arc<AtomicBool>, impl Service) {
-    let engine = engine.clone();
+    let conn = ConnEngine::new(engine);
     counting(move |req| {
-        let engine = engine.clone();
+        let engine = conn.get();
         async move { Ok(engine.handle(req, transport, peer).await) }
     })
 }
@@ -224,14 +225,14 @@ fn service(
 /// [`service`] with a line per request in the access log: a type of its own, so that a server
 /// without one pays nothing for it (a future able to log costs every request a larger move).
 fn logged_service(
-    engine: &Arc<Engine>,
+    engine: &Arc<WorkerEngine>,
     log: Arc<AccessLog>,
     transport: Transport,
     peer: Option<std::net::IpAddr>,
 ) -> (Arc<AtomicBool>, impl Service) {
-    let engine = engine.clone();
+    let conn = ConnEngine::new(engine);
     counting(move |mut req: Request| {
-        let (engine, log) = (engine.clone(), log.clone());
+        let (engine, log) = (conn.get(), log.clone());
         // The line needs the correlation ID: made here, before the engine would.
         crate::correlation::ensure(req.headers_mut());
         let entry = log.entry(&req, peer);

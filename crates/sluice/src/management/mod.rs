@@ -33,12 +33,14 @@ use hyper::{Method, StatusCode};
 use serde_json::{json, Value};
 use sluice_mediation::plan::{Address, EndpointPlan, GroupKind};
 use sluice_mediation::{Plan, ProxyPlan};
+use sluice_transport::Deployment;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// The management API's state.
 pub struct Management {
-    plan: Arc<Plan>,
+    /// The plan being served (a reload replaces it).
+    deployment: Arc<Deployment>,
     auth: Auth,
     /// Where services are reached, for the URLs MI shows.
     host: String,
@@ -63,19 +65,24 @@ pub type Answer = (StatusCode, Option<Value>);
 
 impl Management {
     pub fn new(
-        plan: Arc<Plan>,
+        deployment: Arc<Deployment>,
         users: &[auth::UserEntry],
         (host, http_port, https_port): (String, u16, Option<u16>),
         home: String,
     ) -> Management {
         Management {
-            plan,
+            deployment,
             auth: Auth::new(users),
             host,
             http_port,
             https_port,
             home,
         }
+    }
+
+    /// The plan being served.
+    fn plan(&self) -> Arc<Plan> {
+        self.deployment.current()
     }
 
     pub fn answer(&self, c: &Call<'_>) -> Answer {
@@ -105,7 +112,7 @@ impl Management {
             }
             (&Method::GET, "/server") => (StatusCode::OK, Some(self.server())),
             (&Method::GET, "/proxy-services") => match q("proxyServiceName") {
-                Some(n) => found(self.plan.proxies.get(&n).map(|p| self.proxy(p))),
+                Some(n) => found(self.plan().proxies.get(&n).map(|p| self.proxy(p))),
                 None => (StatusCode::OK, Some(self.proxies())),
             },
             (&Method::POST, "/proxy-services") => self.switch_proxy(c.body),
@@ -119,10 +126,10 @@ impl Management {
             },
             (&Method::POST, "/endpoints") => self.switch_endpoint(c.body),
             (&Method::GET, "/sequences") => match q("sequenceName") {
-                Some(n) => found(self.plan.sequences.contains(&n).then(|| sequence(&n))),
+                Some(n) => found(self.plan().sequences.contains(&n).then(|| sequence(&n))),
                 None => {
                     let list: Vec<Value> =
-                        self.plan.sequences.iter().map(|n| sequence(n)).collect();
+                        self.plan().sequences.iter().map(|n| sequence(n)).collect();
                     (StatusCode::OK, Some(listed(list)))
                 }
             },
@@ -133,14 +140,14 @@ impl Management {
                 None => (StatusCode::OK, Some(self.applications())),
             },
             (&Method::GET, "/local-entries") => {
-                let list = (self.plan.local_entries.iter())
+                let list = (self.plan().local_entries.iter())
                     .map(|(n, t)| json!({"name": n, "type": t}))
                     .collect();
                 (StatusCode::OK, Some(listed(list)))
             }
             (&Method::GET, "/templates") => {
                 let kind = q("type");
-                let list = (self.plan.templates.iter())
+                let list = (self.plan().templates.iter())
                     .filter(|(_, k)| kind.as_deref().is_none_or(|want| want == *k))
                     .map(|(n, k)| match kind {
                         Some(_) => json!({ "name": n }),
@@ -219,13 +226,14 @@ impl Management {
             "template",
             "resource",
         ];
+        let plan = self.plan();
         let left_out = |(name, kind): &(String, String)| {
             !DEPLOYS.contains(&kind.as_str())
-                || (kind == "proxy-service" && !self.plan.proxies.contains_key(name))
-                || (kind == "api" && !self.plan.apis.iter().any(|a| &*a.name == name))
+                || (kind == "proxy-service" && !plan.proxies.contains_key(name))
+                || (kind == "api" && !plan.apis.iter().any(|a| &*a.name == name))
         };
         let (mut active, mut faulty) = (Vec::new(), Vec::new());
-        for car in &self.plan.cars {
+        for car in &plan.cars {
             let artifacts: Vec<Value> = (car.artifacts.iter())
                 .map(|(n, k)| json!({"name": n, "type": k}))
                 .collect();
@@ -281,11 +289,12 @@ impl Management {
     }
 
     fn proxies(&self) -> Value {
-        let mut names: Vec<&String> = self.plan.proxies.keys().collect();
+        let plan = self.plan();
+        let mut names: Vec<&String> = plan.proxies.keys().collect();
         names.sort();
         let list = names
             .iter()
-            .filter_map(|n| self.plan.proxies.get(*n))
+            .filter_map(|n| plan.proxies.get(*n))
             .map(|p| {
                 let (w1, w2) = self.proxy_urls(p);
                 json!({"name": &*p.name, "wsdl1_1": w1, "wsdl2_0": w2})
@@ -319,7 +328,8 @@ impl Management {
             Ok(s) => s,
             Err(e) => return e,
         };
-        let Some(p) = self.plan.proxies.get(&name) else {
+        let plan = self.plan();
+        let Some(p) = plan.proxies.get(&name) else {
             return error(StatusCode::NOT_FOUND, "Proxy service could not be found");
         };
         p.active.store(on, Ordering::Relaxed);
@@ -330,8 +340,8 @@ impl Management {
     }
 
     fn apis(&self) -> Value {
-        let list = self
-            .plan
+        let plan = self.plan();
+        let list = plan
             .apis
             .iter()
             .map(|a| {
@@ -347,7 +357,8 @@ impl Management {
     }
 
     fn api(&self, name: &str) -> Option<Value> {
-        let a = self.plan.apis.iter().find(|a| &*a.name == name)?;
+        let plan = self.plan();
+        let a = plan.apis.iter().find(|a| &*a.name == name)?;
         let urls: Vec<String> = self
             .bases()
             .iter()
@@ -380,11 +391,12 @@ impl Management {
     }
 
     fn endpoint(&self, name: &str) -> Option<Arc<EndpointPlan>> {
-        self.plan.endpoints.get()?.get(name).cloned()
+        self.plan().endpoints.get()?.get(name).cloned()
     }
 
     fn endpoints(&self) -> Value {
-        let Some(all) = self.plan.endpoints.get() else {
+        let plan = self.plan();
+        let Some(all) = plan.endpoints.get() else {
             return listed(Vec::new());
         };
         let mut names: Vec<&String> = all.keys().collect();
@@ -521,7 +533,12 @@ mod tests {
     #[test]
     fn the_default_admin_answers_on_loopback_only() {
         let at = ("h".to_owned(), 8290, None);
-        let m = Management::new(Arc::new(Plan::default()), &[], at, String::new());
+        let m = Management::new(
+            Deployment::new(Arc::new(Plan::default())),
+            &[],
+            at,
+            String::new(),
+        );
         let get = Method::GET;
         assert_eq!(m.answer(&call(&get, "/login", true)).0, StatusCode::OK);
         let (status, body) = m.answer(&call(&get, "/login", false));
@@ -538,7 +555,12 @@ mod tests {
             is_admin: true,
         }];
         let at = ("h".to_owned(), 8290, None);
-        let m = Management::new(Arc::new(Plan::default()), &users, at, String::new());
+        let m = Management::new(
+            Deployment::new(Arc::new(Plan::default())),
+            &users,
+            at,
+            String::new(),
+        );
         assert_eq!(m.answer(&call(&get, "/login", false)).0, StatusCode::OK);
     }
 

@@ -127,6 +127,25 @@ pub struct Engine {
     stats: Option<Arc<crate::metrics::Shard>>,
 }
 
+/// The services a 404 page lists.
+fn services_text(plan: &Plan) -> String {
+    let mut names: Vec<&str> = plan.proxies.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    let mut services = names.join(", ");
+    if !plan.apis.is_empty() {
+        let apis: Vec<String> = plan
+            .apis
+            .iter()
+            .map(|a| format!("{} at {}", a.name, a.context))
+            .collect();
+        services.push_str(&format!("; APIs: {}", apis.join(", ")));
+    }
+    if plan.main.is_some() {
+        services.push_str("; the main sequence takes every other request");
+    }
+    services
+}
+
 /// How deep in fault handling a call is: a failure inside a fault sequence's own send is not handled again.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Depth {
@@ -153,28 +172,32 @@ impl Engine {
 
     /// One engine per serving thread: the plan is shared, the back-end connection pool is the thread's own.
     pub fn new(plan: Arc<Plan>, opts: EngineOptions) -> Arc<Self> {
-        let mut names: Vec<&str> = plan.proxies.keys().map(String::as_str).collect();
-        names.sort_unstable();
-        let mut services = names.join(", ");
-        if !plan.apis.is_empty() {
-            let apis: Vec<String> = plan
-                .apis
-                .iter()
-                .map(|a| format!("{} at {}", a.name, a.context))
-                .collect();
-            services.push_str(&format!("; APIs: {}", apis.join(", ")));
-        }
-        if plan.main.is_some() {
-            services.push_str("; the main sequence takes every other request");
-        }
-        let stats = opts.metrics.as_ref().map(|m| m.shard());
+        let stats = opts.metrics.as_ref().map(|m| m.shard(&plan.services));
         Arc::new_cyclic(|me| Engine {
             me: me.clone(),
             client: BackendClient::new(opts.connect_timeout, opts.backend_tls.clone()),
+            services: services_text(&plan),
             plan,
             opts,
-            services,
             to_address: Arc::new(EndpointPlan::to_address()),
+            stats,
+        })
+    }
+
+    /// This engine for another plan (a reload's): the same back-end connections and options, the
+    /// worker's counters for the new plan's services.
+    pub fn renewed(&self, plan: Arc<Plan>) -> Arc<Self> {
+        let stats = match (&self.opts.metrics, &self.stats) {
+            (Some(m), Some(old)) => Some(m.renewed(old, &plan.services)),
+            _ => None,
+        };
+        Arc::new_cyclic(|me| Engine {
+            me: me.clone(),
+            client: self.client.clone(),
+            services: services_text(&plan),
+            plan,
+            opts: self.opts.clone(),
+            to_address: self.to_address.clone(),
             stats,
         })
     }
