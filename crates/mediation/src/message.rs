@@ -234,7 +234,18 @@ pub struct Message {
     /// The request's correlation ID (MI's `activityid` header, taken from the client or made),
     /// for the log lines the message causes.
     pub correlation: Correlation,
+    /// The span its work is traced under, when tracing is on (boxed: off, it costs a word).
+    pub trace: Option<Box<TraceParent>>,
     message_id: Option<String>,
+}
+
+/// A span as W3C trace context names it: what a message's sequences and back-end calls are traced
+/// under (the transport's OpenTelemetry spans).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceParent {
+    pub trace_id: [u8; 16],
+    pub span_id: [u8; 8],
+    pub flags: u8,
 }
 
 /// A request's correlation ID (MI's `activityid`): the client's header, or one Sluice made. A
@@ -338,6 +349,7 @@ impl Message {
             permits: Default::default(),
             stop: None,
             correlation: Correlation::None,
+            trace: None,
             message_id: None,
         }
     }

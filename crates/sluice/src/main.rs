@@ -179,7 +179,14 @@ fn main() -> ExitCode {
         },
         None => Settings::default(),
     };
-    match cli.cmd {
+    if let Some(t) = settings.tracing() {
+        if let Err(e) = sluice_transport::otel::init(&t) {
+            eprintln!("sluice: {e}");
+            return ExitCode::from(2);
+        }
+        tracing::info!("OpenTelemetry traces go to {}", t.url);
+    }
+    let code = match cli.cmd {
         Some(Cmd::Validate { path, endpoints }) => {
             validate(path, cli.listen.home.as_deref(), &endpoints)
         }
@@ -266,7 +273,10 @@ fn main() -> ExitCode {
             )
         }
         None => serve_default(cli.listen, &settings),
-    }
+    };
+    // The spans still queued go out before the process ends.
+    sluice_transport::otel::shutdown();
+    code
 }
 
 fn validate(path: PathBuf, home: Option<&Path>, endpoints: &[String]) -> ExitCode {

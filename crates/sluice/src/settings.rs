@@ -31,6 +31,25 @@ pub struct Settings {
     access_log: AccessLogSettings,
     #[serde(default)]
     internal_apis: InternalApis,
+    #[serde(default)]
+    opentelemetry: OpenTelemetry,
+}
+
+/// `[opentelemetry]`: MI's tracing switch and where spans go.
+#[derive(Deserialize, Default, Debug)]
+struct OpenTelemetry {
+    enable: Option<bool>,
+    /// MI's exporter kind: `otlp` (Sluice's only one), `jaeger`, `zipkin`, `log`.
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    /// The collector's OTLP URL.
+    url: Option<String>,
+    /// `http` or `grpc` (MI's default; Sluice sends over HTTP).
+    protocol: Option<String>,
+    /// The Jaeger and Zipkin exporters' (not read for `otlp`).
+    host: Option<toml::Value>,
+    port: Option<toml::Value>,
+    class: Option<toml::Value>,
 }
 
 /// `[internal_apis]`: MI's file user store for the management API.
@@ -168,6 +187,10 @@ const KNOWN: &[(&str, &[&str])] = &[
     ("passthru_properties", &["correlation_header_name"]),
     ("access_log", &["enable", "file", "format"]),
     ("internal_apis", &["users"]),
+    (
+        "opentelemetry",
+        &["enable", "type", "url", "protocol", "host", "port", "class"],
+    ),
 ];
 
 impl Settings {
@@ -259,6 +282,44 @@ impl Settings {
             deadline: m.deadline.map_or(d.deadline, Duration::from_millis),
         });
         e
+    }
+
+    /// Where spans go when tracing is on (`[opentelemetry] enable`, off by default as in MI).
+    /// Sluice exports OTLP over HTTP: another `type` or `protocol` is reported and tracing stays
+    /// off, or goes over HTTP.
+    pub fn tracing(&self) -> Option<sluice_transport::otel::TracingOptions> {
+        let o = &self.opentelemetry;
+        if o.enable != Some(true) {
+            return None;
+        }
+        let _ = (&o.host, &o.port, &o.class);
+        match o.kind.as_deref().unwrap_or("otlp") {
+            "otlp" => {}
+            other => {
+                tracing::warn!(
+                    "opentelemetry.type = \"{other}\" is not supported (Sluice exports OTLP: type = \"otlp\", which Jaeger, Zipkin's collector and the OpenTelemetry Collector take); tracing is off"
+                );
+                return None;
+            }
+        }
+        if o.protocol.as_deref().is_some_and(|p| p != "http") {
+            tracing::warn!(
+                "opentelemetry.protocol: Sluice sends OTLP over HTTP (protobuf), not gRPC; give the collector's HTTP URL (port 4318) in opentelemetry.url"
+            );
+        }
+        let url = match o.url.as_deref().map(str::trim) {
+            None | Some("") => "http://localhost:4318/v1/traces".to_owned(),
+            // A collector's base URL gets OTLP's traces path, as OTEL_EXPORTER_OTLP_ENDPOINT does.
+            Some(u) => match u.split_once("://").map(|(_, rest)| rest.contains('/')) {
+                Some(false) => format!("{u}/v1/traces"),
+                _ => u.trim_end_matches('/').to_owned(),
+            },
+        };
+        let service_name = std::env::var("SERVICE_NAME")
+            .ok()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "sluice".to_owned());
+        Some(sluice_transport::otel::TracingOptions { url, service_name })
     }
 
     /// Whether a change to the deployed files is deployed while serving (`[server]

@@ -12,6 +12,7 @@ pub mod h1;
 pub mod headers;
 pub mod metrics;
 pub mod offload;
+pub mod otel;
 pub mod server;
 pub mod tls;
 pub mod wsdl;

@@ -107,6 +107,32 @@ impl Offload {
     }
 }
 
+/// [`Offload::run`], in a span of its own when tracing is on.
+pub async fn traced(offload: &Offload, msg: &mut Message, work: OwnedWork) -> Result<Flow, Error> {
+    let Some(t) = crate::otel::enabled() else {
+        return offload.run(msg, work).await;
+    };
+    let name = match &work {
+        OwnedWork::Seq(s) => s.name.as_deref().unwrap_or(unnamed(msg)).to_owned(),
+        OwnedWork::Resume(_) => unnamed(msg).to_owned(),
+    };
+    let mut span = t.span(
+        msg.trace.as_deref(),
+        &format!("{name} (off the event loop)"),
+    );
+    let r = offload.run(msg, work).await;
+    opentelemetry::trace::Span::end(&mut span);
+    r
+}
+
+/// What a trace calls an anonymous sequence run on `msg`.
+fn unnamed(msg: &Message) -> &'static str {
+    match msg.direction {
+        sluice_mediation::message::Direction::Request => "inSequence",
+        sluice_mediation::message::Direction::Response => "outSequence",
+    }
+}
+
 /// An empty stand-in for a message handed to a mediation thread, with what a fault needs.
 fn placeholder(msg: &Message) -> Message {
     let mut m = Message::request(
@@ -141,7 +167,16 @@ pub enum OwnedWork {
     Resume(Continuation),
 }
 
-impl Work<'_> {
+impl<'a> Work<'a> {
+    /// What a trace calls the run on `msg`: the sequence's name, else `inSequence` or
+    /// `outSequence` by the message's direction.
+    pub fn name(&self, msg: &Message) -> &'a str {
+        match self {
+            Work::Seq(s) => s.name.as_deref().unwrap_or(unnamed(msg)),
+            Work::Resume(_) => unnamed(msg),
+        }
+    }
+
     pub fn run(self, msg: &mut Message) -> Result<Flow, Error> {
         match self {
             Work::Seq(s) => exec::run_seq(s, msg),

@@ -88,8 +88,12 @@ impl Engine {
         msg.correlation = cid;
         let proxy = proxy.clone();
         let start = self.started();
+        let span = traced(&mut msg, &proxy);
         let r = self.request_flow(&proxy, msg, body).await;
         self.counted(&proxy, transport, start, &r);
+        if let Some(s) = span {
+            s.end(&r);
+        }
         r
     }
 
@@ -213,8 +217,12 @@ impl Engine {
         }
         let service = route.resource.service.clone();
         let start = self.started();
+        let span = traced(&mut msg, &service);
         let mut r = self.request_flow(&service, msg, body).await;
         self.counted(&service, transport, start, &r);
+        if let Some(s) = span {
+            s.end(&r);
+        }
         // MI answers an API's client with the correlation ID.
         let name = crate::correlation::header();
         if !r.headers().contains_key(name) {
@@ -303,4 +311,18 @@ pub(super) fn refuse_head(parts: &http::request::Parts) -> Option<Response<Relay
     r.headers_mut()
         .insert(header::CONNECTION, HeaderValue::from_static("close"));
     Some(r)
+}
+
+/// With tracing on, the request's span for `service`; its message is traced under it.
+#[inline]
+fn traced(msg: &mut Message, service: &ProxyPlan) -> Option<Box<crate::otel::Request>> {
+    let t = crate::otel::enabled()?;
+    let span = t.request(
+        &msg.method,
+        &msg.path_and_query,
+        &msg.headers,
+        &service.name,
+    );
+    msg.trace = Some(span.parent());
+    Some(span)
 }

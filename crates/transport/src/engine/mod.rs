@@ -46,9 +46,20 @@ macro_rules! mediate {
         let work = $work;
         if $engine.opts.offload.wants(&$msg) {
             // Boxed: the hand-over's state stays out of every request's future.
-            Box::pin($engine.opts.offload.run(&mut $msg, work.owned())).await
+            Box::pin(crate::offload::traced(
+                &$engine.opts.offload,
+                &mut $msg,
+                work.owned(),
+            ))
+            .await
         } else {
-            work.run(&mut $msg)
+            match crate::otel::enabled() {
+                None => work.run(&mut $msg),
+                Some(t) => {
+                    let parent = $msg.trace.as_deref().copied();
+                    t.phase(parent.as_ref(), work.name(&$msg), || work.run(&mut $msg))
+                }
+            }
         }
     }};
 }

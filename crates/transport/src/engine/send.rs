@@ -87,8 +87,24 @@ pub(super) async fn send_once(
     sluice_mediation::rest::outgoing(msg, false);
     let limit = target.timeout_for(msg).unwrap_or(default_timeout);
     let made = crate::correlation::to_send(&msg.correlation);
-    let (req, activity) = backend_request(msg, &target, stream, keep_headers);
-    match send_with_timeout(client, req, &target, activity, limit, made).await {
+    let (mut req, activity) = backend_request(msg, &target, stream, keep_headers);
+    let sent = match crate::otel::enabled() {
+        None => send_with_timeout(client, req, &target, activity, limit, made).await,
+        Some(t) => {
+            let (call, parent) = t.call(msg.trace.as_deref(), req.method(), &req.uri().to_string());
+            req.headers_mut().insert("traceparent", parent);
+            let r = Box::pin(send_with_timeout(
+                client, req, &target, activity, limit, made,
+            ))
+            .await;
+            call.end(match &r {
+                Ok(resp) => Ok(resp.status().as_u16()),
+                Err(u) => Err(u.error.reason()),
+            });
+            r
+        }
+    };
+    match sent {
         Ok(r) => Ok((r, target)),
         Err(u) => Err(NotSent::from_unsent(u, &target)),
     }
