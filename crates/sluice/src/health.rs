@@ -8,6 +8,7 @@
 //! | `GET /healthz`, an artifact left out | 500, `"status": "not ready, faulty CAPPs detected"` and their names under `"Faulty CAPPs"`, as MI |
 //! | `GET /healthz`, workers still starting, or draining after SIGTERM | 503, `"status": "not ready"` (MI has no drain; a load balancer should stop sending) |
 //! | `GET /metric-service/metrics` | 200, the request counts and latencies in Prometheus' text format, with MI's names ([`sluice_transport::metrics`]); 404 when `[metric_handler] enable = false` |
+//! | `GET /dashboard` | the dashboard page: artifacts, live rates, p99, endpoints (activate and deactivate), log level; it logs in to the management API and reads the metrics page |
 //! | another path | 404; another method, 405 |
 //!
 //! The probes' bodies are MI's, `application/json`; `version` is Sluice's. The listener runs on a thread
@@ -37,6 +38,11 @@ pub struct Health {
 
 /// The metrics page's path, MI's.
 pub const METRICS_PATH: &str = "/metric-service/metrics";
+
+/// The dashboard's path (Sluice's; MI's is a separate application, the Integration Control Plane).
+pub const DASHBOARD_PATH: &str = "/dashboard";
+const DASHBOARD: &str = include_str!("management/dashboard.html");
+const HTML: &str = "text/html; charset=utf-8";
 
 const JSON: &str = "application/json";
 const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -137,6 +143,10 @@ impl Health {
 
     /// The answer to `method` on `path`: status, content type, body.
     fn answer(&self, method: &Method, path: &str) -> (StatusCode, &'static str, String) {
+        // The dashboard: a page that reads the management API and the metrics, from this port.
+        if path == DASHBOARD_PATH && method == Method::GET && self.management.get().is_some() {
+            return (StatusCode::OK, HTML, DASHBOARD.to_owned());
+        }
         let metrics = self.metrics.get().filter(|_| path == METRICS_PATH);
         if path != "/liveness" && path != "/healthz" && metrics.is_none() {
             return (
