@@ -59,6 +59,9 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
     c.fill_endpoints_by_name();
     plan.endpoints = c.endpoints_by_name.clone();
     plan.cars = config.cars.clone();
+    plan.registry = (config.resources.iter())
+        .map(|r| (r.key.clone(), r.properties.clone()))
+        .collect();
     plan.local_entries = (config.local_entries.iter())
         .map(|l| {
             let kind = match l.value {

@@ -54,6 +54,9 @@ pub struct Plan {
     /// The local entries (key, MI's type name) and templates (name, kind), for the management API.
     pub local_entries: Vec<(String, &'static str)>,
     pub templates: Vec<(String, &'static str)>,
+    /// The registry resources read (`conf:/...`, `gov:/...`) with their properties, for the
+    /// management API.
+    pub registry: Vec<(String, Vec<(String, String)>)>,
 }
 
 /// A deployed service requests are counted for: a proxy, or an API (all its resources).

@@ -333,7 +333,7 @@ async fn schemathesis_finds_every_answer_in_the_contract() {
     let s = start_on_capp(&capp(), be.addr, &[]);
     let bearer = login(&s).await;
     let url = format!("http://{}/management", s.health_addr());
-    let paths = "^/(proxy-services|apis|endpoints|sequences|applications|server|logging|templates|local-entries|tasks|message-stores|message-processors|inbound-endpoints|connectors|data-services|data-sources)$";
+    let paths = "^/(proxy-services|apis|endpoints|sequences|applications|server|logging|templates|local-entries|tasks|message-stores|message-processors|inbound-endpoints|connectors|data-services|data-sources|registry-resources|registry-resources/properties|registry-resources/metadata)$";
     // Schemathesis keeps a cache in `.schemathesis/` of its working folder: under target/.
     let work = root.join("target/schemathesis");
     std::fs::create_dir_all(&work).unwrap();
@@ -360,6 +360,49 @@ async fn schemathesis_finds_every_answer_in_the_contract() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(text.contains("passed"), "{text}");
+}
+
+/// MI's registry-resources over the registry Sluice read (MI's `registry/` folder beside the
+/// deployment): folders and files by MI's paths, a resource's properties and metadata.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registry_resources_as_mi_lists_them() {
+    let home = workspace_root().join("crates/sluice/tests/configs/mi-home");
+    let deployment = home.join("repository/deployment/server/synapse-configs/default");
+    let s = Sluice::start(&["run", deployment.to_str().unwrap()]);
+    let bearer = login(&s).await;
+    let get = |path: &'static str| {
+        let (s, bearer) = (&s, bearer.clone());
+        async move { call(s, "GET", path, Some(&bearer), None).await }
+    };
+    let (status, root) = get("/management/registry-resources?path=registry").await;
+    assert_eq!(status, 200, "{root}");
+    assert_eq!(root["count"], 2, "{root}");
+    let (status, xslt) = get("/management/registry-resources?path=registry/config/xslt").await;
+    assert_eq!(status, 200, "{xslt}");
+    assert_eq!(
+        xslt["count"], 1,
+        "the .properties file is the resource's, not one: {xslt}"
+    );
+    assert_eq!(xslt["list"][0]["name"], "upper.xslt");
+    assert_eq!(xslt["list"][0]["mediaType"], "application/xml");
+    assert_eq!(xslt["list"][0]["properties"][0]["name"], "description");
+    let (status, meta) = get(
+        "/management/registry-resources/metadata?path=registry/governance/sequences/answer.xml",
+    )
+    .await;
+    assert_eq!(status, 200, "{meta}");
+    assert_eq!(meta["name"], "answer.xml");
+    let (status, one) = get(
+        "/management/registry-resources/properties?path=registry/config/xslt/upper.xslt&name=description",
+    )
+    .await;
+    assert_eq!(
+        (status, &one["value"]),
+        (200, &Value::from("not a resource")),
+        "{one}"
+    );
+    let (status, _) = get("/management/registry-resources?path=registry/config/nothing").await;
+    assert_eq!(status, 404);
 }
 
 /// A client that takes any certificate, as `apictl -k` (Sluice's own is self-signed here).

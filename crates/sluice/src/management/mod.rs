@@ -18,6 +18,7 @@
 //! | `PATCH /management/logging` `{"loggerName","loggingLevel"[,"loggerClass"]}` | `{"message": ...}`; the level applies at once |
 //! | `GET /management/applications[?carbonAppName=]` | each CAR `{"name","version","artifacts":[{"name","type"}]}`, under `activeList` or, when an artifact of it is not deployed, `faultyList` |
 //! | `GET /management/local-entries`, `/templates[?type=]` | their names (and MI's type names) |
+//! | `GET /management/registry-resources[/properties\|/metadata]?path=registry/config/...` | the registry read at load, read only ([`registry`]) |
 //! | tasks, message stores and processors, inbound endpoints, connectors, data services and sources | `{"count":0,"list":[]}` (Sluice has none yet) |
 //! | an unknown name | 404, empty body (as MI) |
 //! | a bad body | 400 `{"Error": ...}` (MI answers some with 200 or a server error) |
@@ -27,6 +28,7 @@
 
 pub mod auth;
 pub mod logging;
+mod registry;
 
 use auth::{Auth, Caller};
 use hyper::{Method, StatusCode};
@@ -155,6 +157,13 @@ impl Management {
                     })
                     .collect();
                 (StatusCode::OK, Some(listed(list)))
+            }
+            (&Method::GET, "/registry-resources") => registry::list(&self.plan(), q("path")),
+            (&Method::GET, "/registry-resources/properties") => {
+                registry::resource_properties(&self.plan(), q("path"), q("name"))
+            }
+            (&Method::GET, "/registry-resources/metadata") => {
+                registry::metadata(&self.plan(), q("path"))
             }
             (
                 &Method::GET,
