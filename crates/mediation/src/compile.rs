@@ -60,7 +60,10 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
     plan.endpoints = c.endpoints_by_name.clone();
     plan.cars = config.cars.clone();
     plan.registry = (config.resources.iter())
-        .map(|r| (r.key.clone(), r.properties.clone()))
+        .map(|r| crate::plan::RegistryResource {
+            key: r.key.clone(),
+            properties: r.properties.clone(),
+        })
         .collect();
     plan.local_entries = (config.local_entries.iter())
         .map(|l| {

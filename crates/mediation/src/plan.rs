@@ -56,7 +56,15 @@ pub struct Plan {
     pub templates: Vec<(String, &'static str)>,
     /// The registry resources read (`conf:/...`, `gov:/...`) with their properties, for the
     /// management API.
-    pub registry: Vec<(String, Vec<(String, String)>)>,
+    pub registry: Vec<RegistryResource>,
+}
+
+/// A registry resource as the management API lists it.
+#[derive(Debug, Clone)]
+pub struct RegistryResource {
+    /// `conf:/path/name` or `gov:/path/name`.
+    pub key: String,
+    pub properties: Vec<(String, String)>,
 }
 
 /// A deployed service requests are counted for: a proxy, or an API (all its resources).

@@ -13,6 +13,7 @@
 use super::{error, listed, Answer};
 use hyper::StatusCode;
 use serde_json::{json, Value};
+use sluice_mediation::plan::RegistryResource;
 use sluice_mediation::Plan;
 
 /// A resource's key as written in the registry: `registry/config/a` is `conf:/a`. `None` for
@@ -63,7 +64,7 @@ pub fn list(plan: &Plan, path: Option<String>) -> Answer {
     if path.trim_matches('/') == "registry" {
         let roots = [("config", "conf:/"), ("governance", "gov:/")]
             .into_iter()
-            .filter(|(_, p)| plan.registry.iter().any(|(k, _)| k.starts_with(p)))
+            .filter(|(_, p)| plan.registry.iter().any(|r| r.key.starts_with(p)))
             .map(|(name, _)| json!({"name": name, "mediaType": "directory", "properties": []}))
             .collect();
         return (StatusCode::OK, Some(listed(roots)));
@@ -76,7 +77,11 @@ pub fn list(plan: &Plan, path: Option<String>) -> Answer {
     };
     let under = format!("{folder}/");
     let mut seen = std::collections::BTreeMap::new();
-    for (key, props) in &plan.registry {
+    for RegistryResource {
+        key,
+        properties: props,
+    } in &plan.registry
+    {
         let Some(rest) = key.strip_prefix(&under) else {
             continue;
         };
@@ -104,10 +109,7 @@ pub fn list(plan: &Plan, path: Option<String>) -> Answer {
 }
 
 /// The resource at `path`, and its properties.
-fn resource<'a>(
-    plan: &'a Plan,
-    path: &Option<String>,
-) -> Result<(&'a str, &'a [(String, String)]), Answer> {
+fn resource<'a>(plan: &'a Plan, path: &Option<String>) -> Result<&'a RegistryResource, Answer> {
     let Some(path) = path else {
         return Err(error(
             StatusCode::BAD_REQUEST,
@@ -117,8 +119,7 @@ fn resource<'a>(
     let key = key_of(path);
     plan.registry
         .iter()
-        .find(|(k, _)| Some(k) == key.as_ref())
-        .map(|(k, p)| (k.rsplit('/').next().unwrap_or(k), p.as_slice()))
+        .find(|r| Some(&r.key) == key.as_ref())
         .ok_or_else(|| {
             error(
                 StatusCode::NOT_FOUND,
@@ -129,8 +130,8 @@ fn resource<'a>(
 
 /// The properties of the resource at `path` (one with `name`).
 pub fn resource_properties(plan: &Plan, path: Option<String>, name: Option<String>) -> Answer {
-    let (_, props) = match resource(plan, &path) {
-        Ok(r) => r,
+    let props = match resource(plan, &path) {
+        Ok(r) => &r.properties,
         Err(e) => return e,
     };
     match name {
@@ -147,8 +148,8 @@ pub fn resource_properties(plan: &Plan, path: Option<String>, name: Option<Strin
 
 /// The name and media type of the resource at `path`.
 pub fn metadata(plan: &Plan, path: Option<String>) -> Answer {
-    match resource(plan, &path) {
-        Ok((name, _)) => (
+    match resource(plan, &path).map(|r| r.key.rsplit('/').next().unwrap_or(&r.key)) {
+        Ok(name) => (
             StatusCode::OK,
             Some(json!({"name": name, "mediaType": media_type(name)})),
         ),
@@ -162,15 +163,18 @@ mod tests {
 
     #[test]
     fn folders_and_files_by_mi_paths() {
-        let mut plan = Plan::default();
-        plan.registry = vec![
-            (
-                "conf:/xslt/t.xslt".into(),
-                vec![("owner".into(), "ops".into())],
-            ),
-            ("conf:/xslt/deep/u.xsd".into(), vec![]),
-            ("gov:/endpoints/e.xml".into(), vec![]),
-        ];
+        let entry = |key: &str, properties: Vec<(String, String)>| RegistryResource {
+            key: key.into(),
+            properties,
+        };
+        let plan = Plan {
+            registry: vec![
+                entry("conf:/xslt/t.xslt", vec![("owner".into(), "ops".into())]),
+                entry("conf:/xslt/deep/u.xsd", vec![]),
+                entry("gov:/endpoints/e.xml", vec![]),
+            ],
+            ..Plan::default()
+        };
         let (status, v) = list(&plan, Some("registry/config/xslt".into()));
         assert_eq!(status, StatusCode::OK);
         let v = v.unwrap();
