@@ -191,6 +191,16 @@ async fn requests_are_counted_under_mi_names_and_prometheus_scrapes_them() {
     let open = over_workers(&p, "sluice_http_connections_open{listener=\"http\",");
     assert!(open >= 1.0, "{p}");
     assert!(over_workers(&p, "sluice_worker_tasks{") >= 1.0, "{p}");
+    // Bytes on the client sockets: at least the 12 buyStocks bodies came in, and the answers went
+    // out (heads included, so more than the bodies; the scrape's own port is not counted).
+    let body = payload("1000B_buyStocks.xml").len() as f64;
+    let received = sample(&p, "sluice_http_bytes_total{direction=\"in\"}");
+    assert!(received >= 12.0 * body, "{received} < 12 x {body}");
+    assert!(
+        received < 12.0 * body + 12.0 * 1024.0,
+        "{received}: heads of over 1 KiB?"
+    );
+    assert!(sample(&p, "sluice_http_bytes_total{direction=\"out\"}") >= 10.0 * body);
     drop(c);
 
     // Prometheus' own linter reads the page.

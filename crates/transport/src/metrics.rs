@@ -12,6 +12,7 @@
 //! | `wso2_integration_server_version` | gauge: when Sluice started | `version`, `update_level` |
 //! | `sluice_request_bodies_total` | counter: requests (the main sequence's too) by what was read of the body before the in-sequence | `body="streamed"` (nothing), `"head"` (up to the SOAP header), `"read"` (all) |
 //! | `sluice_http_connections_open` | gauge: client connections open | `listener` (`http`, `https`), `worker` |
+//! | `sluice_http_bytes_total` | counter: bytes client connections received and sent, as they crossed the sockets (heads, bodies, TLS records) | `direction` (`in`, `out`) |
 //! | `sluice_worker_tasks` | gauge: tasks alive on a worker (a connection, a request's copies...) | `worker` |
 //! | `sluice_worker_queue_depth` | gauge: tasks waiting in the worker's queue for it to take them | `worker` |
 //! | `sluice_endpoint_active` | gauge: 1 while a named endpoint has had no failure since its last success, else 0 (marked or suspended) | `endpoint` |
@@ -82,8 +83,8 @@ pub struct Metrics {
     shards: Mutex<Vec<Arc<Shard>>>,
     /// The counts of shards no engine holds any more.
     retired: Mutex<Retired>,
-    /// Each worker's runtime (for its task counts), by worker number.
-    workers: Mutex<Vec<Option<tokio::runtime::Handle>>>,
+    /// Each worker's runtime (for its task counts) and client traffic, by worker number.
+    workers: Mutex<Vec<(Option<tokio::runtime::Handle>, Arc<Traffic>)>>,
     /// Each listener's connections per worker.
     connections: Mutex<Vec<(&'static str, sluice_balance::Occupancy)>>,
     /// The named endpoints' suspension states, by name.
@@ -123,6 +124,30 @@ pub struct Shard {
     bodies: [AtomicU64; 3],
     /// Which worker writes it.
     worker: usize,
+    /// That worker's client traffic.
+    traffic: Arc<Traffic>,
+}
+
+/// A worker's client connections' bytes, as they crossed the sockets ([`crate::metered`]); written
+/// by that worker's thread only.
+#[derive(Default, Debug)]
+pub struct Traffic {
+    received: AtomicU64,
+    sent: AtomicU64,
+}
+
+impl Traffic {
+    #[inline(always)]
+    pub fn received(&self, n: usize) {
+        let c = &self.received;
+        c.store(c.load(Relaxed).wrapping_add(n as u64), Relaxed);
+    }
+
+    #[inline(always)]
+    pub fn sent(&self, n: usize) {
+        let c = &self.sent;
+        c.store(c.load(Relaxed).wrapping_add(n as u64), Relaxed);
+    }
 }
 
 /// An answer made by a fault: the fault sequence's, or Sluice's own. Put in the response's
@@ -159,22 +184,23 @@ impl Metrics {
     /// A new worker's shard for `services` (its plan's), counted in every scrape from now on; made
     /// on the worker's runtime (its tasks are reported).
     pub fn shard(&self, services: &[Service]) -> Arc<Shard> {
-        let worker = match self.workers.lock() {
+        let (worker, traffic) = match self.workers.lock() {
             Ok(mut w) => {
-                w.push(tokio::runtime::Handle::try_current().ok());
-                w.len() - 1
+                let traffic = Arc::new(Traffic::default());
+                w.push((tokio::runtime::Handle::try_current().ok(), traffic.clone()));
+                (w.len() - 1, traffic)
             }
-            Err(_) => 0,
+            Err(_) => (0, Arc::new(Traffic::default())),
         };
-        self.shard_for(services, worker)
+        self.shard_for(services, worker, traffic)
     }
 
     /// The shard of `old`'s worker for a new plan's `services`.
     pub fn renewed(&self, old: &Shard, services: &[Service]) -> Arc<Shard> {
-        self.shard_for(services, old.worker)
+        self.shard_for(services, old.worker, old.traffic.clone())
     }
 
-    fn shard_for(&self, services: &[Service], worker: usize) -> Arc<Shard> {
+    fn shard_for(&self, services: &[Service], worker: usize, traffic: Arc<Traffic>) -> Arc<Shard> {
         let layout = Layout {
             stride: self.stride,
             bounds: services
@@ -193,6 +219,7 @@ impl Metrics {
             cells: (0..cells).map(|_| AtomicU64::new(0)).collect(),
             bodies: Default::default(),
             worker,
+            traffic,
         });
         if let Ok(mut shards) = self.shards.lock() {
             shards.push(shard.clone());
@@ -382,10 +409,21 @@ impl Metrics {
             );
         }
         let workers = self.workers.lock().map(|w| w.clone()).unwrap_or_default();
+        let name = "sluice_http_bytes_total";
+        let help = "Bytes client connections received and sent (heads, bodies, TLS records)";
+        family(out, name, "counter", help);
+        for (direction, pick) in [("in", true), ("out", false)] {
+            let n: u64 = workers
+                .iter()
+                .map(|(_, t)| if pick { &t.received } else { &t.sent })
+                .map(|c| c.load(Relaxed))
+                .sum();
+            let _ = writeln!(out, "{name}{{direction=\"{direction}\"}} {n}");
+        }
         let runtimes: Vec<(usize, tokio::runtime::RuntimeMetrics)> = workers
             .iter()
             .enumerate()
-            .filter_map(|(w, rt)| Some((w, rt.as_ref()?.metrics())))
+            .filter_map(|(w, (rt, _))| Some((w, rt.as_ref()?.metrics())))
             .collect();
         family(
             out,
@@ -489,6 +527,11 @@ impl Metrics {
 }
 
 impl Shard {
+    /// Its worker's client traffic, for the connections it serves.
+    pub fn traffic(&self) -> Arc<Traffic> {
+        self.traffic.clone()
+    }
+
     /// Counts a request by what mediation reads of its body before the in-sequence.
     #[inline]
     pub fn body(&self, need: sluice_expr::BodyNeed) {

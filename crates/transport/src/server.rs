@@ -3,6 +3,7 @@
 use crate::access_log::AccessLog;
 use crate::deploy::{ConnEngine, WorkerEngine};
 use crate::engine::Transport;
+use crate::metered::Metered;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -101,9 +102,13 @@ pub async fn serve(
     // Every connection's task until it ends (pruned at each sweep), for shutdown.
     let mut fresh: Vec<Fresh> = Vec::new();
     // A connection served here: its task holds the balance's count until it ends.
-    let log = engine.current().1.access_log();
+    let (log, traffic) = {
+        let e = engine.current().1;
+        (e.access_log(), e.traffic())
+    };
     let start = |stream: TcpStream, count: Counted| {
         let peer = stream.peer_addr().ok().map(|a| a.ip());
+        let stream = Metered::new(stream, traffic.clone());
         let t = Transport::Http;
         match &log {
             None => spawn_conn(
@@ -122,6 +127,7 @@ pub async fn serve(
     // An https connection: the handshake in its own task, then served as the others.
     let start_tls = |stream: TcpStream, count: Counted, acceptor: TlsAcceptor| {
         let peer = stream.peer_addr().ok().map(|a| a.ip());
+        let stream = Metered::new(stream, traffic.clone());
         let t = Transport::Https;
         let at = (&graceful, &builder);
         let tls = (stream, acceptor, opts.header_read_timeout);
@@ -264,7 +270,7 @@ impl<S> Service for S where
 fn spawn_conn(
     graceful: &GracefulShutdown,
     builder: &http1::Builder,
-    stream: TcpStream,
+    stream: Metered<TcpStream>,
     (began, svc): (Arc<AtomicBool>, impl Service),
     count: Counted,
 ) -> Fresh {
@@ -284,7 +290,7 @@ fn spawn_conn(
 /// An https connection: the handshake on its own task, then served with `svc` as the others.
 fn spawn_tls(
     (graceful, builder): (&GracefulShutdown, &http1::Builder),
-    (stream, acceptor, handshake_timeout): (TcpStream, TlsAcceptor, Duration),
+    (stream, acceptor, handshake_timeout): (Metered<TcpStream>, TlsAcceptor, Duration),
     (began, svc): (Arc<AtomicBool>, impl Service),
     count: Counted,
 ) -> Fresh {

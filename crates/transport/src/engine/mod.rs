@@ -217,6 +217,11 @@ impl Engine {
         &self.plan
     }
 
+    /// This worker's client traffic counters, when requests are counted.
+    pub fn traffic(&self) -> Option<Arc<crate::metrics::Traffic>> {
+        self.stats.as_ref().map(|s| s.traffic())
+    }
+
     /// The access log, when requests are logged.
     pub fn access_log(&self) -> Option<Arc<crate::access_log::AccessLog>> {
         self.opts.access_log.clone()
