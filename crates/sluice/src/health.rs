@@ -126,6 +126,20 @@ impl Health {
             body: &body,
             loopback,
         };
+        if let Some(file) = m.download(&call) {
+            return match file {
+                Ok(bytes) => reply(
+                    StatusCode::OK,
+                    "application/octet-stream",
+                    Bytes::from(bytes),
+                ),
+                Err((status, json)) => reply(
+                    status,
+                    JSON,
+                    json.map_or_else(Bytes::new, |v| Bytes::from(v.to_string())),
+                ),
+            };
+        }
         let (status, json) = m.answer(&call);
         let mut r = reply(
             status,

@@ -392,7 +392,9 @@ fn serve(
     report_plan(&plan, https.is_some());
     let https_port = https.as_ref().and_then(|(l, _)| l.local_addr().ok());
     let deployment = Deployment::new(Arc::new(plan));
-    engine_opts.metrics = operations(&deployment, &listen, (addr, https_port), internal.as_ref());
+    let log = engine_opts.access_log.clone();
+    let addrs = (addr, https_port);
+    engine_opts.metrics = operations(&deployment, &listen, addrs, internal.as_ref(), log);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut workers = Vec::with_capacity(threads);
     // Each worker reports once its runtime and listener are set up; "listening" is printed after all.
@@ -530,11 +532,13 @@ fn operations(
     listen: &Listen,
     addrs: (SocketAddr, Option<SocketAddr>),
     internal: Option<&Internal>,
+    access_log: Option<Arc<sluice_transport::access_log::AccessLog>>,
 ) -> Option<Arc<Metrics>> {
     let i = internal?;
     let host = host_label(&listen.host);
+    let m = management_for(deployment, listen, &host, addrs, i);
     i.health
-        .set_management(management_for(deployment, listen, &host, addrs, i));
+        .set_management(Arc::new(m.with_access_log(access_log)));
     metrics(&deployment.current(), host, addrs, i)
 }
 
@@ -560,7 +564,7 @@ fn management_for(
     host: &str,
     (http, https): (SocketAddr, Option<SocketAddr>),
     internal: &Internal,
-) -> Arc<management::Management> {
+) -> management::Management {
     let home = listen
         .home
         .clone()
@@ -568,12 +572,7 @@ fn management_for(
         .map(|p| p.display().to_string())
         .unwrap_or_default();
     let at = (host.to_owned(), http.port(), https.map(|a| a.port()));
-    Arc::new(management::Management::new(
-        deployment.clone(),
-        &internal.users,
-        at,
-        home,
-    ))
+    management::Management::new(deployment.clone(), &internal.users, at, home)
 }
 
 /// The host in the metrics' labels (MI's `host` and `invocation_url`): the address Sluice listens

@@ -1,6 +1,7 @@
 //! WSO2 MI's management API on the internal port: the calls `apictl mi` makes (login, get
 //! proxy-services / apis / endpoints / applications, activate and deactivate an endpoint and a
-//! proxy, logout), call by call as apictl's source shows them, with MI's JSON shapes.
+//! proxy, update a log level, get logs, logout), call by call as apictl's source shows them, with
+//! MI's JSON shapes.
 
 mod common;
 use common::setup::*;
@@ -333,7 +334,7 @@ async fn schemathesis_finds_every_answer_in_the_contract() {
     let s = start_on_capp(&capp(), be.addr, &[]);
     let bearer = login(&s).await;
     let url = format!("http://{}/management", s.health_addr());
-    let paths = "^/(proxy-services|apis|endpoints|sequences|applications|server|logging|templates|local-entries|tasks|message-stores|message-processors|inbound-endpoints|connectors|data-services|data-sources|registry-resources|registry-resources/properties|registry-resources/metadata)$";
+    let paths = "^/(proxy-services|apis|endpoints|sequences|applications|server|logging|templates|local-entries|tasks|message-stores|message-processors|inbound-endpoints|connectors|data-services|data-sources|registry-resources|registry-resources/properties|registry-resources/metadata|configs)$";
     // Schemathesis keeps a cache in `.schemathesis/` of its working folder: under target/.
     let work = root.join("target/schemathesis");
     std::fs::create_dir_all(&work).unwrap();
@@ -403,6 +404,105 @@ async fn registry_resources_as_mi_lists_them() {
     );
     let (status, _) = get("/management/registry-resources?path=registry/config/nothing").await;
     assert_eq!(status, 404);
+}
+
+/// `apictl mi get logs` (the list, then a file downloaded) and MI's correlation-logs switch, over
+/// Sluice's access log: lines stop while it is off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_files_and_the_correlation_switch() {
+    let dir = std::env::temp_dir().join(format!("sluice-mgmt-logs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("access.log");
+    let toml = dir.join("sluice.toml");
+    std::fs::write(
+        &toml,
+        format!(
+            "[access_log]\nenable = true\nfile = \"{}\"\n",
+            file.display()
+        ),
+    )
+    .unwrap();
+    let be = backend().await;
+    let s = start_on_capp(&capp(), be.addr, &["--config", toml.to_str().unwrap()]);
+    let bearer = login(&s).await;
+    let mut c = Conn::open(s.addr).await;
+    let body = payload("1000B_buyStocks.xml");
+    // A line per request, told apart by the query; the writer thread appends them in order.
+    let until = |needle: String| {
+        let file = file.clone();
+        async move {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            loop {
+                let text = std::fs::read_to_string(&file).unwrap_or_default();
+                if text.contains(&needle) {
+                    return text;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "no {needle} in {text}"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+    };
+    c.post("/services/DirectProxy?n=1", SOAP_HEADERS, body.clone())
+        .await
+        .unwrap();
+    until("n=1".into()).await;
+    let (status, list) = call(&s, "GET", "/management/logs", Some(&bearer), None).await;
+    assert_eq!(status, 200, "{list}");
+    assert_eq!(list["count"], 1, "{list}");
+    assert_eq!(list["list"][0]["FileName"], "access.log");
+    assert!(
+        list["list"][0]["size"].as_str().unwrap().ends_with('B'),
+        "{list}"
+    );
+    // The download is the file's bytes (not JSON).
+    let mut m = Conn::open(s.health_addr()).await;
+    let got = m
+        .send_with(
+            "GET",
+            "/management/logs?file=access.log",
+            &[("authorization", bearer.as_str())],
+            bytes::Bytes::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(got.status, 200);
+    assert!(
+        got.text().contains("POST /services/DirectProxy?n=1"),
+        "{}",
+        got.text()
+    );
+    let (status, _) = call(
+        &s,
+        "GET",
+        "/management/logs?file=wso2carbon.log",
+        Some(&bearer),
+        None,
+    )
+    .await;
+    assert_eq!(status, 404);
+    // Correlation logs: on, then off (a request unlogged), then on again.
+    let q = "/management/configs?configName=correlation";
+    let (_, on) = call(&s, "GET", q, Some(&bearer), None).await;
+    assert_eq!(on["configs"]["enabled"], "true", "{on}");
+    let off = r#"{"configName":"correlation","configs":{"enabled":false}}"#;
+    let (status, said) = call(&s, "PUT", "/management/configs", Some(&bearer), Some(off)).await;
+    assert_eq!(status, 200, "{said}");
+    let (_, now) = call(&s, "GET", q, Some(&bearer), None).await;
+    assert_eq!(now["configs"]["enabled"], "false", "{now}");
+    c.post("/services/DirectProxy?n=2", SOAP_HEADERS, body.clone())
+        .await
+        .unwrap();
+    let on = r#"{"configName":"correlation","configs":{"enabled":true}}"#;
+    call(&s, "PUT", "/management/configs", Some(&bearer), Some(on)).await;
+    c.post("/services/DirectProxy?n=3", SOAP_HEADERS, body)
+        .await
+        .unwrap();
+    let text = until("n=3".into()).await;
+    assert!(!text.contains("n=2"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A client that takes any certificate, as `apictl -k` (Sluice's own is self-signed here).

@@ -27,6 +27,9 @@ pub enum Format {
 pub struct AccessLog {
     lines: mpsc::Sender<String>,
     format: Format,
+    path: std::path::PathBuf,
+    /// Whether lines are written (the management API turns it off and on: MI's correlation logs).
+    on: std::sync::atomic::AtomicBool,
 }
 
 /// What is kept of a request for its line.
@@ -55,7 +58,27 @@ impl AccessLog {
         std::thread::Builder::new()
             .name("sluice-access-log".into())
             .spawn(move || write_lines(file, &rx))?;
-        Ok(AccessLog { lines, format })
+        Ok(AccessLog {
+            lines,
+            format,
+            path: path.to_owned(),
+            on: std::sync::atomic::AtomicBool::new(true),
+        })
+    }
+
+    /// The file it appends to.
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    /// Whether lines are written now.
+    pub fn enabled(&self) -> bool {
+        self.on.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Writes lines from now on, or stops writing them.
+    pub fn set_enabled(&self, on: bool) {
+        self.on.store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// What the line needs of a request, taken as it arrives (its correlation ID given).
@@ -78,6 +101,9 @@ impl AccessLog {
 
     /// Writes the line of `entry`, answered with `response`.
     pub fn write<B>(&self, entry: &Entry, response: &Response<B>) {
+        if !self.enabled() {
+            return;
+        }
         let line = self.line(entry, response);
         let _ = self.lines.send(line);
     }

@@ -19,6 +19,7 @@
 //! | `GET /management/applications[?carbonAppName=]` | each CAR `{"name","version","artifacts":[{"name","type"}]}`, under `activeList` or, when an artifact of it is not deployed, `faultyList` |
 //! | `GET /management/local-entries`, `/templates[?type=]` | their names (and MI's type names) |
 //! | `GET /management/registry-resources[/properties\|/metadata]?path=registry/config/...` | the registry read at load, read only ([`registry`]) |
+//! | `GET /management/logs[?file=]`, `GET`/`PUT /management/configs` (correlation) | the access log's file, and its lines on or off ([`files`]) |
 //! | tasks, message stores and processors, inbound endpoints, connectors, data services and sources | `{"count":0,"list":[]}` (Sluice has none yet) |
 //! | an unknown name | 404, empty body (as MI) |
 //! | a bad body | 400 `{"Error": ...}` (MI answers some with 200 or a server error) |
@@ -27,6 +28,7 @@
 //! `admin`/`admin` works, and only from loopback: anyone else gets 403 until users are configured.
 
 pub mod auth;
+mod files;
 pub mod logging;
 mod registry;
 
@@ -35,6 +37,7 @@ use hyper::{Method, StatusCode};
 use serde_json::{json, Value};
 use sluice_mediation::plan::{Address, EndpointPlan, GroupKind};
 use sluice_mediation::{Plan, ProxyPlan};
+use sluice_transport::access_log::AccessLog;
 use sluice_transport::Deployment;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -43,6 +46,8 @@ use std::sync::Arc;
 pub struct Management {
     /// The plan being served (a reload replaces it).
     deployment: Arc<Deployment>,
+    /// The access log, when one is written: MI's log files and correlation logs ([`files`]).
+    access_log: Option<Arc<AccessLog>>,
     auth: Auth,
     /// Where services are reached, for the URLs MI shows.
     host: String,
@@ -74,11 +79,43 @@ impl Management {
     ) -> Management {
         Management {
             deployment,
+            access_log: None,
             auth: Auth::new(users),
             host,
             http_port,
             https_port,
             home,
+        }
+    }
+
+    /// The access log's file is listed and its lines switched here.
+    pub fn with_access_log(mut self, log: Option<Arc<AccessLog>>) -> Management {
+        self.access_log = log;
+        self
+    }
+
+    /// `GET /logs?file=NAME` from a logged-in caller: the file's bytes, or why not; `None` for any
+    /// other request (answered by [`Management::answer`]).
+    pub fn download(&self, c: &Call<'_>) -> Option<Result<Vec<u8>, Answer>> {
+        if c.method != Method::GET || c.path != "/logs" {
+            return None;
+        }
+        let name = query_value(c.query, "file")?;
+        if let Err(refused) = self.caller(c) {
+            return Some(Err(refused));
+        }
+        Some(files::download(self.access_log.as_deref(), &name))
+    }
+
+    /// Whether `c` comes from a logged-in user, else the answer it gets.
+    fn caller(&self, c: &Call<'_>) -> Result<(), Answer> {
+        if self.auth.defaults && !c.loopback {
+            let why = "the management API answers only on loopback until users are configured ([[internal_apis.users]] in the --config file)";
+            return Err(error(StatusCode::FORBIDDEN, why));
+        }
+        match self.auth.caller(c.authorization) {
+            Caller::User { .. } => Ok(()),
+            _ => Err((StatusCode::UNAUTHORIZED, None)),
         }
     }
 
@@ -158,6 +195,11 @@ impl Management {
                     .collect();
                 (StatusCode::OK, Some(listed(list)))
             }
+            (&Method::GET, "/logs") => files::list(self.access_log.as_deref()),
+            (&Method::GET, "/configs") => {
+                files::config(self.access_log.as_deref(), q("configName"))
+            }
+            (&Method::PUT, "/configs") => files::set_config(self.access_log.as_deref(), c.body),
             (&Method::GET, "/registry-resources") => registry::list(&self.plan(), q("path")),
             (&Method::GET, "/registry-resources/properties") => {
                 registry::resource_properties(&self.plan(), q("path"), q("name"))
