@@ -182,7 +182,12 @@ mod tests {
 
     fn log(format: Format) -> AccessLog {
         let (lines, _rx) = mpsc::channel();
-        AccessLog { lines, format }
+        AccessLog {
+            lines,
+            format,
+            path: "access.log".into(),
+            on: true.into(),
+        }
     }
 
     #[test]
