@@ -250,10 +250,46 @@ pub struct Reloader {
     pub https: bool,
 }
 
+/// The last reload's outcome, for the management API (`GET /management/server`: `lastReload`).
+#[derive(Default)]
+pub struct Reloads(std::sync::Mutex<Option<LastReload>>);
+
+#[derive(Clone, Debug)]
+pub struct LastReload {
+    /// When it ended (Unix seconds).
+    pub at: u64,
+    /// What asked for it.
+    pub why: String,
+    pub deployed: bool,
+    /// The new errors that refused it (`FILE: MESSAGE`).
+    pub errors: Vec<String>,
+}
+
+impl Reloads {
+    pub fn last(&self) -> Option<LastReload> {
+        self.0.lock().ok()?.clone()
+    }
+
+    fn record(&self, why: &str, errors: Vec<String>) {
+        let at = std::time::SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        if let Ok(mut last) = self.0.lock() {
+            *last = Some(LastReload {
+                at,
+                why: why.to_owned(),
+                deployed: errors.is_empty(),
+                errors,
+            });
+        }
+    }
+}
+
 /// A running deployment that reloads: what it serves and what was read to make it.
 pub struct Reloading {
     r: Reloader,
     deployment: Arc<Deployment>,
+    reloads: Arc<Reloads>,
     metrics: Option<Arc<Metrics>>,
     health: Option<Arc<Health>>,
     /// The errors of the serving plan (file and message): a reload with another is refused.
@@ -268,7 +304,7 @@ impl Reloading {
     /// `diags`: the serving plan's diagnostics.
     pub fn new(
         r: Reloader,
-        deployment: Arc<Deployment>,
+        (deployment, reloads): (Arc<Deployment>, Arc<Reloads>),
         (metrics, health): (Option<Arc<Metrics>>, Option<Arc<Health>>),
         diags: &Diagnostics,
     ) -> Reloading {
@@ -276,6 +312,7 @@ impl Reloading {
         Reloading {
             r,
             deployment,
+            reloads,
             metrics,
             health,
             errors: errors(diags),
@@ -309,6 +346,8 @@ impl Reloading {
         tracing::info!("reloading: {why}");
         let Some((plan, diags)) = load(&self.r.source, &self.r.how) else {
             tracing::error!("reload refused: the configuration has errors; the serving one stays");
+            let why = "the configuration has errors (--strict, or a wrong --endpoint)";
+            self.reloads.record(why, vec![why.to_owned()]);
             return;
         };
         let errors = errors(&diags);
@@ -321,6 +360,9 @@ impl Reloading {
                 "reload refused: {} new error(s); the serving configuration stays",
                 new.len()
             );
+            let mut said: Vec<String> = new.iter().map(|(f, m)| format!("{f}: {m}")).collect();
+            said.sort();
+            self.reloads.record(why, said);
             return;
         }
         read_wsdls(&plan, &self.r.backend_tls);
@@ -334,6 +376,7 @@ impl Reloading {
         }
         self.errors = errors;
         self.deployment.publish(Arc::new(plan));
+        self.reloads.record(why, Vec::new());
         tracing::info!("reloaded in {:?}", began.elapsed());
     }
 }

@@ -394,7 +394,9 @@ fn serve(
     let deployment = Deployment::new(Arc::new(plan));
     let log = engine_opts.access_log.clone();
     let addrs = (addr, https_port);
-    engine_opts.metrics = operations(&deployment, &listen, addrs, internal.as_ref(), log);
+    let reloads = Arc::new(deploy::Reloads::default());
+    let follow = (log, reloads.clone());
+    engine_opts.metrics = operations(&deployment, &listen, addrs, internal.as_ref(), follow);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut workers = Vec::with_capacity(threads);
     // Each worker reports once its runtime and listener are set up; "listening" is printed after all.
@@ -452,7 +454,7 @@ fn serve(
     let mut reload = reload.map(|(mut r, diags)| {
         r.https = https.is_some();
         let follow = (engine_opts.metrics.clone(), faulty);
-        Reloading::new(r, deployment.clone(), follow, &diags)
+        Reloading::new(r, (deployment.clone(), reloads.clone()), follow, &diags)
     });
     signals.serve(reload.as_mut());
     // The probes say "not ready" while in-flight requests finish, and answer until they have.
@@ -532,13 +534,15 @@ fn operations(
     listen: &Listen,
     addrs: (SocketAddr, Option<SocketAddr>),
     internal: Option<&Internal>,
-    access_log: Option<Arc<sluice_transport::access_log::AccessLog>>,
+    (access_log, reloads): (
+        Option<Arc<sluice_transport::access_log::AccessLog>>,
+        Arc<deploy::Reloads>,
+    ),
 ) -> Option<Arc<Metrics>> {
     let i = internal?;
     let host = host_label(&listen.host);
-    let m = management_for(deployment, listen, &host, addrs, i);
-    i.health
-        .set_management(Arc::new(m.with_access_log(access_log)));
+    let m = management_for(deployment, listen, &host, addrs, i).with_access_log(access_log);
+    i.health.set_management(Arc::new(m.with_reloads(reloads)));
     metrics(&deployment.current(), host, addrs, i)
 }
 

@@ -1,7 +1,7 @@
 //! Hot deployment: a change to the files Sluice was started on is served without a restart (a
 //! keep-alive connection moves to it at its next request), `SIGHUP` reloads, a change that brings
-//! a new error is refused while the serving configuration stays, and the metrics page and the
-//! management API follow the plan.
+//! a new error is refused while the serving configuration stays (the log and the management API's
+//! `server` say why), and the metrics page and the management API follow the plan.
 
 mod common;
 use common::*;
@@ -90,6 +90,29 @@ fn on_folder(name: &str, settings: &str) -> (Folder, Sluice) {
     (f, s)
 }
 
+/// `lastReload` of the management API's `server` (MI's default admin, from loopback).
+async fn last_reload(s: &Sluice) -> serde_json::Value {
+    let mut c = Conn::open(s.health_addr()).await;
+    let basic = [("authorization", "Basic YWRtaW46YWRtaW4=")];
+    let login = c
+        .send_with("GET", "/management/login", &basic, bytes::Bytes::new())
+        .await
+        .unwrap();
+    let token: serde_json::Value = serde_json::from_slice(&login.body).unwrap();
+    let bearer = format!("Bearer {}", token["AccessToken"].as_str().unwrap());
+    let server = c
+        .send_with(
+            "GET",
+            "/management/server",
+            &[("authorization", bearer.as_str())],
+            bytes::Bytes::new(),
+        )
+        .await
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&server.body).unwrap();
+    v["lastReload"].clone()
+}
+
 async fn metrics_page(s: &Sluice) -> String {
     let mut c = Conn::open(s.health_addr()).await;
     c.get("/metric-service/metrics").await.unwrap().text()
@@ -138,9 +161,15 @@ async fn a_change_is_served_on_the_same_connection_and_counted_on() {
         .await
         .unwrap();
     assert!(r.text().contains(">2</v>"), "{}", r.text());
+    // The management API says so too.
+    let last = last_reload(&s).await;
+    assert_eq!(last["status"], "refused", "{last}");
+    let errors = last["errors"].to_string();
+    assert!(errors.contains("XPath"), "{last}");
     // The folder mended: served.
     f.write(&version(4, ""));
     until_version(&mut c, "4").await;
+    assert_eq!(last_reload(&s).await["status"], "deployed");
     let page = metrics_page(&s).await;
     assert!(!page.contains("service_name=\"Q\""), "{page}");
 }

@@ -7,7 +7,7 @@
 //! | `GET /management/login`, Basic credentials | 200 `{"AccessToken": JWT}`; else 401 |
 //! | any other, without a live `Bearer` token | 401, empty body (as MI) |
 //! | `GET /management/logout` | 200; the token ends |
-//! | `GET /management/server` | MI's server fields (`productName` Sluice) |
+//! | `GET /management/server` | MI's server fields (`productName` Sluice), and `lastReload` (`time`, `reason`, `status` deployed or refused, `errors`) once a hot deployment ran |
 //! | `GET /management/proxy-services[?proxyServiceName=]` | `{"count","list":[{"name","wsdl1_1","wsdl2_0"}]}`, or one with `stats`, `tracing`, `eprs`, `isRunning` |
 //! | `POST /management/proxy-services` `{"name","status":"active\|inactive"}` | `{"Message": ...}`; a deactivated proxy answers 503 |
 //! | `GET /management/apis[?apiName=]` | `{"count","list":[{"name","url","urlList","tracing"}]}`, or one with `resources`, `context`, `port` |
@@ -48,6 +48,8 @@ pub struct Management {
     deployment: Arc<Deployment>,
     /// The access log, when one is written: MI's log files and correlation logs ([`files`]).
     access_log: Option<Arc<AccessLog>>,
+    /// The last reload's outcome (hot deployment), shown under `server`.
+    reloads: Option<Arc<crate::deploy::Reloads>>,
     auth: Auth,
     /// Where services are reached, for the URLs MI shows.
     host: String,
@@ -80,6 +82,7 @@ impl Management {
         Management {
             deployment,
             access_log: None,
+            reloads: None,
             auth: Auth::new(users),
             host,
             http_port,
@@ -91,6 +94,12 @@ impl Management {
     /// The access log's file is listed and its lines switched here.
     pub fn with_access_log(mut self, log: Option<Arc<AccessLog>>) -> Management {
         self.access_log = log;
+        self
+    }
+
+    /// The last reload's outcome is shown under `server`.
+    pub fn with_reloads(mut self, reloads: Arc<crate::deploy::Reloads>) -> Management {
+        self.reloads = Some(reloads);
         self
     }
 
@@ -310,6 +319,20 @@ impl Management {
     }
 
     fn server(&self) -> Value {
+        let mut v = self.server_fields();
+        // Sluice's own: how the last hot deployment went (absent before the first).
+        if let Some(r) = self.reloads.as_ref().and_then(|r| r.last()) {
+            v["lastReload"] = json!({
+                "time": r.at,
+                "reason": r.why,
+                "status": if r.deployed { "deployed" } else { "refused" },
+                "errors": r.errors,
+            });
+        }
+        v
+    }
+
+    fn server_fields(&self) -> Value {
         json!({
             "carbonHome": self.home,
             "javaHome": "",
