@@ -48,27 +48,6 @@ async fn a_browser_logs_in_sees_counts_rise_and_deactivates_an_endpoint() {
     assert_eq!(seen["endpoint_after"], "inactive", "{seen}");
     assert_eq!(seen["error"], "", "{seen}");
     // The click went through the management API: the endpoint is off for everyone.
-    let mut c = Conn::open(s.health_addr()).await;
-    let login = c
-        .send_with(
-            "GET",
-            "/management/login",
-            &[("authorization", "Basic YWRtaW46YWRtaW4=")],
-            bytes::Bytes::new(),
-        )
-        .await
-        .unwrap();
-    let token: serde_json::Value = serde_json::from_slice(&login.body).unwrap();
-    let bearer = format!("Bearer {}", token["AccessToken"].as_str().unwrap());
-    let one = c
-        .send_with(
-            "GET",
-            "/management/endpoints?endpointName=RealService",
-            &[("authorization", bearer.as_str())],
-            bytes::Bytes::new(),
-        )
-        .await
-        .unwrap();
-    let one: serde_json::Value = serde_json::from_slice(&one.body).unwrap();
+    let one = management_get(&s, "/management/endpoints?endpointName=RealService").await;
     assert_eq!(one["isActive"], false, "{one}");
 }

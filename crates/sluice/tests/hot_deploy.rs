@@ -90,27 +90,9 @@ fn on_folder(name: &str, settings: &str) -> (Folder, Sluice) {
     (f, s)
 }
 
-/// `lastReload` of the management API's `server` (MI's default admin, from loopback).
+/// `lastReload` of the management API's `server`.
 async fn last_reload(s: &Sluice) -> serde_json::Value {
-    let mut c = Conn::open(s.health_addr()).await;
-    let basic = [("authorization", "Basic YWRtaW46YWRtaW4=")];
-    let login = c
-        .send_with("GET", "/management/login", &basic, bytes::Bytes::new())
-        .await
-        .unwrap();
-    let token: serde_json::Value = serde_json::from_slice(&login.body).unwrap();
-    let bearer = format!("Bearer {}", token["AccessToken"].as_str().unwrap());
-    let server = c
-        .send_with(
-            "GET",
-            "/management/server",
-            &[("authorization", bearer.as_str())],
-            bytes::Bytes::new(),
-        )
-        .await
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&server.body).unwrap();
-    v["lastReload"].clone()
+    management_get(s, "/management/server").await["lastReload"].clone()
 }
 
 async fn metrics_page(s: &Sluice) -> String {

@@ -593,3 +593,25 @@ pub const SOAP_HEADERS: &[(&str, &str)] = &[
     ("content-type", "text/xml; charset=UTF-8"),
     ("soapaction", "urn:buyStocks"),
 ];
+
+/// `GET path` on the management API of `s` as MI's default admin (from loopback): the JSON answer.
+pub async fn management_get(s: &Sluice, path: &str) -> serde_json::Value {
+    let mut c = Conn::open(s.health_addr()).await;
+    let basic = [("authorization", "Basic YWRtaW46YWRtaW4=")];
+    let login = c
+        .send_with("GET", "/management/login", &basic, Bytes::new())
+        .await
+        .unwrap();
+    let token: serde_json::Value = serde_json::from_slice(&login.body).unwrap();
+    let bearer = format!("Bearer {}", token["AccessToken"].as_str().unwrap());
+    let r = c
+        .send_with(
+            "GET",
+            path,
+            &[("authorization", bearer.as_str())],
+            Bytes::new(),
+        )
+        .await
+        .unwrap();
+    serde_json::from_slice(&r.body).unwrap()
+}

@@ -10,6 +10,7 @@ import sys
 import urllib.request
 
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
@@ -28,7 +29,20 @@ def main():
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
         options.add_argument(arg)
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-    wait = WebDriverWait(driver, 20)
+    # The page redraws its tables every 2 s: an element found just before may be gone.
+    wait = WebDriverWait(driver, 20, ignored_exceptions=[StaleElementReferenceException])
+
+    def again(act):
+        for _ in range(200):
+            try:
+                return act()
+            except StaleElementReferenceException:
+                continue
+        return act()
+
+    def read(css):
+        return again(lambda: driver.find_element(By.CSS_SELECTOR, css).text)
+
     seen = {}
     try:
         driver.get(dashboard)
@@ -37,7 +51,7 @@ def main():
         driver.find_element(By.ID, "login").click()
         count = f'tr[data-service="{proxy}"] .count'
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, count))
-        before = int(driver.find_element(By.CSS_SELECTOR, count).text)
+        before = int(read(count))
         seen["before"] = before
         for _ in range(5):
             req = urllib.request.Request(
@@ -48,14 +62,14 @@ def main():
             with urllib.request.urlopen(req, timeout=10) as r:
                 r.read()
         wait.until(lambda d: int(d.find_element(By.CSS_SELECTOR, count).text) >= before + 5)
-        seen["after"] = int(driver.find_element(By.CSS_SELECTOR, count).text)
-        seen["rate"] = driver.find_element(By.CSS_SELECTOR, f'tr[data-service="{proxy}"] .rate').text
+        seen["after"] = int(read(count))
+        seen["rate"] = read(f'tr[data-service="{proxy}"] .rate')
         row = f'tr[data-endpoint="{endpoint}"]'
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, row + " .toggle"))
-        seen["endpoint_before"] = driver.find_element(By.CSS_SELECTOR, row + " .state").text
-        driver.find_element(By.CSS_SELECTOR, row + " .toggle").click()
+        seen["endpoint_before"] = read(row + " .state")
+        again(lambda: driver.find_element(By.CSS_SELECTOR, row + " .toggle").click())
         wait.until(lambda d: d.find_element(By.CSS_SELECTOR, row + " .state").text == "inactive")
-        seen["endpoint_after"] = driver.find_element(By.CSS_SELECTOR, row + " .state").text
+        seen["endpoint_after"] = read(row + " .state")
         seen["error"] = driver.find_element(By.ID, "error").text
     except Exception as e:  # what the page showed, for the test's message
         seen["failed"] = repr(e)
