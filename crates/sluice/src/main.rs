@@ -228,15 +228,14 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             };
             read_wsdls(&plan, &backend_tls);
-            let internal = settings
-                .internal_api(cli.listen.internal_port)
-                .map(|port| Internal {
-                    port,
-                    https_port: settings.internal_https_api(cli.listen.internal_https_port),
-                    health: Health::new(left_out(&plan, &diags)),
-                    metrics: settings.metrics(),
-                    users: settings.users(),
-                });
+            let faulty = left_out(&plan, &diags);
+            let internal = match internal_api(&settings, &cli.listen, faulty) {
+                Ok(i) => i,
+                Err(e) => {
+                    eprintln!("sluice: {e}");
+                    return ExitCode::from(2);
+                }
+            };
             let access_log = match settings.access_log() {
                 Ok(l) => l,
                 Err(e) => {
@@ -440,7 +439,10 @@ fn serve(
     drop(listener);
     drop(ready_tx);
     let mut signals = Signals::install();
-    let probes = internal.and_then(|i| start_health(&listen, (i.port, i.https_port), i.health));
+    let probes = internal.and_then(|i| {
+        let ports = (i.port, i.https_port);
+        start_health(&listen, ports, i.health, i.identity)
+    });
     if ready_rx.iter().take(threads).count() < threads {
         eprintln!("sluice: a worker thread failed to start");
         let _ = stop_tx.send(true);
@@ -508,6 +510,32 @@ struct Internal {
     metrics: Option<Buckets>,
     /// The management API's users.
     users: Vec<management::auth::UserEntry>,
+    /// `[keystore.primary]`'s key, served over TLS when `--tls-cert` is not given.
+    identity: Option<tls::Identity>,
+}
+
+/// The internal API the settings and the command line ask for (`None`: off); `faulty`: what the
+/// readiness probe reports left out.
+fn internal_api(
+    settings: &Settings,
+    listen: &Listen,
+    faulty: Vec<String>,
+) -> Result<Option<Internal>, String> {
+    let Some(port) = settings.internal_api(listen.internal_port) else {
+        return Ok(None);
+    };
+    Ok(Some(Internal {
+        port,
+        https_port: settings.internal_https_api(listen.internal_https_port),
+        health: Health::new(faulty),
+        metrics: settings.metrics(),
+        users: settings.users(),
+        // A key store that cannot be read is reported; the TLS port then makes its own certificate.
+        identity: settings.primary_identity().unwrap_or_else(|e| {
+            tracing::warn!("{e}; the management API's TLS port uses a self-signed certificate");
+            None
+        }),
+    }))
 }
 
 /// The request counters the workers write and the internal API serves, when it counts them.
@@ -608,9 +636,10 @@ fn start_health(
     listen: &Listen,
     (port, https): (u16, Option<u16>),
     health: Arc<Health>,
+    primary: Option<tls::Identity>,
 ) -> Option<Probes> {
     let host = &listen.host;
-    let tls = https.and_then(|p| match internal_tls(listen, p) {
+    let tls = https.and_then(|p| match internal_tls(listen, p, primary) {
         Ok(t) => Some(t),
         Err(e) => {
             tracing::error!("management API over TLS off: {e}");
@@ -640,9 +669,14 @@ fn start_health(
 }
 
 /// The internal API's TLS listener on `port`: `--tls-cert`'s certificate, else a self-signed one.
-fn internal_tls(listen: &Listen, port: u16) -> Result<health::TlsInternal, String> {
-    let identity = match (&listen.tls_cert, &listen.tls_key) {
-        (Some(c), Some(k)) => tls::Identity::load("--tls-cert", c, "--tls-key", k)?,
+fn internal_tls(
+    listen: &Listen,
+    port: u16,
+    primary: Option<tls::Identity>,
+) -> Result<health::TlsInternal, String> {
+    let identity = match (&listen.tls_cert, &listen.tls_key, primary) {
+        (Some(c), Some(k), _) => tls::Identity::load("--tls-cert", c, "--tls-key", k)?,
+        (_, _, Some(primary)) => primary,
         _ => {
             let mut names = vec!["localhost".to_owned(), "127.0.0.1".to_owned()];
             names.push(host_label(&listen.host));
@@ -744,15 +778,13 @@ fn serve_default(listen: Listen, settings: &Settings) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let internal = settings
-        .internal_api(listen.internal_port)
-        .map(|port| Internal {
-            port,
-            https_port: settings.internal_https_api(listen.internal_https_port),
-            health: Health::new(Vec::new()),
-            metrics: settings.metrics(),
-            users: settings.users(),
-        });
+    let internal = match internal_api(settings, &listen, Vec::new()) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("sluice: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let code = serve(
         (plan, None),
         listen,

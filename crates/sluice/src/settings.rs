@@ -33,6 +33,31 @@ pub struct Settings {
     internal_apis: InternalApis,
     #[serde(default)]
     opentelemetry: OpenTelemetry,
+    #[serde(default)]
+    keystore: KeyStores,
+    /// The folder of the file read, for the relative paths in it.
+    #[serde(skip)]
+    dir: Option<std::path::PathBuf>,
+}
+
+/// `[keystore.primary]`: MI's own key, which its https listeners and the management API serve.
+#[derive(Deserialize, Default, Debug)]
+struct KeyStores {
+    primary: Option<KeyStoreFile>,
+}
+
+/// MI's defaults: `wso2carbon.jks`, password and alias `wso2carbon`.
+#[derive(Deserialize, Debug)]
+struct KeyStoreFile {
+    file_name: Option<String>,
+    password: Option<String>,
+    /// The key's alias (default: the store's only key, else `wso2carbon`).
+    alias: Option<String>,
+    /// The key's password (default: the store's).
+    key_password: Option<String>,
+    /// `JKS` (MI's default) or `PKCS12`.
+    #[serde(rename = "type")]
+    kind: Option<String>,
 }
 
 /// `[opentelemetry]`: MI's tracing switch and where spans go.
@@ -191,6 +216,10 @@ const KNOWN: &[(&str, &[&str])] = &[
         "opentelemetry",
         &["enable", "type", "url", "protocol", "host", "port", "class"],
     ),
+    (
+        "keystore.primary",
+        &["file_name", "password", "alias", "key_password", "type"],
+    ),
 ];
 
 impl Settings {
@@ -198,7 +227,8 @@ impl Settings {
     pub fn read(path: &Path) -> Result<(Settings, Vec<String>), String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let s = Settings::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut s = Settings::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        s.dir = path.parent().map(Path::to_owned);
         let unused = unused_keys(&text)
             .into_iter()
             .map(|(key, line)| {
@@ -282,6 +312,64 @@ impl Settings {
             deadline: m.deadline.map_or(d.deadline, Duration::from_millis),
         });
         e
+    }
+
+    /// The primary key store's key and chain (`[keystore.primary]`, a JKS file; a relative
+    /// `file_name` is read beside the settings file, else in MI's `repository/resources/security`
+    /// beside its `conf`), for the TLS listeners that have no `--tls-cert`; `None` without one.
+    pub fn primary_identity(&self) -> Result<Option<sluice_transport::tls::Identity>, String> {
+        use sluice_transport::keystore::KeyStore;
+        let Some(k) = &self.keystore.primary else {
+            return Ok(None);
+        };
+        if k.kind
+            .as_deref()
+            .is_some_and(|t| !t.eq_ignore_ascii_case("JKS"))
+        {
+            return Err(
+                "keystore.primary: only JKS key stores are read yet (type = \"JKS\")".into(),
+            );
+        }
+        let name = k.file_name.as_deref().unwrap_or("wso2carbon.jks");
+        let password = k.password.as_deref().unwrap_or("wso2carbon");
+        // Beside this file, else where MI keeps it when this file is MI's conf/deployment.toml.
+        let dir = self.dir.clone().unwrap_or_default();
+        let path = [
+            dir.join(name),
+            dir.join("../repository/resources/security").join(name),
+        ]
+        .into_iter()
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| dir.join(name));
+        let bytes = std::fs::read(&path)
+            .map_err(|e| format!("keystore.primary: cannot read {}: {e}", path.display()))?;
+        let at = |e: sluice_transport::keystore::KeyStoreError| {
+            format!("keystore.primary: {}: {e}", path.display())
+        };
+        let store = KeyStore::read_jks(&bytes, password).map_err(at)?;
+        let entry = match &k.alias {
+            Some(a) => store.key(a),
+            None if store.keys.len() == 1 => store.keys.first(),
+            None => store.key("wso2carbon"),
+        }
+        .ok_or_else(|| {
+            let aliases: Vec<&str> = store.keys.iter().map(|e| e.alias.as_str()).collect();
+            format!(
+                "keystore.primary: {} holds no key named {} (its keys: {})",
+                path.display(),
+                k.alias.as_deref().unwrap_or("wso2carbon"),
+                aliases.join(", ")
+            )
+        })?;
+        let key = entry
+            .key(k.key_password.as_deref().unwrap_or(password))
+            .map_err(at)?;
+        let named = format!("{} ({})", path.display(), entry.alias);
+        Ok(Some(sluice_transport::tls::Identity::from_der(
+            entry.chain.clone(),
+            key,
+            named,
+        )))
     }
 
     /// Where spans go when tracing is on (`[opentelemetry] enable`, off by default as in MI).
@@ -584,7 +672,6 @@ mod tests {
             unused_keys(mi),
             [
                 ("datasource".to_owned(), 9),
-                ("keystore".to_owned(), 12),
                 ("mediation.flow".to_owned(), 15),
                 ("server.hostname".to_owned(), 2),
                 ("transport.http.max_body_sise".to_owned(), 6),

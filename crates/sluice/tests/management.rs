@@ -559,6 +559,69 @@ impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
 async fn the_management_api_answers_over_tls() {
     let be = backend().await;
     let s = start_on_capp(&capp(), be.addr, &[]);
+    let (mut send, _) = over_tls(&s).await;
+    let req = http::Request::builder()
+        .uri("/management/login")
+        .header("host", "localhost")
+        .header("authorization", "Basic YWRtaW46YWRtaW4=")
+        .body(http_body_util::Full::new(bytes::Bytes::new()))
+        .unwrap();
+    let r = send.send_request(req).await.unwrap();
+    assert_eq!(r.status(), 200);
+    use http_body_util::BodyExt;
+    let body = r.into_body().collect().await.unwrap().to_bytes();
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    assert!(v["AccessToken"].is_string(), "{v}");
+}
+
+/// MI's `[keystore.primary]` (WSO2's own `wso2carbon.jks`, read as it is): the management API
+/// serves its certificate over TLS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_primary_key_store_is_served_over_tls() {
+    let jks = workspace_root().join("../shared/reference/wso2-perf/keystores/wso2carbon.jks");
+    let dir = std::env::temp_dir().join(format!("sluice-keystore-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let toml = dir.join("deployment.toml");
+    std::fs::write(
+        &toml,
+        format!(
+            "[keystore.primary]\nfile_name = \"{}\"\npassword = \"wso2carbon\"\nalias = \"wso2carbon\"\nkey_password = \"wso2carbon\"\n",
+            jks.display()
+        ),
+    )
+    .unwrap();
+    let be = backend().await;
+    let s = start_on_capp(&capp(), be.addr, &["--config", toml.to_str().unwrap()]);
+    let (_, served) = over_tls(&s).await;
+    let store =
+        sluice_transport::keystore::KeyStore::read_jks(&std::fs::read(&jks).unwrap(), "wso2carbon")
+            .unwrap();
+    assert_eq!(served, store.key("wso2carbon").unwrap().chain[0]);
+    // A wrong password is reported, and the port makes its own certificate instead.
+    std::fs::write(
+        &toml,
+        format!(
+            "[keystore.primary]\nfile_name = \"{}\"\npassword = \"nope\"\n",
+            jks.display()
+        ),
+    )
+    .unwrap();
+    let s = start_on_capp(&capp(), be.addr, &["--config", toml.to_str().unwrap()]);
+    let log = s.stderr_with("password is wrong", std::time::Duration::from_secs(5));
+    assert!(log.contains("password is wrong"), "{log}");
+    let (_, served) = over_tls(&s).await;
+    assert_ne!(served, store.key("wso2carbon").unwrap().chain[0]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An http/1.1 connection to the management API over TLS (any certificate taken, as `apictl -k`),
+/// and the certificate the server sent (DER).
+async fn over_tls(
+    s: &Sluice,
+) -> (
+    hyper::client::conn::http1::SendRequest<http_body_util::Full<bytes::Bytes>>,
+    Vec<u8>,
+) {
     let addr = s.management_tls_addr();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider.clone())
@@ -573,20 +636,10 @@ async fn the_management_api_answers_over_tls() {
         .connect(name, tcp)
         .await
         .unwrap();
-    let (mut send, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
+    let served = tls.get_ref().1.peer_certificates().unwrap()[0].to_vec();
+    let (send, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
         .await
         .unwrap();
     tokio::spawn(conn);
-    let req = http::Request::builder()
-        .uri("/management/login")
-        .header("host", "localhost")
-        .header("authorization", "Basic YWRtaW46YWRtaW4=")
-        .body(http_body_util::Full::new(bytes::Bytes::new()))
-        .unwrap();
-    let r = send.send_request(req).await.unwrap();
-    assert_eq!(r.status(), 200);
-    use http_body_util::BodyExt;
-    let body = r.into_body().collect().await.unwrap().to_bytes();
-    let v: Value = serde_json::from_slice(&body).unwrap();
-    assert!(v["AccessToken"].is_string(), "{v}");
+    (send, served)
 }

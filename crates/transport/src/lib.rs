@@ -10,6 +10,7 @@ pub mod engine;
 pub mod error;
 pub mod h1;
 pub mod headers;
+pub mod keystore;
 pub mod metered;
 pub mod metrics;
 pub mod offload;

@@ -83,6 +83,16 @@ impl Identity {
     /// A self-signed certificate for `names` (DNS names or IP addresses) and its new key: for a
     /// listener that must speak TLS when no certificate is given (MI's management API, whose
     /// clients are told to skip the check, as with MI's own self-signed `wso2carbon`).
+    /// A key (PKCS#8 DER) and its certificate chain (DER, the key's first), as a key store holds
+    /// them; `named` says where they came from, for errors.
+    pub fn from_der(chain: Vec<Vec<u8>>, pkcs8: Vec<u8>, named: String) -> Self {
+        Identity {
+            chain: chain.into_iter().map(CertificateDer::from).collect(),
+            key: PrivateKeyDer::Pkcs8(pkcs8.into()),
+            named,
+        }
+    }
+
     pub fn self_signed(names: &[String]) -> Result<Self, String> {
         let made = rcgen::generate_simple_self_signed(names.to_vec())
             .map_err(|e| format!("a self-signed certificate: {e}"))?;

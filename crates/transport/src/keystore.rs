@@ -1,0 +1,325 @@
+//! Java KeyStores (JKS), as MI's `[keystore.primary]` and `[truststore]` name them
+//! (`wso2carbon.jks`): read here, with the store's integrity check and Sun's key protection, so that
+//! a user's key store works as it is (no `keytool` conversion first).
+//!
+//! The format (Sun's `JavaKeyStore`, versions 1 and 2): the magic `FEEDFEED`, a version, a count,
+//! then each entry: a tag (1 a private key, 2 a trusted certificate), its alias (Java's modified
+//! UTF-8), a time, and either the protected key with its certificate chain or one certificate.
+//! The last 20 bytes are the SHA-1 of the store password (UTF-16BE), the words
+//! `Mighty Aphrodite`, and everything before. A private key is a PKCS#8 `PrivateKeyInfo` XORed
+//! with a SHA-1 key stream from the key password and a 20-byte salt, followed by the SHA-1 of the
+//! password and the plain key (Sun's `KeyProtector`).
+
+use ring::digest::{Context, SHA1_FOR_LEGACY_USE_ONLY as SHA1};
+
+/// A key store's entries.
+#[derive(Debug, Default)]
+pub struct KeyStore {
+    pub keys: Vec<PrivateKeyEntry>,
+    pub trusted: Vec<TrustedEntry>,
+}
+
+/// A private key and its certificate chain (the key's own first), each certificate DER.
+#[derive(Debug)]
+pub struct PrivateKeyEntry {
+    pub alias: String,
+    /// Still protected: [`PrivateKeyEntry::key`] opens it with the key password.
+    protected: Vec<u8>,
+    pub chain: Vec<Vec<u8>>,
+}
+
+/// A trusted certificate, DER.
+#[derive(Debug)]
+pub struct TrustedEntry {
+    pub alias: String,
+    pub cert: Vec<u8>,
+}
+
+/// Why a key store or a key could not be read.
+#[derive(Debug, PartialEq, Eq)]
+pub enum KeyStoreError {
+    /// Not a JKS file (a PKCS#12 one starts with a DER sequence instead).
+    NotJks,
+    /// Cut short or malformed at this byte.
+    Malformed(usize),
+    /// The store's digest does not match: a wrong store password, or the file was changed.
+    Integrity,
+    /// The key's check does not match: a wrong key password.
+    KeyPassword,
+    /// The key is protected by another algorithm than Sun's (a JCEKS store).
+    KeyAlgorithm,
+}
+
+impl std::fmt::Display for KeyStoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeyStoreError::NotJks => write!(f, "not a JKS key store"),
+            KeyStoreError::Malformed(at) => write!(f, "malformed key store at byte {at}"),
+            KeyStoreError::Integrity => {
+                write!(
+                    f,
+                    "the key store's password is wrong, or the file was changed"
+                )
+            }
+            KeyStoreError::KeyPassword => write!(f, "the key's password is wrong"),
+            KeyStoreError::KeyAlgorithm => {
+                write!(f, "the key is protected by an algorithm other than JKS's")
+            }
+        }
+    }
+}
+
+impl std::error::Error for KeyStoreError {}
+
+/// The OID of Sun's JKS key protection, 1.3.6.1.4.1.42.2.17.1.1, DER-encoded.
+const KEY_PROTECTOR: &[u8] = &[0x2b, 0x06, 0x01, 0x04, 0x01, 0x2a, 0x02, 0x11, 0x01, 0x01];
+
+/// A password as Java hashes it: each UTF-16 unit big-endian.
+fn utf16be(password: &str) -> Vec<u8> {
+    password.encode_utf16().flat_map(u16::to_be_bytes).collect()
+}
+
+/// Reads through a key store's bytes.
+struct Reader<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], KeyStoreError> {
+        let out = self
+            .b
+            .get(
+                self.at
+                    ..self
+                        .at
+                        .checked_add(n)
+                        .ok_or(KeyStoreError::Malformed(self.at))?,
+            )
+            .ok_or(KeyStoreError::Malformed(self.at))?;
+        self.at += n;
+        Ok(out)
+    }
+
+    fn u16(&mut self) -> Result<u16, KeyStoreError> {
+        let b = self.take(2)?;
+        Ok(u16::from_be_bytes([b[0], b[1]]))
+    }
+
+    fn u32(&mut self) -> Result<u32, KeyStoreError> {
+        let b = self.take(4)?;
+        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// `u32` length, then that many bytes.
+    fn bytes(&mut self) -> Result<&'a [u8], KeyStoreError> {
+        let n = self.u32()? as usize;
+        self.take(n)
+    }
+
+    /// Java's `writeUTF`: a `u16` length, then modified UTF-8 (read as UTF-8; aliases are ASCII
+    /// in practice).
+    fn utf(&mut self) -> Result<String, KeyStoreError> {
+        let n = usize::from(self.u16()?);
+        let at = self.at;
+        let b = self.take(n)?;
+        String::from_utf8(b.to_vec()).map_err(|_| KeyStoreError::Malformed(at))
+    }
+
+    /// A certificate: in version 2 its type's name first.
+    fn cert(&mut self, version: u32) -> Result<Vec<u8>, KeyStoreError> {
+        if version == 2 {
+            self.utf()?;
+        }
+        Ok(self.bytes()?.to_vec())
+    }
+}
+
+impl KeyStore {
+    /// Reads a JKS store, checking its digest with `password`.
+    pub fn read_jks(b: &[u8], password: &str) -> Result<KeyStore, KeyStoreError> {
+        if b.len() < 12 + 20 || b[..4] != [0xfe, 0xed, 0xfe, 0xed] {
+            return Err(KeyStoreError::NotJks);
+        }
+        let (body, digest) = b.split_at(b.len() - 20);
+        let mut check = Context::new(&SHA1);
+        check.update(&utf16be(password));
+        check.update(b"Mighty Aphrodite");
+        check.update(body);
+        if check.finish().as_ref() != digest {
+            return Err(KeyStoreError::Integrity);
+        }
+        let mut r = Reader { b: body, at: 4 };
+        let version = r.u32()?;
+        if version != 1 && version != 2 {
+            return Err(KeyStoreError::NotJks);
+        }
+        let count = r.u32()?;
+        let mut store = KeyStore::default();
+        for _ in 0..count {
+            let at = r.at;
+            let tag = r.u32()?;
+            let alias = r.utf()?;
+            r.take(8)?; // when it was added
+            match tag {
+                1 => {
+                    let protected = r.bytes()?.to_vec();
+                    let n = r.u32()?;
+                    let chain = (0..n).map(|_| r.cert(version)).collect::<Result<_, _>>()?;
+                    store.keys.push(PrivateKeyEntry {
+                        alias,
+                        protected,
+                        chain,
+                    });
+                }
+                2 => {
+                    let cert = r.cert(version)?;
+                    store.trusted.push(TrustedEntry { alias, cert });
+                }
+                _ => return Err(KeyStoreError::Malformed(at)),
+            }
+        }
+        if r.at != body.len() {
+            return Err(KeyStoreError::Malformed(r.at));
+        }
+        Ok(store)
+    }
+
+    /// The private key entry named `alias` (Java's aliases are compared without case).
+    pub fn key(&self, alias: &str) -> Option<&PrivateKeyEntry> {
+        self.keys
+            .iter()
+            .find(|k| k.alias.eq_ignore_ascii_case(alias))
+    }
+}
+
+impl PrivateKeyEntry {
+    /// The key as PKCS#8 DER, opened with `password`.
+    pub fn key(&self, password: &str) -> Result<Vec<u8>, KeyStoreError> {
+        let sealed = protected_bytes(&self.protected)?;
+        if sealed.len() < 40 {
+            return Err(KeyStoreError::Malformed(0));
+        }
+        let (salt, rest) = sealed.split_at(20);
+        let (encrypted, check) = rest.split_at(rest.len() - 20);
+        let password = utf16be(password);
+        let mut key = Vec::with_capacity(encrypted.len());
+        let mut block = salt.to_vec();
+        for chunk in encrypted.chunks(20) {
+            let mut d = Context::new(&SHA1);
+            d.update(&password);
+            d.update(&block);
+            block = d.finish().as_ref().to_vec();
+            key.extend(chunk.iter().zip(&block).map(|(c, k)| c ^ k));
+        }
+        let mut d = Context::new(&SHA1);
+        d.update(&password);
+        d.update(&key);
+        if d.finish().as_ref() != check {
+            return Err(KeyStoreError::KeyPassword);
+        }
+        Ok(key)
+    }
+}
+
+/// The encrypted bytes of an `EncryptedPrivateKeyInfo` (a SEQUENCE of the algorithm's SEQUENCE
+/// and an OCTET STRING), when the algorithm is Sun's.
+fn protected_bytes(der: &[u8]) -> Result<&[u8], KeyStoreError> {
+    let (outer, _) = der_item(der, 0x30)?;
+    let (alg, rest) = der_item(outer, 0x30)?;
+    let (oid, _) = der_item(alg, 0x06)?;
+    if oid != KEY_PROTECTOR {
+        return Err(KeyStoreError::KeyAlgorithm);
+    }
+    Ok(der_item(rest, 0x04)?.0)
+}
+
+/// The contents of the DER item with `tag` at the start of `b`, and what follows it.
+fn der_item(b: &[u8], tag: u8) -> Result<(&[u8], &[u8]), KeyStoreError> {
+    let bad = KeyStoreError::Malformed(0);
+    if b.first() != Some(&tag) {
+        return Err(bad);
+    }
+    let first = *b.get(1).ok_or(KeyStoreError::Malformed(1))?;
+    let (len, head) = if first < 0x80 {
+        (usize::from(first), 2)
+    } else {
+        let n = usize::from(first & 0x7f);
+        if n == 0 || n > 4 {
+            return Err(bad);
+        }
+        let digits = b.get(2..2 + n).ok_or(KeyStoreError::Malformed(2))?;
+        (
+            digits
+                .iter()
+                .fold(0usize, |a, d| (a << 8) | usize::from(*d)),
+            2 + n,
+        )
+    };
+    let end = head
+        .checked_add(len)
+        .ok_or(KeyStoreError::Malformed(head))?;
+    let item = b.get(head..end).ok_or(KeyStoreError::Malformed(head))?;
+    Ok((item, &b[end..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wso2carbon() -> Vec<u8> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
+        std::fs::read(root.join("shared/reference/wso2-perf/keystores/wso2carbon.jks"))
+            .expect("../shared/reference/wso2-perf/keystores/wso2carbon.jks")
+    }
+
+    /// WSO2's own store: its key opens with `wso2carbon`, is the RSA key of the first
+    /// certificate of its chain (a signature made with it verifies with the certificate), and the
+    /// trusted certificates are all there.
+    #[test]
+    fn wso2carbon_jks_opens_and_its_key_matches_its_certificate() {
+        let store = KeyStore::read_jks(&wso2carbon(), "wso2carbon").unwrap();
+        assert_eq!(store.keys.len() + store.trusted.len(), 37);
+        let entry = store.key("WSO2CARBON").expect("the wso2carbon key");
+        assert!(!entry.chain.is_empty());
+        let pkcs8 = entry.key("wso2carbon").unwrap();
+        let pair = ring::signature::RsaKeyPair::from_pkcs8(&pkcs8).expect("an RSA key");
+        let mut sig = vec![0; pair.public().modulus_len()];
+        let rng = ring::rand::SystemRandom::new();
+        pair.sign(
+            &ring::signature::RSA_PKCS1_SHA256,
+            &rng,
+            b"sluice",
+            &mut sig,
+        )
+        .unwrap();
+        let der = rustls::pki_types::CertificateDer::from(entry.chain[0].as_slice());
+        let cert = webpki::EndEntityCert::try_from(&der).expect("an X.509 certificate");
+        cert.verify_signature(webpki::ring::RSA_PKCS1_2048_8192_SHA256, b"sluice", &sig)
+            .expect("the key is the certificate's");
+    }
+
+    #[test]
+    fn wrong_passwords_and_changed_bytes_are_refused() {
+        let bytes = wso2carbon();
+        assert_eq!(
+            KeyStore::read_jks(&bytes, "nope").unwrap_err(),
+            KeyStoreError::Integrity
+        );
+        let mut changed = bytes.clone();
+        changed[100] ^= 1;
+        assert_eq!(
+            KeyStore::read_jks(&changed, "wso2carbon").unwrap_err(),
+            KeyStoreError::Integrity
+        );
+        let store = KeyStore::read_jks(&bytes, "wso2carbon").unwrap();
+        assert_eq!(
+            store.key("wso2carbon").unwrap().key("nope").unwrap_err(),
+            KeyStoreError::KeyPassword
+        );
+        assert_eq!(
+            KeyStore::read_jks(b"\x30\x82\x01\x00 a PKCS#12 file, not JKS...", "x").unwrap_err(),
+            KeyStoreError::NotJks
+        );
+    }
+}
