@@ -331,16 +331,20 @@ impl Reloading {
     pub fn look(&mut self) {
         let now = fingerprint(&self.r.source);
         if now != self.loaded && now == self.seen {
-            self.reload("the deployed files changed");
+            self.reload_read("the deployed files changed", now);
         }
         self.seen = now;
     }
 
     /// Loads everything again and serves it, unless it holds a new error.
     pub fn reload(&mut self, why: &str) {
+        self.reload_read(why, fingerprint(&self.r.source));
+    }
+
+    /// [`Reloading::reload`] of the files whose fingerprint is `print`, read before loading: a
+    /// change made during the load is seen at the next look.
+    fn reload_read(&mut self, why: &str, print: u64) {
         let began = Instant::now();
-        // Read before loading: a change made during the load is seen at the next look.
-        let print = fingerprint(&self.r.source);
         self.loaded = print;
         self.seen = print;
         tracing::info!("reloading: {why}");

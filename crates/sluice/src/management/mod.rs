@@ -110,18 +110,25 @@ impl Management {
             return None;
         }
         let name = query_value(c.query, "file")?;
-        if let Err(refused) = self.caller(c) {
+        if let Some(refused) = self.refused_address(c) {
+            return Some(Err(refused));
+        }
+        if let Err(refused) = self.user(c) {
             return Some(Err(refused));
         }
         Some(files::download(self.access_log.as_deref(), &name))
     }
 
-    /// Whether `c` comes from a logged-in user, else the answer it gets.
-    fn caller(&self, c: &Call<'_>) -> Result<(), Answer> {
-        if self.auth.defaults && !c.loopback {
+    /// 403 for a caller off loopback while MI's default user is the only one.
+    fn refused_address(&self, c: &Call<'_>) -> Option<Answer> {
+        (self.auth.defaults && !c.loopback).then(|| {
             let why = "the management API answers only on loopback until users are configured ([[internal_apis.users]] in the --config file)";
-            return Err(error(StatusCode::FORBIDDEN, why));
-        }
+            error(StatusCode::FORBIDDEN, why)
+        })
+    }
+
+    /// Whether `c` carries a live token, else the 401 it gets.
+    fn user(&self, c: &Call<'_>) -> Result<(), Answer> {
         match self.auth.caller(c.authorization) {
             Caller::User { .. } => Ok(()),
             _ => Err((StatusCode::UNAUTHORIZED, None)),
@@ -138,9 +145,8 @@ impl Management {
             let v = json!({"WSO2 Micro Integrator": env!("CARGO_PKG_VERSION"), "ManagementApi": "Active", "product": "Sluice"});
             return (StatusCode::OK, Some(v));
         }
-        if self.auth.defaults && !c.loopback {
-            let why = "the management API answers only on loopback until users are configured ([[internal_apis.users]] in the --config file)";
-            return error(StatusCode::FORBIDDEN, why);
+        if let Some(refused) = self.refused_address(c) {
+            return refused;
         }
         if c.path == "/login" && c.method == Method::GET {
             let issuer = format!("http://{}:{}/", self.host, self.http_port);
@@ -149,9 +155,9 @@ impl Management {
                 None => (StatusCode::UNAUTHORIZED, None),
             };
         }
-        let Caller::User { .. } = self.auth.caller(c.authorization) else {
-            return (StatusCode::UNAUTHORIZED, None);
-        };
+        if let Err(refused) = self.user(c) {
+            return refused;
+        }
         let q = |name: &str| query_value(c.query, name);
         match (c.method, c.path) {
             (&Method::GET, "/logout") => {
