@@ -67,7 +67,7 @@ pub fn resolve_ref(name: &str) -> Option<char> {
 pub fn refs_valid(text: &[u8]) -> bool {
     let mut i = 0;
     while let Some(a) = next_amp(text, i) {
-        match ref_end(text, a + 1) {
+        match short_char_ref(text, a).or_else(|| ref_end(text, a + 1)) {
             Some(semi) => i = semi + 1,
             None => return false,
         }
@@ -84,6 +84,48 @@ fn next_amp(text: &[u8], i: usize) -> Option<usize> {
         Some(_) => memchr::memchr(b'&', &text[i..]).map(|k| i + k),
         None => None,
     }
+}
+
+/// The index of the `;` ending a valid character reference at `a` (its `&`) when 16 bytes are left
+/// from it and it has at most six digits: `None` for anything else, valid or not, which
+/// [`ref_end`] then reads. Bounded, so that neither the bounds nor an overflow is checked a digit
+/// at a time.
+#[inline(always)]
+fn short_char_ref(text: &[u8], a: usize) -> Option<usize> {
+    let s = text.get(a..)?.first_chunk::<16>()?;
+    if s[1] != b'#' {
+        return None;
+    }
+    // The base known where the digits are read: a shift, or a multiply by a constant.
+    let (n, start, j) = if s[2] == b'x' {
+        digits::<16>(s, 3)
+    } else {
+        digits::<10>(s, 2)
+    };
+    let ok = j > start
+        && s[j & 15] == b';'
+        && (matches!(n, 0x9 | 0xA | 0xD)
+            || (0x20..=0x10_FFFF).contains(&n)
+                && !(0xD800..=0xDFFF).contains(&n)
+                && n != 0xFFFE
+                && n != 0xFFFF);
+    ok.then_some(a + j)
+}
+
+/// The value of up to six digits of base `RADIX` in `s` from `start`, and the index after them.
+#[inline(always)]
+fn digits<const RADIX: u32>(s: &[u8; 16], start: usize) -> (u32, usize, usize) {
+    let mut j = start;
+    let mut n: u32 = 0;
+    while j < start + 6 {
+        let d = u32::from(DIGIT[usize::from(s[j & 15])]);
+        if d >= RADIX {
+            break;
+        }
+        n = n * RADIX + d;
+        j += 1;
+    }
+    (n, start, j)
 }
 
 /// Each byte's value as a digit of base 16 (`0xFF`: none); a decimal digit is below 10.
@@ -246,69 +288,93 @@ mod tests {
         true
     }
 
+    /// References good and bad, and text around them.
+    const PIECES: [&str; 78] = [
+        "",
+        "a",
+        "&",
+        ";",
+        "&amp;",
+        "&lt;",
+        "&gt;",
+        "&apos;",
+        "&quot;",
+        "&quo;",
+        "&ampx;",
+        "&#x41;",
+        "&#65;",
+        "&#x;",
+        "&#;",
+        "&#X41;",
+        "&#x0;",
+        "&#xD800;",
+        "&#xFFFE;",
+        "&#x10FFFF;",
+        "&#x110000;",
+        "&#1114111;",
+        "&#1114112;",
+        "&#99999999999;",
+        "&#x00000000000000000000000000000000000000041;",
+        "&#x00000000;",
+        "&#0000000000000000;",
+        "&#00000000000000065;",
+        "&#x0000000000110000;",
+        "&#x000000000000000g;",
+        "&#9;",
+        "&#10;",
+        "&#13;",
+        "&#31;",
+        "&#x4g;",
+        "&#6a;",
+        "&nbsp;",
+        "&a",
+        "x&#x41",
+        "&;",
+        "&#xfffd;",
+        // Around what one word holds, and the edges of the characters XML allows.
+        "&#xD7FF;",
+        "&#xE000;",
+        "&#xFFFF;",
+        "&#x1F;",
+        "&#x20;",
+        "&#x0041;",
+        "&#x00041;",
+        "&#55295;",
+        "&#55296;",
+        "&#57344;",
+        "&#65535;",
+        "&#65536;",
+        "&#99999;",
+        "&#123456;",
+        "&#0;",
+        "&#x9;",
+        "&#xa;",
+        // Bytes beside the digits' ranges, and non-ASCII, where a word is read at once.
+        "&#x/1;",
+        "&#x:;",
+        "&#x@1;",
+        "&#xG;",
+        "&#x`;",
+        "&#xg1;",
+        "&#x1é;",
+        "&#é;",
+        "&#/;",
+        "&#1:;",
+        "&#1a;",
+        "&#x\u{1};",
+        "&#x\u{41};",
+        "&#xFFFD;",
+        "&#65533;",
+        "&#65534;",
+        "&#0065;",
+        "&#x#41;",
+        "&##65;",
+        "&#x;41;",
+    ];
+
     #[test]
     fn refs_valid_answers_as_resolve_ref() {
-        let pieces = [
-            "",
-            "a",
-            "&",
-            ";",
-            "&amp;",
-            "&lt;",
-            "&gt;",
-            "&apos;",
-            "&quot;",
-            "&quo;",
-            "&ampx;",
-            "&#x41;",
-            "&#65;",
-            "&#x;",
-            "&#;",
-            "&#X41;",
-            "&#x0;",
-            "&#xD800;",
-            "&#xFFFE;",
-            "&#x10FFFF;",
-            "&#x110000;",
-            "&#1114111;",
-            "&#1114112;",
-            "&#99999999999;",
-            "&#x00000000000000000000000000000000000000041;",
-            "&#x00000000;",
-            "&#0000000000000000;",
-            "&#00000000000000065;",
-            "&#x0000000000110000;",
-            "&#x000000000000000g;",
-            "&#9;",
-            "&#10;",
-            "&#13;",
-            "&#31;",
-            "&#x4g;",
-            "&#6a;",
-            "&nbsp;",
-            "&a",
-            "x&#x41",
-            "&;",
-            "&#xfffd;",
-            // Around what one word holds, and the edges of the characters XML allows.
-            "&#xD7FF;",
-            "&#xE000;",
-            "&#xFFFF;",
-            "&#x1F;",
-            "&#x20;",
-            "&#x0041;",
-            "&#x00041;",
-            "&#55295;",
-            "&#55296;",
-            "&#57344;",
-            "&#65535;",
-            "&#65536;",
-            "&#99999;",
-            "&#123456;",
-            "&#0;",
-            "&#x9;",
-            "&#xa;",
-        ];
+        let pieces = PIECES;
         // Long texts of random pieces: references at every place, a bad one late.
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
         let mut next = |n: usize| {

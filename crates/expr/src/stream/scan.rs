@@ -299,8 +299,33 @@ fn long_text_end(xml: &[u8], i: usize) -> (usize, u8) {
 const LONG_TEXT: usize = 32;
 
 /// The [`BYTE_CLASS`]es of `text` (no `<` in it) or'd together, in one pass without branches or
-/// table lookups, so that the compiler vectorises it.
+/// table lookups, so that the compiler vectorises it: with AVX2 where the CPU has it (half the
+/// instructions of SSE2's 16 bytes a step).
 fn text_class(text: &[u8]) -> u8 {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(simd) = pulp::x86::V3::try_new() {
+        return simd.vectorize(TextClass(text));
+    }
+    text_class_here(text)
+}
+
+/// [`text_class`] compiled as AVX2 code by `pulp`.
+#[cfg(target_arch = "x86_64")]
+struct TextClass<'a>(&'a [u8]);
+
+#[cfg(target_arch = "x86_64")]
+impl pulp::NullaryFnOnce for TextClass<'_> {
+    type Output = u8;
+
+    #[inline(always)]
+    fn call(self) -> u8 {
+        text_class_here(self.0)
+    }
+}
+
+/// [`text_class`]'s loop, inlined where it is compiled.
+#[inline(always)]
+fn text_class_here(text: &[u8]) -> u8 {
     let (mut amp, mut gt, mut cr, mut ctrl, mut high) = (0u8, 0u8, 0u8, 0u8, 0u8);
     for &b in text {
         amp |= u8::from(b == b'&');
