@@ -32,8 +32,8 @@ use super::fast::{KnownNames, KnownTag};
 use super::needle::Bang;
 use super::run::Run;
 use super::scan::{
-    bound, find_near, is_ws, leaf_end, next_attribute, same_name, text_end, AMP, UNPLAIN, V_AMP,
-    V_CTRL, V_HIGH, V_LT, V_QNAME,
+    bound, find_near, is_ws, leaf_end, next_attribute, same_name, text_end, word_at, AMP, UNPLAIN,
+    V_AMP, V_CTRL, V_HIGH, V_LT, V_QNAME,
 };
 use super::{StreamPath, FEW_ATTRS, INERT_STACK, MAX_DEPTH};
 use sluice_xml::chars::refs_valid;
@@ -376,7 +376,12 @@ impl Markup {
     /// Whether `xml` holds this run at `p`.
     #[inline(always)]
     pub(super) fn at(&self, xml: &[u8], p: usize) -> bool {
-        if self.len <= 8 * MARKUP_WORDS {
+        // A tag of a word or less (`<s>`, `</s>`): one load.
+        if self.len <= 8 {
+            if let Some(w) = word_at(xml, p) {
+                return (w ^ self.words[0]) & self.masks[0] == 0;
+            }
+        } else if self.len <= 8 * MARKUP_WORDS {
             if let Some(s) = xml
                 .get(p..)
                 .and_then(|s| s.first_chunk::<{ 8 * MARKUP_WORDS }>())
