@@ -10,7 +10,8 @@ pub mod engine;
 pub mod error;
 pub mod h1;
 pub mod headers;
-pub mod keystore;
+/// Key stores, read by the security crate (MI's `[keystore.primary]` and `[truststore]`).
+pub use sluice_security::keystore;
 pub mod metered;
 pub mod metrics;
 pub mod offload;

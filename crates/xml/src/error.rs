@@ -52,6 +52,9 @@ pub enum XmlErrorKind {
     InvalidArgument,
     /// libxml2/libxslt could not allocate what it needed.
     OutOfMemory,
+    /// XML Signature or XML Encryption failed in xmlsec1: a key that does not load, a decryption
+    /// that fails, an algorithm or a reference that is not allowed, an ID on two elements.
+    Security,
 }
 
 /// An error from libxml2/libxslt, carrying the library's message and, where
@@ -188,6 +191,7 @@ impl fmt::Display for XmlError {
             XmlErrorKind::Serialize => "serialisation failed",
             XmlErrorKind::InvalidArgument => "invalid argument",
             XmlErrorKind::OutOfMemory => "out of memory",
+            XmlErrorKind::Security => "XML security failed",
         };
         write!(f, "{what}")?;
         match (self.line, self.column) {

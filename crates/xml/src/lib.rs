@@ -9,6 +9,8 @@
 //! * [`XPath`]: XPath 1.0 compiled once, evaluated in a context each thread keeps;
 //!   compiled expressions are `Send + Sync`.
 //! * [`Document`] / [`Node`]: tree access, serialisation, SOAP helpers, C14N.
+//! * [`SecurityKey`] and the `Document` methods beside it: XML Signature and XML Encryption
+//!   through xmlsec1, same-document references only.
 //!
 //! ```
 //! use sluice_xml::{Document, Stylesheet, XPath};
@@ -57,6 +59,7 @@ mod guard;
 pub mod names;
 mod parse;
 mod schema;
+mod security;
 pub mod testing;
 mod xpath;
 mod xslt;
@@ -69,6 +72,7 @@ pub use edit::{Fragment, Placement};
 pub use error::{XmlError, XmlErrorKind};
 pub use parse::{parse_untrusted, Limits, DEFAULT_MAX_ATTRIBUTES, DEFAULT_MAX_NAMESPACES};
 pub use schema::{Invalid, Schema};
+pub use security::SecurityKey;
 pub use xpath::{java_double, java_float, VariableResolver, XPath, XPathValue};
 pub use xslt::Stylesheet;
 
