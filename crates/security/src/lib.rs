@@ -3,6 +3,7 @@
 //! Signature and XML Encryption themselves are xmlsec1's, through `sluice-xml`.
 
 pub mod keystore;
+pub mod policy;
 
 #[cfg(test)]
 mod tests;

@@ -258,8 +258,9 @@ int sluice_xmlsec_encrypt_key(xmlNodePtr tmpl, const unsigned char *data, size_t
 }
 
 /* Registers every attribute named `name` (in any namespace: wsu:Id and Id) below `node` as an ID
- * of its document, so that `#id` references find their element. -1 when two elements carry the
- * same value: a reference must name exactly one element. */
+ * of its document, so that `#id` references find their element; one registered before is passed
+ * over (so that it can run again after a decryption). -1 when two elements carry the same value:
+ * a reference must name exactly one element. */
 int sluice_xmlsec_register_ids(xmlDocPtr doc, xmlNodePtr node, const char *name) {
     xmlNodePtr cur = node;
     sluice_xmlsec_clear_error();
@@ -271,7 +272,12 @@ int sluice_xmlsec_register_ids(xmlDocPtr doc, xmlNodePtr node, const char *name)
                     xmlChar *value = xmlNodeListGetString(doc, attr->children, 1);
                     if (value == NULL)
                         continue;
-                    if (xmlGetID(doc, value) != NULL) {
+                    xmlAttrPtr known = xmlGetID(doc, value);
+                    if (known == attr) {
+                        xmlFree(value);
+                        continue;
+                    }
+                    if (known != NULL) {
                         snprintf(last_error, sizeof(last_error), "the ID %s is on two elements",
                                  (const char *) value);
                         xmlFree(value);

@@ -147,7 +147,8 @@ const MAX_CARRIED_KEY: usize = 512;
 impl Document {
     /// Registers every attribute named `name` in any namespace (`Id`: `wsu:Id` and the `Id` of
     /// XML Signature and Encryption) as an ID, so that `#id` references find their element.
-    /// Refused when two elements carry the same value. Call it once per document.
+    /// Refused when two elements carry the same value. Run it again after a decryption: what
+    /// was registered stays, the decrypted elements' IDs join.
     pub fn register_ids(&mut self, name: &str) -> Result<(), XmlError> {
         init()?;
         let name = CString::new(name)
