@@ -2,6 +2,8 @@
 //! any mediator runs (decryption, signature, timestamp, trust), with the secured response. XML
 //! Signature and XML Encryption themselves are xmlsec1's, through `sluice-xml`.
 
+pub mod fault;
+pub mod inbound;
 pub mod keystore;
 pub mod policy;
 

@@ -1,6 +1,10 @@
 //! xmlsec1 through `sluice-xml` on WSO2's own secured requests.
 
+use crate::fault::FaultCode;
+use crate::inbound::{check, Keys};
 use crate::keystore::KeyStore;
+use crate::policy::{self, Policy};
+use chrono::{DateTime, Utc};
 use sluice_xml::{Document, SecurityKey};
 use std::path::{Path, PathBuf};
 
@@ -75,4 +79,175 @@ fn wso2_secured_request_decrypts_and_verifies() {
     doc.register_ids("Id").unwrap();
     let signature = first(doc.root_element().unwrap(), "Signature").unwrap();
     assert!(!doc.verify_signature(signature, &public).unwrap());
+}
+
+fn secure_request(size: &str) -> String {
+    let path = reference().join(format!(
+        "performance-ei/requests/2019-04_to_2020-08/{size}_buyStocks_secure.xml"
+    ));
+    std::fs::read_to_string(path).unwrap()
+}
+
+fn wso2_policy() -> Policy {
+    let path =
+        reference().join("performance-ei/capp/security_policy_1.0.0/security_policy-1.0.0.xml");
+    policy::parse(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn wso2_keys() -> Keys {
+    let (key, cert) = wso2carbon();
+    Keys {
+        private: SecurityKey::private_pkcs8(&key).unwrap(),
+        certificate: cert,
+        trusted: Vec::new(),
+    }
+}
+
+fn at(time: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(time)
+        .unwrap()
+        .with_timezone(&Utc)
+}
+
+/// `check` on `text` at 2026-11-28 with WSO2's policy and key.
+fn checked(
+    text: &str,
+    keys: &Keys,
+) -> Result<(Document, crate::inbound::Checked), crate::fault::Fault> {
+    let mut doc = Document::parse(text.as_bytes()).unwrap();
+    let c = check(&mut doc, &wso2_policy(), keys, at("2026-11-28T12:00:00Z"))?;
+    Ok((doc, c))
+}
+
+fn refused(text: &str, keys: &Keys) -> (FaultCode, String) {
+    match checked(text, keys) {
+        Ok(_) => panic!("accepted"),
+        Err(f) => (f.code, f.reason),
+    }
+}
+
+/// WSO2's three secured requests pass SecureProxy's policy: the Body is the plain buyStocks
+/// payload after the checks, the signer is wso2carbon, the signature value is kept.
+#[test]
+fn wso2_secured_requests_pass_the_policy() {
+    let keys = wso2_keys();
+    for size in ["500B", "1024B", "10240B"] {
+        let (doc, c) = checked(&secure_request(size), &keys).unwrap();
+        let payload = doc.soap_body().unwrap().first_child_element().unwrap();
+        assert_eq!(payload.name(), "buyStocks", "{size}");
+        assert_eq!(c.signer, keys.certificate);
+        assert_eq!(c.signature_values.len(), 1);
+        assert!(
+            c.signature_values[0].len() > 300,
+            "{:?}",
+            c.signature_values
+        );
+    }
+}
+
+/// Each way a request can be wrong gets its fault.
+#[test]
+fn tampered_requests_get_their_faults() {
+    let keys = wso2_keys();
+    let good = secure_request("1024B");
+    // A changed byte of the encrypted Body.
+    let at = good.find("<xenc:CipherValue>").unwrap();
+    let body_cipher = good[at..]
+        .find("</xenc:EncryptedKey>")
+        .map(|k| at + k)
+        .unwrap();
+    let data = good[body_cipher..].find("<xenc:CipherValue>").unwrap() + body_cipher + 40;
+    let mut flipped = good.clone().into_bytes();
+    flipped[data] = if flipped[data] == b'A' { b'B' } else { b'A' };
+    let flipped = String::from_utf8(flipped).unwrap();
+    assert_eq!(refused(&flipped, &keys).0, FaultCode::FailedCheck);
+    // A changed signature value.
+    let sv = good.find("<ds:SignatureValue>").unwrap() + 30;
+    let mut changed = good.clone().into_bytes();
+    changed[sv] = if changed[sv] == b'A' { b'B' } else { b'A' };
+    let changed = String::from_utf8(changed).unwrap();
+    assert_eq!(
+        refused(&changed, &keys),
+        (
+            FaultCode::FailedCheck,
+            "the signature does not verify".into()
+        )
+    );
+    // Expired: the Timestamp expires in 2030.
+    let mut doc = Document::parse(good.as_bytes()).unwrap();
+    let late = check(
+        &mut doc,
+        &wso2_policy(),
+        &keys,
+        at_time("2031-01-01T00:00:00Z"),
+    );
+    assert_eq!(late.unwrap_err().code, FaultCode::MessageExpired);
+    // No Timestamp, and no header at all.
+    let ts = good.find("<wsu:Timestamp").unwrap();
+    let ts_end = good.find("</wsu:Timestamp>").unwrap() + "</wsu:Timestamp>".len();
+    let untimed = format!("{}{}", &good[..ts], &good[ts_end..]);
+    assert_eq!(refused(&untimed, &keys).0, FaultCode::InvalidSecurity);
+    let plain = std::fs::read_to_string(
+        reference().join("performance-ei/requests/2019-04_to_2020-08/1024B_buyStocks.xml"),
+    )
+    .unwrap();
+    assert_eq!(refused(&plain, &keys).0, FaultCode::InvalidSecurity);
+    // A signer nobody trusts: our own certificate is another one, the trust list empty.
+    let store = KeyStore::read_jks(
+        &std::fs::read(reference().join("keystores/wso2carbon.jks")).unwrap(),
+        "wso2carbon",
+    )
+    .unwrap();
+    let stranger = Keys {
+        certificate: store.trusted[0].cert.clone(),
+        ..wso2_keys()
+    };
+    assert_eq!(refused(&good, &stranger).0, FaultCode::FailedAuthentication);
+    // The same with the signer trusted: accepted.
+    let trusting = Keys {
+        trusted: vec![keys.certificate.clone()],
+        ..stranger
+    };
+    assert!(checked(&good, &trusting).is_ok());
+}
+
+fn at_time(t: &str) -> DateTime<Utc> {
+    at(t)
+}
+
+/// The signed Body moved into the header and a Body of the attacker's in its place: the
+/// signature still verifies, over the moved one, and the Body the message goes on with is
+/// refused as unsigned. The same Id on both is refused outright.
+#[test]
+fn a_wrapped_body_is_refused() {
+    let keys = wso2_keys();
+    let good = secure_request("1024B");
+    let body = good.find("<soapenv:Body").unwrap();
+    let body_end = good.find("</soapenv:Body>").unwrap() + "</soapenv:Body>".len();
+    let signed = &good[body..body_end];
+    let wrapper = format!("<w:Wrapper xmlns:w=\"urn:w\">{signed}</w:Wrapper>");
+    let evil = "<soapenv:Body><m:sell xmlns:m=\"urn:evil\"/></soapenv:Body>";
+    let moved = format!(
+        "{}{}{}{}",
+        &good[..good.find("<routing").unwrap()],
+        wrapper,
+        &good[good.find("<routing").unwrap()..body],
+        evil
+    ) + &good[body_end..];
+    assert_eq!(
+        refused(&moved, &keys),
+        (FaultCode::FailedCheck, "the Body is not signed".into())
+    );
+    let id = "wsu:Id=\"id-1EF37DE1A7444E7F7F153959926244361\"";
+    assert!(good.contains(id));
+    let twice = moved.replace(
+        "<soapenv:Body><m:sell",
+        &format!(
+            "<soapenv:Body {id} xmlns:wsu=\"{}\"><m:sell",
+            crate::inbound::WSU
+        ),
+    );
+    let (code, reason) = refused(&twice, &keys);
+    assert_eq!(code, FaultCode::InvalidSecurity, "{reason}");
+    assert!(reason.contains("two elements"), "{reason}");
 }

@@ -344,6 +344,12 @@ impl Document {
     /// Finds the node with this id by walking the tree (never dereferences
     /// the id itself). Attributes, DTD content and entity content are not
     /// searched.
+    /// The node behind `id`, while it is a node of this document's tree.
+    pub fn node(&self, id: NodeId) -> Option<Node<'_>> {
+        // SAFETY: `find` returns a live node of this document, borrowed with it.
+        self.find(id).and_then(|p| unsafe { Node::from_raw(p) })
+    }
+
     pub(crate) fn find(&self, id: NodeId) -> Option<xmlNodePtr> {
         let doc = self.doc_ptr() as xmlNodePtr;
         // SAFETY: iterative walk over our own live tree following

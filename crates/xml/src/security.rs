@@ -12,7 +12,7 @@
 //! What WS-Security does with these (header layout, token references, policy) is the caller's.
 
 use crate::document::{Document, Node, NodeId};
-use crate::error::{XmlError, XmlErrorKind};
+use crate::error::{Capture, XmlError, XmlErrorKind};
 use libxml::bindings::{xmlDocPtr, xmlGetID, xmlNodePtr};
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::ptr::NonNull;
@@ -71,16 +71,30 @@ fn init() -> Result<(), XmlError> {
     }
 }
 
-/// The calling thread's last xmlsec1 error, or `what`.
-fn failed(what: &str) -> XmlError {
+/// Runs an xmlsec1 call with libxml2's diagnostics collected (a decrypted part that does not
+/// parse is reported by libxml2, not by xmlsec): its status, 0 for success, else the error `what`
+/// with the thread's last xmlsec1 reason or libxml2's first error.
+fn run(what: &str, call: impl FnOnce() -> c_int) -> Result<(), XmlError> {
+    let capture = Capture::start();
+    let rc = call();
+    let diagnostics = capture.finish();
+    if rc == 0 {
+        return Ok(());
+    }
     // SAFETY: the shim returns its thread-local NUL-terminated buffer, alive for the thread.
     let last = unsafe { CStr::from_ptr(sluice_xmlsec_last_error()) }.to_string_lossy();
-    let message = if last.is_empty() {
+    let reason = match diagnostics.iter().find(|d| d.is_error) {
+        Some(d) if last.is_empty() || last.contains("xmlsec library function failed") => {
+            d.message.trim().to_owned()
+        }
+        _ => last.trim().to_owned(),
+    };
+    let message = if reason.is_empty() {
         what.to_owned()
     } else {
-        format!("{what}: {last}")
+        format!("{what}: {reason}")
     };
-    XmlError::new(XmlErrorKind::Security, message)
+    Err(XmlError::new(XmlErrorKind::Security, message))
 }
 
 /// A key for XML Signature or XML Encryption: an RSA private key, the public key of a
@@ -100,12 +114,19 @@ unsafe impl Sync for SecurityKey {}
 impl SecurityKey {
     fn load(bytes: &[u8], format: c_int, what: &str) -> Result<SecurityKey, XmlError> {
         init()?;
-        // SAFETY: `bytes` is live for the call and xmlsec copies what it keeps; a NULL result is
-        // handled below.
-        let ptr = unsafe { sluice_xmlsec_key(bytes.as_ptr(), bytes.len(), format) };
-        NonNull::new(ptr)
-            .map(|ptr| SecurityKey { ptr })
-            .ok_or_else(|| failed(what))
+        let mut ptr = std::ptr::null_mut();
+        run(what, || {
+            // SAFETY: `bytes` is live for the call and xmlsec copies what it keeps; a NULL result
+            // is a failure.
+            ptr = unsafe { sluice_xmlsec_key(bytes.as_ptr(), bytes.len(), format) };
+            if ptr.is_null() {
+                -1
+            } else {
+                0
+            }
+        })?;
+        let ptr = NonNull::new(ptr).ok_or_else(|| XmlError::new(XmlErrorKind::Security, what))?;
+        Ok(SecurityKey { ptr })
     }
 
     /// A private key from PKCS#8 DER (what a JKS or PKCS#12 store holds).
@@ -158,10 +179,9 @@ impl Document {
         };
         // SAFETY: `root` is this document's live root element; the shim walks its subtree and
         // adds entries to the document's ID table, which `&mut self` lets it change.
-        match unsafe { sluice_xmlsec_register_ids(self.doc_ptr(), root, name.as_ptr()) } {
-            0 => Ok(()),
-            _ => Err(failed("IDs could not be registered")),
-        }
+        run("IDs could not be registered", || unsafe {
+            sluice_xmlsec_register_ids(self.doc_ptr(), root, name.as_ptr())
+        })
     }
 
     /// The element whose registered ID ([`Document::register_ids`]) is `id`.
@@ -190,7 +210,7 @@ impl Document {
         let mut len = 0usize;
         // SAFETY: the node is a live element of this document (borrowed with it); `out` has
         // `MAX_CARRIED_KEY` writable bytes and the shim writes at most that many; the key is live.
-        let rc = unsafe {
+        run("the encrypted key could not be decrypted", || unsafe {
             sluice_xmlsec_decrypt_key(
                 encrypted_key.as_ptr(),
                 key.as_ptr(),
@@ -198,10 +218,7 @@ impl Document {
                 out.len(),
                 &mut len,
             )
-        };
-        if rc != 0 {
-            return Err(failed("the encrypted key could not be decrypted"));
-        }
+        })?;
         out.truncate(len);
         Ok(out)
     }
@@ -213,10 +230,9 @@ impl Document {
         let node = self.element(encrypted_data)?;
         // SAFETY: `node` is a live element of this document, which `&mut self` lets the shim
         // change (it replaces the node; no handle to it can exist); the key is live.
-        match unsafe { sluice_xmlsec_decrypt(node, key.as_ptr()) } {
-            0 => Ok(()),
-            _ => Err(failed("the encrypted data could not be decrypted")),
-        }
+        run("the encrypted data could not be decrypted", || unsafe {
+            sluice_xmlsec_decrypt(node, key.as_ptr())
+        })
     }
 
     /// Whether the `Signature` element `signature` holds for `key` (the signer's public key):
@@ -231,10 +247,9 @@ impl Document {
         let mut valid: c_int = 0;
         // SAFETY: the node is a live element of this document; verifying reads the tree only; the
         // key is live; `valid` is written once.
-        let rc = unsafe { sluice_xmlsec_verify(signature.as_ptr(), key.as_ptr(), &mut valid) };
-        if rc != 0 {
-            return Err(failed("the signature could not be checked"));
-        }
+        run("the signature could not be checked", || unsafe {
+            sluice_xmlsec_verify(signature.as_ptr(), key.as_ptr(), &mut valid)
+        })?;
         Ok(valid == 1)
     }
 
@@ -245,10 +260,9 @@ impl Document {
         let node = self.element(signature)?;
         // SAFETY: `node` is a live element of this document, which `&mut self` lets the shim fill
         // in; the key is live.
-        match unsafe { sluice_xmlsec_sign(node, key.as_ptr()) } {
-            0 => Ok(()),
-            _ => Err(failed("the signature could not be made")),
-        }
+        run("the signature could not be made", || unsafe {
+            sluice_xmlsec_sign(node, key.as_ptr())
+        })
     }
 
     /// Encrypts `target` with `key` into the `EncryptedData` template `template` (its `Type`
@@ -263,10 +277,9 @@ impl Document {
         let (tmpl, target) = (self.element(template)?, self.element(target)?);
         // SAFETY: both are live elements of this document, which `&mut self` lets the shim
         // change; the key is live.
-        match unsafe { sluice_xmlsec_encrypt(tmpl, target, key.as_ptr()) } {
-            0 => Ok(()),
-            _ => Err(failed("the data could not be encrypted")),
-        }
+        run("the data could not be encrypted", || unsafe {
+            sluice_xmlsec_encrypt(tmpl, target, key.as_ptr())
+        })
     }
 
     /// Encrypts `data` (a key's bytes) with `key` (the recipient's public key) into the
@@ -281,10 +294,9 @@ impl Document {
         let tmpl = self.element(template)?;
         // SAFETY: `tmpl` is a live element of this document, which `&mut self` lets the shim
         // fill in; `data` is live for the call; the key is live.
-        match unsafe { sluice_xmlsec_encrypt_key(tmpl, data.as_ptr(), data.len(), key.as_ptr()) } {
-            0 => Ok(()),
-            _ => Err(failed("the key could not be encrypted")),
-        }
+        run("the key could not be encrypted", || unsafe {
+            sluice_xmlsec_encrypt_key(tmpl, data.as_ptr(), data.len(), key.as_ptr())
+        })
     }
 
     /// The live node behind `id`, which must be an element of this document.

@@ -1,0 +1,399 @@
+//! The checks a secured request passes before any mediator runs.
+//!
+//! The `wsse:Security` header's children are processed in document order, as WSS4J does: the
+//! last protection applied comes first, so both sign-then-encrypt and encrypt-then-sign read back.
+//!
+//! | Child | What is done |
+//! |---|---|
+//! | `xenc:EncryptedKey` | opened with our private key; each `EncryptedData` its `ReferenceList` names is decrypted in place |
+//! | `ds:Signature` | the signer's certificate found (below), trusted, and the signature verified by xmlsec1 |
+//! | `wsu:Timestamp` | Created not in the future, Expires not past (each with the policy's skew); with `timestampStrict` Created within the TTL |
+//! | `wsse:BinarySecurityToken`, `wsse11:SignatureConfirmation` | read when referenced |
+//!
+//! The signer's certificate: a `wsse:Reference` to a `BinarySecurityToken`, a `KeyIdentifier`
+//! holding the certificate (`X509v3`) or its SHA-1 (`ThumbprintSHA1`, looked up among the trusted
+//! ones). It must be one of the trusted certificates ([`Keys::trusted`]).
+//!
+//! The request's algorithms may be any xmlsec1 is allowed to run (`sluice-xml`'s list), whatever
+//! the policy's suite: WSO2's own secured requests use AES-128 under a `Basic256` policy and MI
+//! takes them. The suite decides what the response uses.
+//!
+//! Then the policy: a Timestamp where it asks for one, the Body signed and encrypted where it
+//! asks for that. IDs are registered once a document and an ID on two elements is refused, so the
+//! element a reference verified is the element the message goes on with: a Body moved aside
+//! with its signature (a wrapping attack) leaves the Body in its place unsigned.
+
+use crate::fault::{Fault, FaultCode};
+use crate::policy::Policy;
+use base64::Engine;
+use chrono::{DateTime, Utc};
+use sluice_xml::{Document, Node, NodeId, SecurityKey};
+
+pub const WSSE: &str =
+    "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-secext-1.0.xsd";
+pub const WSU: &str =
+    "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-utility-1.0.xsd";
+pub const WSSE11: &str = "http://docs.oasis-open.org/wss/oasis-wss-wssecurity-secext-1.1.xsd";
+pub const DS: &str = "http://www.w3.org/2000/09/xmldsig#";
+pub const XENC: &str = "http://www.w3.org/2001/04/xmlenc#";
+pub const X509V3: &str =
+    "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-x509-token-profile-1.0#X509v3";
+pub const THUMBPRINT: &str =
+    "http://docs.oasis-open.org/wss/oasis-wss-soap-message-security-1.1#ThumbprintSHA1";
+
+/// Our key and whom we trust.
+pub struct Keys {
+    /// Our private key: requests are encrypted to it, responses signed with it.
+    pub private: SecurityKey,
+    /// Its certificate (DER).
+    pub certificate: Vec<u8>,
+    /// Certificates (DER) whose signatures are accepted: the trust store's and the key store's.
+    pub trusted: Vec<Vec<u8>>,
+}
+
+/// What a request's checks found, for its response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked {
+    /// The signer's certificate (DER), to encrypt the response to (`useReqSigCert`).
+    pub signer: Vec<u8>,
+    /// Each signature's SignatureValue, for the response's SignatureConfirmation.
+    pub signature_values: Vec<String>,
+}
+
+/// What the header's children have shown so far.
+#[derive(Default)]
+struct Seen {
+    signer: Option<Vec<u8>>,
+    signature_values: Vec<String>,
+    signed: Vec<NodeId>,
+    body_decrypted: bool,
+    timestamp: bool,
+}
+
+/// Checks `doc`, a secured request, against `policy` at `now`: decrypted in place, signatures
+/// verified. The header stays (the proxy's `header` mediator removes it, as in MI).
+pub fn check(
+    doc: &mut Document,
+    policy: &Policy,
+    keys: &Keys,
+    now: DateTime<Utc>,
+) -> Result<Checked, Fault> {
+    let security = security_header(doc)?;
+    doc.register_ids("Id")
+        .map_err(|e| Fault::new(FaultCode::InvalidSecurity, e.to_string()))?;
+    let children: Vec<(Option<String>, String, NodeId)> = doc
+        .node(security)
+        .map(|s| {
+            s.child_elements()
+                .map(|c| {
+                    (
+                        c.namespace_uri().map(str::to_owned),
+                        c.name().to_owned(),
+                        c.id(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut seen = Seen::default();
+    for (ns, local, id) in children {
+        match (ns.as_deref().unwrap_or(""), local.as_str()) {
+            (XENC, "EncryptedKey") => open(doc, id, keys, &mut seen)?,
+            (DS, "Signature") => verify(doc, id, keys, &mut seen)?,
+            (WSU, "Timestamp") => {
+                timestamp(doc, id, policy, now)?;
+                seen.timestamp = true;
+            }
+            (WSSE, "BinarySecurityToken") | (WSSE11, "SignatureConfirmation") => {}
+            (WSSE, "UsernameToken") => {
+                return Err(Fault::new(
+                    FaultCode::UnsupportedSecurityToken,
+                    "a UsernameToken is not supported with this policy",
+                ))
+            }
+            (XENC, "EncryptedData") => {
+                return Err(Fault::new(
+                    FaultCode::UnsupportedAlgorithm,
+                    "an encrypted header element is not supported",
+                ))
+            }
+            _ => {}
+        }
+    }
+    required(doc, policy, seen)
+}
+
+/// The policy's demands on what the header showed.
+fn required(doc: &Document, policy: &Policy, seen: Seen) -> Result<Checked, Fault> {
+    if policy.timestamp && !seen.timestamp {
+        return Err(Fault::new(
+            FaultCode::InvalidSecurity,
+            "the policy requires a Timestamp and the request has none",
+        ));
+    }
+    let Some(signer) = seen.signer else {
+        return Err(Fault::new(
+            FaultCode::InvalidSecurity,
+            "the policy requires a signature and the request has none",
+        ));
+    };
+    let body = doc.soap_body().map(|b| b.id());
+    if policy.signed_body && !body.is_some_and(|b| seen.signed.contains(&b)) {
+        return Err(Fault::new(FaultCode::FailedCheck, "the Body is not signed"));
+    }
+    if policy.encrypted_body && !seen.body_decrypted {
+        return Err(Fault::new(
+            FaultCode::FailedCheck,
+            "the Body is not encrypted",
+        ));
+    }
+    Ok(Checked {
+        signer,
+        signature_values: seen.signature_values,
+    })
+}
+
+/// The one `wsse:Security` header, in an envelope with one Body.
+fn security_header(doc: &Document) -> Result<NodeId, Fault> {
+    let invalid = |why: &str| Fault::new(FaultCode::InvalidSecurity, why);
+    let envelope = doc.root_element().ok_or_else(|| invalid("no envelope"))?;
+    let bodies = envelope
+        .child_elements()
+        .filter(|c| c.name() == "Body")
+        .count();
+    if bodies != 1 {
+        return Err(invalid("the envelope must have one Body"));
+    }
+    let header = doc
+        .soap_header()
+        .ok_or_else(|| invalid("the request has no wsse:Security header"))?;
+    let mut found = header
+        .child_elements()
+        .filter(|c| c.name() == "Security" && c.namespace_uri() == Some(WSSE));
+    let security = found
+        .next()
+        .ok_or_else(|| invalid("the request has no wsse:Security header"))?;
+    if found.next().is_some() {
+        return Err(invalid("the request has two wsse:Security headers"));
+    }
+    Ok(security.id())
+}
+
+fn child<'a>(n: Node<'a>, ns: &str, local: &str) -> Option<Node<'a>> {
+    n.child_elements()
+        .find(|c| c.name() == local && c.namespace_uri() == Some(ns))
+}
+
+/// The element a same-document reference (`#id`) names.
+fn referenced<'a>(doc: &'a Document, uri: &str) -> Result<Node<'a>, Fault> {
+    let id = uri.strip_prefix('#').ok_or_else(|| {
+        Fault::new(
+            FaultCode::InvalidSecurity,
+            format!("the reference {uri} is not to this message"),
+        )
+    })?;
+    doc.element_by_id(id).ok_or_else(|| {
+        Fault::new(
+            FaultCode::InvalidSecurity,
+            format!("no element has the Id {id}"),
+        )
+    })
+}
+
+/// Opens an `EncryptedKey` with our key and decrypts the data it names.
+fn open(doc: &mut Document, id: NodeId, keys: &Keys, seen: &mut Seen) -> Result<(), Fault> {
+    let (session, references) = {
+        let ek = doc.node(id).ok_or_else(gone)?;
+        let carried = doc.decrypt_key(ek, &keys.private).map_err(|e| {
+            Fault::new(
+                FaultCode::FailedCheck,
+                format!("the encrypted key does not open with our key: {e}"),
+            )
+        })?;
+        let session = SecurityKey::aes(&carried)
+            .map_err(|e| Fault::new(FaultCode::FailedCheck, e.to_string()))?;
+        let references: Vec<String> = child(ek, XENC, "ReferenceList")
+            .map(|l| {
+                l.child_elements()
+                    .filter(|r| r.name() == "DataReference")
+                    .filter_map(|r| r.attribute("URI"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        (session, references)
+    };
+    for uri in references {
+        let (data, in_body) = {
+            let data = referenced(doc, &uri)?;
+            if data.name() != "EncryptedData" || data.namespace_uri() != Some(XENC) {
+                return Err(Fault::new(
+                    FaultCode::InvalidSecurity,
+                    format!("{uri} is not an EncryptedData"),
+                ));
+            }
+            let body = doc.soap_body();
+            (data.id(), data.parent().is_some() && data.parent() == body)
+        };
+        doc.decrypt(data, &session).map_err(|e| {
+            Fault::new(
+                FaultCode::FailedCheck,
+                format!("the encrypted data {uri} does not decrypt: {e}"),
+            )
+        })?;
+        seen.body_decrypted |= in_body;
+    }
+    // The decrypted elements' IDs, for the signatures after this.
+    doc.register_ids("Id")
+        .map_err(|e| Fault::new(FaultCode::InvalidSecurity, e.to_string()))
+}
+
+fn gone() -> Fault {
+    Fault::new(FaultCode::InvalidSecurity, "a header element went away")
+}
+
+/// Verifies a `Signature` with its signer's certificate, which must be trusted.
+fn verify(doc: &mut Document, id: NodeId, keys: &Keys, seen: &mut Seen) -> Result<(), Fault> {
+    let sig = doc.node(id).ok_or_else(gone)?;
+    let cert = signer_certificate(doc, sig, keys)?;
+    if cert != keys.certificate && !keys.trusted.contains(&cert) {
+        return Err(Fault::new(
+            FaultCode::FailedAuthentication,
+            "the signer's certificate is not trusted",
+        ));
+    }
+    let info = child(sig, DS, "SignedInfo")
+        .ok_or_else(|| Fault::new(FaultCode::InvalidSecurity, "a Signature without SignedInfo"))?;
+    let references: Vec<Node<'_>> = info
+        .child_elements()
+        .filter(|r| r.name() == "Reference")
+        .collect();
+    let key = SecurityKey::certificate(&cert)
+        .map_err(|e| Fault::new(FaultCode::InvalidSecurityToken, e.to_string()))?;
+    match doc.verify_signature(sig, &key) {
+        Ok(true) => {}
+        Ok(false) => {
+            return Err(Fault::new(
+                FaultCode::FailedCheck,
+                "the signature does not verify",
+            ))
+        }
+        Err(e) => return Err(Fault::new(FaultCode::FailedCheck, e.to_string())),
+    }
+    for r in references {
+        let uri = r.attribute("URI").unwrap_or_default();
+        seen.signed.push(referenced(doc, &uri)?.id());
+    }
+    let value: String = child(sig, DS, "SignatureValue")
+        .map(|v| v.text_content())
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    seen.signature_values.push(value);
+    seen.signer = Some(cert);
+    Ok(())
+}
+
+/// The certificate a signature's `KeyInfo` names (DER).
+fn signer_certificate(doc: &Document, sig: Node<'_>, keys: &Keys) -> Result<Vec<u8>, Fault> {
+    let token = |why: &str| Fault::new(FaultCode::InvalidSecurityToken, why);
+    let str_ = child(sig, DS, "KeyInfo")
+        .and_then(|k| child(k, WSSE, "SecurityTokenReference"))
+        .ok_or_else(|| {
+            Fault::new(
+                FaultCode::UnsupportedSecurityToken,
+                "the signature's KeyInfo has no SecurityTokenReference",
+            )
+        })?;
+    let decode = |text: String| {
+        let text: String = text.split_whitespace().collect();
+        base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(|_| token("a token that is not base64"))
+    };
+    if let Some(r) = child(str_, WSSE, "Reference") {
+        let bst = referenced(doc, &r.attribute("URI").unwrap_or_default())?;
+        if bst.name() != "BinarySecurityToken"
+            || bst.attribute("ValueType").as_deref() != Some(X509V3)
+        {
+            return Err(Fault::new(
+                FaultCode::UnsupportedSecurityToken,
+                "the signature's token is not an X.509 v3 BinarySecurityToken",
+            ));
+        }
+        return decode(bst.text_content());
+    }
+    if let Some(k) = child(str_, WSSE, "KeyIdentifier") {
+        let value = decode(k.text_content())?;
+        return match k.attribute("ValueType").as_deref() {
+            Some(X509V3) => Ok(value),
+            Some(THUMBPRINT) => std::iter::once(&keys.certificate)
+                .chain(&keys.trusted)
+                .find(|c| thumbprint(c) == value)
+                .cloned()
+                .ok_or_else(|| {
+                    Fault::new(
+                        FaultCode::SecurityTokenUnavailable,
+                        "no trusted certificate has the signature's thumbprint",
+                    )
+                }),
+            other => Err(Fault::new(
+                FaultCode::UnsupportedSecurityToken,
+                format!("a KeyIdentifier of type {}", other.unwrap_or("(none)")),
+            )),
+        };
+    }
+    Err(Fault::new(
+        FaultCode::UnsupportedSecurityToken,
+        "the signature's SecurityTokenReference is neither a Reference nor a KeyIdentifier",
+    ))
+}
+
+/// A certificate's SHA-1 (`ThumbprintSHA1`).
+pub fn thumbprint(der: &[u8]) -> Vec<u8> {
+    ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, der)
+        .as_ref()
+        .to_vec()
+}
+
+/// Checks a `wsu:Timestamp` at `now` with the policy's skew and TTL.
+fn timestamp(doc: &Document, id: NodeId, policy: &Policy, now: DateTime<Utc>) -> Result<(), Fault> {
+    let ts = doc.node(id).ok_or_else(gone)?;
+    let time = |local: &str| -> Result<Option<DateTime<Utc>>, Fault> {
+        child(ts, WSU, local)
+            .map(|n| {
+                DateTime::parse_from_rfc3339(n.text_content().trim())
+                    .map(|t| t.with_timezone(&Utc))
+                    .map_err(|_| {
+                        Fault::new(
+                            FaultCode::InvalidSecurity,
+                            format!("the Timestamp's {local} is not a date and time"),
+                        )
+                    })
+            })
+            .transpose()
+    };
+    let r = &policy.rampart;
+    let skew = chrono::Duration::seconds(i64::from(r.timestamp_max_skew));
+    let created = time("Created")?
+        .ok_or_else(|| Fault::new(FaultCode::InvalidSecurity, "a Timestamp without Created"))?;
+    if created > now + skew {
+        return Err(Fault::new(
+            FaultCode::InvalidSecurity,
+            "the Timestamp is created in the future",
+        ));
+    }
+    if time("Expires")?.is_some_and(|e| e + skew < now) {
+        return Err(Fault::new(
+            FaultCode::MessageExpired,
+            "the message has expired",
+        ));
+    }
+    let ttl = chrono::Duration::seconds(i64::from(r.timestamp_ttl));
+    if r.timestamp_strict && created + ttl + skew < now {
+        return Err(Fault::new(
+            FaultCode::MessageExpired,
+            "the message is older than the policy's timestamp TTL",
+        ));
+    }
+    Ok(())
+}
