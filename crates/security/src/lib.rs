@@ -5,6 +5,7 @@
 pub mod fault;
 pub mod inbound;
 pub mod keystore;
+pub mod outbound;
 pub mod policy;
 
 #[cfg(test)]

@@ -251,3 +251,32 @@ fn a_wrapped_body_is_refused() {
     assert_eq!(code, FaultCode::InvalidSecurity, "{reason}");
     assert!(reason.contains("two elements"), "{reason}");
 }
+
+/// A response secured for the request WSO2's 1 KiB secured request: it passes the same checks
+/// on the requester's side (wso2carbon is both ends here), its Body comes back, and its
+/// SignatureConfirmation carries the request's signature value.
+#[test]
+fn a_secured_response_reads_back() {
+    let keys = wso2_keys();
+    let (_, request) = checked(&secure_request("1024B"), &keys).unwrap();
+    let plain = std::fs::read_to_string(
+        reference().join("performance-ei/requests/2019-04_to_2020-08/1024B_buyStocks.xml"),
+    )
+    .unwrap();
+    let mut doc = Document::parse(plain.as_bytes()).unwrap();
+    let now = at("2026-11-28T12:00:00Z");
+    crate::outbound::secure(&mut doc, &wso2_policy(), &keys, &request, now).unwrap();
+    let wire = String::from_utf8(doc.to_bytes().unwrap()).unwrap();
+    assert!(!wire.contains("<order>"), "the Body is encrypted: {wire}");
+    assert!(wire.contains("SignatureConfirmation"), "{wire}");
+    assert!(wire.contains(&request.signature_values[0]), "{wire}");
+    let mut back = Document::parse(wire.as_bytes()).unwrap();
+    let c = check(&mut back, &wso2_policy(), &keys, now).unwrap();
+    assert_eq!(c.signer, keys.certificate);
+    let payload = back.soap_body().unwrap().first_child_element().unwrap();
+    assert_eq!(payload.name(), "buyStocks");
+    // A second response gets other IDs and another key: not the same bytes.
+    let mut again = Document::parse(plain.as_bytes()).unwrap();
+    crate::outbound::secure(&mut again, &wso2_policy(), &keys, &request, now).unwrap();
+    assert_ne!(again.to_bytes().unwrap(), wire.as_bytes());
+}

@@ -234,10 +234,17 @@ int sluice_xmlsec_encrypt(xmlNodePtr tmpl, xmlNodePtr target, xmlSecKeyPtr key) 
     int rc;
     xmlSecEncCtxPtr ctx;
     sluice_xmlsec_clear_error();
+    /* The template may stand anywhere in the document: it is taken out first, and put in the
+     * target's place (or as its content) by xmlsec, or freed when that fails. */
+    xmlUnlinkNode(tmpl);
     ctx = cipher_context(key, xmlEncCtxModeEncryptedData);
-    if (ctx == NULL)
+    if (ctx == NULL) {
+        xmlFreeNode(tmpl);
         return -1;
+    }
     rc = xmlSecEncCtxXmlEncrypt(ctx, tmpl, target) == 0 ? 0 : -1;
+    if (rc != 0 && tmpl->parent == NULL)
+        xmlFreeNode(tmpl);
     xmlSecEncCtxDestroy(ctx);
     return rc;
 }

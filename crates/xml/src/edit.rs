@@ -6,8 +6,9 @@ use libxml::bindings::{
     xmlAddChild, xmlAddNextSibling, xmlAddPrevSibling, xmlChar, xmlDOMWrapReconcileNamespaces,
     xmlDocCopyNode, xmlDocGetRootElement, xmlDocSetRootElement, xmlElementType_XML_DOCUMENT_NODE,
     xmlElementType_XML_ELEMENT_NODE, xmlElementType_XML_TEXT_NODE, xmlFreeNode, xmlNewDoc,
-    xmlNewDocNode, xmlNewDocText, xmlNodePtr, xmlNodeSetContent, xmlSaveOption_XML_SAVE_AS_XML,
-    xmlSaveOption_XML_SAVE_NO_DECL, xmlSaveTree, xmlUnlinkNode,
+    xmlNewDocNode, xmlNewDocText, xmlNewNs, xmlNodePtr, xmlNodeSetContent,
+    xmlSaveOption_XML_SAVE_AS_XML, xmlSaveOption_XML_SAVE_NO_DECL, xmlSaveTree, xmlSearchNsByHref,
+    xmlSetNsProp, xmlUnlinkNode,
 };
 use std::ffi::{c_int, CString};
 
@@ -252,6 +253,48 @@ impl Document {
                     }
                 }
                 xmlDOMWrapReconcileNamespaces(std::ptr::null_mut(), copy, RECONNS_REMOVE_REDUNDANT);
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets the attribute `{ns_uri}name` of the element `target` to `value`, declaring `prefix`
+    /// for `ns_uri` on the element when no prefix in scope is bound to it.
+    pub fn set_attribute_ns(
+        &mut self,
+        target: NodeId,
+        (ns_uri, prefix): (&str, &str),
+        name: &str,
+        value: &str,
+    ) -> Result<(), XmlError> {
+        let t = self.found(target, "set_attribute_ns")?;
+        let c = |s: &str| {
+            CString::new(s)
+                .map_err(|_| XmlError::new(XmlErrorKind::InvalidArgument, "a NUL in a name"))
+        };
+        let (uri, pfx, name, value) = (c(ns_uri)?, c(prefix)?, c(name)?, c(value)?);
+        // SAFETY: `t` is a live content node of this document (found by walking it) and no Node
+        // handle exists (`&mut self`). The namespace found is in scope of `t`, or a new one is
+        // declared on `t` (libxml2 copies the strings); the attribute's strings are copied.
+        unsafe {
+            if (*t).type_ != xmlElementType_XML_ELEMENT_NODE {
+                return Err(XmlError::new(
+                    XmlErrorKind::InvalidArgument,
+                    "only an element has attributes",
+                ));
+            }
+            let mut ns = xmlSearchNsByHref(self.doc_ptr(), t, uri.as_ptr().cast());
+            if ns.is_null() || (*ns).prefix.is_null() {
+                ns = xmlNewNs(t, uri.as_ptr().cast(), pfx.as_ptr().cast());
+            }
+            if ns.is_null() {
+                return Err(XmlError::new(
+                    XmlErrorKind::InvalidArgument,
+                    format!("the prefix {prefix} is bound to another namespace here"),
+                ));
+            }
+            if xmlSetNsProp(t, ns, name.as_ptr().cast(), value.as_ptr().cast()).is_null() {
+                return Err(XmlError::new(XmlErrorKind::OutOfMemory, "xmlSetNsProp"));
             }
         }
         Ok(())

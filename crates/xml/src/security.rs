@@ -266,7 +266,8 @@ impl Document {
     }
 
     /// Encrypts `target` with `key` into the `EncryptedData` template `template` (its `Type`
-    /// says whether the element or its content), which takes the encrypted part's place.
+    /// says whether the element or its content), which is moved from wherever it stands to take
+    /// the encrypted part's place (it is removed when encryption fails).
     pub fn encrypt(
         &mut self,
         template: NodeId,
