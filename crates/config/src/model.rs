@@ -202,10 +202,28 @@ pub struct Proxy {
     pub transports: Vec<String>,
     pub target: Target,
     pub publish_wsdl: Option<PublishWsdl>,
-    /// `<enableSec/>` or a `<policy>`: WS-Security, not served yet.
-    pub security: Option<Location>,
+    /// `<enableSec/>` and `<policy key>`: WS-Security.
+    pub security: Option<ProxySecurity>,
     /// Something in it was already reported as an error or unsupported: it must not be deployed.
     pub rejected: bool,
+}
+
+/// A proxy's `<enableSec/>` and `<policy key="..."/>`s (Synapse engages Rampart with the first).
+#[derive(Clone, Debug)]
+pub struct ProxySecurity {
+    /// Where `<enableSec/>` is, when the proxy has it.
+    pub enabled: Option<Location>,
+    pub policies: Vec<PolicyRef>,
+}
+
+/// A proxy's `<policy key="..." type="in|out"/>`.
+#[derive(Clone, Debug)]
+pub struct PolicyRef {
+    /// Empty when the element has none.
+    pub key: String,
+    /// `type`: the flow it is for, when not both.
+    pub flow: Option<String>,
+    pub loc: Location,
 }
 
 /// `<api name context>`: a REST API, its resources tried in order.

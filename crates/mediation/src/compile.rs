@@ -365,14 +365,7 @@ impl<'a> Compiler<'a> {
     pub(crate) fn proxy_inner(&mut self, p: &cfg::Proxy) -> Option<ProxyPlan> {
         // Problems found while parsing were reported then; they still keep the proxy from deploying.
         self.failed |= p.rejected;
-        if let Some(loc) = &p.security {
-            self.report(
-                Severity::Unsupported,
-                loc,
-                "enableSec",
-                "WS-Security (enableSec / policy) is not supported yet",
-            );
-        }
+        let security = p.security.as_ref().and_then(|s| self.security(s));
         let on_http = p.transports.iter().any(|t| t == "http");
         let on_https = p.transports.iter().any(|t| t == "https");
         if !on_http && !on_https {
@@ -402,6 +395,7 @@ impl<'a> Compiler<'a> {
             wsdl,
             on_http,
             on_https,
+            security,
             ..service?
         })
     }
@@ -435,6 +429,7 @@ impl<'a> Compiler<'a> {
             on_http: true,
             on_https: true,
             stats_slot: None,
+            security: None,
         })
     }
     pub(crate) fn api(&mut self, a: &cfg::Api) -> Option<ApiPlan> {

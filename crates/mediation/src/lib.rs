@@ -16,6 +16,7 @@ pub mod mediators;
 pub mod message;
 pub mod plan;
 pub mod rest;
+pub mod secured;
 pub mod uritemplate;
 
 pub use compile::compile;

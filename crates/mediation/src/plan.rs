@@ -98,6 +98,9 @@ pub struct ProxyPlan {
     /// Where requests to it are counted: its proxy's or API's index in [`Plan::services`]; `None`
     /// for the main sequence, which MI does not count.
     pub stats_slot: Option<usize>,
+    /// WS-Security (`<enableSec/>` with a policy): requests are checked before the in-sequence,
+    /// responses secured ([`crate::secured`]).
+    pub security: Option<Arc<sluice_security::Secured>>,
 }
 
 impl ProxyPlan {
@@ -121,6 +124,7 @@ impl ProxyPlan {
             on_http: true,
             on_https: true,
             stats_slot: None,
+            security: None,
         }
     }
 
@@ -265,4 +269,6 @@ pub struct CompileOptions {
     /// The correlation ID's header, when not MI's `activityid`: a cache leaves it out of its
     /// hashes, as MI does (it is new with every request).
     pub correlation_header: Option<String>,
+    /// Our keys for secured proxies (the server's `[keystore.primary]`), read on first need.
+    pub security_keys: Option<sluice_security::KeySource>,
 }

@@ -8,5 +8,51 @@ pub mod keystore;
 pub mod outbound;
 pub mod policy;
 
+use std::sync::{Arc, OnceLock};
+
+/// What a secured proxy runs with: its policy and our keys.
+pub struct Secured {
+    pub policy: policy::Policy,
+    pub keys: Arc<inbound::Keys>,
+}
+
+impl std::fmt::Debug for Secured {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Secured")
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Our keys, read from the server's key stores when a secured proxy first needs them (a
+/// deployment without one never reads them), then kept; or why they cannot be read.
+#[derive(Clone)]
+pub struct KeySource {
+    read: Arc<dyn Fn() -> Result<inbound::Keys, String> + Send + Sync>,
+    keys: Arc<OnceLock<Result<Arc<inbound::Keys>, String>>>,
+}
+
+impl KeySource {
+    pub fn new(read: impl Fn() -> Result<inbound::Keys, String> + Send + Sync + 'static) -> Self {
+        KeySource {
+            read: Arc::new(read),
+            keys: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// The keys, read on the first call.
+    pub fn get(&self) -> Result<Arc<inbound::Keys>, String> {
+        self.keys
+            .get_or_init(|| (self.read)().map(Arc::new))
+            .clone()
+    }
+}
+
+impl std::fmt::Debug for KeySource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeySource")
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -35,6 +35,9 @@ pub struct LoadOptions {
     pub strict: bool,
     /// The correlation ID's header name, which a cache leaves out of its hashes.
     pub correlation_header: Option<String>,
+    /// WS-Security's keys (the settings' `[keystore.primary]`), read when a secured proxy needs
+    /// them.
+    pub security_keys: Option<sluice_security::KeySource>,
 }
 
 /// Reads the WSDLs of `<wsdl>` endpoints before serving (as WSO2 MI reads them when it deploys),
@@ -88,6 +91,7 @@ pub fn load(source: &Source, how: &LoadOptions) -> Option<(Plan, Diagnostics)> {
         Ok(o) => CompileOptions {
             endpoint_overrides: o,
             correlation_header: how.correlation_header.clone(),
+            security_keys: how.security_keys.clone(),
         },
         Err(e) => {
             eprintln!("error: {e}");

@@ -187,9 +187,12 @@ fn main() -> ExitCode {
         tracing::info!("OpenTelemetry traces go to {}", t.url);
     }
     let code = match cli.cmd {
-        Some(Cmd::Validate { path, endpoints }) => {
-            validate(path, cli.listen.home.as_deref(), &endpoints)
-        }
+        Some(Cmd::Validate { path, endpoints }) => validate(
+            path,
+            cli.listen.home.as_deref(),
+            &endpoints,
+            settings.security_keys(),
+        ),
         Some(Cmd::Run {
             path,
             endpoints,
@@ -223,6 +226,7 @@ fn main() -> ExitCode {
                 endpoints,
                 strict,
                 correlation_header: settings.correlation_header().map(str::to_owned),
+                security_keys: Some(settings.security_keys()),
             };
             let Some((plan, diags)) = load(&source, &how) else {
                 return ExitCode::from(2);
@@ -278,10 +282,16 @@ fn main() -> ExitCode {
     code
 }
 
-fn validate(path: PathBuf, home: Option<&Path>, endpoints: &[String]) -> ExitCode {
+fn validate(
+    path: PathBuf,
+    home: Option<&Path>,
+    endpoints: &[String],
+    keys: sluice_security::KeySource,
+) -> ExitCode {
     let opts = match overrides(endpoints) {
         Ok(o) => CompileOptions {
             endpoint_overrides: o,
+            security_keys: Some(keys),
             ..CompileOptions::default()
         },
         Err(e) => {
@@ -755,6 +765,7 @@ fn serve_default(listen: Listen, settings: &Settings) -> ExitCode {
         endpoints: vec![echo_uri],
         strict: true,
         correlation_header: settings.correlation_header().map(str::to_owned),
+        security_keys: None,
     };
     let Some((plan, _)) = load(&Source::Embedded, &how) else {
         return ExitCode::from(2);

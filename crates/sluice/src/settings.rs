@@ -47,7 +47,7 @@ struct KeyStores {
 }
 
 /// MI's defaults: `wso2carbon.jks`, password and alias `wso2carbon`.
-#[derive(Deserialize, Debug)]
+#[derive(Deserialize, Debug, Default, Clone)]
 struct KeyStoreFile {
     file_name: Option<String>,
     password: Option<String>,
@@ -318,58 +318,41 @@ impl Settings {
     /// `file_name` is read beside the settings file, else in MI's `repository/resources/security`
     /// beside its `conf`), for the TLS listeners that have no `--tls-cert`; `None` without one.
     pub fn primary_identity(&self) -> Result<Option<sluice_transport::tls::Identity>, String> {
-        use sluice_transport::keystore::KeyStore;
         let Some(k) = &self.keystore.primary else {
             return Ok(None);
         };
-        if k.kind
-            .as_deref()
-            .is_some_and(|t| !t.eq_ignore_ascii_case("JKS"))
-        {
-            return Err(
-                "keystore.primary: only JKS key stores are read yet (type = \"JKS\")".into(),
-            );
-        }
-        let name = k.file_name.as_deref().unwrap_or("wso2carbon.jks");
-        let password = k.password.as_deref().unwrap_or("wso2carbon");
-        // Beside this file, else where MI keeps it when this file is MI's conf/deployment.toml.
-        let dir = self.dir.clone().unwrap_or_default();
-        let path = [
-            dir.join(name),
-            dir.join("../repository/resources/security").join(name),
-        ]
-        .into_iter()
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| dir.join(name));
-        let bytes = std::fs::read(&path)
-            .map_err(|e| format!("keystore.primary: cannot read {}: {e}", path.display()))?;
-        let at = |e: sluice_transport::keystore::KeyStoreError| {
-            format!("keystore.primary: {}: {e}", path.display())
-        };
-        let store = KeyStore::read_jks(&bytes, password).map_err(at)?;
-        let entry = match &k.alias {
-            Some(a) => store.key(a),
-            None if store.keys.len() == 1 => store.keys.first(),
-            None => store.key("wso2carbon"),
-        }
-        .ok_or_else(|| {
-            let aliases: Vec<&str> = store.keys.iter().map(|e| e.alias.as_str()).collect();
-            format!(
-                "keystore.primary: {} holds no key named {} (its keys: {})",
-                path.display(),
-                k.alias.as_deref().unwrap_or("wso2carbon"),
-                aliases.join(", ")
-            )
-        })?;
-        let key = entry
-            .key(k.key_password.as_deref().unwrap_or(password))
-            .map_err(at)?;
-        let named = format!("{} ({})", path.display(), entry.alias);
+        let key = primary_key(k, self.dir.clone().unwrap_or_default())?;
         Ok(Some(sluice_transport::tls::Identity::from_der(
-            entry.chain.clone(),
-            key,
-            named,
+            key.chain, key.pkcs8, key.named,
         )))
+    }
+
+    /// Where WS-Security's keys come from: the primary key store, as for TLS, with MI's defaults
+    /// when `[keystore.primary]` is absent (`wso2carbon.jks` beside this file or in MI's
+    /// `repository/resources/security`). Read when a secured proxy first needs it.
+    pub fn security_keys(&self) -> sluice_security::KeySource {
+        let k = self.keystore.primary.clone().unwrap_or_default();
+        let dir = self.dir.clone().unwrap_or_default();
+        sluice_security::KeySource::new(move || {
+            let key = primary_key(&k, dir.clone())?;
+            let private = sluice_xml::SecurityKey::private_pkcs8(&key.pkcs8)
+                .map_err(|e| format!("keystore.primary: {}: {e}", key.named))?;
+            let certificate = key.chain.first().cloned().unwrap_or_default();
+            // Whose signatures are taken: the store's trusted certificates and its keys' own.
+            let trusted = (key.store.trusted.iter().map(|t| t.cert.clone()))
+                .chain(
+                    key.store
+                        .keys
+                        .iter()
+                        .filter_map(|e| e.chain.first().cloned()),
+                )
+                .collect();
+            Ok(sluice_security::inbound::Keys {
+                private,
+                certificate,
+                trusted,
+            })
+        })
     }
 
     /// Where spans go when tracing is on (`[opentelemetry] enable`, off by default as in MI).
@@ -699,4 +682,66 @@ mod tests {
         let off = Settings::parse("[metric_handler]\nenable = false\n").unwrap();
         assert!(off.metrics().is_none());
     }
+}
+
+/// The primary key, read from its store.
+struct PrimaryKey {
+    store: sluice_transport::keystore::KeyStore,
+    chain: Vec<Vec<u8>>,
+    pkcs8: Vec<u8>,
+    /// The file and alias, for messages.
+    named: String,
+}
+
+/// Reads `[keystore.primary]` `k`, a relative file name beside `dir` or in MI's
+/// `../repository/resources/security`.
+fn primary_key(k: &KeyStoreFile, dir: std::path::PathBuf) -> Result<PrimaryKey, String> {
+    use sluice_transport::keystore::KeyStore;
+    if k.kind
+        .as_deref()
+        .is_some_and(|t| !t.eq_ignore_ascii_case("JKS"))
+    {
+        return Err("keystore.primary: only JKS key stores are read yet (type = \"JKS\")".into());
+    }
+    let name = k.file_name.as_deref().unwrap_or("wso2carbon.jks");
+    let password = k.password.as_deref().unwrap_or("wso2carbon");
+    // Beside this file, else where MI keeps it when this file is MI's conf/deployment.toml.
+    let path = [
+        dir.join(name),
+        dir.join("../repository/resources/security").join(name),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
+    .unwrap_or_else(|| dir.join(name));
+    let bytes = std::fs::read(&path)
+        .map_err(|e| format!("keystore.primary: cannot read {}: {e}", path.display()))?;
+    let at = |e: sluice_transport::keystore::KeyStoreError| {
+        format!("keystore.primary: {}: {e}", path.display())
+    };
+    let store = KeyStore::read_jks(&bytes, password).map_err(at)?;
+    let entry = match &k.alias {
+        Some(a) => store.key(a),
+        None if store.keys.len() == 1 => store.keys.first(),
+        None => store.key("wso2carbon"),
+    }
+    .ok_or_else(|| {
+        let aliases: Vec<&str> = store.keys.iter().map(|e| e.alias.as_str()).collect();
+        format!(
+            "keystore.primary: {} holds no key named {} (its keys: {})",
+            path.display(),
+            k.alias.as_deref().unwrap_or("wso2carbon"),
+            aliases.join(", ")
+        )
+    })?;
+    let pkcs8 = entry
+        .key(k.key_password.as_deref().unwrap_or(password))
+        .map_err(at)?;
+    let named = format!("{} ({})", path.display(), entry.alias);
+    let chain = entry.chain.clone();
+    Ok(PrimaryKey {
+        store,
+        chain,
+        pkcs8,
+        named,
+    })
 }

@@ -249,12 +249,6 @@ async fn car_of_2018_loads_and_routes() {
 
 const IBM_FIRST: &str = "2018-01_initial/1K_buyStocks.xml";
 
-fn request_file(rel: &str) -> bytes::Bytes {
-    bytes::Bytes::from(
-        std::fs::read(reference().join("performance-ei/requests").join(rel)).unwrap(),
-    )
-}
-
 /// The same payload with its first order's symbol changed.
 fn with_first_symbol(body: &bytes::Bytes, symbol: &str) -> bytes::Bytes {
     let s = String::from_utf8(body.to_vec()).unwrap();

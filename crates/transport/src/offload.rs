@@ -107,6 +107,44 @@ impl Offload {
     }
 }
 
+impl Offload {
+    /// Runs `work` (not mediation: WS-Security's checks and signing, a few RSA operations and a
+    /// tree) on a blocking thread of the same pool and deadline, `what` naming it in the error.
+    pub async fn blocking<T: Send + 'static>(
+        &self,
+        what: &str,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, Error> {
+        let deadline = tokio::time::Instant::now() + self.opts.deadline;
+        let late = || {
+            Error::new(
+                ErrorKind::Stopped,
+                format!(
+                    "{what} ran past its deadline of {} ms",
+                    self.opts.deadline.as_millis()
+                ),
+            )
+        };
+        let permit =
+            match tokio::time::timeout_at(deadline, self.permits.clone().acquire_owned()).await {
+                Ok(Ok(p)) => p,
+                Ok(Err(_)) => return Err(Error::new(ErrorKind::Internal, "mediation pool closed")),
+                Err(_) => return Err(late()),
+            };
+        let job = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            work()
+        });
+        match tokio::time::timeout_at(deadline, job).await {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(e)) => {
+                Err(Error::new(ErrorKind::Internal, format!("{what} failed")).with_source(e))
+            }
+            Err(_) => Err(late()),
+        }
+    }
+}
+
 /// [`Offload::run`], in a span of its own when tracing is on.
 pub async fn traced(offload: &Offload, msg: &mut Message, work: OwnedWork) -> Result<Flow, Error> {
     let Some(t) = crate::otel::enabled() else {

@@ -160,7 +160,25 @@ impl FileParser<'_, '_> {
             match c.tag_name().name() {
                 "target" => target = self.target(c),
                 "publishWSDL" => publish_wsdl = self.publish_wsdl(c),
-                "enableSec" | "policy" => security = Some(self.loc(c)),
+                "enableSec" => {
+                    let s = security.get_or_insert_with(|| ProxySecurity {
+                        enabled: None,
+                        policies: Vec::new(),
+                    });
+                    s.enabled = Some(self.loc(c));
+                }
+                "policy" => {
+                    let key = c.attribute("key").unwrap_or_default().to_owned();
+                    let s = security.get_or_insert_with(|| ProxySecurity {
+                        enabled: None,
+                        policies: Vec::new(),
+                    });
+                    s.policies.push(PolicyRef {
+                        key,
+                        flow: c.attribute("type").map(str::to_owned),
+                        loc: self.loc(c),
+                    });
+                }
                 "description" | "parameter" => {}
                 "enableAddressing" | "enableRM" => {
                     self.report(

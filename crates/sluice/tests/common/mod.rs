@@ -40,6 +40,11 @@ pub fn capp() -> PathBuf {
     reference().join("performance-ei/capp")
 }
 
+/// A request of WSO2's performance tests by its path under `requests/`.
+pub fn request_file(rel: &str) -> Bytes {
+    Bytes::from(std::fs::read(reference().join("performance-ei/requests").join(rel)).unwrap())
+}
+
 pub fn payload(name: &str) -> Bytes {
     Bytes::from(
         std::fs::read(

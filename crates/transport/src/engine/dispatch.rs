@@ -89,7 +89,11 @@ impl Engine {
         let proxy = proxy.clone();
         let start = self.started();
         let span = traced(&mut msg, &proxy);
-        let r = self.request_flow(&proxy, msg, body).await;
+        let r = match &proxy.security {
+            // Boxed: its state stays out of every other request's future.
+            Some(sec) => Box::pin(self.secured_flow(&proxy, msg, body, sec.clone())).await,
+            None => self.request_flow(&proxy, msg, body).await,
+        };
         self.counted(&proxy, transport, start, &r);
         if let Some(s) = span {
             s.end(&r);

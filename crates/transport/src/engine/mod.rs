@@ -32,6 +32,7 @@ mod dispatch;
 mod read;
 pub use read::{HeadProbe, HEAD_PROBE_ALWAYS};
 mod response;
+mod secured;
 mod send;
 
 pub use dispatch::MAX_METHOD_LEN;
@@ -258,6 +259,16 @@ impl Engine {
                 Err(e) => return self.default_fault(msg.soap, &e),
             },
         }
+        self.in_flow(proxy, msg, stream).await
+    }
+
+    /// The in-sequence on a message whose body is read as it needs, and all that follows.
+    async fn in_flow(
+        &self,
+        proxy: &Arc<ProxyPlan>,
+        mut msg: Message,
+        stream: Option<Inbound>,
+    ) -> Response<RelayBody> {
         let flow = match mediate!(self, msg, Work::Seq(&proxy.in_seq)) {
             Ok(f) => f,
             Err(e) => return Box::pin(self.fault_flow(proxy, msg, e, stream)).await,

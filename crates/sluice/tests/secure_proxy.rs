@@ -1,0 +1,103 @@
+//! WSO2's SecureProxy, deployed from the performance CAR unchanged with the key store its policy
+//! names: WSO2's own secured requests reach the echo back-end as plain SOAP and come back secured;
+//! tampered and plain requests are refused with their WS-Security fault and never reach it.
+
+mod common;
+use common::setup::*;
+use common::*;
+
+/// A settings file naming WSO2's key store as `[keystore.primary]`.
+fn settings() -> std::path::PathBuf {
+    let jks = reference().join("keystores/wso2carbon.jks");
+    let dir = std::env::temp_dir().join(format!("sluice-secure-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let toml = dir.join("deployment.toml");
+    std::fs::write(
+        &toml,
+        format!(
+            "[keystore.primary]\nfile_name = \"{}\"\npassword = \"wso2carbon\"\nalias = \"wso2carbon\"\nkey_password = \"wso2carbon\"\n",
+            jks.display()
+        ),
+    )
+    .unwrap();
+    toml
+}
+
+/// wso2carbon's key and certificate as the requester's side holds them (the requests are signed
+/// with it, so the answers are encrypted to it).
+fn requester() -> sluice_security::inbound::Keys {
+    let jks = std::fs::read(reference().join("keystores/wso2carbon.jks")).unwrap();
+    let store = sluice_transport::keystore::KeyStore::read_jks(&jks, "wso2carbon").unwrap();
+    let entry = store.key("wso2carbon").unwrap();
+    sluice_security::inbound::Keys {
+        private: sluice_xml::SecurityKey::private_pkcs8(&entry.key("wso2carbon").unwrap()).unwrap(),
+        certificate: entry.chain[0].clone(),
+        trusted: Vec::new(),
+    }
+}
+
+fn policy() -> sluice_security::policy::Policy {
+    let text = std::fs::read_to_string(
+        reference().join("performance-ei/capp/security_policy_1.0.0/security_policy-1.0.0.xml"),
+    )
+    .unwrap();
+    sluice_security::policy::parse(&text).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wso2_secured_requests_pass_and_their_answers_come_back_secured() {
+    let be = backend().await;
+    let toml = settings();
+    let s = start_on_capp(&capp(), be.addr, &["--config", toml.to_str().unwrap()]);
+    let mut c = Conn::open(s.addr).await;
+    let keys = requester();
+    for size in ["500B", "1024B", "10240B"] {
+        let body = request_file(&format!("2019-04_to_2020-08/{size}_buyStocks_secure.xml"));
+        let r = c.soap("/services/SecureProxy", body).await;
+        assert_eq!(r.status, 200, "{size}: {}", r.text());
+        // The back-end got the plain envelope: no security header, the order in the clear.
+        let seen = be.seen.lock().unwrap().last().cloned().unwrap();
+        let sent = String::from_utf8(seen.body.unwrap().to_vec()).unwrap();
+        assert!(
+            sent.contains("<order>") && !sent.contains("Security"),
+            "{sent}"
+        );
+        // The answer: encrypted, signed, confirming the request's signature; it reads back.
+        let answer = r.text();
+        assert!(
+            !answer.contains("<order>") && answer.contains("SignatureConfirmation"),
+            "{answer}"
+        );
+        let mut doc = sluice_xml::Document::parse(answer.as_bytes()).unwrap();
+        sluice_security::inbound::check(&mut doc, &policy(), &keys, chrono::Utc::now())
+            .unwrap_or_else(|f| panic!("{size}: the answer does not check: {f}"));
+        let payload = doc.soap_body().unwrap().first_child_element().unwrap();
+        assert_eq!(payload.name(), "buyStocks", "{size}");
+    }
+    let reached = be.seen.lock().unwrap().len();
+    assert_eq!(reached, 3);
+
+    // A changed signature value, and a plain request: refused, and the back-end sees neither.
+    let good =
+        String::from_utf8(request_file("2019-04_to_2020-08/1024B_buyStocks_secure.xml").to_vec())
+            .unwrap();
+    let at = good.find("<ds:SignatureValue>").unwrap() + 30;
+    let mut changed = good.into_bytes();
+    changed[at] = if changed[at] == b'A' { b'B' } else { b'A' };
+    let r = c.soap("/services/SecureProxy", changed).await;
+    assert_eq!(r.status, 500);
+    assert!(r.text().contains("wsse:FailedCheck"), "{}", r.text());
+    let r = c
+        .soap(
+            "/services/SecureProxy",
+            request_file("2019-04_to_2020-08/1024B_buyStocks.xml"),
+        )
+        .await;
+    assert_eq!(r.status, 500);
+    assert!(r.text().contains("wsse:InvalidSecurity"), "{}", r.text());
+    assert_eq!(be.seen.lock().unwrap().len(), reached);
+    // The connection still serves the other proxies.
+    let body = payload("1000B_buyStocks.xml");
+    let r = c.soap("/services/DirectProxy", body.clone()).await;
+    assert_eq!(r.body, body);
+}

@@ -1,0 +1,138 @@
+//! A secured proxy's request and response (WS-Security, `sluice_security`): the request is read
+//! whole and checked off the event loop before the in-sequence sees it; what the flow answers is
+//! secured on its way out.
+//!
+//! | Step | Where | On failure |
+//! |---|---|---|
+//! | read the body whole | here, within the body limits | the usual 413 / 408 / 503 |
+//! | decrypt, verify, timestamp, policy | a blocking thread ([`Offload::blocking`]) | 500 with the `wsse:` fault code, logged; the back-end never sees it |
+//! | the in-sequence and the rest of the flow | as for any proxy, on the plain envelope | as for any proxy |
+//! | sign and encrypt a 2xx SOAP answer | a blocking thread | 500 fault: the answer is never sent in the clear |
+//!
+//! Answers that are not 2xx (faults of the flow, errors of the back-end) go out as they are.
+
+use super::*;
+use sluice_security::Secured;
+
+impl Engine {
+    pub(super) async fn secured_flow(
+        &self,
+        proxy: &Arc<ProxyPlan>,
+        mut msg: Message,
+        body: hyper::body::Incoming,
+        sec: Arc<Secured>,
+    ) -> Response<RelayBody> {
+        let soap = msg.soap;
+        let bytes = match self.buffer(Some(self.client_body(body)), "request").await {
+            Ok(b) => b,
+            Err(e) => return self.default_fault(soap, &e),
+        };
+        let now = chrono::Utc::now();
+        let checker = sec.clone();
+        let checked = self
+            .opts
+            .offload
+            .blocking("the WS-Security check", move || {
+                let mut doc = match sluice_xml::parse_untrusted(&bytes, &Default::default()) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        return Err(sluice_security::fault::Fault::new(
+                            sluice_security::fault::FaultCode::InvalidSecurity,
+                            format!("the request is not XML: {e}"),
+                        ))
+                    }
+                };
+                let c =
+                    sluice_security::inbound::check(&mut doc, &checker.policy, &checker.keys, now)?;
+                let plain = doc.to_bytes().map_err(|e| {
+                    sluice_security::fault::Fault::new(
+                        sluice_security::fault::FaultCode::InvalidSecurity,
+                        e.to_string(),
+                    )
+                })?;
+                Ok((Bytes::from(plain), c))
+            })
+            .await;
+        let checked = match checked {
+            Ok(Ok(c)) => c,
+            Ok(Err(fault)) => {
+                tracing::warn!(proxy = %proxy.name, "secured request refused: {fault}");
+                return security_fault(soap, &fault);
+            }
+            Err(e) => return self.default_fault(soap, &e),
+        };
+        let (plain, request) = checked;
+        msg.body = read_body(plain);
+        let answer = self.in_flow(proxy, msg, None).await;
+        if !answer.status().is_success() {
+            return answer;
+        }
+        self.secure_answer(answer, soap, sec, request).await
+    }
+
+    /// Signs and encrypts a successful answer for the requester.
+    async fn secure_answer(
+        &self,
+        answer: Response<RelayBody>,
+        soap: FaultVersion,
+        sec: Arc<Secured>,
+        request: sluice_security::inbound::Checked,
+    ) -> Response<RelayBody> {
+        let (mut parts, body) = answer.into_parts();
+        let bytes = match body.collect().await {
+            Ok(c) => c.to_bytes(),
+            Err(e) => {
+                let e = Error::new(
+                    ErrorKind::BackendProtocol,
+                    format!("reading the answer failed: {e}"),
+                );
+                return self.default_fault(soap, &e);
+            }
+        };
+        let now = chrono::Utc::now();
+        let secured = self
+            .opts
+            .offload
+            .blocking("securing the answer", move || {
+                let mut doc = sluice_xml::parse_untrusted(&bytes, &Default::default())
+                    .map_err(|e| format!("the answer is not XML: {e}"))?;
+                sluice_security::outbound::secure(&mut doc, &sec.policy, &sec.keys, &request, now)
+                    .map_err(|e| e.to_string())?;
+                doc.to_bytes().map_err(|e| e.to_string())
+            })
+            .await;
+        let secured = match secured {
+            Ok(Ok(b)) => b,
+            Ok(Err(why)) => {
+                tracing::warn!("a secured proxy's answer could not be secured: {why}");
+                let e = Error::new(ErrorKind::Internal, why);
+                return self.default_fault(soap, &e);
+            }
+            Err(e) => return self.default_fault(soap, &e),
+        };
+        parts.headers.remove(header::TRANSFER_ENCODING);
+        parts
+            .headers
+            .insert(header::CONTENT_LENGTH, HeaderValue::from(secured.len()));
+        Response::from_parts(parts, RelayBody::full(Bytes::from(secured)))
+    }
+}
+
+/// A WS-Security fault to the client: status 500, the fault in the request's SOAP version.
+fn security_fault(
+    soap: FaultVersion,
+    fault: &sluice_security::fault::Fault,
+) -> Response<RelayBody> {
+    let soap12 = soap == FaultVersion::Soap12;
+    let mut r = Response::new(RelayBody::full(Bytes::from(fault.to_soap(soap12))));
+    *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+    let content_type = if soap12 {
+        "application/soap+xml; charset=UTF-8"
+    } else {
+        "text/xml; charset=UTF-8"
+    };
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r.extensions_mut().insert(crate::metrics::Faulted);
+    r
+}
