@@ -79,7 +79,9 @@ impl Compiler<'_> {
                     Severity::Error,
                     enabled,
                     "enableSec",
-                    format!("WS-Security needs our key ([keystore.primary] in the --config file): {e}"),
+                    format!(
+                        "WS-Security needs our key ([keystore.primary] in the --config file): {e}"
+                    ),
                 );
                 None
             }

@@ -580,6 +580,68 @@ fn key_lines(text: &str) -> std::collections::HashMap<String, usize> {
     lines
 }
 
+/// The primary key, read from its store.
+struct PrimaryKey {
+    store: sluice_transport::keystore::KeyStore,
+    chain: Vec<Vec<u8>>,
+    pkcs8: Vec<u8>,
+    /// The file and alias, for messages.
+    named: String,
+}
+
+/// Reads `[keystore.primary]` `k`, a relative file name beside `dir` or in MI's
+/// `../repository/resources/security`.
+fn primary_key(k: &KeyStoreFile, dir: std::path::PathBuf) -> Result<PrimaryKey, String> {
+    use sluice_transport::keystore::KeyStore;
+    if k.kind
+        .as_deref()
+        .is_some_and(|t| !t.eq_ignore_ascii_case("JKS"))
+    {
+        return Err("keystore.primary: only JKS key stores are read yet (type = \"JKS\")".into());
+    }
+    let name = k.file_name.as_deref().unwrap_or("wso2carbon.jks");
+    let password = k.password.as_deref().unwrap_or("wso2carbon");
+    // Beside this file, else where MI keeps it when this file is MI's conf/deployment.toml.
+    let path = [
+        dir.join(name),
+        dir.join("../repository/resources/security").join(name),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
+    .unwrap_or_else(|| dir.join(name));
+    let bytes = std::fs::read(&path)
+        .map_err(|e| format!("keystore.primary: cannot read {}: {e}", path.display()))?;
+    let at = |e: sluice_transport::keystore::KeyStoreError| {
+        format!("keystore.primary: {}: {e}", path.display())
+    };
+    let store = KeyStore::read_jks(&bytes, password).map_err(at)?;
+    let entry = match &k.alias {
+        Some(a) => store.key(a),
+        None if store.keys.len() == 1 => store.keys.first(),
+        None => store.key("wso2carbon"),
+    }
+    .ok_or_else(|| {
+        let aliases: Vec<&str> = store.keys.iter().map(|e| e.alias.as_str()).collect();
+        format!(
+            "keystore.primary: {} holds no key named {} (its keys: {})",
+            path.display(),
+            k.alias.as_deref().unwrap_or("wso2carbon"),
+            aliases.join(", ")
+        )
+    })?;
+    let pkcs8 = entry
+        .key(k.key_password.as_deref().unwrap_or(password))
+        .map_err(at)?;
+    let named = format!("{} ({})", path.display(), entry.alias);
+    let chain = entry.chain.clone();
+    Ok(PrimaryKey {
+        store,
+        chain,
+        pkcs8,
+        named,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -682,66 +744,4 @@ mod tests {
         let off = Settings::parse("[metric_handler]\nenable = false\n").unwrap();
         assert!(off.metrics().is_none());
     }
-}
-
-/// The primary key, read from its store.
-struct PrimaryKey {
-    store: sluice_transport::keystore::KeyStore,
-    chain: Vec<Vec<u8>>,
-    pkcs8: Vec<u8>,
-    /// The file and alias, for messages.
-    named: String,
-}
-
-/// Reads `[keystore.primary]` `k`, a relative file name beside `dir` or in MI's
-/// `../repository/resources/security`.
-fn primary_key(k: &KeyStoreFile, dir: std::path::PathBuf) -> Result<PrimaryKey, String> {
-    use sluice_transport::keystore::KeyStore;
-    if k.kind
-        .as_deref()
-        .is_some_and(|t| !t.eq_ignore_ascii_case("JKS"))
-    {
-        return Err("keystore.primary: only JKS key stores are read yet (type = \"JKS\")".into());
-    }
-    let name = k.file_name.as_deref().unwrap_or("wso2carbon.jks");
-    let password = k.password.as_deref().unwrap_or("wso2carbon");
-    // Beside this file, else where MI keeps it when this file is MI's conf/deployment.toml.
-    let path = [
-        dir.join(name),
-        dir.join("../repository/resources/security").join(name),
-    ]
-    .into_iter()
-    .find(|p| p.is_file())
-    .unwrap_or_else(|| dir.join(name));
-    let bytes = std::fs::read(&path)
-        .map_err(|e| format!("keystore.primary: cannot read {}: {e}", path.display()))?;
-    let at = |e: sluice_transport::keystore::KeyStoreError| {
-        format!("keystore.primary: {}: {e}", path.display())
-    };
-    let store = KeyStore::read_jks(&bytes, password).map_err(at)?;
-    let entry = match &k.alias {
-        Some(a) => store.key(a),
-        None if store.keys.len() == 1 => store.keys.first(),
-        None => store.key("wso2carbon"),
-    }
-    .ok_or_else(|| {
-        let aliases: Vec<&str> = store.keys.iter().map(|e| e.alias.as_str()).collect();
-        format!(
-            "keystore.primary: {} holds no key named {} (its keys: {})",
-            path.display(),
-            k.alias.as_deref().unwrap_or("wso2carbon"),
-            aliases.join(", ")
-        )
-    })?;
-    let pkcs8 = entry
-        .key(k.key_password.as_deref().unwrap_or(password))
-        .map_err(at)?;
-    let named = format!("{} ({})", path.display(), entry.alias);
-    let chain = entry.chain.clone();
-    Ok(PrimaryKey {
-        store,
-        chain,
-        pkcs8,
-        named,
-    })
 }
