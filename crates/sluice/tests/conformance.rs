@@ -87,7 +87,10 @@ async fn run_suite(dir: &std::path::Path) -> Vec<String> {
             .zip(&values)
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        let body = bytes::Bytes::from(case.request.body.replace("{backend}", &backend_addr));
+        let body = match &case.request.body_file {
+            Some(f) => bytes::Bytes::from(std::fs::read(dir.join(f)).unwrap()),
+            None => bytes::Bytes::from(case.request.body.replace("{backend}", &backend_addr)),
+        };
         let sent = c.send_with(
             &case.request.method,
             &case.request.path,

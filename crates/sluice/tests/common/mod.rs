@@ -200,6 +200,12 @@ impl Sluice {
             args.push("--endpoint".into());
             args.push(format!("{e}=http://{backend}/backend"));
         }
+        // A suite's server settings (MI's deployment.toml), when it has them.
+        let settings = dir.join("deployment.toml");
+        if settings.is_file() {
+            args.push("--config".into());
+            args.push(settings.to_str().unwrap().to_owned());
+        }
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
         Sluice::start_logging(&argv, log_filter)
     }

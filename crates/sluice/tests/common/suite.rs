@@ -13,6 +13,9 @@ pub struct Req {
     pub headers: BTreeMap<String, String>,
     #[serde(default)]
     pub body: String,
+    /// The body from this file of the suite's folder instead (a message too large to write
+    /// inline, or not text).
+    pub body_file: Option<String>,
 }
 
 fn post() -> String {
