@@ -101,6 +101,12 @@ pub fn check(
             (XENC, "EncryptedKey") => open(doc, id, keys, &mut seen)?,
             (DS, "Signature") => verify(doc, id, keys, &mut seen)?,
             (WSU, "Timestamp") => {
+                if seen.timestamp {
+                    return Err(Fault::new(
+                        FaultCode::InvalidSecurity,
+                        "the header has two Timestamps",
+                    ));
+                }
                 timestamp(doc, id, policy, now)?;
                 seen.timestamp = true;
             }
