@@ -21,12 +21,8 @@ fn setup() -> &'static Setup {
         let jks = std::fs::read(suite.join("wso2carbon.jks")).unwrap();
         let store = sluice_security::keystore::KeyStore::read_jks(&jks, "wso2carbon").unwrap();
         let entry = store.key("wso2carbon").unwrap();
-        let keys = sluice_security::inbound::Keys {
-            private: sluice_xml::SecurityKey::private_pkcs8(&entry.key("wso2carbon").unwrap())
-                .unwrap(),
-            certificate: entry.chain[0].clone(),
-            trusted: Vec::new(),
-        };
+        let keys = sluice_security::inbound::Keys::new(sluice_xml::SecurityKey::private_pkcs8(&entry.key("wso2carbon").unwrap())
+                .unwrap(), entry.chain[0].clone(), Vec::new()).unwrap();
         let text = std::fs::read_to_string(suite.join("synapse/synapse.xml")).unwrap();
         let at = text.find("<wsp:Policy").unwrap();
         let end = text.find("</wsp:Policy>").unwrap() + "</wsp:Policy>".len();

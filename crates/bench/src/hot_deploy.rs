@@ -170,6 +170,7 @@ pub fn run(spec: &HotDeploySpec) -> std::io::Result<HotDeployResult> {
         path: "/services/Versioned".into(),
         headers: vec![("Content-Type".into(), "text/xml".into())],
         body: b"<buyStocks><order><symbol>IBM</symbol></order></buyStocks>".to_vec(),
+        more_bodies: Vec::new(),
         users: spec.users,
         warmup: Duration::from_secs(2),
         // The last change, then time for it to be deployed and served.

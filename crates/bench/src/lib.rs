@@ -10,6 +10,7 @@ pub mod micro;
 pub mod payload;
 pub mod procfs;
 pub mod report;
+pub mod secure;
 pub mod stats;
 pub mod stress;
 pub mod stress_client;

@@ -6,7 +6,7 @@ use crate::stats::{histogram, Phase, Window};
 use bytes::{Buf, BytesMut};
 use hdrhistogram::Histogram;
 use serde::Serialize;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,6 +22,9 @@ pub struct LoadSpec {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// Other bodies sent in turn with `body` (each user steps through them): messages that must
+    /// differ, such as WS-Security requests with fresh keys.
+    pub more_bodies: Vec<Vec<u8>>,
     pub users: usize,
     pub warmup: Duration,
     pub duration: Duration,
@@ -99,7 +102,12 @@ const TICK: Duration = Duration::from_millis(100);
 
 /// Runs the closed loop and blocks until it is over.
 pub fn run(spec: &LoadSpec, observer: &mut dyn Observer) -> std::io::Result<LoadResult> {
-    let request = Arc::new(build_request(spec));
+    let request: Arc<Vec<Vec<u8>>> = Arc::new(
+        std::iter::once(&spec.body)
+            .chain(&spec.more_bodies)
+            .map(|b| build_request(spec, b))
+            .collect(),
+    );
     let assert: Arc<Vec<Vec<u8>>> = Arc::new(
         (spec.assert_contains.iter())
             .map(|a| a.clone().into_bytes())
@@ -130,10 +138,11 @@ pub fn run(spec: &LoadSpec, observer: &mut dyn Observer) -> std::io::Result<Load
                     let acc = Rc::new(RefCell::new(Acc::new()));
                     local.block_on(&rt, async {
                         let mut tasks = Vec::new();
-                        for _ in 0..users {
+                        for k in 0..users {
                             let u = User {
                                 addr,
                                 request: request.clone(),
+                                turn: Cell::new(t + k * threads),
                                 assert: assert.clone(),
                                 timeout,
                                 window,
@@ -192,7 +201,7 @@ fn sleep_until(t: Instant) {
 }
 
 /// The whole request, head and body, built once and written with one call per request.
-fn build_request(spec: &LoadSpec) -> Vec<u8> {
+fn build_request(spec: &LoadSpec, body: &[u8]) -> Vec<u8> {
     let mut r = format!("POST {} HTTP/1.1\r\nHost: {}\r\n", spec.path, spec.addr);
     for (k, v) in &spec.headers {
         r.push_str(k);
@@ -200,9 +209,9 @@ fn build_request(spec: &LoadSpec) -> Vec<u8> {
         r.push_str(v);
         r.push_str("\r\n");
     }
-    r.push_str(&format!("Content-Length: {}\r\n\r\n", spec.body.len()));
+    r.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
     let mut r = r.into_bytes();
-    r.extend_from_slice(&spec.body);
+    r.extend_from_slice(body);
     r
 }
 
@@ -230,7 +239,10 @@ impl Acc {
 
 struct User {
     addr: SocketAddr,
-    request: Arc<Vec<u8>>,
+    /// The request, or the requests sent in turn ([`LoadSpec::more_bodies`]).
+    request: Arc<Vec<Vec<u8>>>,
+    /// Which of them goes next.
+    turn: Cell<usize>,
     assert: Arc<Vec<Vec<u8>>>,
     timeout: Duration,
     window: Window,
@@ -321,7 +333,9 @@ impl User {
             });
         }
         let c = conn.as_mut().expect("connected above");
-        c.s.write_all(&self.request)
+        let turn = self.turn.get();
+        self.turn.set(turn.wrapping_add(1));
+        c.s.write_all(&self.request[turn % self.request.len()])
             .await
             .map_err(|_| Some(Fail::Io))?;
         let res = c
@@ -542,6 +556,7 @@ mod tests {
             path: "/services/P".into(),
             headers: vec![("SOAPAction".into(), "urn:x".into())],
             body: b"<a/>".to_vec(),
+            more_bodies: Vec::new(),
             users: 1,
             warmup: Duration::ZERO,
             duration: Duration::from_millis(1),
@@ -550,7 +565,7 @@ mod tests {
             threads: 1,
             requests: None,
         };
-        let r = String::from_utf8(build_request(&spec)).unwrap();
+        let r = String::from_utf8(build_request(&spec, &spec.body)).unwrap();
         assert_eq!(
             r,
             "POST /services/P HTTP/1.1\r\nHost: 127.0.0.1:9\r\nSOAPAction: urn:x\r\nContent-Length: 4\r\n\r\n<a/>"
@@ -565,6 +580,7 @@ mod tests {
             path: "/".into(),
             headers: vec![("Content-Type".into(), "text/xml".into())],
             body: b"<buyStocks/>".to_vec(),
+            more_bodies: Vec::new(),
             users: 4,
             warmup: Duration::from_millis(100),
             duration: Duration::from_millis(400),

@@ -538,6 +538,7 @@ fn run_load(a: LoadArgs) -> Result<(), String> {
         },
         headers,
         body,
+        more_bodies: Vec::new(),
         users: a.users,
         warmup: Duration::from_secs_f64(a.warmup),
         duration: Duration::from_secs_f64(a.duration),

@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The WSO2 scenarios Sluice runs today (SecureProxy and the clone/aggregate and data-mapper
-/// scenarios need later work).
+/// The WSO2 scenarios Sluice runs by default (`SecureProxy` and `SecureProxyFresh`,
+/// [`crate::secure`], are asked for by name; the clone/aggregate and data-mapper scenarios need
+/// later work).
 pub const SCENARIOS: [&str; 7] = [
     "DirectProxy",
     "CBRProxy",
@@ -29,6 +30,7 @@ pub const SCENARIOS: [&str; 7] = [
 pub fn sluice_path(scenario: &str) -> String {
     match scenario {
         "DirectAPI" => "/directApi".to_owned(),
+        "SecureProxyFresh" => "/services/SecureProxy".to_owned(),
         s => format!("/services/{s}"),
     }
 }
@@ -603,7 +605,19 @@ fn run_in(spec: &MatrixSpec, command: &str, dir: &Path) -> std::io::Result<Repor
         }
     }
     if !spec.scenarios.is_empty() {
-        let s = start_sluice(spec, echo_addr, dir)?;
+        // The secured scenarios need WSO2's key store as [keystore.primary].
+        let mut with_keys = spec.clone();
+        if spec.scenarios.iter().any(|s| crate::secure::is_secure(s)) {
+            let reference = spec.reference.as_deref().ok_or_else(|| {
+                std::io::Error::other(
+                    "the SecureProxy scenarios need ../shared/reference/wso2-perf",
+                )
+            })?;
+            let toml = crate::secure::settings(reference, dir)?;
+            with_keys.sluice_args.push("--config".into());
+            with_keys.sluice_args.push(toml.display().to_string());
+        }
+        let s = start_sluice(&with_keys, echo_addr, dir)?;
         let v = Command::new(&spec.sluice)
             .arg("--version")
             .output()
@@ -634,7 +648,7 @@ fn run_in(spec: &MatrixSpec, command: &str, dir: &Path) -> std::io::Result<Repor
                 // With a back-end delay the cells are latency-bound (a few hundred requests a second, a
                 // few % of a core): they run concurrently, every target at once, unless told otherwise.
                 let concurrent = delay > 0 && spec.concurrent_delayed;
-                let group = group_cells(spec, &targets, &cells, &body, users, delay);
+                let group = group_cells(spec, &targets, &cells, (&body, size), users, delay)?;
                 let at = Progress {
                     n: &mut n,
                     total,
@@ -715,15 +729,26 @@ fn group_cells(
     spec: &MatrixSpec,
     targets: &[Target],
     cells: &[(usize, String)],
-    body: &str,
+    (body, size): (&str, usize),
     users: usize,
     delay: u64,
-) -> Vec<Cell> {
+) -> std::io::Result<Vec<Cell>> {
     cells
         .iter()
         .map(|(ti, scenario)| {
             let t = &targets[*ti];
-            Cell {
+            // A secured scenario sends its own requests and gets encrypted answers.
+            let (mut bodies, assert) = if t.key == "sluice" && crate::secure::is_secure(scenario) {
+                let reference = spec.reference.as_deref().unwrap_or(Path::new("."));
+                let b = crate::secure::bodies(scenario, size, reference)
+                    .map_err(std::io::Error::other)?;
+                (b, vec!["EncryptedData".to_owned()])
+            } else {
+                let assert = spec.assert_contains.iter().cloned().collect();
+                (vec![body.as_bytes().to_vec()], assert)
+            };
+            let first = bodies.remove(0);
+            Ok(Cell {
                 target: *ti,
                 label: if t.key == "sluice" {
                     format!("Sluice {scenario}")
@@ -739,17 +764,18 @@ fn group_cells(
                         t.path_prefix.clone()
                     },
                     headers: request_headers(delay),
-                    body: body.as_bytes().to_vec(),
+                    body: first,
+                    more_bodies: bodies,
                     users,
                     warmup: spec.warmup,
                     duration: spec.duration,
                     timeout: Duration::from_secs(60) + Duration::from_millis(delay),
-                    assert_contains: spec.assert_contains.iter().cloned().collect(),
+                    assert_contains: assert,
                     threads: spec.threads,
                     requests: None,
                 },
                 pids: t.pids(),
-            }
+            })
         })
         .collect()
 }
@@ -867,6 +893,7 @@ fn wrk_vs_loadgen(
             path: "/services/EchoService".into(),
             headers: request_headers(0),
             body: body.as_bytes().to_vec(),
+            more_bodies: Vec::new(),
             users,
             warmup: spec.warmup,
             duration: Duration::from_secs(spec.duration.as_secs().max(1)),

@@ -358,6 +358,7 @@ fn delayed_users(spec: &StressSpec, rig: &Rig) -> std::io::Result<Outcome> {
             path: "/services/DirectProxy".into(),
             headers: matrix::request_headers(spec.delay_ms),
             body: body.into_bytes(),
+            more_bodies: Vec::new(),
             users: spec.users,
             warmup: Duration::from_millis(spec.delay_ms * 2),
             duration: spec.duration,

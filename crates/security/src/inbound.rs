@@ -12,7 +12,7 @@
 //!
 //! The signer's certificate: a `wsse:Reference` to a `BinarySecurityToken`, a `KeyIdentifier`
 //! holding the certificate (`X509v3`) or its SHA-1 (`ThumbprintSHA1`, looked up among the trusted
-//! ones). It must be one of the trusted certificates ([`Keys::trusted`]).
+//! ones). It must be one of the trusted certificates ([`Keys::new`]).
 //!
 //! The request's algorithms may be any xmlsec1 is allowed to run (`sluice-xml`'s list), whatever
 //! the policy's suite: WSO2's own secured requests use AES-128 under a `Basic256` policy and MI
@@ -41,14 +41,61 @@ pub const X509V3: &str =
 pub const THUMBPRINT: &str =
     "http://docs.oasis-open.org/wss/oasis-wss-soap-message-security-1.1#ThumbprintSHA1";
 
-/// Our key and whom we trust.
+/// Our key and whom we trust, each certificate's public key loaded once (loading one costs
+/// OpenSSL 3 more than an RSA signature check: never per request).
 pub struct Keys {
     /// Our private key: requests are encrypted to it, responses signed with it.
     pub private: SecurityKey,
     /// Its certificate (DER).
     pub certificate: Vec<u8>,
-    /// Certificates (DER) whose signatures are accepted: the trust store's and the key store's.
-    pub trusted: Vec<Vec<u8>>,
+    /// Our certificate first, then those whose signatures are accepted.
+    trusted: Vec<Trusted>,
+}
+
+/// A certificate whose signatures are accepted, and what is looked up with it.
+pub struct Trusted {
+    pub der: Vec<u8>,
+    /// Its SHA-1 (`ThumbprintSHA1`).
+    pub thumbprint: Vec<u8>,
+    /// Its public key.
+    pub key: SecurityKey,
+}
+
+impl Keys {
+    /// Our key and certificate, and the certificates (DER) whose signatures are accepted: the
+    /// trust store's and the key store's. A certificate that does not load is an error.
+    pub fn new(
+        private: SecurityKey,
+        certificate: Vec<u8>,
+        trusted: Vec<Vec<u8>>,
+    ) -> Result<Keys, sluice_xml::XmlError> {
+        let mut all = vec![certificate.clone()];
+        all.extend(trusted.into_iter().filter(|c| *c != certificate));
+        let trusted = all
+            .into_iter()
+            .map(|der| {
+                Ok(Trusted {
+                    thumbprint: thumbprint(&der),
+                    key: SecurityKey::certificate(&der)?,
+                    der,
+                })
+            })
+            .collect::<Result<_, sluice_xml::XmlError>>()?;
+        Ok(Keys {
+            private,
+            certificate,
+            trusted,
+        })
+    }
+
+    /// The trusted certificate `der`, ours included.
+    pub fn trusted(&self, der: &[u8]) -> Option<&Trusted> {
+        self.trusted.iter().find(|t| t.der == der)
+    }
+
+    fn by_thumbprint(&self, thumbprint: &[u8]) -> Option<&Trusted> {
+        self.trusted.iter().find(|t| t.thumbprint == thumbprint)
+    }
 }
 
 /// What a request's checks found, for its response.
@@ -261,21 +308,19 @@ fn gone() -> Fault {
 fn verify(doc: &mut Document, id: NodeId, keys: &Keys, seen: &mut Seen) -> Result<(), Fault> {
     let sig = doc.node(id).ok_or_else(gone)?;
     let cert = signer_certificate(doc, sig, keys)?;
-    if cert != keys.certificate && !keys.trusted.contains(&cert) {
+    let Some(trusted) = keys.trusted(&cert) else {
         return Err(Fault::new(
             FaultCode::FailedAuthentication,
             "the signer's certificate is not trusted",
         ));
-    }
+    };
     let info = child(sig, DS, "SignedInfo")
         .ok_or_else(|| Fault::new(FaultCode::InvalidSecurity, "a Signature without SignedInfo"))?;
     let references: Vec<Node<'_>> = info
         .child_elements()
         .filter(|r| r.name() == "Reference")
         .collect();
-    let key = SecurityKey::certificate(&cert)
-        .map_err(|e| Fault::new(FaultCode::InvalidSecurityToken, e.to_string()))?;
-    match doc.verify_signature(sig, &key) {
+    match doc.verify_signature(sig, &trusted.key) {
         Ok(true) => {}
         Ok(false) => {
             return Err(Fault::new(
@@ -332,10 +377,9 @@ fn signer_certificate(doc: &Document, sig: Node<'_>, keys: &Keys) -> Result<Vec<
         let value = decode(k.text_content())?;
         return match k.attribute("ValueType").as_deref() {
             Some(X509V3) => Ok(value),
-            Some(THUMBPRINT) => std::iter::once(&keys.certificate)
-                .chain(&keys.trusted)
-                .find(|c| thumbprint(c) == value)
-                .cloned()
+            Some(THUMBPRINT) => keys
+                .by_thumbprint(&value)
+                .map(|t| t.der.clone())
                 .ok_or_else(|| {
                     Fault::new(
                         FaultCode::SecurityTokenUnavailable,

@@ -115,8 +115,16 @@ pub fn secure(
         .map(|n| n.id())
         .ok_or(SecureError::NotSoap)?;
     doc.encrypt(data, body, &SecurityKey::aes(&session)?)?;
-    let requester = SecurityKey::certificate(&request.signer)?;
-    doc.encrypt_key(key_node, &session, &requester)?;
+    // The requester's key, loaded when the keys were (its signature was checked with it).
+    let requester = match keys.trusted(&request.signer) {
+        Some(t) => doc.encrypt_key(key_node, &session, &t.key),
+        None => doc.encrypt_key(
+            key_node,
+            &session,
+            &SecurityKey::certificate(&request.signer)?,
+        ),
+    };
+    requester?;
     Ok(())
 }
 

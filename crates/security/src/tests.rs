@@ -96,11 +96,7 @@ fn wso2_policy() -> Policy {
 
 fn wso2_keys() -> Keys {
     let (key, cert) = wso2carbon();
-    Keys {
-        private: SecurityKey::private_pkcs8(&key).unwrap(),
-        certificate: cert,
-        trusted: Vec::new(),
-    }
+    Keys::new(SecurityKey::private_pkcs8(&key).unwrap(), cert, Vec::new()).unwrap()
 }
 
 fn at(time: &str) -> DateTime<Utc> {
@@ -198,16 +194,12 @@ fn tampered_requests_get_their_faults() {
         "wso2carbon",
     )
     .unwrap();
-    let stranger = Keys {
-        certificate: store.trusted[0].cert.clone(),
-        ..wso2_keys()
-    };
+    let (key, cert) = wso2carbon();
+    let private = || SecurityKey::private_pkcs8(&key).unwrap();
+    let stranger = Keys::new(private(), store.trusted[0].cert.clone(), Vec::new()).unwrap();
     assert_eq!(refused(&good, &stranger).0, FaultCode::FailedAuthentication);
     // The same with the signer trusted: accepted.
-    let trusting = Keys {
-        trusted: vec![keys.certificate.clone()],
-        ..stranger
-    };
+    let trusting = Keys::new(private(), store.trusted[0].cert.clone(), vec![cert]).unwrap();
     assert!(checked(&good, &trusting).is_ok());
 }
 

@@ -347,11 +347,8 @@ impl Settings {
                         .filter_map(|e| e.chain.first().cloned()),
                 )
                 .collect();
-            Ok(sluice_security::inbound::Keys {
-                private,
-                certificate,
-                trusted,
-            })
+            sluice_security::inbound::Keys::new(private, certificate, trusted)
+                .map_err(|e| format!("keystore.primary: {}: {e}", key.named))
         })
     }
 

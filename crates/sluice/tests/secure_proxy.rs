@@ -29,11 +29,12 @@ fn requester() -> sluice_security::inbound::Keys {
     let jks = std::fs::read(reference().join("keystores/wso2carbon.jks")).unwrap();
     let store = sluice_transport::keystore::KeyStore::read_jks(&jks, "wso2carbon").unwrap();
     let entry = store.key("wso2carbon").unwrap();
-    sluice_security::inbound::Keys {
-        private: sluice_xml::SecurityKey::private_pkcs8(&entry.key("wso2carbon").unwrap()).unwrap(),
-        certificate: entry.chain[0].clone(),
-        trusted: Vec::new(),
-    }
+    sluice_security::inbound::Keys::new(
+        sluice_xml::SecurityKey::private_pkcs8(&entry.key("wso2carbon").unwrap()).unwrap(),
+        entry.chain[0].clone(),
+        Vec::new(),
+    )
+    .unwrap()
 }
 
 fn policy() -> sluice_security::policy::Policy {

@@ -25,6 +25,8 @@
 #include <xmlsec/templates.h>
 #include <xmlsec/crypto.h>
 #include <xmlsec/errors.h>
+#include <xmlsec/openssl/evp.h>
+#include <openssl/x509.h>
 
 static __thread char last_error[512];
 
@@ -67,6 +69,38 @@ int sluice_xmlsec_init(void) {
     return 0;
 }
 
+/* The public key of a DER certificate, without the certificate: xmlsec duplicates a key for
+ * every operation, and a certificate kept in it would be copied each time (through OpenSSL 3's
+ * decoders, costlier than the RSA operation itself). */
+static xmlSecKeyPtr public_key_of(const unsigned char *der, size_t len) {
+    const unsigned char *p = der;
+    X509 *cert = d2i_X509(NULL, &p, (long) len);
+    EVP_PKEY *pkey;
+    xmlSecKeyDataPtr data;
+    xmlSecKeyPtr key;
+    if (cert == NULL) {
+        snprintf(last_error, sizeof(last_error), "not a DER X.509 certificate");
+        return NULL;
+    }
+    pkey = X509_get_pubkey(cert);
+    X509_free(cert);
+    if (pkey == NULL)
+        return NULL;
+    data = xmlSecOpenSSLEvpKeyAdopt(pkey);
+    if (data == NULL) {
+        EVP_PKEY_free(pkey);
+        return NULL;
+    }
+    key = xmlSecKeyCreate();
+    if (key == NULL || xmlSecKeySetValue(key, data) < 0) {
+        xmlSecKeyDataDestroy(data);
+        if (key != NULL)
+            xmlSecKeyDestroy(key);
+        return NULL;
+    }
+    return key;
+}
+
 /* A key from DER bytes: format 0 a PKCS#8 private key, 1 a certificate (its public key), 2 an
  * AES key's raw bytes. */
 xmlSecKeyPtr sluice_xmlsec_key(const unsigned char *der, size_t len, int format) {
@@ -77,8 +111,7 @@ xmlSecKeyPtr sluice_xmlsec_key(const unsigned char *der, size_t len, int format)
         return xmlSecCryptoAppKeyLoadMemory(der, (xmlSecSize) len, xmlSecKeyDataFormatDer,
                                             NULL, NULL, NULL);
     case 1:
-        return xmlSecCryptoAppKeyLoadMemory(der, (xmlSecSize) len, xmlSecKeyDataFormatCertDer,
-                                            NULL, NULL, NULL);
+        return public_key_of(der, len);
     case 2:
         return xmlSecKeyReadMemory(xmlSecKeyDataAesId, der, (xmlSecSize) len);
     default:
