@@ -605,19 +605,7 @@ fn run_in(spec: &MatrixSpec, command: &str, dir: &Path) -> std::io::Result<Repor
         }
     }
     if !spec.scenarios.is_empty() {
-        // The secured scenarios need WSO2's key store as [keystore.primary].
-        let mut with_keys = spec.clone();
-        if spec.scenarios.iter().any(|s| crate::secure::is_secure(s)) {
-            let reference = spec.reference.as_deref().ok_or_else(|| {
-                std::io::Error::other(
-                    "the SecureProxy scenarios need ../shared/reference/wso2-perf",
-                )
-            })?;
-            let toml = crate::secure::settings(reference, dir)?;
-            with_keys.sluice_args.push("--config".into());
-            with_keys.sluice_args.push(toml.display().to_string());
-        }
-        let s = start_sluice(&with_keys, echo_addr, dir)?;
+        let s = start_sluice(&with_keys(spec, dir)?, echo_addr, dir)?;
         let v = Command::new(&spec.sluice)
             .arg("--version")
             .output()
@@ -704,6 +692,21 @@ fn run_in(spec: &MatrixSpec, command: &str, dir: &Path) -> std::io::Result<Repor
         rows,
         wrk,
     })
+}
+
+/// `spec`, with WSO2's key store given to Sluice as `[keystore.primary]` when a secured scenario
+/// needs it.
+fn with_keys(spec: &MatrixSpec, dir: &Path) -> std::io::Result<MatrixSpec> {
+    let mut with = spec.clone();
+    if spec.scenarios.iter().any(|s| crate::secure::is_secure(s)) {
+        let reference = spec.reference.as_deref().ok_or_else(|| {
+            std::io::Error::other("the SecureProxy scenarios need ../shared/reference/wso2-perf")
+        })?;
+        let toml = crate::secure::settings(reference, dir)?;
+        with.sluice_args.push("--config".into());
+        with.sluice_args.push(toml.display().to_string());
+    }
+    Ok(with)
 }
 
 /// Where the matrix is, for the progress lines.
