@@ -32,7 +32,6 @@ mod dispatch;
 mod read;
 pub use read::{HeadProbe, HEAD_PROBE_ALWAYS};
 mod response;
-mod secured;
 mod send;
 
 pub use dispatch::MAX_METHOD_LEN;
@@ -67,6 +66,8 @@ macro_rules! mediate {
 
 // After the macro, which it uses.
 mod branches;
+// After `mediate!`, which it uses.
+mod secured;
 
 /// How much of a body is read looking for the end of what header-only expressions need, before the
 /// body is read whole instead (a SOAP header is rarely more than a few KiB).
@@ -259,16 +260,6 @@ impl Engine {
                 Err(e) => return self.default_fault(msg.soap, &e),
             },
         }
-        self.in_flow(proxy, msg, stream).await
-    }
-
-    /// The in-sequence on a message whose body is read as it needs, and all that follows.
-    async fn in_flow(
-        &self,
-        proxy: &Arc<ProxyPlan>,
-        mut msg: Message,
-        stream: Option<Inbound>,
-    ) -> Response<RelayBody> {
         let flow = match mediate!(self, msg, Work::Seq(&proxy.in_seq)) {
             Ok(f) => f,
             Err(e) => return Box::pin(self.fault_flow(proxy, msg, e, stream)).await,

@@ -63,7 +63,13 @@ impl Engine {
         };
         let (plain, request) = checked;
         msg.body = read_body(plain);
-        let answer = self.in_flow(proxy, msg, None).await;
+        let answer = match mediate!(self, msg, Work::Seq(&proxy.in_seq)) {
+            Ok(flow) => {
+                self.request_decided(proxy, msg, None, flow, Depth::Normal)
+                    .await
+            }
+            Err(e) => Box::pin(self.fault_flow(proxy, msg, e, None)).await,
+        };
         if !answer.status().is_success() {
             return answer;
         }
