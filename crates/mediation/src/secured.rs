@@ -9,11 +9,16 @@
 //! | `enableSec` without a `policy`, a policy `type`, several policies | unsupported |
 //! | a policy assertion Sluice does not implement | unsupported, with the policy's line |
 //! | no key store to read | an error: the proxy cannot decrypt or sign |
+//! | the policy names its own store (`signatureCrypto` with Merlin's properties, Synapse's samples) | that store, relative to SYNAPSE_HOME; `rampart:user`'s key; answers encrypted to `encryptionUser` |
 
 use crate::compile::Compiler;
 use sluice_config::model as cfg;
 use sluice_config::Severity;
+use sluice_security::keystore::KeyStore;
+use sluice_security::policy::{Crypto, Rampart};
 use sluice_security::Secured;
+use sluice_xml::SecurityKey;
+use std::path::Path;
 use std::sync::Arc;
 
 impl Compiler<'_> {
@@ -72,6 +77,24 @@ impl Compiler<'_> {
                 None
             }
         };
+        // A policy that names its own key store (Synapse's samples) is served with it.
+        if let Some(c) = read
+            .as_ref()
+            .and_then(|p| p.rampart.signature_crypto.clone())
+        {
+            let policy = read?;
+            return match policy_keys(self.home, &c, &policy.rampart) {
+                Ok((keys, encrypt_to)) => Some(Arc::new(Secured {
+                    policy,
+                    keys: Arc::new(keys),
+                    encrypt_to,
+                })),
+                Err(e) => {
+                    self.report(Severity::Error, enabled, "enableSec", e);
+                    None
+                }
+            };
+        }
         let keys = match self.opts.security_keys.as_ref().map(|k| k.get()) {
             Some(Ok(k)) => Some(k),
             Some(Err(e)) => {
@@ -95,9 +118,79 @@ impl Compiler<'_> {
                 None
             }
         };
+        let (policy, keys) = (read?, keys?);
+        // An `encryptionUser` alias is looked up in the same store ([keystore.primary]).
+        let encrypt_to = match policy.rampart.encryption_user.as_deref() {
+            None | Some("useReqSigCert") => None,
+            Some(_) => {
+                self.report(
+                    Severity::Unsupported,
+                    enabled,
+                    "enableSec",
+                    "an encryptionUser other than useReqSigCert with [keystore.primary]",
+                );
+                return None;
+            }
+        };
         Some(Arc::new(Secured {
-            policy: read?,
-            keys: keys?,
+            policy,
+            keys,
+            encrypt_to,
         }))
     }
+}
+
+/// Our keys from the key store a policy names (`signatureCrypto`, Merlin's properties: a JKS file
+/// relative to SYNAPSE_HOME), with `rampart:user`'s key opened with the store's password (Rampart
+/// asks a password callback class for it, which cannot run here), and the certificate of
+/// `encryptionUser` when it is an alias.
+fn policy_keys(
+    home: &Path,
+    c: &Crypto,
+    r: &Rampart,
+) -> Result<(sluice_security::inbound::Keys, Option<Vec<u8>>), String> {
+    if c.kind
+        .as_deref()
+        .is_some_and(|k| !k.eq_ignore_ascii_case("JKS"))
+    {
+        return Err(format!(
+            "the policy's key store {}: only JKS is read yet",
+            c.file
+        ));
+    }
+    let path = home.join(&c.file);
+    let at = |e: &dyn std::fmt::Display| format!("the policy's key store {}: {e}", path.display());
+    let bytes = std::fs::read(&path).map_err(|e| at(&e))?;
+    let password = c.password.as_deref().unwrap_or("");
+    let store = KeyStore::read_jks(&bytes, password).map_err(|e| at(&e))?;
+    let user = r.user.as_deref().unwrap_or("");
+    let entry = store
+        .key(user)
+        .ok_or_else(|| at(&format!("no key named {user} (rampart:user)")))?;
+    let pkcs8 = entry.key(password).map_err(|e| at(&e))?;
+    let private = SecurityKey::private_pkcs8(&pkcs8).map_err(|e| at(&e))?;
+    let certificate = entry.chain.first().cloned().unwrap_or_default();
+    let by_alias = |alias: &str| {
+        (store.keys.iter())
+            .find(|k| k.alias.eq_ignore_ascii_case(alias))
+            .and_then(|k| k.chain.first().cloned())
+            .or_else(|| {
+                (store.trusted.iter())
+                    .find(|t| t.alias.eq_ignore_ascii_case(alias))
+                    .map(|t| t.cert.clone())
+            })
+    };
+    let encrypt_to = match r.encryption_user.as_deref() {
+        None | Some("useReqSigCert") => None,
+        Some(alias) => Some(
+            by_alias(alias)
+                .ok_or_else(|| at(&format!("no certificate named {alias} (encryptionUser)")))?,
+        ),
+    };
+    let trusted = (store.trusted.iter().map(|t| t.cert.clone()))
+        .chain(store.keys.iter().filter_map(|k| k.chain.first().cloned()))
+        .collect();
+    let keys =
+        sluice_security::inbound::Keys::new(private, certificate, trusted).map_err(|e| at(&e))?;
+    Ok((keys, encrypt_to))
 }

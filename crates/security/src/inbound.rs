@@ -117,8 +117,24 @@ struct Seen {
     timestamp: bool,
 }
 
+/// Takes the `wsse:Security` headers out of `doc`: after the checks (Synapse sends no processed
+/// header on, and WSO2's SecureProxy removes it itself), and before an answer gets its own.
+pub fn remove_headers(doc: &mut Document) -> Result<(), sluice_xml::XmlError> {
+    loop {
+        let found = doc.soap_header().and_then(|h| {
+            h.child_elements()
+                .find(|c| c.name() == "Security" && c.namespace_uri() == Some(WSSE))
+                .map(|c| c.id())
+        });
+        match found {
+            Some(id) => doc.remove(id)?,
+            None => return Ok(()),
+        }
+    }
+}
+
 /// Checks `doc`, a secured request, against `policy` at `now`: decrypted in place, signatures
-/// verified. The header stays (the proxy's `header` mediator removes it, as in MI).
+/// verified. The header stays; [`remove_headers`] takes it out.
 pub fn check(
     doc: &mut Document,
     policy: &Policy,

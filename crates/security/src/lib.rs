@@ -14,6 +14,9 @@ use std::sync::{Arc, OnceLock};
 pub struct Secured {
     pub policy: policy::Policy,
     pub keys: Arc<inbound::Keys>,
+    /// The certificate (DER) answers are encrypted to when the policy names one
+    /// (`encryptionUser`); `None`: the request's signer (`useReqSigCert`).
+    pub encrypt_to: Option<Vec<u8>>,
 }
 
 impl std::fmt::Debug for Secured {

@@ -82,6 +82,8 @@ pub fn secure(
     let mut session = vec![0u8; key_length(policy.suite.encryption)];
     rng.fill(&mut session).map_err(|_| SecureError::Random)?;
 
+    // A security header the back-end sent is not ours to pass on.
+    crate::inbound::remove_headers(doc)?;
     let header = doc.ensure_soap_header()?.ok_or(SecureError::NotSoap)?;
     let body = doc
         .soap_body()

@@ -106,6 +106,21 @@ pub struct Rampart {
     pub timestamp_strict: bool,
     /// Milliseconds in the Timestamps we make (`timestampPrecisionInMilliseconds`).
     pub timestamp_millis: bool,
+    /// The key store `signatureCrypto` names with Merlin's properties, as Synapse's samples do
+    /// (MI's policies name MI's own stores instead: Sluice then uses `[keystore.primary]`).
+    pub signature_crypto: Option<Crypto>,
+    /// The same for `encryptionCrypto` (Rampart spells it `encryptionCypto`).
+    pub encryption_crypto: Option<Crypto>,
+}
+
+/// A key store a policy names: Merlin's `...merlin.file`, `...keystore.password`,
+/// `...keystore.type`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Crypto {
+    /// Relative to SYNAPSE_HOME when not absolute.
+    pub file: String,
+    pub password: Option<String>,
+    pub kind: Option<String>,
 }
 
 impl Default for Rampart {
@@ -117,6 +132,8 @@ impl Default for Rampart {
             timestamp_max_skew: 300,
             timestamp_strict: false,
             timestamp_millis: true,
+            signature_crypto: None,
+            encryption_crypto: None,
         }
     }
 }
@@ -310,11 +327,39 @@ impl Reader<'_, '_> {
                 "timestampMaxSkew" => r.timestamp_max_skew = number(r.timestamp_max_skew),
                 "timestampStrict" => r.timestamp_strict = text == "true",
                 "timestampPrecisionInMilliseconds" => r.timestamp_millis = text != "false",
+                "signatureCrypto" => r.signature_crypto = crypto(n),
+                "encryptionCrypto" | "encryptionCypto" => r.encryption_crypto = crypto(n),
                 // Key stores come from the server's settings ([keystore.primary]), as in MI.
                 _ => {}
             }
         }
     }
+}
+
+/// The Merlin key store a `signatureCrypto` or `encryptionCypto` names, if it names one.
+fn crypto(n: Node<'_, '_>) -> Option<Crypto> {
+    let mut file = None;
+    let mut c = Crypto {
+        file: String::new(),
+        password: None,
+        kind: None,
+    };
+    for p in n
+        .descendants()
+        .filter(|d| d.tag_name().name() == "property")
+    {
+        let value = p.text().unwrap_or("").trim().to_owned();
+        let name = p.attribute("name").unwrap_or("");
+        if name.ends_with(".merlin.file") || name.ends_with(".merlin.keystore.file") {
+            file = Some(value);
+        } else if name.ends_with(".merlin.keystore.password") {
+            c.password = Some(value);
+        } else if name.ends_with(".merlin.keystore.type") {
+            c.kind = Some(value);
+        }
+    }
+    c.file = file?;
+    Some(c)
 }
 
 #[cfg(test)]
@@ -342,6 +387,30 @@ mod tests {
             (300, 300)
         );
         assert!(!p.rampart.timestamp_strict);
+    }
+
+    /// Synapse's sample 200 policy: the key store is the policy's own (Merlin's properties).
+    #[test]
+    fn synapse_sample_policy_names_its_key_store() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+            "../../../shared/reference/wso2-perf/apache-synapse/resources/policy/policy_3.xml",
+        );
+        let p = parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+        assert_eq!(p.rampart.user.as_deref(), Some("alice"));
+        assert_eq!(p.rampart.encryption_user.as_deref(), Some("bob"));
+        let c = p.rampart.signature_crypto.unwrap();
+        assert_eq!(
+            c.file,
+            "repository/conf/sample/resources/security/store.jks"
+        );
+        assert_eq!(c.password.as_deref(), Some("password"));
+        assert_eq!(c.kind.as_deref(), Some("JKS"));
+        assert!(p.rampart.encryption_crypto.is_some() && !p.signature_confirmation);
+        // WSO2's names MI's own store (not Merlin's): none.
+        assert_eq!(
+            parse(&wso2_policy()).unwrap().rampart.signature_crypto,
+            None
+        );
     }
 
     #[test]

@@ -578,18 +578,8 @@ async fn the_management_api_answers_over_tls() {
 /// serves its certificate over TLS.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_primary_key_store_is_served_over_tls() {
-    let jks = workspace_root().join("../shared/reference/wso2-perf/keystores/wso2carbon.jks");
-    let dir = std::env::temp_dir().join(format!("sluice-keystore-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let toml = dir.join("deployment.toml");
-    std::fs::write(
-        &toml,
-        format!(
-            "[keystore.primary]\nfile_name = \"{}\"\npassword = \"wso2carbon\"\nalias = \"wso2carbon\"\nkey_password = \"wso2carbon\"\n",
-            jks.display()
-        ),
-    )
-    .unwrap();
+    let jks = reference().join("keystores/wso2carbon.jks");
+    let toml = keystore_settings("keystore", "wso2carbon");
     let be = backend().await;
     let s = start_on_capp(&capp(), be.addr, &["--config", toml.to_str().unwrap()]);
     let (_, served) = over_tls(&s).await;
@@ -598,20 +588,12 @@ async fn the_primary_key_store_is_served_over_tls() {
             .unwrap();
     assert_eq!(served, store.key("wso2carbon").unwrap().chain[0]);
     // A wrong password is reported, and the port makes its own certificate instead.
-    std::fs::write(
-        &toml,
-        format!(
-            "[keystore.primary]\nfile_name = \"{}\"\npassword = \"nope\"\n",
-            jks.display()
-        ),
-    )
-    .unwrap();
+    let toml = keystore_settings("keystore-wrong", "nope");
     let s = start_on_capp(&capp(), be.addr, &["--config", toml.to_str().unwrap()]);
     let log = s.stderr_with("password is wrong", std::time::Duration::from_secs(5));
     assert!(log.contains("password is wrong"), "{log}");
     let (_, served) = over_tls(&s).await;
     assert_ne!(served, store.key("wso2carbon").unwrap().chain[0]);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// An http/1.1 connection to the management API over TLS (any certificate taken, as `apictl -k`),

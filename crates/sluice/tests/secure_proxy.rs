@@ -6,23 +6,6 @@ mod common;
 use common::setup::*;
 use common::*;
 
-/// A settings file naming WSO2's key store as `[keystore.primary]`.
-fn settings() -> std::path::PathBuf {
-    let jks = reference().join("keystores/wso2carbon.jks");
-    let dir = std::env::temp_dir().join(format!("sluice-secure-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let toml = dir.join("deployment.toml");
-    std::fs::write(
-        &toml,
-        format!(
-            "[keystore.primary]\nfile_name = \"{}\"\npassword = \"wso2carbon\"\nalias = \"wso2carbon\"\nkey_password = \"wso2carbon\"\n",
-            jks.display()
-        ),
-    )
-    .unwrap();
-    toml
-}
-
 /// wso2carbon's key and certificate as the requester's side holds them (the requests are signed
 /// with it, so the answers are encrypted to it).
 fn requester() -> sluice_security::inbound::Keys {
@@ -48,7 +31,7 @@ fn policy() -> sluice_security::policy::Policy {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wso2_secured_requests_pass_and_their_answers_come_back_secured() {
     let be = backend().await;
-    let toml = settings();
+    let toml = keystore_settings("secure", "wso2carbon");
     let s = start_on_capp(&capp(), be.addr, &["--config", toml.to_str().unwrap()]);
     let mut c = Conn::open(s.addr).await;
     let keys = requester();
@@ -101,4 +84,80 @@ async fn wso2_secured_requests_pass_and_their_answers_come_back_secured() {
     let body = payload("1000B_buyStocks.xml");
     let r = c.soap("/services/DirectProxy", body.clone()).await;
     assert_eq!(r.body, body);
+}
+
+/// Apache Synapse's sample 200 (its policy_3.xml names its own key store, `store.jks`, relative
+/// to SYNAPSE_HOME: alice is the service, bob the client), its address pointed at the echo
+/// back-end: a request bob signs and encrypts to alice passes, and the answer comes back signed
+/// by alice and encrypted to bob, the policy's encryptionUser.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn synapse_sample_200_serves_with_its_policys_key_store() {
+    let samples = reference().join("apache-synapse");
+    let home = std::env::temp_dir().join(format!("sluice-s200-{}", std::process::id()));
+    let res = home.join("repository/conf/sample/resources");
+    std::fs::create_dir_all(res.join("policy")).unwrap();
+    std::fs::create_dir_all(res.join("security")).unwrap();
+    for (from, to) in [
+        ("resources/policy/policy_3.xml", "policy/policy_3.xml"),
+        ("resources/security/store.jks", "security/store.jks"),
+    ] {
+        std::fs::copy(samples.join(from), res.join(to)).unwrap();
+    }
+    let be = backend().await;
+    let sample = std::fs::read_to_string(samples.join("synapse_sample_200.xml"))
+        .unwrap()
+        .replace("http://localhost:9000", &format!("http://{}", be.addr));
+    let config = home.join("synapse_sample_200.xml");
+    std::fs::write(&config, sample).unwrap();
+    let s = Sluice::start(&[
+        "run",
+        config.to_str().unwrap(),
+        "--home",
+        home.to_str().unwrap(),
+    ]);
+    // bob's side: his key, alice's certificate.
+    let store = sluice_transport::keystore::KeyStore::read_jks(
+        &std::fs::read(res.join("security/store.jks")).unwrap(),
+        "password",
+    )
+    .unwrap();
+    let key = |alias: &str| store.key(alias).unwrap();
+    let bob = sluice_security::inbound::Keys::new(
+        sluice_xml::SecurityKey::private_pkcs8(&key("bob").key("password").unwrap()).unwrap(),
+        key("bob").chain[0].clone(),
+        vec![key("alice").chain[0].clone()],
+    )
+    .unwrap();
+    let mut policy = sluice_security::policy::parse(
+        &std::fs::read_to_string(res.join("policy/policy_3.xml")).unwrap(),
+    )
+    .unwrap();
+    policy.signature_confirmation = false;
+    let to_alice = sluice_security::inbound::Checked {
+        signer: key("alice").chain[0].clone(),
+        signature_values: Vec::new(),
+    };
+    let plain = request_file("2019-04_to_2020-08/1024B_buyStocks.xml");
+    let mut doc = sluice_xml::Document::parse(&plain).unwrap();
+    let now = chrono::Utc::now();
+    sluice_security::outbound::secure(&mut doc, &policy, &bob, &to_alice, now).unwrap();
+    let mut c = Conn::open(s.addr).await;
+    let r = c
+        .soap("/services/StockQuoteProxy", doc.to_bytes().unwrap())
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let mut answer = sluice_xml::Document::parse(&r.body).unwrap();
+    let checked = sluice_security::inbound::check(&mut answer, &policy, &bob, now)
+        .unwrap_or_else(|f| panic!("bob cannot read the answer: {f}\n{}", r.text()));
+    assert_eq!(checked.signer, key("alice").chain[0], "alice signed it");
+    let payload = answer.soap_body().unwrap().first_child_element().unwrap();
+    assert_eq!(payload.name(), "buyStocks");
+    // The back-end got the plain envelope, without the processed security header.
+    let seen = be.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    let sent = String::from_utf8(seen[0].body.clone().unwrap().to_vec()).unwrap();
+    assert!(
+        sent.contains("<order>") && !sent.contains("Security"),
+        "{sent}"
+    );
 }

@@ -56,17 +56,7 @@ fn validate_of_the_wso2_capp_lists_unsupported_features_by_file() {
         "{err}"
     );
     // With WSO2's key store as [keystore.primary], SecureProxy validates too.
-    let dir = std::env::temp_dir().join(format!("sluice-validate-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let toml = dir.join("deployment.toml");
-    std::fs::write(
-        &toml,
-        format!(
-            "[keystore.primary]\nfile_name = \"{}\"\n",
-            reference().join("keystores/wso2carbon.jks").display()
-        ),
-    )
-    .unwrap();
+    let toml = keystore_settings("validate", "wso2carbon");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(["--config", toml.to_str().unwrap(), "validate"])
         .arg(capp())

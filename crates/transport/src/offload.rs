@@ -58,58 +58,40 @@ impl Offload {
     /// Runs `work` on `msg` on a blocking thread. On its deadline (or a failure of the thread), `msg`
     /// is left as an empty message of the same SOAP version and the error says why.
     pub async fn run(&self, msg: &mut Message, work: OwnedWork) -> Result<Flow, Error> {
-        let deadline = tokio::time::Instant::now() + self.opts.deadline;
         let stop = Arc::new(AtomicBool::new(false));
         // Stops the run when this future is dropped before it ends (the client went away) or when
         // the deadline passes.
         let _stop_on_drop = StopOnDrop(stop.clone());
-        let late = || {
-            Error::new(
-                ErrorKind::Stopped,
-                format!(
-                    "mediation of a large message ran past its deadline of {} ms",
-                    self.opts.deadline.as_millis()
-                ),
-            )
-        };
-        let permit =
-            match tokio::time::timeout_at(deadline, self.permits.clone().acquire_owned()).await {
-                Ok(Ok(p)) => p,
-                Ok(Err(_)) => return Err(Error::new(ErrorKind::Internal, "mediation pool closed")),
-                Err(_) => return Err(late()),
-            };
         let soap = msg.soap;
         let mut taken = std::mem::replace(msg, placeholder(msg));
         taken.stop = Some(stop.clone());
-        let job = tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            let r = work.run(&mut taken);
-            taken.stop = None;
-            // A large run's trees are gone: their memory goes back now, not when the thread next
-            // allocates (it may idle until it exits).
-            sluice_xml::release_free_memory();
-            (taken, r)
-        });
-        match tokio::time::timeout_at(deadline, job).await {
-            Ok(Ok((back, r))) => {
+        let done = self
+            .blocking("mediation of a large message", move || {
+                let r = work.run(&mut taken);
+                taken.stop = None;
+                // A large run's trees are gone: their memory goes back now, not when the thread
+                // next allocates (it may idle until it exits).
+                sluice_xml::release_free_memory();
+                (taken, r)
+            })
+            .await;
+        match done {
+            Ok((back, r)) => {
                 *msg = back;
                 r
             }
-            Ok(Err(e)) => {
+            Err(e) => {
                 msg.soap = soap;
-                Err(Error::new(ErrorKind::Internal, "a mediation thread failed").with_source(e))
-            }
-            Err(_) => {
-                msg.soap = soap;
-                Err(late())
+                Err(e)
             }
         }
     }
 }
 
 impl Offload {
-    /// Runs `work` (not mediation: WS-Security's checks and signing, a few RSA operations and a
-    /// tree) on a blocking thread of the same pool and deadline, `what` naming it in the error.
+    /// Runs `work` on a blocking thread of the pool, within the deadline from now (the wait for a
+    /// thread included), `what` naming it in the error: a large message's mediation
+    /// ([`Offload::run`]), WS-Security's checks and signing.
     pub async fn blocking<T: Send + 'static>(
         &self,
         what: &str,

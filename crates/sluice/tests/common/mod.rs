@@ -40,6 +40,24 @@ pub fn capp() -> PathBuf {
     reference().join("performance-ei/capp")
 }
 
+/// A settings file (MI's `deployment.toml`) in a folder of its own named after `test`, naming
+/// WSO2's `wso2carbon.jks` as `[keystore.primary]` with `password` (store and key).
+pub fn keystore_settings(test: &str, password: &str) -> PathBuf {
+    let jks = reference().join("keystores/wso2carbon.jks");
+    let dir = std::env::temp_dir().join(format!("sluice-{test}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let toml = dir.join("deployment.toml");
+    std::fs::write(
+        &toml,
+        format!(
+            "[keystore.primary]\nfile_name = \"{}\"\npassword = \"{password}\"\nalias = \"wso2carbon\"\nkey_password = \"{password}\"\n",
+            jks.display()
+        ),
+    )
+    .unwrap();
+    toml
+}
+
 /// A request of WSO2's performance tests by its path under `requests/`.
 pub fn request_file(rel: &str) -> Bytes {
     Bytes::from(std::fs::read(reference().join("performance-ei/requests").join(rel)).unwrap())

@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | read the body whole | here, within the body limits | the usual 413 / 408 / 503 |
 //! | decrypt, verify, timestamp, policy | a blocking thread ([`Offload::blocking`]) | 500 with the `wsse:` fault code, logged; the back-end never sees it |
-//! | the in-sequence and the rest of the flow | as for any proxy, on the plain envelope | as for any proxy |
+//! | the in-sequence and the rest of the flow | as for any proxy, on the plain envelope without its `wsse:Security` header (Synapse removes processed headers when it sends; mediators here cannot read it) | as for any proxy |
 //! | sign and encrypt a 2xx SOAP answer | a blocking thread | 500 fault: the answer is never sent in the clear |
 //!
 //! Answers that are not 2xx (faults of the flow, errors of the back-end) go out as they are.
@@ -44,12 +44,15 @@ impl Engine {
                 };
                 let c =
                     sluice_security::inbound::check(&mut doc, &checker.policy, &checker.keys, now)?;
-                let plain = doc.to_bytes().map_err(|e| {
+                // Processed: not sent on (Synapse removes processed headers when it sends).
+                let invalid = |e: sluice_xml::XmlError| {
                     sluice_security::fault::Fault::new(
                         sluice_security::fault::FaultCode::InvalidSecurity,
                         e.to_string(),
                     )
-                })?;
+                };
+                sluice_security::inbound::remove_headers(&mut doc).map_err(invalid)?;
+                let plain = doc.to_bytes().map_err(invalid)?;
                 Ok((Bytes::from(plain), c))
             })
             .await;
@@ -61,7 +64,11 @@ impl Engine {
             }
             Err(e) => return self.default_fault(soap, &e),
         };
-        let (plain, request) = checked;
+        let (plain, mut request) = checked;
+        // Answers go to the policy's encryptionUser when it names one, else to the signer.
+        if let Some(to) = &sec.encrypt_to {
+            request.signer = to.clone();
+        }
         msg.body = read_body(plain);
         let answer = match mediate!(self, msg, Work::Seq(&proxy.in_seq)) {
             Ok(flow) => {
