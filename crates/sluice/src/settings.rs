@@ -35,6 +35,8 @@ pub struct Settings {
     opentelemetry: OpenTelemetry,
     #[serde(default)]
     keystore: KeyStores,
+    /// `[truststore]`: certificates whose WS-Security signatures are accepted.
+    truststore: Option<KeyStoreFile>,
     /// The folder of the file read, for the relative paths in it.
     #[serde(skip)]
     dir: Option<std::path::PathBuf>,
@@ -220,6 +222,7 @@ const KNOWN: &[(&str, &[&str])] = &[
         "keystore.primary",
         &["file_name", "password", "alias", "key_password", "type"],
     ),
+    ("truststore", &["file_name", "password", "type"]),
 ];
 
 impl Settings {
@@ -332,6 +335,7 @@ impl Settings {
     /// `repository/resources/security`). Read when a secured proxy first needs it.
     pub fn security_keys(&self) -> sluice_security::KeySource {
         let k = self.keystore.primary.clone().unwrap_or_default();
+        let trust = self.truststore.clone();
         let dir = self.dir.clone().unwrap_or_default();
         sluice_security::KeySource::new(move || {
             let key = primary_key(&k, dir.clone())?;
@@ -346,7 +350,9 @@ impl Settings {
                         .iter()
                         .filter_map(|e| e.chain.first().cloned()),
                 )
-                .collect();
+                .collect::<Vec<_>>();
+            // MI's trust store: its certificates too (MI's default file when it is there).
+            let trusted = [trusted, trust_store(trust.as_ref(), &dir)?].concat();
             sluice_security::inbound::Keys::new(private, certificate, trusted)
                 .map_err(|e| format!("keystore.primary: {}: {e}", key.named))
         })
@@ -575,6 +581,46 @@ fn key_lines(text: &str) -> std::collections::HashMap<String, usize> {
         }
     }
     lines
+}
+
+/// The certificates of `[truststore]` (a JKS file, as for the key store); without the section,
+/// those of MI's default `client-truststore.jks` when there is one.
+fn trust_store(t: Option<&KeyStoreFile>, dir: &std::path::Path) -> Result<Vec<Vec<u8>>, String> {
+    let name = t
+        .and_then(|t| t.file_name.as_deref())
+        .unwrap_or("client-truststore.jks");
+    let path = [
+        dir.join(name),
+        dir.join("../repository/resources/security").join(name),
+    ]
+    .into_iter()
+    .find(|p| p.is_file());
+    let Some(path) = path else {
+        return match t {
+            Some(_) => Err(format!("truststore: cannot find {name}")),
+            None => Ok(Vec::new()),
+        };
+    };
+    if t.and_then(|t| t.kind.as_deref())
+        .is_some_and(|k| !k.eq_ignore_ascii_case("JKS"))
+    {
+        return Err("truststore: only JKS stores are read yet (type = \"JKS\")".into());
+    }
+    let password = t
+        .and_then(|t| t.password.as_deref())
+        .unwrap_or("wso2carbon");
+    let bytes = std::fs::read(&path)
+        .map_err(|e| format!("truststore: cannot read {}: {e}", path.display()))?;
+    let store = sluice_transport::keystore::KeyStore::read_jks(&bytes, password)
+        .map_err(|e| format!("truststore: {}: {e}", path.display()))?;
+    // As WSS4J's Merlin: a key entry's certificate is trusted too.
+    let keys = store.keys.iter().filter_map(|k| k.chain.first().cloned());
+    Ok(store
+        .trusted
+        .iter()
+        .map(|c| c.cert.clone())
+        .chain(keys)
+        .collect())
 }
 
 /// The primary key, read from its store.

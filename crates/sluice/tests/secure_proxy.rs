@@ -161,3 +161,69 @@ async fn synapse_sample_200_serves_with_its_policys_key_store() {
         "{sent}"
     );
 }
+
+/// MI's `[truststore]`: a request signed with a key only the trust store knows (Synapse's sample
+/// key alice, referenced by its thumbprint) is refused without it (no certificate has that
+/// thumbprint: wsse:SecurityTokenUnavailable) and taken with it, its answer encrypted to alice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_trust_store_decides_whose_signatures_are_taken() {
+    let samples = reference().join("apache-synapse/resources/security/store.jks");
+    let store = sluice_transport::keystore::KeyStore::read_jks(
+        &std::fs::read(&samples).unwrap(),
+        "password",
+    )
+    .unwrap();
+    let alice = store.key("alice").unwrap();
+    let service = requester(); // wso2carbon, the service's key
+    let keys = sluice_security::inbound::Keys::new(
+        sluice_xml::SecurityKey::private_pkcs8(&alice.key("password").unwrap()).unwrap(),
+        alice.chain[0].clone(),
+        vec![service.certificate.clone()],
+    )
+    .unwrap();
+    let mut policy = policy();
+    policy.signature_confirmation = false;
+    let to_service = sluice_security::inbound::Checked {
+        signer: service.certificate.clone(),
+        signature_values: Vec::new(),
+    };
+    let request = || {
+        let plain = request_file("2019-04_to_2020-08/1024B_buyStocks.xml");
+        let mut doc = sluice_xml::Document::parse(&plain).unwrap();
+        sluice_security::outbound::secure(
+            &mut doc,
+            &policy,
+            &keys,
+            &to_service,
+            chrono::Utc::now(),
+        )
+        .unwrap();
+        doc.to_bytes().unwrap()
+    };
+    let be = backend().await;
+    let without = keystore_settings("trust-none", "wso2carbon");
+    let s = start_on_capp(&capp(), be.addr, &["--config", without.to_str().unwrap()]);
+    let mut c = Conn::open(s.addr).await;
+    let r = c.soap("/services/SecureProxy", request()).await;
+    assert_eq!(r.status, 500);
+    assert!(
+        r.text().contains("wsse:SecurityTokenUnavailable"),
+        "{}",
+        r.text()
+    );
+    drop(s);
+    let with = keystore_settings("trust-alice", "wso2carbon");
+    let mut text = std::fs::read_to_string(&with).unwrap();
+    text.push_str(&format!(
+        "[truststore]\nfile_name = \"{}\"\npassword = \"password\"\n",
+        samples.display()
+    ));
+    std::fs::write(&with, text).unwrap();
+    let s = start_on_capp(&capp(), be.addr, &["--config", with.to_str().unwrap()]);
+    let mut c = Conn::open(s.addr).await;
+    let r = c.soap("/services/SecureProxy", request()).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let mut answer = sluice_xml::Document::parse(&r.body).unwrap();
+    sluice_security::inbound::check(&mut answer, &policy, &keys, chrono::Utc::now())
+        .unwrap_or_else(|f| panic!("alice cannot read the answer: {f}"));
+}
