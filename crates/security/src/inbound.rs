@@ -12,7 +12,7 @@
 //!
 //! The signer's certificate: a `wsse:Reference` to a `BinarySecurityToken`, a `KeyIdentifier`
 //! holding the certificate (`X509v3`) or its SHA-1 (`ThumbprintSHA1`, looked up among the trusted
-//! ones). It must be one of the trusted certificates ([`Keys::new`]).
+//! ones), or `ds:X509Data/ds:X509IssuerSerial` (WSS4J's default, looked up the same way). It must be one of the trusted certificates ([`Keys::new`]).
 //!
 //! The request's algorithms may be any xmlsec1 is allowed to run (`sluice-xml`'s list), whatever
 //! the policy's suite: WSO2's own secured requests use AES-128 under a `Basic256` policy and MI
@@ -57,6 +57,8 @@ pub struct Trusted {
     pub der: Vec<u8>,
     /// Its SHA-1 (`ThumbprintSHA1`).
     pub thumbprint: Vec<u8>,
+    /// Its issuer (RFC 2253) and serial number (decimal): `X509IssuerSerial`.
+    pub issuer_serial: (String, String),
     /// Its public key.
     pub key: SecurityKey,
 }
@@ -76,6 +78,7 @@ impl Keys {
             .map(|der| {
                 Ok(Trusted {
                     thumbprint: thumbprint(&der),
+                    issuer_serial: sluice_xml::certificate_issuer_serial(&der)?,
                     key: SecurityKey::certificate(&der)?,
                     der,
                 })
@@ -95,6 +98,23 @@ impl Keys {
 
     fn by_thumbprint(&self, thumbprint: &[u8]) -> Option<&Trusted> {
         self.trusted.iter().find(|t| t.thumbprint == thumbprint)
+    }
+
+    /// The trusted certificate an `X509IssuerSerial` names: the serial number equal, the issuer
+    /// the same name once white space after commas and the case of attribute types are set aside.
+    fn by_issuer_serial(&self, issuer: &str, serial: &str) -> Option<&Trusted> {
+        let name = |n: &str| -> Vec<String> {
+            n.split(',')
+                .map(|rdn| match rdn.trim().split_once('=') {
+                    Some((t, v)) => format!("{}={}", t.trim().to_ascii_uppercase(), v.trim()),
+                    None => rdn.trim().to_owned(),
+                })
+                .collect()
+        };
+        let (issuer, serial) = (name(issuer), serial.trim());
+        self.trusted
+            .iter()
+            .find(|t| t.issuer_serial.1 == serial && name(&t.issuer_serial.0) == issuer)
     }
 }
 
@@ -408,9 +428,25 @@ fn signer_certificate(doc: &Document, sig: Node<'_>, keys: &Keys) -> Result<Vec<
             )),
         };
     }
+    if let Some(is) = child(str_, DS, "X509Data").and_then(|d| child(d, DS, "X509IssuerSerial")) {
+        let text = |local: &str| {
+            child(is, DS, local)
+                .map(|n| n.text_content())
+                .unwrap_or_default()
+        };
+        return keys
+            .by_issuer_serial(&text("X509IssuerName"), &text("X509SerialNumber"))
+            .map(|t| t.der.clone())
+            .ok_or_else(|| {
+                Fault::new(
+                    FaultCode::SecurityTokenUnavailable,
+                    "no trusted certificate has the signature's issuer and serial number",
+                )
+            });
+    }
     Err(Fault::new(
         FaultCode::UnsupportedSecurityToken,
-        "the signature's SecurityTokenReference is neither a Reference nor a KeyIdentifier",
+        "the signature's SecurityTokenReference is no Reference, KeyIdentifier or X509IssuerSerial",
     ))
 }
 

@@ -1,6 +1,7 @@
 //! Interop with an independent WS-Security implementation: a client built on Apache WSS4J
 //! (`tools/wss4j`, built by `.ci/run` into `target/tools/wss4j`) secures fresh requests to WSO2's
-//! SecureProxy policy (`conformance/ws-security`), verifies each answer with WSS4J (decryption,
+//! SecureProxy policy (`conformance/ws-security`), its certificate as a BinarySecurityToken and once
+//! by issuer and serial number (WSS4J's default), verifies each answer with WSS4J (decryption,
 //! signature, Timestamp, SignatureConfirmation), and sends tampered requests whose faults it checks.
 
 mod common;
@@ -42,6 +43,7 @@ async fn wss4j_secures_requests_sluice_takes_and_takes_the_answers_sluice_secure
         .map(|i| format!("fresh-{i}\t200\tanswer verified"))
         .chain(
             [
+                "issuer-serial\t200\tanswer verified",
                 "body-flipped\t500\twsse:FailedCheck",
                 "signature-changed\t500\twsse:FailedCheck",
                 "wrapped\t500\twsse:FailedCheck",
@@ -53,5 +55,5 @@ async fn wss4j_secures_requests_sluice_takes_and_takes_the_answers_sluice_secure
         .collect();
     assert_eq!(lines, want, "{text}");
     // Only the fresh requests reached the back-end.
-    assert_eq!(be.seen.lock().unwrap().len(), FRESH);
+    assert_eq!(be.seen.lock().unwrap().len(), FRESH + 1);
 }

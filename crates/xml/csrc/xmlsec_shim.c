@@ -27,6 +27,8 @@
 #include <xmlsec/errors.h>
 #include <xmlsec/openssl/evp.h>
 #include <openssl/x509.h>
+#include <openssl/bio.h>
+#include <openssl/bn.h>
 
 static __thread char last_error[512];
 
@@ -342,4 +344,35 @@ int sluice_xmlsec_register_ids(xmlDocPtr doc, xmlNodePtr node, const char *name)
         cur = cur->next;
     }
     return 0;
+}
+
+/* The issuer (RFC 2253, as Java's X500Principal writes it) and the serial number (decimal) of a DER
+ * certificate, for IssuerSerial references; -1 when it is no certificate or a buffer is short. */
+int sluice_x509_issuer_serial(const unsigned char *der, size_t len, char *issuer, size_t icap,
+                              char *serial, size_t scap) {
+    const unsigned char *p = der;
+    X509 *cert = d2i_X509(NULL, &p, (long) len);
+    BIO *bio;
+    BIGNUM *bn;
+    char *dec;
+    int n, rc = -1;
+    if (cert == NULL)
+        return -1;
+    bio = BIO_new(BIO_s_mem());
+    bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), NULL);
+    dec = bn != NULL ? BN_bn2dec(bn) : NULL;
+    if (bio != NULL && dec != NULL && strlen(dec) < scap &&
+        X509_NAME_print_ex(bio, X509_get_issuer_name(cert), 0, XN_FLAG_RFC2253) >= 0) {
+        n = BIO_read(bio, issuer, (int) icap - 1);
+        if (n >= 0 && (size_t) n < icap - 1) {
+            issuer[n] = '\0';
+            strcpy(serial, dec);
+            rc = 0;
+        }
+    }
+    OPENSSL_free(dec);
+    BN_free(bn);
+    BIO_free(bio);
+    X509_free(cert);
+    return rc;
 }

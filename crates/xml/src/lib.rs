@@ -72,7 +72,7 @@ pub use edit::{Fragment, Placement};
 pub use error::{XmlError, XmlErrorKind};
 pub use parse::{parse_untrusted, Limits, DEFAULT_MAX_ATTRIBUTES, DEFAULT_MAX_NAMESPACES};
 pub use schema::{Invalid, Schema};
-pub use security::SecurityKey;
+pub use security::{certificate_issuer_serial, SecurityKey};
 pub use xpath::{java_double, java_float, VariableResolver, XPath, XPathValue};
 pub use xslt::Stylesheet;
 

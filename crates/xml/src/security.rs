@@ -47,6 +47,46 @@ extern "C" {
         key: *mut XmlSecKey,
     ) -> c_int;
     fn sluice_xmlsec_register_ids(doc: xmlDocPtr, node: xmlNodePtr, name: *const c_char) -> c_int;
+    fn sluice_x509_issuer_serial(
+        der: *const u8,
+        len: usize,
+        issuer: *mut c_char,
+        icap: usize,
+        serial: *mut c_char,
+        scap: usize,
+    ) -> c_int;
+}
+
+/// A DER certificate's issuer (RFC 2253, as Java writes it: `CN=localhost,O=WSO2,...`) and serial
+/// number (decimal): what an `X509IssuerSerial` reference names it by.
+pub fn certificate_issuer_serial(der: &[u8]) -> Result<(String, String), XmlError> {
+    init()?;
+    let mut issuer = vec![0u8; 4096];
+    let mut serial = vec![0u8; 128];
+    // SAFETY: `der` is live for the call; the shim writes NUL-terminated strings of at most the
+    // buffers' sizes into them and reads nothing else.
+    let rc = unsafe {
+        sluice_x509_issuer_serial(
+            der.as_ptr(),
+            der.len(),
+            issuer.as_mut_ptr().cast(),
+            issuer.len(),
+            serial.as_mut_ptr().cast(),
+            serial.len(),
+        )
+    };
+    if rc != 0 {
+        return Err(XmlError::new(
+            XmlErrorKind::Security,
+            "not a DER X.509 certificate",
+        ));
+    }
+    let text = |b: &[u8]| {
+        CStr::from_bytes_until_nul(b)
+            .map(|c| c.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    Ok((text(&issuer), text(&serial)))
 }
 
 /// xmlsec1 and OpenSSL, once, after libxml2.

@@ -71,8 +71,10 @@ public final class WssInterop {
         other = crypto(args[2], "password");
         int count = Integer.parseInt(args[3]);
         for (int i = 1; i <= count; i++) {
-            good("fresh-" + i);
+            good("fresh-" + i, WSConstants.BST_DIRECT_REFERENCE);
         }
+        // WSS4J's default reference to the signer: issuer and serial number.
+        good("issuer-serial", WSConstants.ISSUER_SERIAL);
         tampered("body-flipped", "FailedCheck", s -> flipCipher(s.doc, "Body"));
         tampered("signature-changed", "FailedCheck", s -> flipText(s.doc, DS, "SignatureValue"));
         tampered("wrapped", "FailedCheck", s -> wrap(s.doc));
@@ -98,6 +100,11 @@ public final class WssInterop {
 
     static Secured secure(Crypto signer, String alias, String password, Instant now)
             throws Exception {
+        return secure(signer, alias, password, now, WSConstants.BST_DIRECT_REFERENCE);
+    }
+
+    static Secured secure(Crypto signer, String alias, String password, Instant now, int reference)
+            throws Exception {
         DocumentBuilderFactory f = DocumentBuilderFactory.newInstance();
         f.setNamespaceAware(true);
         Document doc = f.newDocumentBuilder()
@@ -112,7 +119,7 @@ public final class WssInterop {
         ts.build();
         WSSecSignature sign = new WSSecSignature(header);
         sign.setUserInfo(alias, password);
-        sign.setKeyIdentifierType(WSConstants.BST_DIRECT_REFERENCE);
+        sign.setKeyIdentifierType(reference);
         sign.setSignatureAlgorithm(WSConstants.RSA_SHA1);
         sign.setDigestAlgo(WSConstants.SHA1);
         sign.setSigCanonicalization(WSConstants.C14N_EXCL_OMIT_COMMENTS);
@@ -136,8 +143,8 @@ public final class WssInterop {
     }
 
     /** A fresh request: answered 200, and the answer passes WSS4J's checks. */
-    static void good(String name) throws Exception {
-        Secured s = secure(service, "wso2carbon", "wso2carbon", null);
+    static void good(String name, int reference) throws Exception {
+        Secured s = secure(service, "wso2carbon", "wso2carbon", null, reference);
         String[] r = post(s.doc);
         if (!r[0].equals("200")) {
             fail(name, "status " + r[0] + ": " + r[1]);
