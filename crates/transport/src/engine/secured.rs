@@ -92,8 +92,13 @@ impl Engine {
         request: sluice_security::inbound::Checked,
     ) -> Response<RelayBody> {
         let (mut parts, body) = answer.into_parts();
-        let bytes = match body.collect().await {
+        // Within the body limit, as any body read into memory.
+        let limit = self.opts.max_buffered_body;
+        let bytes = match http_body_util::Limited::new(body, limit).collect().await {
             Ok(c) => c.to_bytes(),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+                return self.default_fault(soap, &too_large("response", limit));
+            }
             Err(e) => {
                 let e = Error::new(
                     ErrorKind::BackendProtocol,
