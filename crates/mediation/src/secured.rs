@@ -170,27 +170,15 @@ fn policy_keys(
     let pkcs8 = entry.key(password).map_err(|e| at(&e))?;
     let private = SecurityKey::private_pkcs8(&pkcs8).map_err(|e| at(&e))?;
     let certificate = entry.chain.first().cloned().unwrap_or_default();
-    let by_alias = |alias: &str| {
-        (store.keys.iter())
-            .find(|k| k.alias.eq_ignore_ascii_case(alias))
-            .and_then(|k| k.chain.first().cloned())
-            .or_else(|| {
-                (store.trusted.iter())
-                    .find(|t| t.alias.eq_ignore_ascii_case(alias))
-                    .map(|t| t.cert.clone())
-            })
-    };
     let encrypt_to = match r.encryption_user.as_deref() {
         None | Some("useReqSigCert") => None,
         Some(alias) => Some(
-            by_alias(alias)
+            store
+                .certificate(alias)
                 .ok_or_else(|| at(&format!("no certificate named {alias} (encryptionUser)")))?,
         ),
     };
-    let trusted = (store.trusted.iter().map(|t| t.cert.clone()))
-        .chain(store.keys.iter().filter_map(|k| k.chain.first().cloned()))
-        .collect();
-    let keys =
-        sluice_security::inbound::Keys::new(private, certificate, trusted).map_err(|e| at(&e))?;
+    let keys = sluice_security::inbound::Keys::new(private, certificate, store.certificates())
+        .map_err(|e| at(&e))?;
     Ok((keys, encrypt_to))
 }

@@ -185,6 +185,28 @@ impl KeyStore {
         Ok(store)
     }
 
+    /// Every certificate the store vouches for, as WSS4J's Merlin reads a store: its trusted
+    /// certificates and its keys' own.
+    pub fn certificates(&self) -> Vec<Vec<u8>> {
+        let keys = self.keys.iter().filter_map(|k| k.chain.first().cloned());
+        self.trusted
+            .iter()
+            .map(|t| t.cert.clone())
+            .chain(keys)
+            .collect()
+    }
+
+    /// The certificate named `alias`: a key's own, else a trusted one.
+    pub fn certificate(&self, alias: &str) -> Option<Vec<u8>> {
+        self.key(alias)
+            .and_then(|k| k.chain.first().cloned())
+            .or_else(|| {
+                (self.trusted.iter())
+                    .find(|t| t.alias.eq_ignore_ascii_case(alias))
+                    .map(|t| t.cert.clone())
+            })
+    }
+
     /// The private key entry named `alias` (Java's aliases are compared without case).
     pub fn key(&self, alias: &str) -> Option<&PrivateKeyEntry> {
         self.keys

@@ -343,14 +343,7 @@ impl Settings {
                 .map_err(|e| format!("keystore.primary: {}: {e}", key.named))?;
             let certificate = key.chain.first().cloned().unwrap_or_default();
             // Whose signatures are taken: the store's trusted certificates and its keys' own.
-            let trusted = (key.store.trusted.iter().map(|t| t.cert.clone()))
-                .chain(
-                    key.store
-                        .keys
-                        .iter()
-                        .filter_map(|e| e.chain.first().cloned()),
-                )
-                .collect::<Vec<_>>();
+            let trusted = key.store.certificates();
             // MI's trust store: its certificates too (MI's default file when it is there).
             let trusted = [trusted, trust_store(trust.as_ref(), &dir)?].concat();
             sluice_security::inbound::Keys::new(private, certificate, trusted)
@@ -589,13 +582,7 @@ fn trust_store(t: Option<&KeyStoreFile>, dir: &std::path::Path) -> Result<Vec<Ve
     let name = t
         .and_then(|t| t.file_name.as_deref())
         .unwrap_or("client-truststore.jks");
-    let path = [
-        dir.join(name),
-        dir.join("../repository/resources/security").join(name),
-    ]
-    .into_iter()
-    .find(|p| p.is_file());
-    let Some(path) = path else {
+    let Some(path) = store_path(dir, name) else {
         return match t {
             Some(_) => Err(format!("truststore: cannot find {name}")),
             None => Ok(Vec::new()),
@@ -613,14 +600,18 @@ fn trust_store(t: Option<&KeyStoreFile>, dir: &std::path::Path) -> Result<Vec<Ve
         .map_err(|e| format!("truststore: cannot read {}: {e}", path.display()))?;
     let store = sluice_transport::keystore::KeyStore::read_jks(&bytes, password)
         .map_err(|e| format!("truststore: {}: {e}", path.display()))?;
-    // As WSS4J's Merlin: a key entry's certificate is trusted too.
-    let keys = store.keys.iter().filter_map(|k| k.chain.first().cloned());
-    Ok(store
-        .trusted
-        .iter()
-        .map(|c| c.cert.clone())
-        .chain(keys)
-        .collect())
+    Ok(store.certificates())
+}
+
+/// Where a store named `name` is: beside the settings file (`dir`), else where MI keeps it when the
+/// settings file is MI's `conf/deployment.toml`.
+fn store_path(dir: &std::path::Path, name: &str) -> Option<std::path::PathBuf> {
+    [
+        dir.join(name),
+        dir.join("../repository/resources/security").join(name),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
 }
 
 /// The primary key, read from its store.
@@ -644,14 +635,7 @@ fn primary_key(k: &KeyStoreFile, dir: std::path::PathBuf) -> Result<PrimaryKey, 
     }
     let name = k.file_name.as_deref().unwrap_or("wso2carbon.jks");
     let password = k.password.as_deref().unwrap_or("wso2carbon");
-    // Beside this file, else where MI keeps it when this file is MI's conf/deployment.toml.
-    let path = [
-        dir.join(name),
-        dir.join("../repository/resources/security").join(name),
-    ]
-    .into_iter()
-    .find(|p| p.is_file())
-    .unwrap_or_else(|| dir.join(name));
+    let path = store_path(&dir, name).unwrap_or_else(|| dir.join(name));
     let bytes = std::fs::read(&path)
         .map_err(|e| format!("keystore.primary: cannot read {}: {e}", path.display()))?;
     let at = |e: sluice_transport::keystore::KeyStoreError| {
