@@ -667,6 +667,26 @@ pub enum MediatorKind {
     Enqueue(Enqueue),
     /// MI 4.4's `<variable>`: sets or removes a variable of the message.
     Variable(Variable),
+    /// `<script language>`: JavaScript run on the message.
+    Script(Script),
+}
+
+/// `<script language key function>`: the source inline or a key's, with `<include key>`s.
+#[derive(Clone, Debug)]
+pub struct Script {
+    /// `js`, `graalJs`, `rhinoJs` or `nashornJs` (the parser refuses the rest).
+    pub language: String,
+    pub source: ScriptSource,
+    /// The included sources' keys, run after a keyed source (Synapse ignores them inline).
+    pub includes: Vec<String>,
+}
+
+#[derive(Clone, Debug)]
+pub enum ScriptSource {
+    /// The element's text: run as it is for each message.
+    Inline(String),
+    /// A local entry or registry resource, and the function called in it (`mediate` by default).
+    Key { key: String, function: String },
 }
 
 /// `<variable name action value|expression type>` (MI 4.4).

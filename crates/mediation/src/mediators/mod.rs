@@ -39,6 +39,7 @@ pub mod property;
 pub mod respond;
 pub mod rewrite;
 pub mod scatter_gather;
+pub mod script;
 pub mod send;
 pub mod sequence;
 pub mod switch;
@@ -246,6 +247,7 @@ mediators! {
     Enqueue(enqueue::EnqueuePlan),
     Variable(variable::VariablePlan),
     Throttle(throttle::ThrottlePlan),
+    Script(script::ScriptPlan),
 }
 
 impl Compiler<'_> {
@@ -298,6 +300,7 @@ impl Compiler<'_> {
             cfg::MediatorKind::Enqueue(e) => enqueue::compile(self, e, m),
             cfg::MediatorKind::Variable(v) => variable::compile(self, v, m),
             cfg::MediatorKind::Throttle(t) => throttle::compile(self, t, m),
+            cfg::MediatorKind::Script(s) => script::compile(self, s, m),
         }
     }
 }

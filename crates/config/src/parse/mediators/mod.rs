@@ -15,11 +15,11 @@ pub(crate) mod evaluator;
 mod flow;
 mod messaging;
 pub(crate) mod rewrite;
+mod script;
 mod throttle;
 
 /// Mediators Synapse and WSO2 MI define that Sluice does not run yet: reported as unsupported, not unknown.
 const KNOWN_UNSUPPORTED_MEDIATORS: &[&str] = &[
-    "script",
     "class",
     "pojoCommand",
     "spring",
@@ -137,6 +137,8 @@ impl FileParser<'_, '_> {
             "conditionalRouter" => MediatorKind::ConditionalRouter(self.conditional_router(n)?),
             // enqueue.rs
             "enqueue" => MediatorKind::Enqueue(self.enqueue(n)?),
+            // script.rs
+            "script" => MediatorKind::Script(self.script(n)?),
             other => return self.not_run(n, other),
         };
         Some(Mediator {

@@ -1,0 +1,445 @@
+//! JavaScript for the `<script>` mediator, on QuickJS (`rquickjs`).
+//!
+//! A script never touches the message. It runs over a [`Snapshot`] of what it may read, through
+//! Synapse's `mc` object (`prelude.js`, written in JavaScript), and returns what it changed as
+//! [`Op`]s, in order; the mediator applies them. So no Rust value is borrowed by JavaScript, and
+//! a script that fails leaves the message as it was.
+//!
+//! | Rule | Why |
+//! |---|---|
+//! | A fresh context a run, on the thread's runtime | nothing a script leaves in its globals reaches the next message, as Synapse gives each run fresh bindings |
+//! | Sloppy mode, global code | Synapse's engines run scripts as plain scripts: an inline script's value is its last statement's |
+//! | At most [`MEMORY_LIMIT`] bytes a runtime, [`TIME_LIMIT`] a run, and stopped when the message's run is stopped | a script cannot take the process's memory or hold its thread for ever |
+//! | Checked at load ([`Script::compile`]) | a script that does not parse is an artifact that does not deploy, as in Synapse |
+//!
+//! `mc` follows Synapse's GraalJS engine (MI 4.4's `js`) where the engines differ on types:
+//! `getPayloadXML()` is the payload as a string. E4X (XML literals, `..*::name`) is not supported
+//! yet: such a script is refused at load with [`ScriptErrorKind::E4x`].
+
+use rquickjs::{CatchResultExt, CaughtError, Context, Ctx, Function, Runtime, Value};
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Memory a thread's JavaScript runtime may take.
+pub const MEMORY_LIMIT: usize = 64 * 1024 * 1024;
+
+/// How long one run of a script may take before it is stopped.
+pub const TIME_LIMIT: Duration = Duration::from_secs(2);
+
+/// The stack a script may use (deep recursion is stopped with an error, not a crash).
+const STACK_LIMIT: usize = 512 * 1024;
+
+const PRELUDE: &str = include_str!("prelude.js");
+
+/// What kind of failure a script had.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScriptErrorKind {
+    /// It does not parse.
+    Syntax,
+    /// It uses E4X, which is not supported.
+    E4x,
+    /// It calls what Sluice's `mc` does not have yet, or Java classes.
+    Unsupported,
+    /// It threw, or `mc` refused what it was given.
+    Thrown,
+    /// The function to call is not defined.
+    NoFunction,
+    /// It ran past its time, or its message's run was stopped.
+    Stopped,
+    /// The engine itself failed (out of memory, no runtime).
+    Engine,
+}
+
+#[derive(Clone, Debug)]
+pub struct ScriptError {
+    pub kind: ScriptErrorKind,
+    pub message: String,
+}
+
+impl fmt::Display for ScriptError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ScriptError {}
+
+fn error(kind: ScriptErrorKind, message: impl Into<String>) -> ScriptError {
+    ScriptError {
+        kind,
+        message: message.into(),
+    }
+}
+
+/// What a script may read of its message. Parts a script never names are left `None` (not made).
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    /// The payload (the SOAP body's first child, or the root of plain XML) as XML text.
+    pub xml: Option<String>,
+    /// The payload as JSON text, when the message is JSON.
+    pub json: Option<String>,
+    /// The whole envelope as XML text.
+    pub envelope: Option<String>,
+    /// Default-scope properties.
+    pub props: Vec<(String, String)>,
+    /// Axis2-scope properties.
+    pub axis2: Vec<(String, String)>,
+    /// Transport headers.
+    pub transport: Vec<(String, String)>,
+    pub message_id: String,
+}
+
+/// One change a script made, to apply to the message in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// `setPayloadXML`: the new payload's XML text.
+    PayloadXml(String),
+    /// `setPayloadJSON`: the new payload's JSON text.
+    PayloadJson(String),
+    /// `setProperty(name, value, scope)`: scope `default`, `operation`, `axis2` or `transport`.
+    Set {
+        scope: String,
+        name: String,
+        value: String,
+    },
+    /// `removeProperty(name, scope)`.
+    Remove { scope: String, name: String },
+}
+
+/// What a run did: whether the flow goes on (anything but a boolean `false`), and its changes.
+#[derive(Debug)]
+pub struct Outcome {
+    pub proceed: bool,
+    pub ops: Vec<Op>,
+}
+
+/// What of the message a script's source names, found by its text at load.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Uses {
+    /// The payload: read or replaced (`getPayloadXML`, `setPayloadJSON`, ...).
+    pub payload: bool,
+    /// The whole envelope (`getEnvelopeXML`, `getPayloadText`).
+    pub envelope: bool,
+}
+
+/// A script checked at load: its source, the included sources run after it, and the function to
+/// call (`None`: an inline script, run as it is).
+#[derive(Debug)]
+pub struct Script {
+    source: String,
+    includes: Vec<String>,
+    function: Option<String>,
+    uses: Uses,
+}
+
+impl Script {
+    /// Checks `source` (and each of `includes`) parses as a script; `function` is the function a
+    /// keyed script calls (`mediate` by default in Synapse).
+    pub fn compile(
+        source: &str,
+        includes: Vec<String>,
+        function: Option<String>,
+    ) -> Result<Script, ScriptError> {
+        for s in std::iter::once(source).chain(includes.iter().map(String::as_str)) {
+            check_syntax(s)?;
+            check_names(s)?;
+        }
+        let all = std::iter::once(source).chain(includes.iter().map(String::as_str));
+        let mut uses = Uses::default();
+        for s in all {
+            uses.payload |= ["PayloadXML", "PayloadJSON", "getPayloadText", "jsonObject"]
+                .iter()
+                .any(|m| s.contains(m));
+            uses.envelope |= s.contains("getEnvelopeXML") || s.contains("getPayloadText");
+        }
+        Ok(Script {
+            source: source.to_owned(),
+            includes,
+            function,
+            uses,
+        })
+    }
+
+    /// What of the message the script names.
+    pub fn uses(&self) -> Uses {
+        self.uses
+    }
+
+    /// Runs the script over `snap`. `stop`, when set, stops it (its message's run was stopped).
+    pub fn run(
+        &self,
+        snap: &Snapshot,
+        stop: Option<Arc<AtomicBool>>,
+    ) -> Result<Outcome, ScriptError> {
+        RUNTIME.with(|rt| {
+            let rt = rt
+                .as_ref()
+                .map_err(|e| error(ScriptErrorKind::Engine, e.clone()))?;
+            let started = Instant::now();
+            let stopped = Arc::new(AtomicBool::new(false));
+            let flag = stopped.clone();
+            rt.set_interrupt_handler(Some(Box::new(move || {
+                let stop = stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed))
+                    || started.elapsed() > TIME_LIMIT;
+                if stop {
+                    flag.store(true, Ordering::Relaxed);
+                }
+                stop
+            })));
+            let cx = Context::full(rt).map_err(|e| {
+                error(
+                    ScriptErrorKind::Engine,
+                    format!("no JavaScript context: {e}"),
+                )
+            })?;
+            let out = cx.with(|ctx| self.run_in(&ctx, snap));
+            rt.set_interrupt_handler(None);
+            match out {
+                Err(_) if stopped.load(Ordering::Relaxed) => Err(error(
+                    ScriptErrorKind::Stopped,
+                    format!(
+                        "the script was stopped: it ran past {} s or its message's run was stopped",
+                        TIME_LIMIT.as_secs()
+                    ),
+                )),
+                out => out,
+            }
+        })
+    }
+
+    fn run_in(&self, ctx: &Ctx<'_>, snap: &Snapshot) -> Result<Outcome, ScriptError> {
+        let setup: Function = eval(ctx, PRELUDE)?;
+        setup
+            .call::<_, ()>((snapshot_json(snap),))
+            .catch(ctx)
+            .map_err(|e| thrown(&e))?;
+        let done: Value = eval(ctx, &self.source)?;
+        let result = match &self.function {
+            None => done,
+            Some(name) => {
+                for inc in &self.includes {
+                    eval::<Value>(ctx, inc)?;
+                }
+                let f: Option<Function> = ctx.globals().get(name.as_str()).ok();
+                let Some(f) = f else {
+                    return Err(error(
+                        ScriptErrorKind::NoFunction,
+                        format!("the script defines no function {name}"),
+                    ));
+                };
+                let mc: Value = ctx.globals().get("mc").catch(ctx).map_err(|e| thrown(&e))?;
+                f.call::<_, Value>((mc,))
+                    .catch(ctx)
+                    .map_err(|e| thrown(&e))?
+            }
+        };
+        let proceed = result.as_bool() != Some(false);
+        let ops: Function = ctx
+            .globals()
+            .get("__sluice_ops")
+            .catch(ctx)
+            .map_err(|e| thrown(&e))?;
+        let ops: String = ops.call(()).catch(ctx).map_err(|e| thrown(&e))?;
+        Ok(Outcome {
+            proceed,
+            ops: parse_ops(&ops)?,
+        })
+    }
+}
+
+thread_local! {
+    /// The thread's runtime, made on first use with its limits.
+    static RUNTIME: Result<Runtime, String> = Runtime::new()
+        .inspect(|rt| {
+            rt.set_memory_limit(MEMORY_LIMIT);
+            rt.set_max_stack_size(STACK_LIMIT);
+        })
+        .map_err(|e| format!("no JavaScript runtime: {e}"));
+}
+
+/// Evaluates `source` as global code in sloppy mode (as Synapse's engines run scripts).
+fn eval<'js, V: rquickjs::FromJs<'js>>(ctx: &Ctx<'js>, source: &str) -> Result<V, ScriptError> {
+    let mut opts = rquickjs::context::EvalOptions::default();
+    opts.strict = false;
+    ctx.eval_with_options(source, opts)
+        .catch(ctx)
+        .map_err(|e| thrown(&e))
+}
+
+fn thrown(e: &CaughtError<'_>) -> ScriptError {
+    let message = match e {
+        CaughtError::Exception(ex) => match (ex.message(), ex.stack()) {
+            (Some(m), _) => m,
+            (None, Some(s)) => s,
+            (None, None) => "an exception without a message".to_owned(),
+        },
+        CaughtError::Value(v) => v
+            .as_string()
+            .and_then(|s| s.to_string().ok())
+            .unwrap_or_else(|| format!("a value of type {}", v.type_name())),
+        CaughtError::Error(e) => e.to_string(),
+    };
+    error(ScriptErrorKind::Thrown, message)
+}
+
+/// Whether `source` parses as a script, without running it (in a context of its own).
+fn check_syntax(source: &str) -> Result<(), ScriptError> {
+    RUNTIME.with(|rt| {
+        let rt = rt
+            .as_ref()
+            .map_err(|e| error(ScriptErrorKind::Engine, e.clone()))?;
+        let cx = Context::full(rt)
+            .map_err(|e| error(ScriptErrorKind::Engine, format!("no JavaScript context: {e}")))?;
+        cx.with(|ctx| {
+            // The source as a function's body: parsed, not run.
+            let make: Function = eval(&ctx, "(function (s) { return new Function(s); })")?;
+            match make.call::<_, Value>((source,)).catch(&ctx) {
+                Ok(_) => Ok(()),
+                Err(e) => {
+                    let e = thrown(&e);
+                    if looks_like_e4x(source) {
+                        Err(error(
+                            ScriptErrorKind::E4x,
+                            format!("E4X (XML literals and XML navigation in JavaScript) is not supported yet ({e})"),
+                        ))
+                    } else {
+                        Err(error(ScriptErrorKind::Syntax, format!("the script does not parse: {e}")))
+                    }
+                }
+            }
+        })
+    })
+}
+
+/// The `mc` methods `prelude.js` defines.
+const MC_METHODS: &[&str] = &[
+    "getPayloadXML",
+    "setPayloadXML",
+    "getPayloadJSON",
+    "setPayloadJSON",
+    "getPayloadText",
+    "getEnvelopeXML",
+    "getMessageID",
+    "getProperty",
+    "setProperty",
+    "removeProperty",
+    "getJsonText",
+    "setJsonText",
+    "jsonObject",
+    "setJsonObject",
+];
+
+/// Refuses at load what would fail at every run: an `mc.name` Sluice's `mc` lacks (Synapse's
+/// `mc` is a Java object with many more), and Java classes (`java.`, `Packages.`, `Java.type`).
+fn check_names(source: &str) -> Result<(), ScriptError> {
+    for java in ["java.", "Packages.", "Java.type"] {
+        if let Some(at) = find_word(source, java) {
+            let end = source[at..]
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '_'))
+                .map_or(source.len(), |k| at + k);
+            return Err(error(
+                ScriptErrorKind::Unsupported,
+                format!(
+                    "Java classes are not available to scripts ({})",
+                    &source[at..end]
+                ),
+            ));
+        }
+    }
+    let mut from = 0;
+    while let Some(at) = find_word(&source[from..], "mc.").map(|k| from + k) {
+        let name_at = at + 3;
+        let end = source[name_at..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$'))
+            .map_or(source.len(), |k| name_at + k);
+        let name = &source[name_at..end];
+        if !name.is_empty() && !MC_METHODS.contains(&name) {
+            return Err(error(
+                ScriptErrorKind::Unsupported,
+                format!("mc.{name} is not supported yet"),
+            ));
+        }
+        from = end;
+    }
+    Ok(())
+}
+
+/// The first `word` in `source` not preceded by a name's character.
+fn find_word(source: &str, word: &str) -> Option<usize> {
+    let b = source.as_bytes();
+    source.match_indices(word).map(|(i, _)| i).find(|&i| {
+        i == 0 || !(b[i - 1].is_ascii_alphanumeric() || matches!(b[i - 1], b'_' | b'$' | b'.'))
+    })
+}
+
+/// Whether a source that does not parse uses E4X: an XML literal after `(`, `=`, `,`, `:` or
+/// `return`, or E4X's `..*::` / `.@` navigation.
+fn looks_like_e4x(source: &str) -> bool {
+    if source.contains("::") || source.contains(".@") {
+        return true;
+    }
+    let b = source.as_bytes();
+    b.iter().enumerate().any(|(i, &c)| {
+        c == b'<'
+            && b.get(i + 1).is_some_and(|n| n.is_ascii_alphabetic())
+            && source[..i]
+                .trim_end()
+                .bytes()
+                .last()
+                .is_some_and(|p| matches!(p, b'(' | b'=' | b',' | b':'))
+    }) || source.contains("return <")
+}
+
+fn snapshot_json(s: &Snapshot) -> String {
+    let map = |v: &[(String, String)]| {
+        serde_json::Value::Object(
+            v.iter()
+                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+                .collect(),
+        )
+    };
+    serde_json::json!({
+        "xml": s.xml,
+        "json": s.json,
+        "envelope": s.envelope,
+        "props": map(&s.props),
+        "axis2": map(&s.axis2),
+        "transport": map(&s.transport),
+        "id": s.message_id,
+    })
+    .to_string()
+}
+
+fn parse_ops(text: &str) -> Result<Vec<Op>, ScriptError> {
+    let bad = || {
+        error(
+            ScriptErrorKind::Engine,
+            format!("the script's changes did not read back: {text}"),
+        )
+    };
+    let list: Vec<Vec<String>> = serde_json::from_str(text).map_err(|_| bad())?;
+    list.into_iter()
+        .map(|mut op| {
+            let mut next = || (!op.is_empty()).then(|| op.remove(0)).ok_or_else(bad);
+            Ok(match next()?.as_str() {
+                "xml" => Op::PayloadXml(next()?),
+                "json" => Op::PayloadJson(next()?),
+                "set" => Op::Set {
+                    scope: next()?,
+                    name: next()?,
+                    value: next()?,
+                },
+                "remove" => Op::Remove {
+                    scope: next()?,
+                    name: next()?,
+                },
+                _ => return Err(bad()),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

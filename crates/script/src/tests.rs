@@ -1,0 +1,232 @@
+use super::*;
+
+fn snap() -> Snapshot {
+    Snapshot {
+        xml: Some("<m:getQuote xmlns:m=\"urn:q\"><m:symbol>IBM</m:symbol></m:getQuote>".into()),
+        props: vec![("ERROR_MESSAGE".into(), "it broke".into())],
+        message_id: "urn:uuid:1".into(),
+        ..Snapshot::default()
+    }
+}
+
+fn inline(source: &str) -> Result<Outcome, ScriptError> {
+    Script::compile(source, vec![], None)?.run(&snap(), None)
+}
+
+#[test]
+fn an_inline_script_reads_the_payload_and_sets_it_and_properties_in_order() {
+    let out = inline(
+        r#"var p = mc.getPayloadXML();
+           var sym = p.match(/<m:symbol>(.*)<\/m:symbol>/)[1];
+           mc.setProperty("symbol", sym);
+           mc.setPayloadXML("<r>" + sym.toLowerCase() + "</r>");
+           mc.setProperty("n", 5, "axis2");
+           mc.removeProperty("ERROR_MESSAGE");
+           mc.setProperty("ignored", 1, "registry");"#,
+    )
+    .unwrap();
+    assert!(out.proceed);
+    assert_eq!(
+        out.ops,
+        vec![
+            Op::Set {
+                scope: "default".into(),
+                name: "symbol".into(),
+                value: "IBM".into()
+            },
+            Op::PayloadXml("<r>ibm</r>".into()),
+            Op::Set {
+                scope: "axis2".into(),
+                name: "n".into(),
+                value: "5".into()
+            },
+            Op::Remove {
+                scope: "default".into(),
+                name: "ERROR_MESSAGE".into()
+            },
+        ]
+    );
+}
+
+#[test]
+fn only_a_boolean_false_stops_the_flow() {
+    assert!(
+        !inline("mc.getPayloadXML().indexOf('HP') >= 0;")
+            .unwrap()
+            .proceed
+    );
+    assert!(
+        inline("mc.getPayloadXML().indexOf('IBM') >= 0;")
+            .unwrap()
+            .proceed
+    );
+    assert!(inline("null;").unwrap().proceed);
+    assert!(inline("0;").unwrap().proceed);
+    assert!(inline("'false';").unwrap().proceed);
+}
+
+#[test]
+fn properties_read_back_what_the_script_set_and_null_when_missing() {
+    let out = inline(
+        r#"mc.setProperty("a", "1");
+           mc.setProperty("b", mc.getProperty("a") + mc.getProperty("ERROR_MESSAGE") + mc.getProperty("none"));"#,
+    )
+    .unwrap();
+    assert_eq!(
+        out.ops[1],
+        Op::Set {
+            scope: "default".into(),
+            name: "b".into(),
+            value: "1it brokenull".into()
+        }
+    );
+}
+
+#[test]
+fn json_payloads_are_parsed_on_demand_and_set_as_text_or_values() {
+    let s = Snapshot {
+        json: Some(r#"{"price": 10, "items": [1, 2]}"#.into()),
+        ..Snapshot::default()
+    };
+    let script = Script::compile(
+        r#"var o = mc.getPayloadJSON();
+           o.price = o.price * 2;
+           mc.setPayloadJSON(o);
+           mc.setProperty("t", mc.getPayloadText());"#,
+        vec![],
+        None,
+    )
+    .unwrap();
+    assert!(script.uses().payload);
+    let out = script.run(&s, None).unwrap();
+    assert_eq!(
+        out.ops[0],
+        Op::PayloadJson(r#"{"price":20,"items":[1,2]}"#.into())
+    );
+    // A string is JSON text as it is.
+    let out = inline(r#"mc.setPayloadJSON('{"a" : 1}');"#).unwrap();
+    assert_eq!(out.ops, vec![Op::PayloadJson(r#"{"a" : 1}"#.into())]);
+    // No JSON payload: an empty object, as Synapse gives.
+    let out = inline(r#"mc.setProperty("k", Object.keys(mc.getPayloadJSON()).length);"#).unwrap();
+    assert_eq!(
+        out.ops[0],
+        Op::Set {
+            scope: "default".into(),
+            name: "k".into(),
+            value: "0".into()
+        }
+    );
+}
+
+#[test]
+fn a_keyed_script_calls_its_function_after_its_includes() {
+    let script = Script::compile(
+        "function transform(mc) { mc.setProperty('x', helper()); return false; }",
+        vec!["function helper() { return 'from the include'; }".into()],
+        Some("transform".into()),
+    )
+    .unwrap();
+    let out = script.run(&snap(), None).unwrap();
+    assert!(!out.proceed);
+    assert_eq!(
+        out.ops,
+        vec![Op::Set {
+            scope: "default".into(),
+            name: "x".into(),
+            value: "from the include".into()
+        }]
+    );
+    let missing = Script::compile("var a = 1;", vec![], Some("mediate".into())).unwrap();
+    let e = missing.run(&snap(), None).unwrap_err();
+    assert_eq!(e.kind, ScriptErrorKind::NoFunction);
+}
+
+#[test]
+fn globals_do_not_outlive_a_run() {
+    let script = Script::compile(
+        "if (typeof seen !== 'undefined') { mc.setProperty('leak', seen); } var seen = 'yes';",
+        vec![],
+        None,
+    )
+    .unwrap();
+    for _ in 0..2 {
+        assert_eq!(script.run(&snap(), None).unwrap().ops, vec![]);
+    }
+}
+
+#[test]
+fn failures_are_kinds_with_the_reason() {
+    let e = Script::compile("var x = ;", vec![], None).unwrap_err();
+    assert_eq!(e.kind, ScriptErrorKind::Syntax, "{e}");
+    let e = Script::compile(
+        "var s = mc.getPayloadXML()..*::symbol.toString(); mc.setPayloadXML(<a>{s}</a>);",
+        vec![],
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(e.kind, ScriptErrorKind::E4x, "{e}");
+    let e = inline("throw new Error('custom failure');").unwrap_err();
+    assert_eq!(
+        (e.kind, e.message.as_str()),
+        (ScriptErrorKind::Thrown, "custom failure")
+    );
+    let e = inline("mc.setPayloadXML(null);").unwrap_err();
+    assert_eq!(e.kind, ScriptErrorKind::Thrown, "{e}");
+    // Nothing applies from a run that failed: the ops are never returned.
+    let e = inline("mc.setProperty('a', 1); undefinedFunction();").unwrap_err();
+    assert!(e.message.contains("undefinedFunction"), "{e}");
+}
+
+#[test]
+fn a_script_that_never_ends_is_stopped() {
+    let stop = Arc::new(AtomicBool::new(true));
+    let script = Script::compile("while (true) {}", vec![], None).unwrap();
+    let e = script.run(&snap(), Some(stop)).unwrap_err();
+    assert_eq!(e.kind, ScriptErrorKind::Stopped, "{e}");
+    // Its own time limit, without a stop from outside.
+    let started = Instant::now();
+    let e = script.run(&snap(), None).unwrap_err();
+    assert_eq!(e.kind, ScriptErrorKind::Stopped, "{e}");
+    assert!(started.elapsed() >= TIME_LIMIT);
+    // The thread's runtime still runs scripts after.
+    assert!(inline("true;").unwrap().proceed);
+}
+
+#[test]
+fn a_script_that_takes_too_much_memory_fails_alone() {
+    let e = inline("var a = []; while (true) { a.push(new Array(100000).fill(1)); }").unwrap_err();
+    assert!(
+        matches!(e.kind, ScriptErrorKind::Thrown | ScriptErrorKind::Engine),
+        "{e:?}"
+    );
+    assert!(inline("true;").unwrap().proceed);
+}
+
+#[test]
+fn what_sluice_lacks_is_refused_at_load_by_name() {
+    for (src, says) in [
+        (
+            "var x = mc.getXpathResult('//a');",
+            "mc.getXpathResult is not supported yet",
+        ),
+        (
+            "java.lang.Thread.sleep(100);",
+            "Java classes are not available to scripts (java.lang.Thread.sleep)",
+        ),
+        (
+            "var T = Java.type('java.io.File');",
+            "Java classes are not available",
+        ),
+    ] {
+        let e = Script::compile(src, vec![], None).unwrap_err();
+        assert_eq!(e.kind, ScriptErrorKind::Unsupported, "{src}");
+        assert!(e.message.contains(says), "{src}: {e}");
+    }
+    // Names that only look alike are fine.
+    Script::compile(
+        "var amc = {}; amc.x = 1; var myjava = 1; mc.getProperty('a');",
+        vec![],
+        None,
+    )
+    .unwrap();
+}
