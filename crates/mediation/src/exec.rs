@@ -22,6 +22,13 @@ pub struct Continuation {
 }
 
 impl Continuation {
+    /// Whether what is left holds a [`crate::mediators::Mediator::heavy`] step.
+    pub fn heavy(&self) -> bool {
+        self.frames
+            .iter()
+            .any(|(steps, from)| crate::mediators::heavy(&steps[*from..]))
+    }
+
     /// What the rest reads of the (response) body, JSON or not ([`crate::plan::SeqPlan::need`]), up
     /// to its next `call`.
     pub fn body_need(&self, json: bool) -> BodyNeed {

@@ -172,6 +172,10 @@ pub struct SeqPlan {
     pub on_error: OnError,
     /// What can decide its expressions on a message's start ([`SeqPlan::head_names`]).
     head_names: Option<sluice_expr::HeadNames>,
+    /// A step in it (or in a list it runs) is [`crate::mediators::Mediator::heavy`]: a run of it
+    /// leaves the event loop whatever the message's size. Not seen through a sequence key computed
+    /// per message.
+    pub heavy: bool,
 }
 
 /// A sequence's `onError` sequence, once known.
@@ -198,6 +202,7 @@ impl SeqPlan {
             .then(|| sluice_expr::HeadNames::new(names));
         SeqPlan {
             name,
+            heavy: crate::mediators::heavy(&steps),
             body_need: need_of(&steps, false),
             body_need_json: need_of(&steps, true),
             steps,

@@ -286,6 +286,53 @@ async fn large_mediation_has_a_deadline_and_others_are_served_meanwhile() {
     );
 }
 
+/// A script runs off the event loop whatever its message's size: one that loops until its own time
+/// limit does not hold the only worker, which serves others all along; the looping message ends in
+/// the fault path with the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_looping_script_leaves_the_worker_free() {
+    let be = backend().await;
+    let dir = std::env::temp_dir().join(format!("sluice-limits-{}-script", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("synapse.xml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"<definitions xmlns="http://ws.apache.org/ns/synapse">
+  <proxy name="Loop"><target><inSequence>
+    <script language="js">while (true) {{}}</script>
+    <respond/>
+  </inSequence></target></proxy>
+  <proxy name="DirectProxy"><target>
+    <endpoint><address uri="http://{}/services/SimpleStockQuoteService"/></endpoint>
+    <outSequence><send/></outSequence>
+  </target></proxy>
+</definitions>"#,
+            be.addr
+        ),
+    )
+    .unwrap();
+    let s = Sluice::start(&["run", config.to_str().unwrap(), "--workers", "1"]);
+    let addr = s.addr;
+    let looping = tokio::spawn(async move {
+        let mut c = Conn::open(addr).await;
+        let body = "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\"><soapenv:Body><a/></soapenv:Body></soapenv:Envelope>";
+        c.post("/services/Loop", SOAP_HEADERS, body.into())
+            .await
+            .unwrap()
+    });
+    let (served, slowest) = serve_direct_while(s.addr, &looping, Duration::from_millis(200)).await;
+    let r = looping.await.unwrap();
+    assert_eq!(r.status, 500, "{}", r.text());
+    assert!(r.text().contains("the script was stopped"), "{}", r.text());
+    // A wide bound: on the event loop the script would hold the worker for its whole 2 s.
+    assert!(
+        slowest < Duration::from_millis(500),
+        "a DirectProxy request waited {slowest:?} ({served} served)"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The settings file's errors stop Sluice before it starts, with the line.
 #[test]
 fn a_bad_settings_file_is_refused_with_its_line() {

@@ -1,5 +1,6 @@
 //! Heavy mediation leaves the event loop. A message whose body in memory is at least
-//! [`OffloadOptions::above`] bytes is mediated on a blocking thread, at most
+//! [`OffloadOptions::above`] bytes, or whose run holds a script ([`Work::heavy`]), is mediated on a
+//! blocking thread, at most
 //! [`OffloadOptions::threads`] at once across the process; the event loop meanwhile serves its other
 //! connections. Such a run has a deadline counted from when it was handed over (waiting for a thread
 //! included): past it the client is answered with a fault, and the run is told to stop, which the
@@ -201,6 +202,14 @@ impl<'a> Work<'a> {
         match self {
             Work::Seq(s) => exec::run_seq(s, msg),
             Work::Resume(k) => exec::resume(k, msg),
+        }
+    }
+
+    /// Whether the run leaves the event loop whatever the message's size (it holds a script).
+    pub fn heavy(&self) -> bool {
+        match self {
+            Work::Seq(s) => s.heavy,
+            Work::Resume(k) => k.heavy(),
         }
     }
 

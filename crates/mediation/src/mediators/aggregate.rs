@@ -78,6 +78,10 @@ pub(crate) fn compile(c: &mut Compiler, a: &cfg::Aggregate, m: &cfg::Mediator) -
 }
 
 impl Mediator for Arc<AggregatePlan> {
+    fn heavy(&self) -> bool {
+        heavy(&self.on_complete)
+    }
+
     fn reads(&self, _json: bool) -> Reads {
         // The aggregate reads each response whole.
         Reads::WHOLE

@@ -148,6 +148,10 @@ fn shard(hash: &[u8; 32]) -> std::sync::MutexGuard<'static, HashMap<[u8; 32], En
 }
 
 impl Mediator for CachePlan {
+    fn heavy(&self) -> bool {
+        self.on_hit.as_ref().is_some_and(|s| s.heavy)
+    }
+
     fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
         if self.collector {
             self.collect(cx.msg);

@@ -65,6 +65,12 @@ impl Compiler<'_> {
 }
 
 impl Mediator for Arc<ClonePlan> {
+    fn heavy(&self) -> bool {
+        self.targets
+            .iter()
+            .any(|t| t.sequence.as_ref().is_some_and(|s| s.heavy))
+    }
+
     fn reads(&self, _json: bool) -> Reads {
         // The copies are made of the whole message.
         Reads::WHOLE

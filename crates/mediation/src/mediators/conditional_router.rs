@@ -54,6 +54,10 @@ impl RouterPlan {
 }
 
 impl Mediator for RouterPlan {
+    fn heavy(&self) -> bool {
+        self.sequences().any(|s| heavy(s))
+    }
+
     fn reads(&self, json: bool) -> Reads {
         let need = self
             .sequences()

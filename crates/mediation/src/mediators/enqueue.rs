@@ -246,6 +246,10 @@ impl Mediator for EnqueuePlan {
         leaves_message(&self.0.seq.steps)
     }
 
+    fn heavy(&self) -> bool {
+        self.0.seq.heavy
+    }
+
     fn ends_sequence(&self) -> bool {
         true
     }

@@ -93,6 +93,10 @@ impl Mediator for FilterPlan {
         leaves_message(&self.then).or_else(|| leaves_message(&self.otherwise))
     }
 
+    fn heavy(&self) -> bool {
+        heavy(&self.then) || heavy(&self.otherwise)
+    }
+
     #[inline]
     fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
         let branch = if test(&self.cond, cx.msg, cx.doc)? {

@@ -54,6 +54,10 @@ impl Mediator for Arc<ForeachPlan> {
         leaves_message(&self.sequence.steps)
     }
 
+    fn heavy(&self) -> bool {
+        self.sequence.heavy
+    }
+
     fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
         match &self.expression {
             Expr::Json(p) => foreach_json(self, p, cx.msg, cx.doc)?,

@@ -81,6 +81,10 @@ pub(crate) fn compile(
 }
 
 impl Mediator for Arc<ForeachCollectionPlan> {
+    fn heavy(&self) -> bool {
+        self.sequence.heavy
+    }
+
     fn calls(&self) -> bool {
         true
     }

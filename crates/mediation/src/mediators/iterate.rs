@@ -93,6 +93,10 @@ pub(crate) fn compile(
 }
 
 impl Mediator for Arc<IteratePlan> {
+    fn heavy(&self) -> bool {
+        self.target.sequence.as_ref().is_some_and(|s| s.heavy)
+    }
+
     fn ends_sequence(&self) -> bool {
         !self.continue_parent
     }

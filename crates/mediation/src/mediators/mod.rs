@@ -52,8 +52,8 @@ pub mod xslt;
 /// What the mediator modules share.
 pub(crate) mod prelude {
     pub(crate) use super::{
-        body_exprs_all, calls, leaves_message, need_of, value_by_head, ByHead, Mediator, Reads,
-        Step,
+        body_exprs_all, calls, heavy, leaves_message, need_of, value_by_head, ByHead, Mediator,
+        Reads, Step,
     };
     pub(crate) use crate::compile::Compiler;
     pub(crate) use crate::endpoints::EndpointPlan;
@@ -135,6 +135,11 @@ pub(crate) trait Mediator {
     }
     /// It reaches a `call` whatever the message.
     fn calls(&self) -> bool {
+        false
+    }
+    /// It, or a list it runs, holds work that leaves the event loop whatever the message's size (a
+    /// script: its time is the script's to decide).
+    fn heavy(&self) -> bool {
         false
     }
     /// Nothing after it in the same list runs (send, respond, loopback, drop, clone, iterate).
@@ -332,6 +337,11 @@ pub(crate) fn body_exprs_all(steps: &[Step], f: &mut dyn FnMut(&Expr) -> bool) -
 /// runs). `None` when nothing does.
 pub(crate) fn leaves_message(steps: &[Step]) -> Option<&'static str> {
     steps.iter().find_map(|s| s.mediator().leaves())
+}
+
+/// Whether any of `steps` (or a list they run) is [`Mediator::heavy`].
+pub(crate) fn heavy(steps: &[Step]) -> bool {
+    steps.iter().any(|s| s.mediator().heavy())
 }
 
 /// The steps reach a `call` whatever the message: one at their top level, or in a sequence they

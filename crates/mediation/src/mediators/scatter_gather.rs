@@ -61,6 +61,10 @@ pub(crate) fn compile(c: &mut Compiler, s: &cfg::ScatterGather, m: &cfg::Mediato
 }
 
 impl Mediator for Arc<ScatterGatherPlan> {
+    fn heavy(&self) -> bool {
+        self.sequences.iter().any(|s| s.heavy)
+    }
+
     fn calls(&self) -> bool {
         true
     }

@@ -11,6 +11,7 @@
 //! | `getPayloadXML()` (GraalJS, MI 4.4's `js`): the payload as a string | the same for every JavaScript language name; E4X (Rhino) is refused at load as unsupported |
 //! | `setPayloadJSON(v)`: the payload becomes JSON, `messageType` unchanged | the payload becomes JSON and the message `application/json` |
 //! | a script reading no payload | the body is not read (the message streams) |
+//! | scripts run where the message is mediated | a flow holding a script is mediated off the event loop ([`Mediator::heavy`]), whatever the message's size |
 //! | a script that never ends holds its thread | stopped after `sluice_script::TIME_LIMIT` (its message to the fault sequence), or when the run's deadline passes |
 
 use super::prelude::*;
@@ -107,6 +108,10 @@ impl Mediator for ScriptPlan {
 
     fn by_head(&self, _f: &mut dyn FnMut(&Expr) -> bool) -> ByHead {
         (self.reads(false) == Reads::NOTHING).into()
+    }
+
+    fn heavy(&self) -> bool {
+        true
     }
 
     fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {

@@ -83,6 +83,10 @@ impl Mediator for SequencePlan {
         leaves_message(&self.0.steps)
     }
 
+    fn heavy(&self) -> bool {
+        self.0.heavy
+    }
+
     fn calls(&self) -> bool {
         calls(&self.0.steps)
     }

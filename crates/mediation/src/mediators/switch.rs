@@ -50,6 +50,10 @@ impl Mediator for SwitchPlan {
             .or_else(|| leaves_message(&self.default))
     }
 
+    fn heavy(&self) -> bool {
+        heavy(&self.default) || self.cases.iter().any(|(_, s)| heavy(s))
+    }
+
     #[inline]
     fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
         let value = eval_expr(&self.source, cx.msg, cx.doc)?;

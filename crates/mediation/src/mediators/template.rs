@@ -259,6 +259,10 @@ impl Mediator for TemplateStep {
         }
     }
 
+    fn heavy(&self) -> bool {
+        matches!(self, TemplateStep::Enter(t) if t.template.heavy)
+    }
+
     #[inline]
     fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
         match self {

@@ -204,6 +204,13 @@ impl ThrottlePlan {
 }
 
 impl Mediator for ThrottlePlan {
+    fn heavy(&self) -> bool {
+        [&self.on_accept, &self.on_reject]
+            .into_iter()
+            .flatten()
+            .any(|s| s.heavy)
+    }
+
     fn reads(&self, json: bool) -> Reads {
         let n = [&self.on_accept, &self.on_reject]
             .into_iter()

@@ -169,6 +169,10 @@ impl Compiler<'_> {
 }
 
 impl Mediator for ValidatePlan {
+    fn heavy(&self) -> bool {
+        heavy(&self.on_fail)
+    }
+
     fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
         let Some(reason) = validate(self, cx.msg, cx.doc)? else {
             return Ok(None);

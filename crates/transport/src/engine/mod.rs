@@ -44,7 +44,7 @@ use send::*;
 macro_rules! mediate {
     ($engine:expr, $msg:expr, $work:expr) => {{
         let work = $work;
-        if $engine.opts.offload.wants(&$msg) {
+        if $engine.opts.offload.wants(&$msg) || work.heavy() {
             // Boxed: the hand-over's state stays out of every request's future.
             Box::pin(crate::offload::traced(
                 &$engine.opts.offload,
