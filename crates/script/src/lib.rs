@@ -12,11 +12,15 @@
 //! | At most [`MEMORY_LIMIT`] bytes a runtime, [`TIME_LIMIT`] a run, and stopped when the message's run is stopped | a script cannot take the process's memory or hold its thread for ever |
 //! | Checked at load ([`Script::compile`]) | a script that does not parse is an artifact that does not deploy, as in Synapse |
 //!
-//! `mc` follows Synapse's GraalJS engine (MI 4.4's `js`) where the engines differ on types:
-//! `getPayloadXML()` is the payload as a string. E4X (XML literals, `..*::name`) is not supported
-//! yet: such a script is refused at load with [`ScriptErrorKind::E4x`].
+//! Payloads come as the script is written for. A script with E4X syntax (Rhino's, Synapse 3.0.1's
+//! `js`), or `language="rhinoJs"`, gets E4X XML objects: its XML literals, `..`, `.*::` and `.@` are
+//! rewritten at load (`e4x.rs`) into calls on `e4x.js`. Any other script gets strings, as MI 4.4's
+//! GraalJS gives them. E4X beyond that (`x.name`, filters, `for each`) is refused at load with
+//! [`ScriptErrorKind::E4x`].
 
 use rquickjs::{CatchResultExt, CaughtError, Context, Ctx, Function, Runtime, Value};
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -32,6 +36,11 @@ pub const TIME_LIMIT: Duration = Duration::from_secs(2);
 const STACK_LIMIT: usize = 512 * 1024;
 
 const PRELUDE: &str = include_str!("prelude.js");
+
+/// The XML objects E4X scripts get (`e4x.rs` rewrites the syntax into calls on them).
+const E4X: &str = include_str!("e4x.js");
+
+mod e4x;
 
 /// What kind of failure a script had.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,6 +98,8 @@ pub struct Snapshot {
     /// Transport headers.
     pub transport: Vec<(String, String)>,
     pub message_id: String,
+    /// The WS-Addressing To.
+    pub to: Option<String>,
 }
 
 /// One change a script made, to apply to the message in order.
@@ -106,6 +117,8 @@ pub enum Op {
     },
     /// `removeProperty(name, scope)`.
     Remove { scope: String, name: String },
+    /// `setTo(address)`: the WS-Addressing To (`None`: none, as `setTo(null)`).
+    To(Option<String>),
 }
 
 /// What a run did: whether the flow goes on (anything but a boolean `false`), and its changes.
@@ -132,33 +145,63 @@ pub struct Script {
     includes: Vec<String>,
     function: Option<String>,
     uses: Uses,
+    /// Payloads are E4X XML objects (Rhino's), not strings (GraalJS's).
+    e4x: bool,
 }
 
 impl Script {
     /// Checks `source` (and each of `includes`) parses as a script; `function` is the function a
-    /// keyed script calls (`mediate` by default in Synapse).
+    /// keyed script calls (`mediate` by default in Synapse). E4X in them is rewritten.
     pub fn compile(
         source: &str,
         includes: Vec<String>,
         function: Option<String>,
     ) -> Result<Script, ScriptError> {
-        for s in std::iter::once(source).chain(includes.iter().map(String::as_str)) {
-            check_syntax(s)?;
+        Script::compile_with(source, includes, function, false)
+    }
+
+    /// [`Script::compile`]; `rhino` (`language="rhinoJs"`) gives E4X payloads even to a script
+    /// without E4X syntax.
+    pub fn compile_with(
+        source: &str,
+        includes: Vec<String>,
+        function: Option<String>,
+        rhino: bool,
+    ) -> Result<Script, ScriptError> {
+        let mut e4x = rhino;
+        let mut plain = |s: &str| -> Result<String, ScriptError> {
+            let js = match e4x::rewrite(s) {
+                Ok((js, used)) => {
+                    e4x |= used;
+                    js
+                }
+                // Not E4X as Sluice reads it: the parse says what is wrong.
+                Err(_) => s.to_owned(),
+            };
+            check_syntax(&js, s)?;
             check_names(s)?;
-        }
+            Ok(js)
+        };
+        let source = plain(source)?;
+        let includes = includes
+            .iter()
+            .map(|s| plain(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        let source = source.as_str();
         let all = std::iter::once(source).chain(includes.iter().map(String::as_str));
         let mut uses = Uses::default();
         for s in all {
             uses.payload |= ["PayloadXML", "PayloadJSON", "getPayloadText", "jsonObject"]
                 .iter()
                 .any(|m| s.contains(m));
-            uses.envelope |= s.contains("getEnvelopeXML") || s.contains("getPayloadText");
+            uses.envelope |= s.contains("getEnvelope") || s.contains("getPayloadText");
         }
         Ok(Script {
             source: source.to_owned(),
             includes,
             function,
             uses,
+            e4x,
         })
     }
 
@@ -210,9 +253,19 @@ impl Script {
     }
 
     fn run_in(&self, ctx: &Ctx<'_>, snap: &Snapshot) -> Result<Outcome, ScriptError> {
+        let xpath = Function::new(ctx.clone(), |ctx: Ctx<'_>, xml: String, expr: String| {
+            xpath_texts(&xml, &expr).map_err(|e| rquickjs::Exception::throw_message(&ctx, &e))
+        })
+        .map_err(|e| error(ScriptErrorKind::Engine, e.to_string()))?;
+        ctx.globals()
+            .set("__sluice_xpath", xpath)
+            .map_err(|e| error(ScriptErrorKind::Engine, e.to_string()))?;
+        if self.e4x {
+            eval::<Value>(ctx, E4X)?;
+        }
         let setup: Function = eval(ctx, PRELUDE)?;
         setup
-            .call::<_, ()>((snapshot_json(snap),))
+            .call::<_, ()>((snapshot_json(snap, self.e4x),))
             .catch(ctx)
             .map_err(|e| thrown(&e))?;
         let done: Value = eval(ctx, &self.source)?;
@@ -259,6 +312,41 @@ thread_local! {
         .map_err(|e| format!("no JavaScript runtime: {e}"));
 }
 
+/// The text of each node `expr` selects in `xml` (`mc.getXpathResult(expr).selectNodes(xml)`).
+/// Each thread compiles an expression once and keeps it (up to [`XPATHS_KEPT`]).
+fn xpath_texts(xml: &str, expr: &str) -> Result<Vec<String>, String> {
+    struct NoProperties;
+    impl sluice_expr::Env for NoProperties {}
+    thread_local! {
+        static COMPILED: RefCell<HashMap<String, Arc<sluice_expr::Expr>>> = RefCell::default();
+    }
+    let compiled = COMPILED.with(|c| c.borrow().get(expr).cloned());
+    let e = match compiled {
+        Some(e) => e,
+        None => {
+            let e = Arc::new(
+                sluice_expr::Expr::compile(expr, &[])
+                    .map_err(|e| format!("XPath '{expr}': {e}"))?,
+            );
+            COMPILED.with(|c| {
+                let mut c = c.borrow_mut();
+                if c.len() >= XPATHS_KEPT {
+                    c.clear();
+                }
+                c.insert(expr.to_owned(), e.clone());
+            });
+            e
+        }
+    };
+    let doc = sluice_xml::Document::parse(xml.as_bytes())
+        .map_err(|e| format!("selectNodes: the XML does not parse: {e}"))?;
+    let nodes = e.nodes(&doc, &NoProperties).map_err(|e| e.to_string())?;
+    Ok(nodes.iter().map(|n| n.text_content()).collect())
+}
+
+/// Compiled `getXpathResult` expressions a thread keeps.
+const XPATHS_KEPT: usize = 256;
+
 /// Evaluates `source` as global code in sloppy mode (as Synapse's engines run scripts).
 fn eval<'js, V: rquickjs::FromJs<'js>>(ctx: &Ctx<'js>, source: &str) -> Result<V, ScriptError> {
     let mut opts = rquickjs::context::EvalOptions::default();
@@ -284,8 +372,9 @@ fn thrown(e: &CaughtError<'_>) -> ScriptError {
     error(ScriptErrorKind::Thrown, message)
 }
 
-/// Whether `source` parses as a script, without running it (in a context of its own).
-fn check_syntax(source: &str) -> Result<(), ScriptError> {
+/// Whether `source` (`written` after its E4X was rewritten) parses as a script, without running
+/// it (in a context of its own).
+fn check_syntax(source: &str, written: &str) -> Result<(), ScriptError> {
     RUNTIME.with(|rt| {
         let rt = rt
             .as_ref()
@@ -299,10 +388,10 @@ fn check_syntax(source: &str) -> Result<(), ScriptError> {
                 Ok(_) => Ok(()),
                 Err(e) => {
                     let e = thrown(&e);
-                    if looks_like_e4x(source) {
+                    if looks_like_e4x(written) {
                         Err(error(
                             ScriptErrorKind::E4x,
-                            format!("E4X (XML literals and XML navigation in JavaScript) is not supported yet ({e})"),
+                            format!("E4X beyond XML literals, `..`, `.*::` and `.@` is not supported yet ({e})"),
                         ))
                     } else {
                         Err(error(ScriptErrorKind::Syntax, format!("the script does not parse: {e}")))
@@ -329,6 +418,11 @@ const MC_METHODS: &[&str] = &[
     "setJsonText",
     "jsonObject",
     "setJsonObject",
+    "getXpathResult",
+    "getEnvelope",
+    "getTo",
+    "setTo",
+    "getReplyTo",
 ];
 
 /// Refuses at load what would fail at every run: an `mc.name` Sluice's `mc` lacks (Synapse's
@@ -377,7 +471,10 @@ fn find_word(source: &str, word: &str) -> Option<usize> {
 /// Whether a source that does not parse uses E4X: an XML literal after `(`, `=`, `,`, `:` or
 /// `return`, or E4X's `..*::` / `.@` navigation.
 fn looks_like_e4x(source: &str) -> bool {
-    if source.contains("::") || source.contains(".@") {
+    if ["::", ".@", ".(", "for each"]
+        .iter()
+        .any(|p| source.contains(p))
+    {
         return true;
     }
     let b = source.as_bytes();
@@ -392,7 +489,7 @@ fn looks_like_e4x(source: &str) -> bool {
     }) || source.contains("return <")
 }
 
-fn snapshot_json(s: &Snapshot) -> String {
+fn snapshot_json(s: &Snapshot, e4x: bool) -> String {
     let map = |v: &[(String, String)]| {
         serde_json::Value::Object(
             v.iter()
@@ -408,6 +505,8 @@ fn snapshot_json(s: &Snapshot) -> String {
         "axis2": map(&s.axis2),
         "transport": map(&s.transport),
         "id": s.message_id,
+        "to": s.to,
+        "e4x": e4x,
     })
     .to_string()
 }
@@ -435,6 +534,7 @@ fn parse_ops(text: &str) -> Result<Vec<Op>, ScriptError> {
                     scope: next()?,
                     name: next()?,
                 },
+                "to" => Op::To(next().ok()),
                 _ => return Err(bad()),
             })
         })

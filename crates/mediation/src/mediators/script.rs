@@ -8,7 +8,7 @@
 //! |---|---|
 //! | inline: the text runs for each message; its last statement's value `false` stops the flow | the same; the flow stops as `drop` stops it (the client is answered, 202) |
 //! | `key` + `function` (default `mediate`): the source, then each `<include>`, then the function with `mc` | the same, the source a local entry's or registry resource's text |
-//! | `getPayloadXML()` (GraalJS, MI 4.4's `js`): the payload as a string | the same for every JavaScript language name; E4X (Rhino) is refused at load as unsupported |
+//! | `getPayloadXML()`: an E4X XML object (Rhino: Synapse 3.0.1's `js`, MI's `rhinoJs`), or a string (GraalJS: MI 4.4's `js`) | an XML object when the script uses E4X syntax or is `rhinoJs`, else a string; E4X literals, `..`, `.*::`, `.@` supported, `x.name`, filters and `for each` refused at load |
 //! | `setPayloadJSON(v)`: the payload becomes JSON, `messageType` unchanged | the payload becomes JSON and the message `application/json` |
 //! | a script reading no payload | the body is not read (the message streams) |
 //! | scripts run where the message is mediated | a flow holding a script is mediated off the event loop ([`Mediator::heavy`]), whatever the message's size |
@@ -42,7 +42,7 @@ pub(crate) fn compile(c: &mut Compiler, s: &cfg::Script, m: &cfg::Mediator) -> O
     for k in &s.includes {
         includes.push(c.script_text(k, &m.loc, el)?);
     }
-    match Script::compile(&source, includes, function) {
+    match Script::compile_with(&source, includes, function, s.language == "rhinoJs") {
         Ok(script) => Some(Step::Script(ScriptPlan { script, what })),
         Err(e) => {
             let sev = match e.kind {
@@ -159,6 +159,7 @@ impl ScriptPlan {
                 .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
                 .collect(),
             message_id: msg.message_id().to_owned(),
+            to: msg.to.clone(),
             ..Snapshot::default()
         };
         if json && (uses.payload || uses.envelope) {
@@ -236,6 +237,7 @@ fn apply(cx: &mut Cx<'_>, op: Op) -> Result<(), Error> {
             }
             _ => msg.props.set(&name, value),
         },
+        Op::To(to) => msg.to = to,
         Op::Remove { scope, name } => match scope.as_str() {
             "axis2" => msg.axis2.remove(&name),
             "transport" => {
