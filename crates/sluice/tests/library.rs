@@ -9,13 +9,10 @@ use std::time::Duration;
 #[tokio::test]
 async fn an_imported_library_template_runs_with_its_package_name() {
     let be = backend().await;
-    let dir = std::env::temp_dir().join(format!("sluice-library-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = dir.join("synapse.xml");
     // Sample 857's shape, its recipients the test's back-end.
-    std::fs::write(
-        &config,
-        format!(
+    let config = synapse_xml(
+        "library",
+        &format!(
             r#"<definitions xmlns="http://ws.apache.org/ns/synapse">
   <import name="EipLibrary" package="synapse.lang.eip"/>
   <proxy name="P"><target><inSequence>
@@ -29,8 +26,8 @@ async fn an_imported_library_template_runs_with_its_package_name() {
 </definitions>"#,
             be.addr
         ),
-    )
-    .unwrap();
+    );
+    let dir = config.parent().unwrap().to_owned();
     let home = workspace_root().join("conformance/third_party/synapse-samples/home");
     let s = Sluice::start(&[
         "run",

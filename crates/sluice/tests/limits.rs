@@ -292,12 +292,9 @@ async fn large_mediation_has_a_deadline_and_others_are_served_meanwhile() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_looping_script_leaves_the_worker_free() {
     let be = backend().await;
-    let dir = std::env::temp_dir().join(format!("sluice-limits-{}-script", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = dir.join("synapse.xml");
-    std::fs::write(
-        &config,
-        format!(
+    let config = synapse_xml(
+        "limits-script",
+        &format!(
             r#"<definitions xmlns="http://ws.apache.org/ns/synapse">
   <proxy name="Loop"><target><inSequence>
     <script language="js">while (true) {{}}</script>
@@ -310,8 +307,8 @@ async fn a_looping_script_leaves_the_worker_free() {
 </definitions>"#,
             be.addr
         ),
-    )
-    .unwrap();
+    );
+    let dir = config.parent().unwrap().to_owned();
     let s = Sluice::start(&["run", config.to_str().unwrap(), "--workers", "1"]);
     let addr = s.addr;
     let looping = tokio::spawn(async move {

@@ -26,6 +26,16 @@ pub fn workspace_root() -> PathBuf {
         .unwrap()
 }
 
+/// `xml` written as `synapse.xml` in a folder of the temporary directory named for `name` and this
+/// process: the path of the file (its folder is the caller's to remove).
+pub fn synapse_xml(name: &str, xml: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sluice-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("synapse.xml");
+    std::fs::write(&config, xml).unwrap();
+    config
+}
+
 pub fn reference() -> PathBuf {
     let p = workspace_root().join("../shared/reference/wso2-perf");
     assert!(
