@@ -1,7 +1,8 @@
 //! `sluice-bench micro`: the CPU cost of the per-message work the content scenarios add, outside any
 //! network: the streaming XPath evaluator on the CBR proxies' expressions and the streaming XSLT on
 //! the WSO2 stylesheets, over the payload of each size, and two expressions outside the streaming
-//! subset that libxml2 evaluates (over the parsed payload, and over no message at all).
+//! subset that libxml2 evaluates (over the parsed payload, and over no message at all), and the
+//! script mediator's JavaScript runs.
 //! Single-threaded timing loops; the figures are per call and per byte (on a shared machine, compare
 //! runs taken back to back). A loop keeps the code and data of its case in the caches, which a
 //! server's other work does not: one case times the CBR reading with the caches cooled between calls
@@ -251,8 +252,53 @@ pub fn run(
         libxml2_cases(&plain, size, budget, &wanted, &ns, &mut out)?;
         let sheets = [&reverse, &forward, &fast_reverse];
         xslt_cases(&plain, size, budget, &wanted, sheets, &mut out)?;
+        script_cases(&plain, budget, &wanted, &mut out)?;
     }
     Ok(out)
+}
+
+/// The `script` mediator's own cost (`sluice-script`, QuickJS): a run that sets one property (a
+/// fresh context and `mc`: the floor of any script), and Synapse sample 350's E4X transform over the
+/// payload (parsed by the script's XML objects, a literal built and written back).
+fn script_cases(
+    plain: &[u8],
+    budget: Budget,
+    wanted: &dyn Fn(&str) -> bool,
+    out: &mut Vec<Timing>,
+) -> Result<(), String> {
+    use sluice_script::{Script, Snapshot};
+    let payload = String::from_utf8_lossy(plain).into_owned();
+    let cases = [
+        ("script: one property", "mc.setProperty('a', '1');", None),
+        (
+            "script: sample 350's E4X transform",
+            "var s = mc.getPayloadXML()..*::symbol[0].toString();\n\
+             mc.setPayloadXML(<m:getQuote xmlns:m=\"http://services.samples\"><m:request><m:symbol>{s}</m:symbol></m:request></m:getQuote>);",
+            Some(payload.clone()),
+        ),
+    ];
+    for (name, source, xml) in cases {
+        if !wanted(name) {
+            continue;
+        }
+        let script = Script::compile(source, vec![], None).map_err(|e| format!("{name}: {e}"))?;
+        let snap = Snapshot {
+            xml,
+            ..Snapshot::default()
+        };
+        script
+            .run(&snap, None)
+            .map_err(|e| format!("{name}: {e}"))?;
+        let ns_per_call = time(budget, || {
+            std::hint::black_box(script.run(std::hint::black_box(&snap), None).is_ok());
+        });
+        out.push(Timing {
+            name: name.to_owned(),
+            size: payload.len(),
+            ns_per_call,
+        });
+    }
+    Ok(())
 }
 
 /// Outside the streaming subset: libxml2's XPath over the tree (parsed once, outside the loop),

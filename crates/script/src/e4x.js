@@ -25,17 +25,26 @@ var __e4x = (function () {
     // and text nodes {text}. Namespace URIs are resolved for matching by namespace.
     function parse(src) {
         var s = String(src), i = 0;
+        var NAME = /[A-Za-z_][\w.\-]*(?::[A-Za-z_][\w.\-]*)?/y;
+        function ws() {
+            for (;;) {
+                var c = s.charCodeAt(i);
+                if (c !== 32 && c !== 10 && c !== 9 && c !== 13) { return; }
+                i++;
+            }
+        }
         function fail(why) { throw new SyntaxError("XML: " + why + " at " + i); }
         function skipMisc() {
             for (;;) {
-                while (i < s.length && /\s/.test(s[i])) { i++; }
+                ws();
                 if (s.startsWith("<?", i)) { i = s.indexOf("?>", i) + 2; if (i < 2) { fail("a processing instruction is not closed"); } }
                 else if (s.startsWith("<!--", i)) { i = s.indexOf("-->", i) + 3; if (i < 3) { fail("a comment is not closed"); } }
                 else { return; }
             }
         }
         function name() {
-            var m = /^[A-Za-z_][\w.\-]*(:[A-Za-z_][\w.\-]*)?/.exec(s.slice(i, i + 256));
+            NAME.lastIndex = i;
+            var m = NAME.exec(s);
             if (!m) { fail("a name is expected"); }
             i += m[0].length;
             return m[0];
@@ -45,13 +54,13 @@ var __e4x = (function () {
             i++;
             var n = { name: name(), attrs: [], children: [] };
             for (;;) {
-                while (/\s/.test(s[i])) { i++; }
+                ws();
                 if (s[i] === ">" || s.startsWith("/>", i)) { break; }
                 var an = name();
-                while (/\s/.test(s[i])) { i++; }
+                ws();
                 if (s[i] !== "=") { fail("'=' is expected"); }
                 i++;
-                while (/\s/.test(s[i])) { i++; }
+                ws();
                 var q = s[i];
                 if (q !== "\"" && q !== "'") { fail("a quoted value is expected"); }
                 var end = s.indexOf(q, i + 1);
@@ -74,7 +83,7 @@ var __e4x = (function () {
                 if (s.startsWith("</", i)) {
                     i += 2;
                     if (name() !== n.name) { fail("</" + n.name + "> is expected"); }
-                    while (/\s/.test(s[i])) { i++; }
+                    ws();
                     if (s[i] !== ">") { fail("'>' is expected"); }
                     i++;
                     return n;
@@ -91,7 +100,8 @@ var __e4x = (function () {
                 if (s[i] === "<") { n.children.push(element(own)); continue; }
                 var lt = s.indexOf("<", i);
                 if (lt < 0) { lt = s.length; }
-                var t = decode(s.slice(i, lt));
+                var raw = s.slice(i, lt);
+                var t = raw.indexOf("&") < 0 ? raw : decode(raw);
                 // E4X's ignoreWhitespace: white space alone between elements is dropped.
                 if (!/^\s*$/.test(t)) { n.children.push({ text: t }); }
                 i = lt;

@@ -7,7 +7,7 @@
 //!
 //! | Rule | Why |
 //! |---|---|
-//! | A fresh context a run, on the thread's runtime | nothing a script leaves in its globals reaches the next message, as Synapse gives each run fresh bindings |
+//! | One context a thread, Sluice's own JavaScript loaded once; a script's source runs through direct eval inside a function (`runner.js`), the globals it made without `var` deleted after, and a run that fails drops the context | nothing of one run reaches the next message, as Synapse gives each run fresh bindings; a context a run cost 1 ms (docs/benchmarks/script.md) |
 //! | Sloppy mode, global code | Synapse's engines run scripts as plain scripts: an inline script's value is its last statement's |
 //! | At most [`MEMORY_LIMIT`] bytes a runtime, [`TIME_LIMIT`] a run, and stopped when the message's run is stopped | a script cannot take the process's memory or hold its thread for ever |
 //! | Checked at load ([`Script::compile`]) | a script that does not parse is an artifact that does not deploy, as in Synapse |
@@ -36,6 +36,9 @@ pub const TIME_LIMIT: Duration = Duration::from_secs(2);
 const STACK_LIMIT: usize = 512 * 1024;
 
 const PRELUDE: &str = include_str!("prelude.js");
+
+/// How a script's source runs in the thread's context (sloppy code: direct eval in a function).
+const RUNNER: &str = include_str!("runner.js");
 
 /// The XML objects E4X scripts get (`e4x.rs` rewrites the syntax into calls on them).
 const E4X: &str = include_str!("e4x.js");
@@ -168,6 +171,18 @@ impl Script {
         function: Option<String>,
         rhino: bool,
     ) -> Result<Script, ScriptError> {
+        if let Some(name) = &function {
+            let mut chars = name.chars();
+            let first = chars
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$');
+            if !first || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$') {
+                return Err(error(
+                    ScriptErrorKind::Syntax,
+                    format!("function '{name}' is not a JavaScript name"),
+                ));
+            }
+        }
         let mut e4x = rhino;
         let mut plain = |s: &str| -> Result<String, ScriptError> {
             let js = match e4x::rewrite(s) {
@@ -220,6 +235,10 @@ impl Script {
             let rt = rt
                 .as_ref()
                 .map_err(|e| error(ScriptErrorKind::Engine, e.clone()))?;
+            let cx = CONTEXT.with(|c| match &*c.borrow() {
+                Some(cx) => Ok(cx.clone()),
+                None => thread_context(rt),
+            })?;
             let started = Instant::now();
             let stopped = Arc::new(AtomicBool::new(false));
             let flag = stopped.clone();
@@ -231,14 +250,10 @@ impl Script {
                 }
                 stop
             })));
-            let cx = Context::full(rt).map_err(|e| {
-                error(
-                    ScriptErrorKind::Engine,
-                    format!("no JavaScript context: {e}"),
-                )
-            })?;
             let out = cx.with(|ctx| self.run_in(&ctx, snap));
             rt.set_interrupt_handler(None);
+            // A run that failed may have left anything behind: the next gets a new context.
+            CONTEXT.with(|c| *c.borrow_mut() = out.is_ok().then_some(cx));
             match out {
                 Err(_) if stopped.load(Ordering::Relaxed) => Err(error(
                     ScriptErrorKind::Stopped,
@@ -253,42 +268,37 @@ impl Script {
     }
 
     fn run_in(&self, ctx: &Ctx<'_>, snap: &Snapshot) -> Result<Outcome, ScriptError> {
-        let xpath = Function::new(ctx.clone(), |ctx: Ctx<'_>, xml: String, expr: String| {
-            xpath_texts(&xml, &expr).map_err(|e| rquickjs::Exception::throw_message(&ctx, &e))
-        })
-        .map_err(|e| error(ScriptErrorKind::Engine, e.to_string()))?;
-        ctx.globals()
-            .set("__sluice_xpath", xpath)
-            .map_err(|e| error(ScriptErrorKind::Engine, e.to_string()))?;
-        if self.e4x {
-            eval::<Value>(ctx, E4X)?;
-        }
-        let setup: Function = eval(ctx, PRELUDE)?;
-        setup
+        let global = |name: &str| -> Result<Function, ScriptError> {
+            ctx.globals().get(name).catch(ctx).map_err(|e| thrown(&e))
+        };
+        global("__sluice_setup")?
             .call::<_, ()>((snapshot_json(snap, self.e4x),))
             .catch(ctx)
             .map_err(|e| thrown(&e))?;
-        let done: Value = eval(ctx, &self.source)?;
-        let result = match &self.function {
-            None => done,
+        let result: Value = match &self.function {
+            None => global("__sluice_run")?
+                .call((self.source.as_str(),))
+                .catch(ctx)
+                .map_err(|e| thrown(&e))?,
             Some(name) => {
-                for inc in &self.includes {
-                    eval::<Value>(ctx, inc)?;
-                }
-                let f: Option<Function> = ctx.globals().get(name.as_str()).ok();
-                let Some(f) = f else {
+                let called: rquickjs::Array = global("__sluice_call")?
+                    .call((self.source.as_str(), self.includes.clone(), name.as_str()))
+                    .catch(ctx)
+                    .map_err(|e| thrown(&e))?;
+                if called.get::<bool>(0).ok() != Some(true) {
                     return Err(error(
                         ScriptErrorKind::NoFunction,
                         format!("the script defines no function {name}"),
                     ));
-                };
-                let mc: Value = ctx.globals().get("mc").catch(ctx).map_err(|e| thrown(&e))?;
-                f.call::<_, Value>((mc,))
-                    .catch(ctx)
-                    .map_err(|e| thrown(&e))?
+                }
+                called.get(1).catch(ctx).map_err(|e| thrown(&e))?
             }
         };
         let proceed = result.as_bool() != Some(false);
+        global("__sluice_clean")?
+            .call::<_, ()>(())
+            .catch(ctx)
+            .map_err(|e| thrown(&e))?;
         let ops: Function = ctx
             .globals()
             .get("__sluice_ops")
@@ -302,7 +312,35 @@ impl Script {
     }
 }
 
+/// The thread's context: Sluice's own code (`mc`, E4X's objects, the runner) loaded once, and the
+/// globals it has then noted (`__sluice_clean`).
+fn thread_context(rt: &Runtime) -> Result<Context, ScriptError> {
+    let cx = Context::full(rt).map_err(|e| {
+        error(
+            ScriptErrorKind::Engine,
+            format!("no JavaScript context: {e}"),
+        )
+    })?;
+    cx.with(|ctx| -> Result<(), ScriptError> {
+        let xpath = Function::new(ctx.clone(), |ctx: Ctx<'_>, xml: String, expr: String| {
+            xpath_texts(&xml, &expr).map_err(|e| rquickjs::Exception::throw_message(&ctx, &e))
+        })
+        .map_err(|e| error(ScriptErrorKind::Engine, e.to_string()))?;
+        ctx.globals()
+            .set("__sluice_xpath", xpath)
+            .map_err(|e| error(ScriptErrorKind::Engine, e.to_string()))?;
+        for code in [E4X, PRELUDE, RUNNER, "__sluice_setup('{\"props\":{},\"axis2\":{},\"transport\":{},\"xml\":null,\"json\":null}'); __sluice_clean();"] {
+            eval::<Value>(&ctx, code)?;
+        }
+        Ok(())
+    })?;
+    Ok(cx)
+}
+
 thread_local! {
+    /// The thread's context, once made ([`thread_context`]); dropped after a run that failed.
+    static CONTEXT: RefCell<Option<Context>> = const { RefCell::new(None) };
+
     /// The thread's runtime, made on first use with its limits.
     static RUNTIME: Result<Runtime, String> = Runtime::new()
         .inspect(|rt| {

@@ -1,6 +1,7 @@
 // Synapse's `mc` object for the script mediator, over a snapshot of the message (`input`, JSON).
 // What a script changes is kept in `ops`, in order, and applied to the message after the run.
-(function (input) {
+// Loaded once a thread: `__sluice_setup` makes a fresh `mc` for each run.
+globalThis.__sluice_setup = (function (input) {
     "use strict";
     var st = JSON.parse(input);
     var ops = [];
@@ -133,4 +134,4 @@
     };
     globalThis.mc = mc;
     globalThis.__sluice_ops = function () { return JSON.stringify(ops); };
-})
+});

@@ -143,15 +143,39 @@ fn a_keyed_script_calls_its_function_after_its_includes() {
 
 #[test]
 fn globals_do_not_outlive_a_run() {
+    // A var, an undeclared assignment and a function: none is there for the next run (the
+    // thread's context is kept between runs).
     let script = Script::compile(
-        "if (typeof seen !== 'undefined') { mc.setProperty('leak', seen); } var seen = 'yes';",
+        "if (typeof seen !== 'undefined' || typeof loose !== 'undefined' || typeof made !== 'undefined') { mc.setProperty('leak', 'yes'); }\n\
+         var seen = 'yes'; loose = 1; var made = function () {};",
         vec![],
         None,
     )
     .unwrap();
-    for _ in 0..2 {
+    for _ in 0..3 {
         assert_eq!(script.run(&snap(), None).unwrap().ops, vec![]);
     }
+    let declares = Script::compile("function declared() {}", vec![], None).unwrap();
+    declares.run(&snap(), None).unwrap();
+    let looks = Script::compile("mc.setProperty('t', typeof declared);", vec![], None).unwrap();
+    assert_eq!(
+        looks.run(&snap(), None).unwrap().ops[0],
+        Op::Set {
+            scope: "default".into(),
+            name: "t".into(),
+            value: "undefined".into()
+        }
+    );
+    // Nor a keyed script's functions for another script.
+    let keyed = Script::compile("function f(mc) { return 1; }", vec![], Some("f".into())).unwrap();
+    keyed.run(&snap(), None).unwrap();
+    let other = Script::compile("var x = 1;", vec![], Some("f".into())).unwrap();
+    assert_eq!(
+        other.run(&snap(), None).unwrap_err().kind,
+        ScriptErrorKind::NoFunction
+    );
+    let e = Script::compile("1;", vec![], Some("a b".into())).unwrap_err();
+    assert_eq!(e.kind, ScriptErrorKind::Syntax);
 }
 
 #[test]
