@@ -338,4 +338,43 @@ mod tests {
             assert_eq!(js, src);
         }
     }
+
+    /// Mutated E4X scripts (bytes changed, cut and repeated at pseudo-random places) are rewritten
+    /// or refused, never a panic: the rewrite indexes the source by bytes.
+    #[test]
+    fn mutated_sources_never_panic() {
+        let seed = "var s = mc.getPayloadXML()..*::Code.toString(); // c\n\
+                    mc.setPayloadXML(<m:q xmlns:m=\"urn:m\" a={s} b='x'><m:s>{s + '}'}</m:s><é/></m:q>);\n\
+                    var r = /<a>/g; var t = `<b>${s}</b>`; x.@id; x.*::y; x..z;";
+        let pieces = [
+            "<", ">", "{", "}", "\"", "'", "`", "/", "..", "::", "@", "é", "\n", "</m:s>",
+        ];
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        for _ in 0..3000 {
+            let mut s: Vec<char> = seed.chars().collect();
+            for _ in 0..1 + next(4) {
+                let at = next(s.len());
+                match next(3) {
+                    0 => {
+                        s.remove(at);
+                    }
+                    1 => s
+                        .splice(at..at, pieces[next(pieces.len())].chars())
+                        .for_each(drop),
+                    _ => s.truncate(at),
+                }
+                if s.is_empty() {
+                    break;
+                }
+            }
+            let text: String = s.into_iter().collect();
+            let _ = rewrite(&text);
+        }
+    }
 }
