@@ -136,6 +136,14 @@ fn a_keyed_script_calls_its_function_after_its_includes() {
             value: "from the include".into()
         }]
     );
+    // A script's own variables named as the runner's parameters change nothing.
+    let script = Script::compile(
+        "var name = 'other'; var includes = []; var src = ''; function t(mc) { mc.setProperty('x', 'ran'); }",
+        vec!["var k = 5;".into()],
+        Some("t".into()),
+    )
+    .unwrap();
+    assert_eq!(script.run(&snap(), None).unwrap().ops.len(), 1);
     let missing = Script::compile("var a = 1;", vec![], Some("mediate".into())).unwrap();
     let e = missing.run(&snap(), None).unwrap_err();
     assert_eq!(e.kind, ScriptErrorKind::NoFunction);
