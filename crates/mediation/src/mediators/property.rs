@@ -212,19 +212,23 @@ fn set(
         .map_err(|e| Error::new(ErrorKind::Mediation, format!("property {name}: {e}")))?;
     match scope {
         Scope::Default | Scope::Operation => msg.props.set(name, v),
-        Scope::Axis2 | Scope::Axis2Client => {
-            if name == "HTTP_SC" {
-                let sc = v.trim().parse::<http::StatusCode>().map_err(|e| {
-                    Error::new(ErrorKind::Mediation, format!("HTTP_SC '{v}'")).with_source(e)
-                })?;
-                msg.status = Some(sc);
-            }
-            msg.axis2.set(name, v)
-        }
+        Scope::Axis2 | Scope::Axis2Client => set_axis2(msg, name, v)?,
         Scope::Transport => {
             unreachable!("transport properties compile to header steps")
         }
     }
+    Ok(())
+}
+
+/// Sets an axis2-scope property; `HTTP_SC` also sets the status to answer with.
+pub(crate) fn set_axis2(msg: &mut Message, name: &str, value: String) -> Result<(), Error> {
+    if name == "HTTP_SC" {
+        let sc = value.trim().parse::<http::StatusCode>().map_err(|e| {
+            Error::new(ErrorKind::Mediation, format!("HTTP_SC '{value}'")).with_source(e)
+        })?;
+        msg.status = Some(sc);
+    }
+    msg.axis2.set(name, value);
     Ok(())
 }
 

@@ -216,15 +216,7 @@ fn apply(cx: &mut Cx<'_>, op: Op) -> Result<(), Error> {
             *cx.doc = DocCache::new();
         }
         Op::Set { scope, name, value } => match scope.as_str() {
-            "axis2" => {
-                if name == "HTTP_SC" {
-                    msg.status = Some(value.trim().parse::<http::StatusCode>().map_err(|e| {
-                        Error::new(ErrorKind::Mediation, format!("HTTP_SC '{value}'"))
-                            .with_source(e)
-                    })?);
-                }
-                msg.axis2.set(&name, value);
-            }
+            "axis2" => super::property::set_axis2(msg, &name, value)?,
             "transport" => {
                 let name = http::HeaderName::from_bytes(name.as_bytes()).map_err(|e| {
                     Error::new(
