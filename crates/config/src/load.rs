@@ -424,6 +424,8 @@ fn expect_of(ty: &str) -> Option<Expect> {
         "synapse/local-entry" => Expect::LocalEntry,
         "synapse/api" => Expect::Api,
         "synapse/template" => Expect::Template,
+        "synapse/message-store" => Expect::MessageStore,
+        "synapse/message-processors" => Expect::MessageProcessor,
         _ => return None,
     })
 }

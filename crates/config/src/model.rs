@@ -38,6 +38,10 @@ pub struct Config {
     pub home: std::path::PathBuf,
     /// `<priorityExecutor>`s, for `enqueue`.
     pub executors: Vec<PriorityExecutor>,
+    /// `<messageStore>`s, for `store` and the message processors.
+    pub stores: Vec<MessageStore>,
+    /// `<messageProcessor>`s.
+    pub processors: Vec<MessageProcessor>,
     /// The Carbon Applications read, with the artifacts each holds (the management API lists them).
     pub cars: Vec<Car>,
 }
@@ -70,6 +74,70 @@ pub struct PriorityExecutor {
 pub struct ExecutorQueue {
     pub priority: i64,
     pub size: Option<usize>,
+}
+
+/// `<messageStore name class>`: a queue of stored messages.
+#[derive(Clone, Debug)]
+pub struct MessageStore {
+    pub name: String,
+    /// `None`: the in-memory store Sluice runs. `Some(what)`: a kind it does not run (JMS,
+    /// RabbitMQ, JDBC, a Java class), kept so that what names it is not deployed either.
+    pub unsupported: Option<String>,
+    pub loc: Location,
+}
+
+/// `<messageProcessor name class messageStore>`: takes the store's messages on a schedule.
+#[derive(Clone, Debug)]
+pub struct MessageProcessor {
+    pub name: String,
+    pub store: String,
+    pub kind: ProcessorKind,
+    /// `interval` in milliseconds (1000 by default).
+    pub interval_ms: u64,
+    /// `is.active`: whether it starts active.
+    pub active: bool,
+    pub loc: Location,
+}
+
+#[derive(Clone, Debug)]
+pub enum ProcessorKind {
+    /// The scheduled message forwarding processor: each message to an endpoint, with retries.
+    Forwarding(Forwarding),
+    /// The sampling processor: up to `concurrency` messages a run through `sequence`.
+    Sampling {
+        sequence: Option<String>,
+        concurrency: usize,
+    },
+}
+
+/// What a forwarding processor does with each message ([`ProcessorKind::Forwarding`]).
+#[derive(Clone, Debug)]
+pub struct Forwarding {
+    /// `targetEndpoint` (or the `target.endpoint` parameter); `None`: each message's own
+    /// `target.endpoint` property.
+    pub endpoint: Option<String>,
+    /// Tries of one message, the first counted; 0 or less: no limit.
+    pub max_attempts: i64,
+    /// Milliseconds after a failed try.
+    pub retry_interval_ms: u64,
+    /// After the last failed try: remove the message and go on (else deactivate).
+    pub drop_after: bool,
+    /// Statuses that count as delivered (`non.retry.status.codes`).
+    pub non_retry: Vec<u16>,
+    pub reply_sequence: Option<String>,
+    pub fault_sequence: Option<String>,
+    pub deactivate_sequence: Option<String>,
+    /// `message.processor.failMessagesStore`: where a message goes after its last failed try.
+    pub fail_store: Option<String>,
+}
+
+/// `<store messageStore sequence>`.
+#[derive(Clone, Debug)]
+pub struct Store {
+    /// The store's name, or (`{xpath}`) an expression naming it per message.
+    pub store: ValueSrc,
+    /// A sequence run on the message before it is stored.
+    pub sequence: Option<String>,
 }
 
 /// `<enqueue executor priority sequence>` (priority 1 when not given, as Synapse).
@@ -669,6 +737,8 @@ pub enum MediatorKind {
     Variable(Variable),
     /// `<script language>`: JavaScript run on the message.
     Script(Script),
+    /// `<store messageStore>`: a copy of the message into a message store.
+    Store(Store),
 }
 
 /// `<script language key function>`: the source inline or a key's, with `<include key>`s.

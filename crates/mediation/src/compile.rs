@@ -58,6 +58,10 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
     }
     c.fill_endpoints_by_name();
     plan.endpoints = c.endpoints_by_name.clone();
+    plan.processors = (config.processors.iter())
+        .filter_map(|p| c.processor(p).map(Arc::new))
+        .collect();
+    plan.stores = c.stores_by_name.clone();
     plan.cars = config.cars.clone();
     plan.registry = (config.resources.iter())
         .map(|r| crate::plan::RegistryResource {
@@ -150,6 +154,13 @@ impl<'a> Compiler<'a> {
                 None => {}
             }
         }
+        let stores: HashMap<&str, _> = (config.stores.iter())
+            .map(|s| {
+                let store = (s.unsupported.is_none())
+                    .then(|| crate::mediators::store::MessageStore::new(&s.name));
+                (s.name.as_str(), store)
+            })
+            .collect();
         Compiler {
             opts,
             diags,
@@ -174,6 +185,12 @@ impl<'a> Compiler<'a> {
             executors: (config.executors.iter())
                 .map(|e| (e.name.as_str(), crate::mediators::enqueue::Executor::new(e)))
                 .collect(),
+            stores_by_name: Arc::new(
+                (stores.iter())
+                    .filter_map(|(k, v)| Some(((*k).to_owned(), v.clone()?)))
+                    .collect(),
+            ),
+            stores,
             func_exprs: Vec::new(),
             next_func_exprs: Vec::new(),
             wsdls: Vec::new(),
@@ -304,6 +321,10 @@ pub(crate) struct Compiler<'a> {
     pub(crate) throttles: HashMap<String, Arc<crate::mediators::throttle::Concurrency>>,
     /// The `<priorityExecutor>`s by name, shared by the `enqueue`s that name them.
     pub(crate) executors: HashMap<&'a str, Arc<crate::mediators::enqueue::Executor>>,
+    /// The `<messageStore>`s by name: `None` for a kind Sluice does not run.
+    pub(crate) stores: HashMap<&'a str, Option<Arc<crate::mediators::store::MessageStore>>>,
+    /// The in-memory ones, for a `<store>` naming its store per message.
+    pub(crate) stores_by_name: crate::mediators::store::Stores,
     /// Where Synapse would also look up keys that name nothing here (`<registry>`, `<import>`).
     pub(crate) key_sources: &'a [(String, Location)],
     /// The template instance being compiled: its parameters passed as `{{expression}}`, which

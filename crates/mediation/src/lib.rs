@@ -15,6 +15,7 @@ pub mod json;
 pub mod mediators;
 pub mod message;
 pub mod plan;
+pub mod processors;
 pub mod rest;
 pub mod secured;
 pub mod uritemplate;

@@ -388,6 +388,21 @@ impl Message {
         }
     }
 
+    /// The copy a message store keeps (`<store>`): everything a later send or sequence reads, a
+    /// message ID of its own, and nothing tied to the request being served (its deadline, its
+    /// throttle places, its aggregate, its trace).
+    pub fn stored_copy(&self) -> Message {
+        Message {
+            stop: None,
+            gather: None,
+            saved: Few::default(),
+            trace: None,
+            calls: 0,
+            message_id: None,
+            ..self.clone()
+        }
+    }
+
     pub fn message_id(&mut self) -> &str {
         self.message_id.get_or_insert_with(|| {
             format!(

@@ -57,6 +57,10 @@ pub struct Plan {
     /// The registry resources read (`conf:/...`, `gov:/...`) with their properties, for the
     /// management API.
     pub registry: Vec<RegistryResource>,
+    /// The in-memory message stores, by name.
+    pub stores: crate::mediators::store::Stores,
+    /// The message processors that deployed.
+    pub processors: Vec<Arc<crate::processors::ProcessorPlan>>,
 }
 
 /// A registry resource as the management API lists it.

@@ -448,6 +448,8 @@ fn serve(
     }
     drop(listener);
     drop(ready_tx);
+    let processors =
+        sluice_transport::processors::spawn(deployment.clone(), engine_opts.clone(), stop_rx);
     let mut signals = Signals::install();
     let probes = internal.and_then(|i| {
         let ports = (i.port, i.https_port);
@@ -484,6 +486,9 @@ fn serve(
             }
             Err(_) => code = ExitCode::from(1),
         }
+    }
+    if let Ok(p) = processors {
+        let _ = p.join();
     }
     if let Some(p) = probes {
         let _ = p.stop.send(true);

@@ -45,9 +45,26 @@ impl Deployment {
         (self.generation.load(Ordering::Relaxed), plan.clone())
     }
 
-    /// Serves `plan` from now on: each connection's next request runs on it.
+    /// How many times a plan was published.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Serves `plan` from now on: each connection's next request runs on it. A message store
+    /// the new plan has under the same name takes the old one's messages, and a message
+    /// processor keeps its state (active or not), as in MI.
     pub fn publish(&self, plan: Arc<Plan>) {
         let mut current = self.plan.lock().unwrap_or_else(PoisonError::into_inner);
+        for (name, store) in plan.stores.iter() {
+            if let Some(old) = current.stores.get(name) {
+                store.take_over(old);
+            }
+        }
+        for p in &plan.processors {
+            if let Some(old) = current.processors.iter().find(|o| o.name == p.name) {
+                p.set_active(old.is_active());
+            }
+        }
         *current = plan;
         self.generation.fetch_add(1, Ordering::Release);
     }

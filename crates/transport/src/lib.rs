@@ -16,6 +16,7 @@ pub mod metered;
 pub mod metrics;
 pub mod offload;
 pub mod otel;
+pub mod processors;
 pub mod server;
 pub mod tls;
 pub mod wsdl;

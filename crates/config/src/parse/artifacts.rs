@@ -11,8 +11,6 @@ const KNOWN_UNSUPPORTED_ARTIFACTS: &[&str] = &[
     "inboundEndpoint",
     "taskManager",
     "task",
-    "messageStore",
-    "messageProcessor",
     "eventSource",
     "executor",
 ];
@@ -29,6 +27,8 @@ impl Expect {
                 | (Expect::LocalEntry, "localEntry")
                 | (Expect::Api, "api")
                 | (Expect::Template, "template")
+                | (Expect::MessageStore, "messageStore")
+                | (Expect::MessageProcessor, "messageProcessor")
         )
     }
 }
@@ -70,6 +70,8 @@ impl FileParser<'_, '_> {
             "registry" => self.registry(root, cfg),
             "import" => self.import(root, cfg),
             "priorityExecutor" => cfg.executors.extend(self.priority_executor(root)),
+            "messageStore" => cfg.stores.extend(self.message_store(root)),
+            "messageProcessor" => cfg.processors.extend(self.message_processor(root)),
             // The configuration's own description (Synapse keeps it as such).
             "description" if expect == Expect::Any => {}
             other if KNOWN_UNSUPPORTED_ARTIFACTS.contains(&other) => {

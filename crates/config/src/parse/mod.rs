@@ -23,6 +23,8 @@ pub enum Expect {
     LocalEntry,
     Api,
     Template,
+    MessageStore,
+    MessageProcessor,
 }
 
 pub(crate) struct FileParser<'a, 'input> {

@@ -51,14 +51,14 @@ fn start_tag_declarations() {
 fn every_problem_is_reported_with_its_position() {
     let (cfg, d) = parse(&format!(
         r#"<definitions {NS}>
-  <proxy name="A"><target><inSequence><store/><bogus/></inSequence></target></proxy>
+  <proxy name="A"><target><inSequence><event/><bogus/></inSequence></target></proxy>
   <endpoint name="E"><address uri="http://h/x"><timeout><duration>soon</duration></timeout></address></endpoint>
   <sequence name="S"><property name="p" type="NUMBER" value="1"/></sequence>
 </definitions>"#
     ));
     let msgs: Vec<String> = d.items.iter().map(|x| x.to_string()).collect();
     for start in [
-        "t.xml:2:39: unsupported: <store>",
+        "t.xml:2:39: unsupported: <event>",
         "t.xml:2:47: error: <bogus>: unknown mediator",
     ] {
         assert!(msgs.iter().any(|m| m.starts_with(start)), "{msgs:#?}");

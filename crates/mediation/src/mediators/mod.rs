@@ -42,6 +42,7 @@ pub mod scatter_gather;
 pub mod script;
 pub mod send;
 pub mod sequence;
+pub mod store;
 pub mod switch;
 pub mod template;
 pub mod throttle;
@@ -253,6 +254,7 @@ mediators! {
     Variable(variable::VariablePlan),
     Throttle(throttle::ThrottlePlan),
     Script(script::ScriptPlan),
+    Store(store::StorePlan),
 }
 
 impl Compiler<'_> {
@@ -306,6 +308,7 @@ impl Compiler<'_> {
             cfg::MediatorKind::Variable(v) => variable::compile(self, v, m),
             cfg::MediatorKind::Throttle(t) => throttle::compile(self, t, m),
             cfg::MediatorKind::Script(s) => script::compile(self, s, m),
+            cfg::MediatorKind::Store(s) => store::compile(self, s, m),
         }
     }
 }

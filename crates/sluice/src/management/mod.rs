@@ -31,6 +31,7 @@ pub mod auth;
 mod files;
 pub mod logging;
 mod registry;
+mod stores;
 
 use auth::{Auth, Caller};
 use hyper::{Method, StatusCode};
@@ -222,14 +223,16 @@ impl Management {
             (&Method::GET, "/registry-resources/metadata") => {
                 registry::metadata(&self.plan(), q("path"))
             }
+            (&Method::GET, "/message-stores") => {
+                stores::stores(&self.plan(), q("name"), q("searchKey"))
+            }
+            (&Method::GET, "/message-processors") => {
+                stores::processors(&self.plan(), q("name"), q("searchKey"))
+            }
+            (&Method::POST, "/message-processors") => stores::switch(&self.plan(), c.body),
             (
                 &Method::GET,
-                "/tasks"
-                | "/message-stores"
-                | "/message-processors"
-                | "/inbound-endpoints"
-                | "/connectors"
-                | "/data-services"
+                "/tasks" | "/inbound-endpoints" | "/connectors" | "/data-services"
                 | "/data-sources",
             ) => (StatusCode::OK, Some(listed(Vec::new()))),
             _ => (StatusCode::NOT_FOUND, None),

@@ -365,7 +365,7 @@ pub struct Seen {
 }
 
 /// A back-end that records request heads and echoes the body (streaming) with its Content-Type.
-/// Header `x-test-delay-ms` delays the answer.
+/// Header `x-test-delay-ms` delays the answer; `x-test-status` is its status (200 without).
 pub struct Backend {
     pub addr: SocketAddr,
     pub seen: Arc<Mutex<Vec<Seen>>>,
@@ -461,7 +461,10 @@ pub async fn backend() -> Backend {
                         {
                             tokio::time::sleep(Duration::from_millis(ms)).await;
                         }
-                        let mut b = Response::builder().status(200);
+                        let status = (parts.headers.get("x-test-status"))
+                            .and_then(|v| v.to_str().ok()?.parse::<u16>().ok())
+                            .unwrap_or(200);
+                        let mut b = Response::builder().status(status);
                         if let Some(ct) = parts.headers.get("content-type") {
                             b = b.header("content-type", ct.clone());
                         }
@@ -635,6 +638,16 @@ pub const SOAP_HEADERS: &[(&str, &str)] = &[
 
 /// `GET path` on the management API of `s` as MI's default admin (from loopback): the JSON answer.
 pub async fn management_get(s: &Sluice, path: &str) -> serde_json::Value {
+    management_call(s, "GET", path, Bytes::new()).await
+}
+
+/// `method path` with a JSON `body` on the management API of `s`, as [`management_get`].
+pub async fn management_call(
+    s: &Sluice,
+    method: &str,
+    path: &str,
+    body: Bytes,
+) -> serde_json::Value {
     let mut c = Conn::open(s.health_addr()).await;
     let basic = [("authorization", "Basic YWRtaW46YWRtaW4=")];
     let login = c
@@ -643,14 +656,10 @@ pub async fn management_get(s: &Sluice, path: &str) -> serde_json::Value {
         .unwrap();
     let token: serde_json::Value = serde_json::from_slice(&login.body).unwrap();
     let bearer = format!("Bearer {}", token["AccessToken"].as_str().unwrap());
-    let r = c
-        .send_with(
-            "GET",
-            path,
-            &[("authorization", bearer.as_str())],
-            Bytes::new(),
-        )
-        .await
-        .unwrap();
+    let headers = [
+        ("authorization", bearer.as_str()),
+        ("content-type", "application/json"),
+    ];
+    let r = c.send_with(method, path, &headers, body).await.unwrap();
     serde_json::from_slice(&r.body).unwrap()
 }

@@ -67,6 +67,7 @@ macro_rules! mediate {
 // After the macro, which it uses.
 mod branches;
 // After `mediate!`, which it uses.
+mod processor;
 mod secured;
 
 /// How much of a body is read looking for the end of what header-only expressions need, before the
@@ -321,6 +322,16 @@ impl Engine {
             Flow::Continue if msg.is_response() => return self.reply(msg, stream).await,
             // Synapse acknowledges a resource that sends nothing.
             Flow::Continue if proxy.api_resource && msg.to.is_none() => {
+                discard(stream).await;
+                return accepted();
+            }
+            // After a `store` (Synapse's RESPONSE_WRITTEN=SKIP), nowhere to send: the client
+            // is answered (Synapse answers only with FORCE_SC_ACCEPTED).
+            Flow::Continue
+                if msg.to.is_none()
+                    && proxy.target.is_none()
+                    && msg.props.get("RESPONSE_WRITTEN") == Some("SKIP") =>
+            {
                 discard(stream).await;
                 return accepted();
             }

@@ -16,6 +16,7 @@ mod flow;
 mod messaging;
 pub(crate) mod rewrite;
 mod script;
+mod store;
 mod throttle;
 
 /// Mediators Synapse and WSO2 MI define that Sluice does not run yet: reported as unsupported, not unknown.
@@ -29,7 +30,6 @@ const KNOWN_UNSUPPORTED_MEDIATORS: &[&str] = &[
     "dbreport",
     "xquery",
     "smooks",
-    "store",
     "transaction",
     "bean",
     "ejb",
@@ -139,6 +139,8 @@ impl FileParser<'_, '_> {
             "enqueue" => MediatorKind::Enqueue(self.enqueue(n)?),
             // script.rs
             "script" => MediatorKind::Script(self.script(n)?),
+            // store.rs
+            "store" => MediatorKind::Store(self.store(n)?),
             other => return self.not_run(n, other),
         };
         Some(Mediator {
