@@ -558,15 +558,14 @@ impl<'a> Compiler<'a> {
                     );
                     return None;
                 }
-                None => {
-                    self.report(
-                        Severity::Error,
-                        &w.loc,
-                        "publishWSDL",
-                        format!("no local entry '{k}' for publishWSDL"),
-                    );
-                    return None;
-                }
+                // A registry resource (MI's registry folder, a CAR's).
+                None => match self.keyed(k) {
+                    Ok((t, _)) => t.to_owned(),
+                    Err((severity, why)) => {
+                        self.report(severity, &w.loc, "publishWSDL", why);
+                        return None;
+                    }
+                },
             },
         };
         Some(wsdl_template(&text))
@@ -618,7 +617,9 @@ impl<'a> Compiler<'a> {
         key: &str,
         from: Option<&Location>,
     ) -> Option<Arc<SeqPlan>> {
-        let Some(seq) = self.sequences.get(key).copied() else {
+        let seq = (self.sequences.get(key).copied())
+            .or_else(|| self.sequences.get(registry_form(key)?.as_str()).copied());
+        let Some(seq) = seq else {
             let loc = from?;
             if let Some(inner) = key.strip_prefix('{').and_then(|k| k.strip_suffix('}')) {
                 // A key computed per message (`receive="{get-property('seq')}"`): the sequence it
@@ -822,7 +823,9 @@ impl<'a> Compiler<'a> {
                 )),
             };
         }
-        if let Some(r) = self.resources.get(normalize_registry_key(key).as_str()) {
+        let resource =
+            (self.resources.get(key)).or_else(|| self.resources.get(registry_form(key)?.as_str()));
+        if let Some(r) = resource {
             let origin = format!("registry resource '{key}' ({})", r.loc);
             return match std::str::from_utf8(&r.bytes) {
                 Ok(t) => Ok((t, origin)),
@@ -914,8 +917,20 @@ pub(crate) fn without_xml_declaration(t: &str) -> &str {
 }
 
 /// `conf:/a/b`, `conf:a/b` and `conf://a/b` name the same resource.
+/// The registry key MI reads `key` as, when that is another spelling: `gov:a` is `gov:/a`, a
+/// key with no prefix a governance registry path (MI's `resolveRegistryURI`).
+pub(crate) fn registry_form(key: &str) -> Option<String> {
+    let k = match key.contains(':') {
+        true => normalize_registry_key(key),
+        false => format!("gov:/{}", key.trim_start_matches('/')),
+    };
+    (k != key).then_some(k)
+}
+
 pub(crate) fn normalize_registry_key(k: &str) -> String {
     match k.split_once(':') {
+        // MI's `resources:` keys are files under the governance registry's `mi-resources`.
+        Some(("resources", rest)) => format!("gov:/mi-resources/{}", rest.trim_start_matches('/')),
         Some((scheme, rest)) => format!("{scheme}:/{}", rest.trim_start_matches('/')),
         None => k.to_owned(),
     }

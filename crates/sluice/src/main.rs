@@ -448,8 +448,7 @@ fn serve(
     }
     drop(listener);
     drop(ready_tx);
-    let processors =
-        sluice_transport::processors::spawn(deployment.clone(), engine_opts.clone(), stop_rx);
+    let processors = start_processors(&deployment, &engine_opts, stop_rx);
     let mut signals = Signals::install();
     let probes = internal.and_then(|i| {
         let ports = (i.port, i.https_port);
@@ -487,7 +486,7 @@ fn serve(
             Err(_) => code = ExitCode::from(1),
         }
     }
-    if let Ok(p) = processors {
+    if let Some(p) = processors {
         let _ = p.join();
     }
     if let Some(p) = probes {
@@ -495,6 +494,19 @@ fn serve(
         let _ = p.thread.join();
     }
     code
+}
+
+/// The message processors' thread, until `stop`; `None` (said on stderr) when it cannot start.
+fn start_processors(
+    deployment: &Arc<Deployment>,
+    engine_opts: &EngineOptions,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> Option<std::thread::JoinHandle<()>> {
+    let started =
+        sluice_transport::processors::spawn(deployment.clone(), engine_opts.clone(), stop);
+    started
+        .map_err(|e| eprintln!("sluice: message processors off: cannot start their thread: {e}"))
+        .ok()
 }
 
 /// Says where Sluice listens, on stdout (the first line is what tests and scripts wait for); the

@@ -29,6 +29,33 @@ async fn a_deployment_folder_reads_the_registry_of_its_mi_home() {
     assert_eq!(r.header("x-desc-slash"), "not a resource");
     assert_eq!(r.header("x-missing"), "[]");
 
+    // MI's other key forms: `resources:` (gov:/mi-resources), a local entry file without the
+    // Synapse namespace, a bare key (a governance path), a publishWSDL key in the registry.
+    let tagged: &[(&str, &str)] = &[SOAP_HEADERS[0], SOAP_HEADERS[1], ("x-key", "resources")];
+    let r = c
+        .post("/services/RegistryKeysProxy", tagged, body.into())
+        .await
+        .unwrap();
+    assert!(
+        r.text()
+            .contains(r#"<tagged from="mi-resources">ibm</tagged>"#),
+        "{}",
+        r.text()
+    );
+    let r = c
+        .post("/services/RegistryKeysProxy", SOAP_HEADERS, body.into())
+        .await
+        .unwrap();
+    assert!(r.text().contains("<plain>ibm</plain>"), "{}", r.text());
+    let r = c
+        .post("/services/BareKeyProxy", SOAP_HEADERS, body.into())
+        .await
+        .unwrap();
+    assert!(r.text().contains("<ORDER>IBM</ORDER>"), "{}", r.text());
+    let r = c.get("/services/RegistryKeysProxy?wsdl").await.unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.text().contains("EchoFromRegistry"), "{}", r.text());
+
     // The same folder copied anywhere else has no registry: the key is unknown, and said so.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args([

@@ -24,13 +24,13 @@ pub fn spawn(
     opts: EngineOptions,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
+    // Made here, not on the thread: its descriptors exist once Sluice says it listens.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     std::thread::Builder::new()
         .name("sluice-processors".to_owned())
         .spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("tokio runtime");
             rt.block_on(async move {
                 let worker = WorkerEngine::new(deployment.clone(), opts);
                 loop {

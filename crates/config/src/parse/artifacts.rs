@@ -41,6 +41,19 @@ fn words(list: &str) -> impl Iterator<Item = &str> {
 impl FileParser<'_, '_> {
     pub(super) fn top_level(&mut self, root: Node, expect: Expect, cfg: &mut Config) {
         let name = root.tag_name().name();
+        // MI's local entry deployer reads the key and the content whatever the root's namespace
+        // (its tests deploy `<localEntry key>` files without one).
+        if name == "localEntry" && root.tag_name().namespace().is_none() && expect != Expect::Proxy
+        {
+            self.report(
+                Severity::Warning,
+                root,
+                "<localEntry> is not in the Synapse namespace; read as MI reads it",
+            );
+            self.failed = false;
+            cfg.local_entries.extend(self.local_entry(root));
+            return;
+        }
         if !is_synapse(root) {
             if expect == Expect::Any {
                 self.report(Severity::Note, root, "not a Synapse artifact (root element is not in the Synapse namespace); skipped");

@@ -18,7 +18,11 @@ impl Compiler<'_> {
         if let Some(r) = self.ep_cache.get(key) {
             return self.dependency(r.clone(), "endpoint", key, from);
         }
-        let Some(ep) = self.endpoints.get(key).copied() else {
+        let ep = (self.endpoints.get(key).copied()).or_else(|| {
+            let k = crate::compile::registry_form(key)?;
+            self.endpoints.get(k.as_str()).copied()
+        });
+        let Some(ep) = ep else {
             let loc = from?;
             self.left_for_run("endpoint", key, loc, "endpoint").ok()?;
             return Some(Arc::new(EndpointPlan::missing(key)));
