@@ -709,7 +709,15 @@ mod tests {
         let mut keys: Vec<&str> = cfg.resources.iter().map(|r| r.key.as_str()).collect();
         keys.sort_unstable();
         // upper.xslt.properties is MI's record of upper.xslt's properties, not a resource.
-        assert_eq!(keys, ["conf:/xslt/upper.xslt", "gov:/sequences/answer.xml"]);
+        assert_eq!(
+            keys,
+            [
+                "conf:/xslt/upper.xslt",
+                "gov:/mi-resources/xslt/tagged.xslt",
+                "gov:/sequences/answer.xml",
+                "gov:/wsdls/echo.wsdl"
+            ]
+        );
         let entry = cfg
             .local_entries
             .iter()

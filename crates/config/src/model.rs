@@ -131,6 +131,18 @@ pub struct Forwarding {
     pub fail_store: Option<String>,
 }
 
+/// `<datamapper config inputSchema outputSchema inputType outputType xsltStyleSheet>`: registry keys
+/// of the mapping, its schemas and its XSLT form.
+#[derive(Clone, Debug)]
+pub struct Datamapper {
+    pub config: String,
+    pub input_schema: String,
+    pub output_schema: String,
+    pub input_type: Option<String>,
+    pub output_type: Option<String>,
+    pub xslt: Option<String>,
+}
+
 /// `<store messageStore sequence>`.
 #[derive(Clone, Debug)]
 pub struct Store {
@@ -739,6 +751,8 @@ pub enum MediatorKind {
     Script(Script),
     /// `<store messageStore>`: a copy of the message into a message store.
     Store(Store),
+    /// MI's `<datamapper>`.
+    Datamapper(Datamapper),
 }
 
 /// `<script language key function>`: the source inline or a key's, with `<include key>`s.

@@ -16,7 +16,8 @@ async fn probe(s: &Sluice, path: &str) -> (u16, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn probes_answer_as_mi_and_readiness_drops_while_draining() {
     let be = backend().await;
-    // WSO2's CAR holds a proxy Sluice leaves out (datamapper): alive, not ready, naming it.
+    // WSO2's CAR holds a proxy Sluice leaves out without a key store (SecureProxy): alive, not
+    // ready, naming it.
     let capp = start_on_capp(&capp(), be.addr, &[]);
     assert_eq!(
         probe(&capp, "/liveness").await,
@@ -26,7 +27,7 @@ async fn probes_answer_as_mi_and_readiness_drops_while_draining() {
     assert_eq!(status, 500, "{body}");
     assert!(
         body.contains(r#""status": "not ready, faulty CAPPs detected""#)
-            && body.contains("DatamapperProxy"),
+            && body.contains("SecureProxy"),
         "{body}"
     );
     assert_eq!(probe(&capp, "/nothing").await.0, 404);

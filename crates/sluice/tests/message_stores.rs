@@ -219,3 +219,36 @@ async fn a_two_way_message_runs_the_reply_sequence_on_the_response() {
     assert_eq!(be.seen.lock().unwrap().len(), 1);
     let _ = std::fs::remove_dir_all(cfg.parent().unwrap());
 }
+
+#[tokio::test]
+async fn a_reload_keeps_the_stored_messages_and_the_processors_state() {
+    let be = backend().await;
+    let cfg = config(
+        "store-reload",
+        be.addr,
+        r#"<property name="OUT_ONLY" value="true"/>"#,
+        r#"<messageProcessor name="F" messageStore="S" targetEndpoint="Backend"
+             class="org.apache.synapse.message.processor.impl.forwarder.ScheduledMessageForwardingProcessor">
+             <parameter name="interval">50</parameter>
+             <parameter name="is.active">false</parameter>
+           </messageProcessor>"#,
+    );
+    let s = Sluice::start(&["run", cfg.to_str().unwrap()]);
+    store(&s, "IBM").await;
+    let hup = std::process::Command::new("kill")
+        .args(["-HUP", &s.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(hup.success());
+    let log = s.stderr_with("reloaded in", WAIT);
+    assert!(log.contains("reloaded in"), "{log}");
+    let v = management_get(&s, "/management/message-stores?name=S").await;
+    assert_eq!(v["size"], 1, "the new plan's store has the message: {v}");
+    let v = management_get(&s, "/management/message-processors?name=F").await;
+    assert_eq!(v["status"], "inactive", "{v}");
+    // The new plan's processor runs once activated.
+    let on = r#"{"name": "F", "status": "active"}"#;
+    management_call(&s, "POST", "/management/message-processors", on.into()).await;
+    assert_eq!(be.wait_seen(1, WAIT).await, 1);
+    let _ = std::fs::remove_dir_all(cfg.parent().unwrap());
+}

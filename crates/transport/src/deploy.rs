@@ -24,6 +24,8 @@ pub struct Deployment {
     /// Moved on (under `plan`'s lock) each time a plan is published.
     generation: AtomicU64,
     plan: Mutex<Arc<Plan>>,
+    /// Wakes those waiting for the next plan ([`Deployment::next_plan`]).
+    published: tokio::sync::Notify,
 }
 
 impl Deployment {
@@ -31,6 +33,7 @@ impl Deployment {
         Arc::new(Deployment {
             generation: AtomicU64::new(0),
             plan: Mutex::new(plan),
+            published: tokio::sync::Notify::new(),
         })
     }
 
@@ -45,9 +48,17 @@ impl Deployment {
         (self.generation.load(Ordering::Relaxed), plan.clone())
     }
 
-    /// How many times a plan was published.
-    pub fn generation(&self) -> u64 {
-        self.generation.load(Ordering::Acquire)
+    /// Returns once a plan after generation `seen` is published.
+    pub async fn next_plan(&self, seen: u64) {
+        loop {
+            let published = self.published.notified();
+            tokio::pin!(published);
+            published.as_mut().enable();
+            if self.generation.load(Ordering::Acquire) != seen {
+                return;
+            }
+            published.await;
+        }
     }
 
     /// Serves `plan` from now on: each connection's next request runs on it. A message store
@@ -67,6 +78,7 @@ impl Deployment {
         }
         *current = plan;
         self.generation.fetch_add(1, Ordering::Release);
+        self.published.notify_waiters();
     }
 }
 

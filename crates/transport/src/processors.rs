@@ -15,9 +15,6 @@ use sluice_mediation::processors::{Kind, ProcessorPlan};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// How often the thread looks whether a reload published another plan.
-const LOOK: Duration = Duration::from_millis(200);
-
 /// Starts the thread; it ends once `stop` says true.
 pub fn spawn(
     deployment: Arc<Deployment>,
@@ -38,15 +35,9 @@ pub fn spawn(
                     let tasks: Vec<_> = (engine.plan().processors.iter())
                         .map(|p| tokio::spawn(run(engine.clone(), p.clone())))
                         .collect();
-                    let stopped = loop {
-                        tokio::select! {
-                            _ = stop.wait_for(|s| *s) => break true,
-                            _ = tokio::time::sleep(LOOK) => {
-                                if deployment.generation() != generation {
-                                    break false;
-                                }
-                            }
-                        }
+                    let stopped = tokio::select! {
+                        _ = stop.wait_for(|s| *s) => true,
+                        _ = deployment.next_plan(generation) => false,
                     };
                     for t in tasks {
                         t.abort();

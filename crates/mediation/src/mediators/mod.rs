@@ -20,6 +20,7 @@ pub mod call;
 pub mod callout;
 pub mod clone;
 pub mod conditional_router;
+pub mod datamapper;
 pub mod drop;
 pub mod enqueue;
 pub mod enrich;
@@ -255,6 +256,8 @@ mediators! {
     Throttle(throttle::ThrottlePlan),
     Script(script::ScriptPlan),
     Store(store::StorePlan),
+    /// MI's `datamapper`, on its XSLT path.
+    Datamapper(datamapper::DatamapperPlan),
 }
 
 impl Compiler<'_> {
@@ -309,6 +312,7 @@ impl Compiler<'_> {
             cfg::MediatorKind::Throttle(t) => throttle::compile(self, t, m),
             cfg::MediatorKind::Script(s) => script::compile(self, s, m),
             cfg::MediatorKind::Store(s) => store::compile(self, s, m),
+            cfg::MediatorKind::Datamapper(d) => datamapper::compile(self, d, m),
         }
     }
 }

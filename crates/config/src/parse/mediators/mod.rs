@@ -10,6 +10,7 @@ mod branches;
 pub(crate) mod conditional_router;
 mod content;
 mod core;
+mod datamapper;
 mod enqueue;
 pub(crate) mod evaluator;
 mod flow;
@@ -33,7 +34,6 @@ const KNOWN_UNSUPPORTED_MEDIATORS: &[&str] = &[
     "transaction",
     "bean",
     "ejb",
-    "datamapper",
     "entitlementService",
     "oauthService",
     "builder",
@@ -141,6 +141,8 @@ impl FileParser<'_, '_> {
             "script" => MediatorKind::Script(self.script(n)?),
             // store.rs
             "store" => MediatorKind::Store(self.store(n)?),
+            // datamapper.rs
+            "datamapper" => MediatorKind::Datamapper(self.datamapper(n)?),
             other => return self.not_run(n, other),
         };
         Some(Mediator {

@@ -181,6 +181,8 @@ impl FileParser<'_, '_> {
         } else {
             let why = if class.contains("Failover") {
                 "the failover message forwarding processor is not supported yet".to_owned()
+            } else if class.contains("Resequenc") {
+                "Apache Synapse's resequencing message processor is not supported yet".to_owned()
             } else {
                 format!("the message processor class {class} is Java code Sluice cannot run")
             };
