@@ -60,7 +60,7 @@ fn version(v: u32, more: &str) -> String {
 
 /// Sends to `/services/P` on `c` until the answer says `want` (a reload is due within a few
 /// seconds: the files are looked at every second and deployed once they held still for a look).
-async fn until_version(c: &mut Conn, want: &str) -> Reply {
+async fn until_version(c: &mut Conn, want: &str, s: &Sluice) -> Reply {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let r = c
@@ -71,7 +71,12 @@ async fn until_version(c: &mut Conn, want: &str) -> Reply {
         if r.text().contains(&format!(">{want}</v>")) {
             return r;
         }
-        assert!(Instant::now() < deadline, "still {} after 20 s", r.text());
+        assert!(
+            Instant::now() < deadline,
+            "still {} after 20 s; Sluice said:\n{}",
+            r.text(),
+            s.stderr()
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -104,12 +109,12 @@ async fn metrics_page(s: &Sluice) -> String {
 async fn a_change_is_served_on_the_same_connection_and_counted_on() {
     let (f, s) = on_folder("watch", "[metric_handler]\nenable = true\n");
     let mut c = Conn::open(s.addr).await;
-    let r = until_version(&mut c, "1").await;
+    let r = until_version(&mut c, "1", &s).await;
     assert_eq!(r.header("x-version"), "1");
     // Version 2 adds a proxy; the same keep-alive connection gets it.
     let q = r#"<proxy name="Q" transports="http"><target><inSequence><respond/></inSequence></target></proxy>"#;
     f.write(&version(2, q));
-    let r = until_version(&mut c, "2").await;
+    let r = until_version(&mut c, "2", &s).await;
     assert_eq!(r.header("x-version"), "2");
     let q_answer = c
         .post("/services/Q", SOAP_HEADERS, "<q/>".into())
@@ -150,7 +155,7 @@ async fn a_change_is_served_on_the_same_connection_and_counted_on() {
     assert!(errors.contains("XPath"), "{last}");
     // The folder mended: served.
     f.write(&version(4, ""));
-    until_version(&mut c, "4").await;
+    until_version(&mut c, "4", &s).await;
     assert_eq!(last_reload(&s).await["status"], "deployed");
     let page = metrics_page(&s).await;
     assert!(!page.contains("service_name=\"Q\""), "{page}");
@@ -160,14 +165,14 @@ async fn a_change_is_served_on_the_same_connection_and_counted_on() {
 async fn sighup_reloads_when_the_folder_is_not_watched() {
     let (f, s) = on_folder("hup", "[server]\nhot_deployment = false\n");
     let mut c = Conn::open(s.addr).await;
-    until_version(&mut c, "1").await;
+    until_version(&mut c, "1", &s).await;
     f.write(&version(2, ""));
     let hup = std::process::Command::new("kill")
         .args(["-HUP", &s.pid().to_string()])
         .status()
         .unwrap();
     assert!(hup.success());
-    until_version(&mut c, "2").await;
+    until_version(&mut c, "2", &s).await;
     let log = s.stderr_with("reloading: SIGHUP", Duration::from_secs(5));
     assert!(log.contains("reloading: SIGHUP"), "{log}");
     // Not watched: no reload but the one SIGHUP asked for.
