@@ -712,6 +712,7 @@ mod tests {
         assert_eq!(
             keys,
             [
+                "conf:/required/price.xml",
                 "conf:/xslt/upper.xslt",
                 "gov:/mi-resources/xslt/tagged.xslt",
                 "gov:/sequences/answer.xml",

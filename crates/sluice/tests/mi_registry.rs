@@ -52,6 +52,20 @@ async fn a_deployment_folder_reads_the_registry_of_its_mi_home() {
         .await
         .unwrap();
     assert!(r.text().contains("<ORDER>IBM</ORDER>"), "{}", r.text());
+    // An inline enrich source from a registry file that starts with its XML declaration.
+    let r = c
+        .post(
+            "/services/EnrichFromRegistryProxy",
+            SOAP_HEADERS,
+            body.into(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        r.text().contains(r#"<price xmlns="urn:price">42</price>"#),
+        "{}",
+        r.text()
+    );
     let r = c.get("/services/RegistryKeysProxy?wsdl").await.unwrap();
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(r.text().contains("EchoFromRegistry"), "{}", r.text());

@@ -386,11 +386,10 @@ impl FileParser<'_, '_> {
                 }
             };
             if slot.is_some() {
-                self.report(
-                    Severity::Error,
-                    c,
-                    format!("<{name}> given twice (attribute and element?)"),
-                );
+                // Synapse's factory reads the first and passes over the others.
+                let why = format!("<{name}> given twice (attribute and element?): the first is used, as Synapse uses it");
+                self.report(Severity::Warning, c, why);
+                continue;
             }
             *slot = Some(SequenceRef::Inline(self.sequence(c)));
         }

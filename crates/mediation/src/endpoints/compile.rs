@@ -375,6 +375,14 @@ impl Compiler<'_> {
                 Uri::from_static("http://uri-template.invalid/"),
                 HeaderValue::from_static("uri-template.invalid"),
             )
+        } else if checked.trim().is_empty() {
+            // MI deploys it; each message sent to it fails (its onError or fault sequence runs).
+            let why = "an empty uri: every message sent to it fails, as in MI";
+            self.report(Severity::Warning, &a.uri_loc, a.kind.element(), why);
+            let mut plan = EndpointPlan::missing(&name);
+            plan.label = format!("endpoint {name} (empty uri)").into();
+            plan.address = Address::Invalid("the endpoint's uri is empty: nowhere to send".into());
+            return Some(Arc::new(plan));
         } else {
             match http_uri(&checked) {
                 Ok(u) => u,

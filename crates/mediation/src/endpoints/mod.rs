@@ -80,6 +80,9 @@ pub enum Address {
     /// A key that names no endpoint in the configuration: each send fails, as in Synapse, which
     /// looks the key up then.
     Missing,
+    /// An address no message can be sent to (an empty `uri`, as MI deploys it): each send fails
+    /// with this reason.
+    Invalid(Arc<str>),
     /// A `<wsdl>` endpoint whose WSDL is read when Sluice starts: the address it gives.
     Wsdl(Arc<LazyWsdl>),
     /// A load-balance `<member>`: `scheme://host:port` and the path (and query) of the message's
@@ -557,6 +560,7 @@ impl EndpointPlan {
                     format!("Couldn't find the endpoint with the key : {}", self.name),
                 ))
             }
+            Address::Invalid(why) => return Err(Error::new(ErrorKind::NoRoute, why.to_string())),
             Address::Template(t) => self.expand(t, msg),
             Address::Member(base) => {
                 let path = match msg.to.as_deref().and_then(|t| t.parse::<Uri>().ok()) {

@@ -189,7 +189,9 @@ impl Compiler<'_> {
                     }
                     Some(cfg::LocalEntryValue::Text(t)) => EnrichSourcePlan::Text(t),
                     _ => {
+                        // A registry resource is a file: its XML declaration is not content.
                         let (text, _) = self.keyed_text(k, &src.loc, el)?;
+                        let text = crate::compile::without_xml_declaration(&text).to_owned();
                         check_xml(self, &text, &src.loc)?;
                         EnrichSourcePlan::Xml(text)
                     }
