@@ -58,9 +58,7 @@ pub fn compile(config: &cfg::Config, opts: &CompileOptions, diags: &mut Diagnost
     }
     c.fill_endpoints_by_name();
     plan.endpoints = c.endpoints_by_name.clone();
-    plan.processors = (config.processors.iter())
-        .filter_map(|p| c.processor(p).map(Arc::new))
-        .collect();
+    plan.processors = c.processors(&config.processors);
     plan.stores = c.stores_by_name.clone();
     plan.cars = config.cars.clone();
     plan.registry = (config.resources.iter())

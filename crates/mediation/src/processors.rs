@@ -15,6 +15,7 @@ use crate::endpoints::EndpointPlan;
 use crate::mediators::store::MessageStore;
 use crate::plan::{ProxyPlan, SeqPlan};
 use sluice_config::{self as cfg, Severity};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -75,6 +76,26 @@ impl ProcessorPlan {
 }
 
 impl Compiler<'_> {
+    /// The `<messageProcessor>`s that deploy, one a store: two on one in-memory store send some
+    /// messages twice and lose others in MI (each peeks the same head, each acknowledgement
+    /// removes the next), so the second is refused.
+    pub(crate) fn processors(&mut self, all: &[cfg::MessageProcessor]) -> Vec<Arc<ProcessorPlan>> {
+        let mut consumers: HashMap<&str, &str> = HashMap::new();
+        let mut out = Vec::new();
+        for p in all {
+            if let Some(first) = consumers.get(p.store.as_str()) {
+                let why = format!("message store '{}' is already taken by message processor '{first}': two processors on one in-memory store send some messages twice and lose others in MI; Sluice runs one", p.store);
+                self.report(Severity::Unsupported, &p.loc, "messageProcessor", why);
+                continue;
+            }
+            if let Some(plan) = self.processor(p) {
+                consumers.insert(&p.store, &p.name);
+                out.push(Arc::new(plan));
+            }
+        }
+        out
+    }
+
     /// A `<messageProcessor>`, when its store and what it names deployed.
     pub(crate) fn processor(&mut self, p: &cfg::MessageProcessor) -> Option<ProcessorPlan> {
         let artifact = format!("messageProcessor {}", p.name);

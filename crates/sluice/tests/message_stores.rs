@@ -252,3 +252,26 @@ async fn a_reload_keeps_the_stored_messages_and_the_processors_state() {
     assert_eq!(be.wait_seen(1, WAIT).await, 1);
     let _ = std::fs::remove_dir_all(cfg.parent().unwrap());
 }
+
+#[test]
+fn a_second_processor_on_one_store_is_refused() {
+    let cfg = synapse_xml(
+        "store-two",
+        r#"<definitions xmlns="http://ws.apache.org/ns/synapse">
+  <messageStore name="S"/>
+  <sequence name="q"><drop/></sequence>
+  <messageProcessor name="A" messageStore="S" class="org.apache.synapse.message.processor.impl.sampler.SamplingProcessor"><parameter name="sequence">q</parameter></messageProcessor>
+  <messageProcessor name="B" messageStore="S" class="org.apache.synapse.message.processor.impl.sampler.SamplingProcessor"><parameter name="sequence">q</parameter></messageProcessor>
+</definitions>"#,
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["validate", cfg.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("message store 'S' is already taken by message processor 'A'"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(cfg.parent().unwrap());
+}
