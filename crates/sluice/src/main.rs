@@ -496,12 +496,17 @@ fn serve(
     code
 }
 
-/// The message processors' thread, until `stop`; `None` (said on stderr) when it cannot start.
+/// The message processors' thread, until `stop`, when the configuration has processors; `None`
+/// (said on stderr) when it cannot start. (Processors a reload brings into a configuration that
+/// started without any run after a restart.)
 fn start_processors(
     deployment: &Arc<Deployment>,
     engine_opts: &EngineOptions,
     stop: tokio::sync::watch::Receiver<bool>,
 ) -> Option<std::thread::JoinHandle<()>> {
+    if deployment.current().processors.is_empty() {
+        return None;
+    }
     let started =
         sluice_transport::processors::spawn(deployment.clone(), engine_opts.clone(), stop);
     started
