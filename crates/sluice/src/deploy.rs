@@ -159,9 +159,10 @@ impl Signals {
     }
 
     /// Serves until SIGINT or SIGTERM, reloading on SIGHUP and, when the files are watched, when
-    /// they change.
-    pub fn serve(&mut self, mut reload: Option<&mut Reloading>) {
+    /// they change; `processors` start once a served plan has some.
+    pub fn serve(&mut self, mut reload: Option<&mut Reloading>, processors: &mut Processors) {
         loop {
+            processors.start_if_due();
             let look = (reload.as_ref())
                 .filter(|r| r.watching())
                 .map(|_| WATCH_INTERVAL);
@@ -199,6 +200,59 @@ impl Signals {
                 _ = tick => Event::Look,
             }
         })
+    }
+}
+
+/// The message processors' thread (`transport/processors.rs`), started the first time the served
+/// plan has processors (at start or after a reload) and run until `stop`.
+pub struct Processors {
+    deployment: Arc<Deployment>,
+    opts: sluice_transport::EngineOptions,
+    stop: tokio::sync::watch::Receiver<bool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// Said it could not start (said once).
+    failed: bool,
+}
+
+impl Processors {
+    pub fn new(
+        deployment: Arc<Deployment>,
+        opts: sluice_transport::EngineOptions,
+        stop: tokio::sync::watch::Receiver<bool>,
+    ) -> Processors {
+        Processors {
+            deployment,
+            opts,
+            stop,
+            thread: None,
+            failed: false,
+        }
+    }
+
+    /// Starts the thread when the served plan has processors and it has not started.
+    pub fn start_if_due(&mut self) {
+        if self.thread.is_some() || self.failed || self.deployment.current().processors.is_empty() {
+            return;
+        }
+        let (d, o, s) = (
+            self.deployment.clone(),
+            self.opts.clone(),
+            self.stop.clone(),
+        );
+        match sluice_transport::processors::spawn(d, o, s) {
+            Ok(t) => self.thread = Some(t),
+            Err(e) => {
+                self.failed = true;
+                eprintln!("sluice: message processors off: cannot start their thread: {e}");
+            }
+        }
+    }
+
+    /// Waits for the thread (once `stop` is sent).
+    pub fn join(self) {
+        if let Some(t) = self.thread {
+            let _ = t.join();
+        }
     }
 }
 
@@ -252,6 +306,8 @@ pub struct Reloader {
     pub watch: bool,
     /// Whether an https listener serves (a proxy on https only is warned of otherwise).
     pub https: bool,
+    /// The files' [`fingerprint`] taken before the serving plan was read from them.
+    pub loaded: u64,
 }
 
 /// The last reload's outcome, for the management API (`GET /management/server`: `lastReload`).
@@ -312,7 +368,9 @@ impl Reloading {
         (metrics, health): (Option<Arc<Metrics>>, Option<Arc<Health>>),
         diags: &Diagnostics,
     ) -> Reloading {
-        let print = fingerprint(&r.source);
+        // Not taken now: the files may have changed since they were read (a client can be
+        // served, and change them, before this runs).
+        let print = r.loaded;
         Reloading {
             r,
             deployment,

@@ -2,8 +2,8 @@
 
 use clap::{Parser, Subcommand};
 use deploy::{
-    left_out, load, overrides, print_diagnostics, read_wsdls, report_plan, LoadOptions, Reloader,
-    Reloading, Signals, Source,
+    fingerprint, left_out, load, overrides, print_diagnostics, read_wsdls, report_plan,
+    LoadOptions, Processors, Reloader, Reloading, Signals, Source,
 };
 use sluice_config::{Diagnostics, Severity};
 use sluice_mediation::{CompileOptions, Plan};
@@ -228,6 +228,8 @@ fn main() -> ExitCode {
                 correlation_header: settings.correlation_header().map(str::to_owned),
                 security_keys: Some(settings.security_keys()),
             };
+            // Taken before the files are read: a change made while Sluice starts is seen.
+            let loaded = fingerprint(&source);
             let Some((plan, diags)) = load(&source, &how) else {
                 return ExitCode::from(2);
             };
@@ -253,6 +255,7 @@ fn main() -> ExitCode {
                 backend_tls: backend_tls.clone(),
                 watch: settings.hot_deployment(),
                 https: false,
+                loaded,
             };
             let engine = settings.engine(EngineOptions {
                 backend_tls,
@@ -448,7 +451,8 @@ fn serve(
     }
     drop(listener);
     drop(ready_tx);
-    let processors = start_processors(&deployment, &engine_opts, stop_rx);
+    let mut processors = Processors::new(deployment.clone(), engine_opts.clone(), stop_rx);
+    processors.start_if_due();
     let mut signals = Signals::install();
     let probes = internal.and_then(|i| {
         let ports = (i.port, i.https_port);
@@ -469,7 +473,7 @@ fn serve(
         let follow = (engine_opts.metrics.clone(), faulty);
         Reloading::new(r, (deployment.clone(), reloads.clone()), follow, &diags)
     });
-    signals.serve(reload.as_mut());
+    signals.serve(reload.as_mut(), &mut processors);
     // The probes say "not ready" while in-flight requests finish, and answer until they have.
     if let Some(p) = &probes {
         p.health.draining();
@@ -486,32 +490,12 @@ fn serve(
             Err(_) => code = ExitCode::from(1),
         }
     }
-    if let Some(p) = processors {
-        let _ = p.join();
-    }
+    processors.join();
     if let Some(p) = probes {
         let _ = p.stop.send(true);
         let _ = p.thread.join();
     }
     code
-}
-
-/// The message processors' thread, until `stop`, when the configuration has processors; `None`
-/// (said on stderr) when it cannot start. (Processors a reload brings into a configuration that
-/// started without any run after a restart.)
-fn start_processors(
-    deployment: &Arc<Deployment>,
-    engine_opts: &EngineOptions,
-    stop: tokio::sync::watch::Receiver<bool>,
-) -> Option<std::thread::JoinHandle<()>> {
-    if deployment.current().processors.is_empty() {
-        return None;
-    }
-    let started =
-        sluice_transport::processors::spawn(deployment.clone(), engine_opts.clone(), stop);
-    started
-        .map_err(|e| eprintln!("sluice: message processors off: cannot start their thread: {e}"))
-        .ok()
 }
 
 /// Says where Sluice listens, on stdout (the first line is what tests and scripts wait for); the

@@ -253,6 +253,27 @@ async fn a_reload_keeps_the_stored_messages_and_the_processors_state() {
     let _ = std::fs::remove_dir_all(cfg.parent().unwrap());
 }
 
+#[tokio::test]
+async fn a_processor_a_reload_brings_into_a_configuration_without_any_runs() {
+    let be = backend().await;
+    let only_out = r#"<property name="OUT_ONLY" value="true"/>"#;
+    let cfg = config("store-later", be.addr, only_out, "");
+    let s = Sluice::start(&["run", cfg.to_str().unwrap()]);
+    store(&s, "IBM").await;
+    let forward = r#"<messageProcessor name="F" messageStore="S" targetEndpoint="Backend"
+         class="org.apache.synapse.message.processor.impl.forwarder.ScheduledMessageForwardingProcessor">
+         <parameter name="interval">50</parameter>
+       </messageProcessor>"#;
+    config("store-later", be.addr, only_out, forward);
+    let hup = std::process::Command::new("kill")
+        .args(["-HUP", &s.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(hup.success());
+    assert_eq!(be.wait_seen(1, WAIT).await, 1, "{}", s.stderr());
+    let _ = std::fs::remove_dir_all(cfg.parent().unwrap());
+}
+
 #[test]
 fn a_second_processor_on_one_store_is_refused() {
     let cfg = synapse_xml(
