@@ -79,7 +79,7 @@ impl Reader {
 
     /// Whether `case` has a form for this reader (chunks only where the reader takes chunks).
     pub fn takes(self, case: Case) -> bool {
-        let chunked = matches!(case, Case::Chunked | Case::ChunkedSiblings);
+        let chunked = case.chunked();
         match self {
             Reader::XPathHeader => true,
             Reader::XPathCbr | Reader::Xslt | Reader::Config => !chunked,
@@ -275,7 +275,7 @@ impl Readers {
 
     /// One request's reading of `input`.
     fn call(&self, reader: Reader, case: Case, input: &[u8], out: &mut Vec<u8>) -> Did {
-        let chunked = matches!(case, Case::Chunked | Case::ChunkedSiblings);
+        let chunked = case.chunked();
         match reader {
             Reader::XPathCbr => xpath(&self.cbr, input),
             Reader::XPathHeader if chunked => self.head_probe(input),
@@ -697,7 +697,7 @@ pub fn run(spec: &Spec) -> Result<Vec<Figure>, String> {
     let mut out = Vec::new();
     for &reader in &spec.readers {
         for &size in &spec.sizes {
-            let mut cases: Vec<Case> = vec![Case::Normal, Case::ReadThrough];
+            let mut cases: Vec<Case> = Case::ALL.into_iter().filter(|&c| cases_first(c)).collect();
             cases.extend(spec.cases.iter().filter(|&&c| !cases_first(c)));
             for case in cases {
                 if !reader.takes(case) {
@@ -731,7 +731,10 @@ pub fn run(spec: &Spec) -> Result<Vec<Figure>, String> {
 
 /// The cases every reader runs first: the yardsticks.
 fn cases_first(c: Case) -> bool {
-    matches!(c, Case::Normal | Case::ReadThrough)
+    matches!(
+        c,
+        Case::Normal | Case::ReadThrough | Case::Chunked | Case::ChunkedReadThrough
+    )
 }
 
 /// The `case` figure of `f`'s reader and size.
@@ -742,10 +745,16 @@ fn case_of<'a>(figs: &'a [Figure], f: &Figure, case: Case) -> Option<&'a Figure>
 
 /// What `f` is held to: its reader's cost on ordinary XML it reads through. That is the slower per
 /// KB of the normal and the read-through cases of the same size: a reader that stops early on the
-/// normal payload reads the read-through one to its end; one that reads everything reads both.
+/// normal payload reads the read-through one to its end; one that reads everything reads both. A
+/// case delivered in pieces is held to the same two delivered in pieces.
 fn baseline_of<'a>(figs: &'a [Figure], f: &Figure) -> Option<&'a Figure> {
-    let normal = case_of(figs, f, Case::Normal);
-    match (normal, case_of(figs, f, Case::ReadThrough)) {
+    let pieces = Case::from_key(&f.case).is_some_and(Case::chunked);
+    let (normal, through) = match pieces {
+        true => (Case::Chunked, Case::ChunkedReadThrough),
+        false => (Case::Normal, Case::ReadThrough),
+    };
+    let normal = case_of(figs, f, normal);
+    match (normal, case_of(figs, f, through)) {
         (Some(n), Some(r)) if r.us_per_kb() > n.us_per_kb() => Some(r),
         (None, r) => r,
         (n, _) => n,

@@ -36,10 +36,13 @@ pub enum Case {
     Chunked,
     /// Many siblings before what the reader looks for, delivered in small chunks.
     ChunkedSiblings,
+    /// The read-through input delivered in small chunks: the yardstick for the chunked cases, which
+    /// pay for gathering the pieces as it does.
+    ChunkedReadThrough,
 }
 
 impl Case {
-    pub const ALL: [Case; 13] = [
+    pub const ALL: [Case; 14] = [
         Case::Normal,
         Case::ReadThrough,
         Case::Attributes,
@@ -53,6 +56,7 @@ impl Case {
         Case::LongCharRefs,
         Case::Chunked,
         Case::ChunkedSiblings,
+        Case::ChunkedReadThrough,
     ];
 
     /// The name used on the command line and in tables.
@@ -71,7 +75,16 @@ impl Case {
             Case::LongCharRefs => "long-charrefs",
             Case::Chunked => "chunked",
             Case::ChunkedSiblings => "chunked-siblings",
+            Case::ChunkedReadThrough => "chunked-read-through",
         }
+    }
+
+    /// Whether the input is delivered in small pieces (to the readers that take pieces).
+    pub fn chunked(self) -> bool {
+        matches!(
+            self,
+            Case::Chunked | Case::ChunkedSiblings | Case::ChunkedReadThrough
+        )
     }
 
     pub fn from_key(key: &str) -> Option<Case> {
@@ -124,10 +137,12 @@ fn part(case: Case, budget: usize) -> Part {
     let mut p = Part::default();
     match case {
         Case::Normal | Case::Chunked => {}
-        Case::ReadThrough => repeat_within(&mut p.content, budget, |_| {
-            "<trade><symbol>N</symbol><buyerID>n</buyerID><price>1.0</price><volume>1</volume></trade>\n"
+        Case::ReadThrough | Case::ChunkedReadThrough => {
+            repeat_within(&mut p.content, budget, |_| {
+                "<trade><symbol>N</symbol><buyerID>n</buyerID><price>1.0</price><volume>1</volume></trade>\n"
                 .to_owned()
-        }),
+            })
+        }
         Case::Attributes => repeat_within(&mut p.attrs, budget, |i| format!(" a{i}=\"1\"")),
         Case::Namespaces => {
             // Half declarations, half elements using them, each prefix looked up from far away.
@@ -252,7 +267,8 @@ pub fn json(case: Case, size: usize) -> Option<String> {
         | Case::Namespaces
         | Case::LongCharRefs
         | Case::Chunked
-        | Case::ChunkedSiblings => return None,
+        | Case::ChunkedSiblings
+        | Case::ChunkedReadThrough => return None,
         Case::Attributes => {
             h.push('{');
             repeat_within(&mut h, budget, |i| {

@@ -157,9 +157,9 @@ struct AdversarialArgs {
     /// Readers (default all): xpath-cbr, xpath-header, xslt, jsonpath, config, h1-head.
     #[arg(long, value_delimiter = ',')]
     readers: Option<Vec<String>>,
-    /// Cases (default all; the normal and read-through ones, the baselines, always run):
-    /// attributes, namespaces, siblings, long-name, deep-200, deep-beyond, huge-text, charrefs,
-    /// long-charrefs, chunked, chunked-siblings.
+    /// Cases (default all; the baselines, normal, read-through, chunked and chunked-read-through,
+    /// always run): attributes, namespaces, siblings, long-name, deep-200, deep-beyond, huge-text,
+    /// charrefs, long-charrefs, chunked-siblings.
     #[arg(long, value_delimiter = ',')]
     cases: Option<Vec<String>>,
     /// Seconds of calls per case after the first call.

@@ -120,7 +120,7 @@ impl StreamPath {
                 Some(_) => {
                     let from = lt + 1;
                     let Some((gt, empty, name_end, colon, mask)) =
-                        self.span_tag(xml, from, known, (bindings, index))
+                        self.span_tag((xml, from), known, (bindings, index))
                     else {
                         return (lt, top);
                     };
@@ -214,8 +214,7 @@ impl StreamPath {
     #[inline(always)]
     fn span_tag(
         &self,
-        xml: &[u8],
-        from: usize,
+        (xml, from): (&[u8], usize),
         known: &mut KnownNames<'_>,
         scope: (&[(&str, &str, usize)], &PrefixIndex<'_>),
     ) -> Option<KnownTag> {

@@ -121,7 +121,9 @@ impl StreamPath {
             i = match xml.get(lt + 1) {
                 Some(b'/') => r.end_tag(lt)?,
                 Some(b'!') => r.bang(lt)?,
-                Some(b'?') | None => return Err(Bail),
+                Some(b'?') => return Err(Bail),
+                // The document ends in `<` (a body's start cut there): undecided.
+                None => return Err(Refuse),
                 Some(_) => match r.start_tag(lt)? {
                     Tag::Read(next) => next,
                     Tag::Skipped(next) => {
@@ -375,7 +377,8 @@ impl<'x> Fast<'_, '_, 'x> {
         let gt = if xml.get(at) == Some(&b'>') && same_name(xml, lt + 2, start, len) {
             at // `</name>`, the usual end tag
         } else {
-            let gt = lt + 2 + memchr::memchr(b'>', &xml[lt + 2..]).ok_or(Bail)?;
+            // An end tag the document ends in: undecided.
+            let gt = lt + 2 + memchr::memchr(b'>', &xml[lt + 2..]).ok_or(Refuse)?;
             let mut name = &xml[lt + 2..gt];
             while let [head @ .., last] = name {
                 if !is_ws(*last) {
@@ -412,7 +415,7 @@ impl<'x> Fast<'_, '_, 'x> {
         let rest = &self.xml[lt + 1..];
         if rest.starts_with(b"!--") {
             let from = lt + 4;
-            let len = memchr::memmem::find(&self.xml[from..], b"-->").ok_or(Bail)?;
+            let len = memchr::memmem::find(&self.xml[from..], b"-->").ok_or(Refuse)?;
             let c = self.d.window.text(from, from + len)?;
             if !valid_chars(c) || c.ends_with('-') || c.contains("--") {
                 return Err(Bail);
@@ -421,7 +424,7 @@ impl<'x> Fast<'_, '_, 'x> {
             Ok(from + len + 3)
         } else if rest.starts_with(b"![CDATA[") {
             let from = lt + 9;
-            let len = memchr::memmem::find(&self.xml[from..], b"]]>").ok_or(Bail)?;
+            let len = memchr::memmem::find(&self.xml[from..], b"]]>").ok_or(Refuse)?;
             let c = self.d.window.text(from, from + len)?;
             if self.d.run.depth == 0 || !valid_chars(c) {
                 return Err(Bail);
@@ -731,18 +734,20 @@ impl<'x> Fast<'_, '_, 'x> {
 /// `>` inside a value leaves it unquoted); else, `exact`, found quote by quote.
 #[inline(always)]
 fn tag_end(xml: &[u8], lt: usize, exact: bool) -> Result<(usize, bool, usize, bool), Halt> {
+    // A tag the document ends in (a body's start, read before the rest arrives): undecided, as
+    // the general reader would find after reading everything again.
     let gt = if exact {
         let mut j = lt + 1;
         loop {
-            let p = j + memchr::memchr3(b'>', b'"', b'\'', &xml[j..]).ok_or(Bail)?;
+            let p = j + memchr::memchr3(b'>', b'"', b'\'', &xml[j..]).ok_or(Refuse)?;
             let q = xml[p];
             if q == b'>' {
                 break p;
             }
-            j = p + 2 + memchr::memchr(q, &xml[p + 1..]).ok_or(Bail)?;
+            j = p + 2 + memchr::memchr(q, &xml[p + 1..]).ok_or(Refuse)?;
         }
     } else {
-        lt + 1 + memchr::memchr(b'>', &xml[lt + 1..]).ok_or(Bail)?
+        lt + 1 + memchr::memchr(b'>', &xml[lt + 1..]).ok_or(Refuse)?
     };
     let empty = xml[gt - 1] == b'/';
     let inner = if empty { gt - 1 } else { gt };

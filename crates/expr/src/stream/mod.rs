@@ -65,6 +65,7 @@
 //! | `kept` | what a thread keeps between readings |
 //! | `tests` | the tests, by topic |
 
+mod attr_run;
 mod bulk;
 mod compile;
 mod fast;

@@ -18,7 +18,7 @@
 //! Each is as strict as libxml2 on what it accepts: whatever it does not accept, libxml2 decides.
 
 use super::kept::spare;
-use super::{FEW_BINDINGS, MAX_ATTRS};
+use super::{attr_run, FEW_BINDINGS, MAX_ATTRS};
 use sluice_xml::chars;
 use sluice_xml::names::{is_ncname, name_classes, PrefixIndex, NAME_START};
 use std::borrow::Cow;
@@ -609,8 +609,22 @@ pub(super) fn bytes_class(v: &[u8]) -> u8 {
 /// False for anything outside `(S name S? = S? quoted-value)* S?`. Stops, true, once `out` holds
 /// more than [`MAX_ATTRS`]: the caller leaves such an element to libxml2.
 pub(super) fn read_attributes<'a>(raw: &'a str, out: &mut Vec<(&'a str, &'a str, u8)>) -> bool {
+    if raw.len() >= attr_run::LONG_ATTRS {
+        if let Some(done) = attr_run::read_long(raw, out) {
+            return done;
+        }
+    }
+    read_bytewise(raw, out, 0)
+}
+
+/// [`read_attributes`] from `raw`'s byte `i` (where an attribute's white space begins), the byte
+/// loop: [`next_attribute`] after [`next_attribute`].
+pub(super) fn read_bytewise<'a>(
+    raw: &'a str,
+    out: &mut Vec<(&'a str, &'a str, u8)>,
+    mut i: usize,
+) -> bool {
     let b = raw.as_bytes();
-    let mut i = 0;
     loop {
         let a = match next_attribute(b, i, b.len()) {
             Ok(Some(a)) => a,
