@@ -34,6 +34,8 @@
 //! - The general reader ([`run`]): quick-xml's tokenizer, for anything the fast one is not sure of.
 //!   The fast reader hands the document over (`Halt::Bail`) and the general one starts again.
 //! - libxml2, for anything neither can decide (`Halt::Refuse`, or `None` from the general reader).
+//!   A document that ends inside a tag, an end tag, a comment or a CDATA section is undecided
+//!   at once (the transport's head probe tries starts of bodies cut anywhere).
 //!
 //! Both tokenizers drive one reading state ([`run::Run`]) and check bytes with the same strict
 //! pieces ([`scan`]). Differential tests hold both to the same answers, and both to libxml2's. The
@@ -57,6 +59,7 @@
 //! |---|---|
 //! | `compile` | the subset: tokens, steps, predicates, [`StreamPath::compile`] |
 //! | `scan` | strict scanning: byte classes, words, names, text ends, references, end-of-line handling, attributes, namespace bindings |
+//! | `attr_run` | a long run of attributes read from AVX2 bitmasks, 64 bytes at a time |
 //! | `fast` | the fast reader: a loop with one handler per token, the UTF-8 window, the names seen |
 //! | `run` | the reading state both tokenizers drive, and the general reader on quick-xml |
 //! | `bulk` | inert spans and sibling patterns |
