@@ -149,12 +149,9 @@ fn policy_keys(
     c: &Crypto,
     r: &Rampart,
 ) -> Result<(sluice_security::inbound::Keys, Option<Vec<u8>>), String> {
-    if c.kind
-        .as_deref()
-        .is_some_and(|k| !k.eq_ignore_ascii_case("JKS"))
-    {
+    if !KeyStore::reads_type(c.kind.as_deref()) {
         return Err(format!(
-            "the policy's key store {}: only JKS is read yet",
+            "the policy's key store {}: only JKS and PKCS12 are read",
             c.file
         ));
     }
@@ -162,7 +159,7 @@ fn policy_keys(
     let at = |e: &dyn std::fmt::Display| format!("the policy's key store {}: {e}", path.display());
     let bytes = std::fs::read(&path).map_err(|e| at(&e))?;
     let password = c.password.as_deref().unwrap_or("");
-    let store = KeyStore::read_jks(&bytes, password).map_err(|e| at(&e))?;
+    let store = KeyStore::read(&bytes, password).map_err(|e| at(&e))?;
     let user = r.user.as_deref().unwrap_or("");
     let entry = store
         .key(user)

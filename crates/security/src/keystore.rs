@@ -1,14 +1,20 @@
-//! Java KeyStores (JKS), as MI's `[keystore.primary]` and `[truststore]` name them
-//! (`wso2carbon.jks`): read here, with the store's integrity check and Sun's key protection, so that
-//! a user's key store works as it is (no `keytool` conversion first).
+//! Key stores, as MI's `[keystore.primary]` and `[truststore]` name them: Java KeyStores (JKS,
+//! `wso2carbon.jks`) read here, and PKCS#12 (`.p12`, `.pfx`, Java's default store type since 9)
+//! through the `p12-keystore` crate, so that a user's key store works as it is (no `keytool`
+//! conversion first). [`KeyStore::read`] tells them apart by their first bytes.
 //!
-//! The format (Sun's `JavaKeyStore`, versions 1 and 2): the magic `FEEDFEED`, a version, a count,
+//! The JKS format (Sun's `JavaKeyStore`, versions 1 and 2): the magic `FEEDFEED`, a version, a count,
 //! then each entry: a tag (1 a private key, 2 a trusted certificate), its alias (Java's modified
 //! UTF-8), a time, and either the protected key with its certificate chain or one certificate.
 //! The last 20 bytes are the SHA-1 of the store password (UTF-16BE), the words
 //! `Mighty Aphrodite`, and everything before. A private key is a PKCS#8 `PrivateKeyInfo` XORed
 //! with a SHA-1 key stream from the key password and a 20-byte salt, followed by the SHA-1 of the
 //! password and the plain key (Sun's `KeyProtector`).
+//!
+//! A PKCS#12 store is opened whole with its password (its MAC checked, its keys decrypted: PBES2
+//! with AES as Java 17 and OpenSSL 3 write them, or the legacy 3DES and RC2 schemes); a key
+//! password, which PKCS#12 stores share with the store in Java and MI, is then not asked again.
+//! Its trusted certificates are those Java marks as trusted (what `keytool -importcert` writes).
 
 use ring::digest::{Context, SHA1_FOR_LEGACY_USE_ONLY as SHA1};
 
@@ -23,9 +29,18 @@ pub struct KeyStore {
 #[derive(Debug)]
 pub struct PrivateKeyEntry {
     pub alias: String,
-    /// Still protected: [`PrivateKeyEntry::key`] opens it with the key password.
-    protected: Vec<u8>,
+    /// [`PrivateKeyEntry::key`] opens it.
+    protected: Protected,
     pub chain: Vec<Vec<u8>>,
+}
+
+/// A private key as its store holds it.
+#[derive(Debug)]
+enum Protected {
+    /// Still under Sun's protection: opened with the key password.
+    Jks(Vec<u8>),
+    /// PKCS#8 DER, decrypted when the PKCS#12 store was opened with its password.
+    Open(Vec<u8>),
 }
 
 /// A trusted certificate, DER.
@@ -46,14 +61,17 @@ pub enum KeyStoreError {
     Integrity,
     /// The key's check does not match: a wrong key password.
     KeyPassword,
-    /// The key is protected by another algorithm than Sun's (a JCEKS store).
+    /// The key (or a PKCS#12 store's MAC) is protected by an algorithm Sluice does not read (a
+    /// JCEKS store).
     KeyAlgorithm,
+    /// A PKCS#12 store that is malformed, or holds what Sluice does not read.
+    Pkcs12,
 }
 
 impl std::fmt::Display for KeyStoreError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            KeyStoreError::NotJks => write!(f, "not a JKS key store"),
+            KeyStoreError::NotJks => write!(f, "neither a JKS nor a PKCS#12 key store"),
             KeyStoreError::Malformed(at) => write!(f, "malformed key store at byte {at}"),
             KeyStoreError::Integrity => {
                 write!(
@@ -63,8 +81,12 @@ impl std::fmt::Display for KeyStoreError {
             }
             KeyStoreError::KeyPassword => write!(f, "the key's password is wrong"),
             KeyStoreError::KeyAlgorithm => {
-                write!(f, "the key is protected by an algorithm other than JKS's")
+                write!(
+                    f,
+                    "the key is protected by an algorithm Sluice does not read"
+                )
             }
+            KeyStoreError::Pkcs12 => write!(f, "a malformed or unsupported PKCS#12 key store"),
         }
     }
 }
@@ -136,6 +158,49 @@ impl<'a> Reader<'a> {
 }
 
 impl KeyStore {
+    /// Whether a store `type` as MI names it (`JKS`, `PKCS12`; none given: JKS) is read here.
+    pub fn reads_type(kind: Option<&str>) -> bool {
+        kind.is_none_or(|k| k.eq_ignore_ascii_case("JKS") || k.eq_ignore_ascii_case("PKCS12"))
+    }
+
+    /// Reads a JKS or a PKCS#12 store (told apart by their first bytes) with `password`.
+    pub fn read(b: &[u8], password: &str) -> Result<KeyStore, KeyStoreError> {
+        match b.first() {
+            // A DER SEQUENCE: PKCS#12's PFX.
+            Some(0x30) => KeyStore::read_pkcs12(b, password),
+            _ => KeyStore::read_jks(b, password),
+        }
+    }
+
+    /// Reads a PKCS#12 store, checking its MAC and opening its keys with `password`.
+    pub fn read_pkcs12(b: &[u8], password: &str) -> Result<KeyStore, KeyStoreError> {
+        use p12_keystore::{error::Error, KeyStoreEntry};
+        let opened = p12_keystore::KeyStore::from_pkcs12(b, password).map_err(|e| match e {
+            Error::MacError(_) => KeyStoreError::Integrity,
+            Error::UnpadError | Error::Pkcs5Error(_) => KeyStoreError::KeyPassword,
+            Error::UnsupportedEncryptionScheme | Error::UnsupportedMacAlgorithm => {
+                KeyStoreError::KeyAlgorithm
+            }
+            _ => KeyStoreError::Pkcs12,
+        })?;
+        let mut store = KeyStore::default();
+        for (alias, entry) in opened.entries() {
+            match entry {
+                KeyStoreEntry::PrivateKeyChain(k) => store.keys.push(PrivateKeyEntry {
+                    alias: alias.clone(),
+                    protected: Protected::Open(k.key().to_vec()),
+                    chain: k.chain().iter().map(|c| c.as_der().to_vec()).collect(),
+                }),
+                KeyStoreEntry::Certificate(c) => store.trusted.push(TrustedEntry {
+                    alias: alias.clone(),
+                    cert: c.as_der().to_vec(),
+                }),
+                KeyStoreEntry::Secret(_) => {}
+            }
+        }
+        Ok(store)
+    }
+
     /// Reads a JKS store, checking its digest with `password`.
     pub fn read_jks(b: &[u8], password: &str) -> Result<KeyStore, KeyStoreError> {
         if b.len() < 12 + 20 || b[..4] != [0xfe, 0xed, 0xfe, 0xed] {
@@ -168,7 +233,7 @@ impl KeyStore {
                     let chain = (0..n).map(|_| r.cert(version)).collect::<Result<_, _>>()?;
                     store.keys.push(PrivateKeyEntry {
                         alias,
-                        protected,
+                        protected: Protected::Jks(protected),
                         chain,
                     });
                 }
@@ -216,9 +281,13 @@ impl KeyStore {
 }
 
 impl PrivateKeyEntry {
-    /// The key as PKCS#8 DER, opened with `password`.
+    /// The key as PKCS#8 DER, opened with `password` (a PKCS#12 store's keys are open already).
     pub fn key(&self, password: &str) -> Result<Vec<u8>, KeyStoreError> {
-        let sealed = protected_bytes(&self.protected)?;
+        let protected = match &self.protected {
+            Protected::Jks(p) => p,
+            Protected::Open(pkcs8) => return Ok(pkcs8.clone()),
+        };
+        let sealed = protected_bytes(protected)?;
         if sealed.len() < 40 {
             return Err(KeyStoreError::Malformed(0));
         }
@@ -343,5 +412,71 @@ mod tests {
             KeyStore::read_jks(b"\x30\x82\x01\x00 a PKCS#12 file, not JKS...", "x").unwrap_err(),
             KeyStoreError::NotJks
         );
+    }
+
+    /// wso2carbon.jks converted by `keytool` (Java's own PKCS#12 writer) into `dir`: as Java 17
+    /// writes it (PBES2, AES-256, HMAC-SHA256), or `legacy` (3DES and RC2, HMAC-SHA1).
+    fn pkcs12_by_keytool(legacy: bool) -> Vec<u8> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
+        let jks = root.join("shared/reference/wso2-perf/keystores/wso2carbon.jks");
+        let out =
+            std::env::temp_dir().join(format!("sluice-p12-{}-{legacy}.p12", std::process::id()));
+        let _ = std::fs::remove_file(&out);
+        let mut keytool = std::process::Command::new("keytool");
+        if legacy {
+            keytool.arg("-J-Dkeystore.pkcs12.legacy");
+        }
+        let status = keytool
+            .args(["-importkeystore", "-noprompt", "-srcstoretype", "JKS"])
+            .args([
+                "-srcstorepass",
+                "wso2carbon",
+                "-deststorepass",
+                "wso2carbon",
+            ])
+            .args(["-deststoretype", "PKCS12", "-srckeystore"])
+            .arg(&jks)
+            .arg("-destkeystore")
+            .arg(&out)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("keytool (a JDK; .ci/run installs one)");
+        assert!(status.success(), "keytool -importkeystore failed");
+        let bytes = std::fs::read(&out).unwrap();
+        let _ = std::fs::remove_file(&out);
+        bytes
+    }
+
+    /// The same store as PKCS#12 holds the same key, chain and trusted certificates; a wrong
+    /// password or a changed byte is refused.
+    #[test]
+    fn a_pkcs12_store_made_by_keytool_opens_as_its_jks_does() {
+        let jks = KeyStore::read(&wso2carbon(), "wso2carbon").unwrap();
+        let want = jks.key("wso2carbon").unwrap();
+        let mut trusted: Vec<&Vec<u8>> = jks.trusted.iter().map(|t| &t.cert).collect();
+        trusted.sort();
+        for legacy in [false, true] {
+            let bytes = pkcs12_by_keytool(legacy);
+            let p12 = KeyStore::read(&bytes, "wso2carbon").unwrap();
+            let got = p12.key("wso2carbon").expect("the wso2carbon key");
+            assert_eq!(got.chain, want.chain, "legacy: {legacy}");
+            assert_eq!(
+                got.key("ignored").unwrap(),
+                want.key("wso2carbon").unwrap(),
+                "legacy: {legacy}"
+            );
+            let mut p12_trusted: Vec<&Vec<u8>> = p12.trusted.iter().map(|t| &t.cert).collect();
+            p12_trusted.sort();
+            assert_eq!(p12_trusted, trusted, "legacy: {legacy}");
+            assert_eq!(
+                KeyStore::read(&bytes, "nope").unwrap_err(),
+                KeyStoreError::Integrity
+            );
+            let mut changed = bytes.clone();
+            let at = changed.len() / 2;
+            changed[at] ^= 1;
+            assert!(KeyStore::read(&changed, "wso2carbon").is_err());
+        }
     }
 }

@@ -576,7 +576,7 @@ fn key_lines(text: &str) -> std::collections::HashMap<String, usize> {
     lines
 }
 
-/// The certificates of `[truststore]` (a JKS file, as for the key store); without the section,
+/// The certificates of `[truststore]` (a JKS or PKCS#12 file, as for the key store); without the section,
 /// those of MI's default `client-truststore.jks` when there is one.
 fn trust_store(t: Option<&KeyStoreFile>, dir: &std::path::Path) -> Result<Vec<Vec<u8>>, String> {
     let name = t
@@ -588,17 +588,15 @@ fn trust_store(t: Option<&KeyStoreFile>, dir: &std::path::Path) -> Result<Vec<Ve
             None => Ok(Vec::new()),
         };
     };
-    if t.and_then(|t| t.kind.as_deref())
-        .is_some_and(|k| !k.eq_ignore_ascii_case("JKS"))
-    {
-        return Err("truststore: only JKS stores are read yet (type = \"JKS\")".into());
+    if !sluice_transport::keystore::KeyStore::reads_type(t.and_then(|t| t.kind.as_deref())) {
+        return Err("truststore: only JKS and PKCS12 stores are read (type)".into());
     }
     let password = t
         .and_then(|t| t.password.as_deref())
         .unwrap_or("wso2carbon");
     let bytes = std::fs::read(&path)
         .map_err(|e| format!("truststore: cannot read {}: {e}", path.display()))?;
-    let store = sluice_transport::keystore::KeyStore::read_jks(&bytes, password)
+    let store = sluice_transport::keystore::KeyStore::read(&bytes, password)
         .map_err(|e| format!("truststore: {}: {e}", path.display()))?;
     Ok(store.certificates())
 }
@@ -627,11 +625,8 @@ struct PrimaryKey {
 /// `../repository/resources/security`.
 fn primary_key(k: &KeyStoreFile, dir: std::path::PathBuf) -> Result<PrimaryKey, String> {
     use sluice_transport::keystore::KeyStore;
-    if k.kind
-        .as_deref()
-        .is_some_and(|t| !t.eq_ignore_ascii_case("JKS"))
-    {
-        return Err("keystore.primary: only JKS key stores are read yet (type = \"JKS\")".into());
+    if !KeyStore::reads_type(k.kind.as_deref()) {
+        return Err("keystore.primary: only JKS and PKCS12 key stores are read (type)".into());
     }
     let name = k.file_name.as_deref().unwrap_or("wso2carbon.jks");
     let password = k.password.as_deref().unwrap_or("wso2carbon");
@@ -641,7 +636,7 @@ fn primary_key(k: &KeyStoreFile, dir: std::path::PathBuf) -> Result<PrimaryKey, 
     let at = |e: sluice_transport::keystore::KeyStoreError| {
         format!("keystore.primary: {}: {e}", path.display())
     };
-    let store = KeyStore::read_jks(&bytes, password).map_err(at)?;
+    let store = KeyStore::read(&bytes, password).map_err(at)?;
     let entry = match &k.alias {
         Some(a) => store.key(a),
         None if store.keys.len() == 1 => store.keys.first(),

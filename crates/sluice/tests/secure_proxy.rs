@@ -86,6 +86,48 @@ async fn wso2_secured_requests_pass_and_their_answers_come_back_secured() {
     assert_eq!(r.body, body);
 }
 
+/// The same key store as PKCS#12 (what `keytool` makes of wso2carbon.jks, Java's default store
+/// type), named by `[keystore.primary]` with `type = "PKCS12"`: SecureProxy serves with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pkcs12_primary_key_store_serves_the_secure_proxy() {
+    let dir = std::env::temp_dir().join(format!("sluice-secure-p12-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p12 = dir.join("wso2carbon.p12");
+    let _ = std::fs::remove_file(&p12);
+    let converted = std::process::Command::new("keytool")
+        .args(["-importkeystore", "-noprompt", "-srcstoretype", "JKS"])
+        .args([
+            "-srcstorepass",
+            "wso2carbon",
+            "-deststorepass",
+            "wso2carbon",
+        ])
+        .args(["-deststoretype", "PKCS12", "-srckeystore"])
+        .arg(reference().join("keystores/wso2carbon.jks"))
+        .arg("-destkeystore")
+        .arg(&p12)
+        .output()
+        .expect("keytool (a JDK; .ci/run installs one)");
+    assert!(converted.status.success(), "{converted:?}");
+    let toml = dir.join("deployment.toml");
+    let settings = format!(
+        "[keystore.primary]\nfile_name = \"{}\"\ntype = \"PKCS12\"\npassword = \"wso2carbon\"\nalias = \"wso2carbon\"\n",
+        p12.display()
+    );
+    std::fs::write(&toml, settings).unwrap();
+    let be = backend().await;
+    let s = start_on_capp(&capp(), be.addr, &["--config", toml.to_str().unwrap()]);
+    let mut c = Conn::open(s.addr).await;
+    let body = request_file("2019-04_to_2020-08/1024B_buyStocks_secure.xml");
+    let r = c.soap("/services/SecureProxy", body).await;
+    assert_eq!(r.status, 200, "{}\n{}", r.text(), s.stderr());
+    let mut doc = sluice_xml::Document::parse(r.text().as_bytes()).unwrap();
+    sluice_security::inbound::check(&mut doc, &policy(), &requester(), chrono::Utc::now())
+        .unwrap_or_else(|f| panic!("the answer does not check: {f}"));
+    assert_eq!(be.seen.lock().unwrap().len(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Apache Synapse's sample 200 (its policy_3.xml names its own key store, `store.jks`, relative
 /// to SYNAPSE_HOME: alice is the service, bob the client), its address pointed at the echo
 /// back-end: a request bob signs and encrypts to alice passes, and the answer comes back signed
