@@ -414,35 +414,13 @@ mod tests {
         );
     }
 
-    /// wso2carbon.jks converted by `keytool` (Java's own PKCS#12 writer) into `dir`: as Java 17
-    /// writes it (PBES2, AES-256, HMAC-SHA256), or `legacy` (3DES and RC2, HMAC-SHA1).
+    /// wso2carbon.jks converted by `keytool` ([`crate::testing::keytool_pkcs12`]).
     fn pkcs12_by_keytool(legacy: bool) -> Vec<u8> {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
         let jks = root.join("shared/reference/wso2-perf/keystores/wso2carbon.jks");
         let out =
             std::env::temp_dir().join(format!("sluice-p12-{}-{legacy}.p12", std::process::id()));
-        let _ = std::fs::remove_file(&out);
-        let mut keytool = std::process::Command::new("keytool");
-        if legacy {
-            keytool.arg("-J-Dkeystore.pkcs12.legacy");
-        }
-        let status = keytool
-            .args(["-importkeystore", "-noprompt", "-srcstoretype", "JKS"])
-            .args([
-                "-srcstorepass",
-                "wso2carbon",
-                "-deststorepass",
-                "wso2carbon",
-            ])
-            .args(["-deststoretype", "PKCS12", "-srckeystore"])
-            .arg(&jks)
-            .arg("-destkeystore")
-            .arg(&out)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .expect("keytool (a JDK; .ci/run installs one)");
-        assert!(status.success(), "keytool -importkeystore failed");
+        crate::testing::keytool_pkcs12(&jks, "wso2carbon", &out, legacy);
         let bytes = std::fs::read(&out).unwrap();
         let _ = std::fs::remove_file(&out);
         bytes

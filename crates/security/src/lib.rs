@@ -7,6 +7,7 @@ pub mod inbound;
 pub mod keystore;
 pub mod outbound;
 pub mod policy;
+pub mod testing;
 
 use std::sync::{Arc, OnceLock};
 

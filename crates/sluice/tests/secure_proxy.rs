@@ -93,22 +93,8 @@ async fn a_pkcs12_primary_key_store_serves_the_secure_proxy() {
     let dir = std::env::temp_dir().join(format!("sluice-secure-p12-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p12 = dir.join("wso2carbon.p12");
-    let _ = std::fs::remove_file(&p12);
-    let converted = std::process::Command::new("keytool")
-        .args(["-importkeystore", "-noprompt", "-srcstoretype", "JKS"])
-        .args([
-            "-srcstorepass",
-            "wso2carbon",
-            "-deststorepass",
-            "wso2carbon",
-        ])
-        .args(["-deststoretype", "PKCS12", "-srckeystore"])
-        .arg(reference().join("keystores/wso2carbon.jks"))
-        .arg("-destkeystore")
-        .arg(&p12)
-        .output()
-        .expect("keytool (a JDK; .ci/run installs one)");
-    assert!(converted.status.success(), "{converted:?}");
+    let jks = reference().join("keystores/wso2carbon.jks");
+    sluice_security::testing::keytool_pkcs12(&jks, "wso2carbon", &p12, false);
     let toml = dir.join("deployment.toml");
     let settings = format!(
         "[keystore.primary]\nfile_name = \"{}\"\ntype = \"PKCS12\"\npassword = \"wso2carbon\"\nalias = \"wso2carbon\"\n",
