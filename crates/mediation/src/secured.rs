@@ -9,6 +9,7 @@
 //! | `enableSec` without a `policy`, a policy `type`, several policies | unsupported |
 //! | a policy assertion Sluice does not implement | unsupported, with the policy's line |
 //! | no key store to read | an error: the proxy cannot decrypt or sign |
+//! | a transport binding (UsernameToken over HTTPS) | the users of `[[internal_apis.users]]` check the tokens; none configured: an error |
 //! | the policy names its own store (`signatureCrypto` with Merlin's properties, Synapse's samples) | that store, relative to SYNAPSE_HOME; `rampart:user`'s key; answers encrypted to `encryptionUser` |
 
 use crate::compile::Compiler;
@@ -16,7 +17,7 @@ use sluice_config::model as cfg;
 use sluice_config::Severity;
 use sluice_security::keystore::KeyStore;
 use sluice_security::policy::{Crypto, Rampart};
-use sluice_security::Secured;
+use sluice_security::{Guard, Secured};
 use sluice_xml::SecurityKey;
 use std::path::Path;
 use std::sync::Arc;
@@ -86,14 +87,19 @@ impl Compiler<'_> {
             return match policy_keys(self.home, &c, &policy.rampart) {
                 Ok((keys, encrypt_to)) => Some(Arc::new(Secured {
                     policy,
-                    keys: Arc::new(keys),
-                    encrypt_to,
+                    guard: Guard::X509 {
+                        keys: Arc::new(keys),
+                        encrypt_to,
+                    },
                 })),
                 Err(e) => {
                     self.report(Severity::Error, enabled, "enableSec", e);
                     None
                 }
             };
+        }
+        if read.as_ref().is_some_and(|p| p.transport) {
+            return self.users_guard(read?, enabled);
         }
         let keys = match self.opts.security_keys.as_ref().map(|k| k.get()) {
             Some(Ok(k)) => Some(k),
@@ -134,9 +140,33 @@ impl Compiler<'_> {
         };
         Some(Arc::new(Secured {
             policy,
-            keys,
-            encrypt_to,
+            guard: Guard::X509 { keys, encrypt_to },
         }))
+    }
+
+    /// A transport-binding policy (UsernameToken over HTTPS): the server's users check the
+    /// tokens; with none configured the proxy cannot be served (MI would take admin/admin).
+    fn users_guard(
+        &mut self,
+        policy: sluice_security::policy::Policy,
+        enabled: &sluice_config::Location,
+    ) -> Option<Arc<Secured>> {
+        let users = self.opts.security_keys.as_ref().map(|k| k.users());
+        match users {
+            Some(u) if !policy.username_token || !u.is_empty() => Some(Arc::new(Secured {
+                policy,
+                guard: Guard::Users(u),
+            })),
+            _ => {
+                self.report(
+                    Severity::Error,
+                    enabled,
+                    "enableSec",
+                    "a UsernameToken policy needs users to check the tokens against ([[internal_apis.users]] in the --config file)",
+                );
+                None
+            }
+        }
     }
 }
 

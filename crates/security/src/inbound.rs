@@ -243,7 +243,7 @@ fn required(doc: &Document, policy: &Policy, seen: Seen) -> Result<Checked, Faul
 }
 
 /// The one `wsse:Security` header, in an envelope with one Body.
-fn security_header(doc: &Document) -> Result<NodeId, Fault> {
+pub(crate) fn security_header(doc: &Document) -> Result<NodeId, Fault> {
     let invalid = |why: &str| Fault::new(FaultCode::InvalidSecurity, why);
     let envelope = doc.root_element().ok_or_else(|| invalid("no envelope"))?;
     let bodies = envelope
@@ -268,7 +268,7 @@ fn security_header(doc: &Document) -> Result<NodeId, Fault> {
     Ok(security.id())
 }
 
-fn child<'a>(n: Node<'a>, ns: &str, local: &str) -> Option<Node<'a>> {
+pub(crate) fn child<'a>(n: Node<'a>, ns: &str, local: &str) -> Option<Node<'a>> {
     n.child_elements()
         .find(|c| c.name() == local && c.namespace_uri() == Some(ns))
 }
@@ -458,7 +458,12 @@ pub fn thumbprint(der: &[u8]) -> Vec<u8> {
 }
 
 /// Checks a `wsu:Timestamp` at `now` with the policy's skew and TTL.
-fn timestamp(doc: &Document, id: NodeId, policy: &Policy, now: DateTime<Utc>) -> Result<(), Fault> {
+pub(crate) fn timestamp(
+    doc: &Document,
+    id: NodeId,
+    policy: &Policy,
+    now: DateTime<Utc>,
+) -> Result<(), Fault> {
     let ts = doc.node(id).ok_or_else(gone)?;
     let time = |local: &str| -> Result<Option<DateTime<Utc>>, Fault> {
         child(ts, WSU, local)

@@ -8,16 +8,28 @@ pub mod keystore;
 pub mod outbound;
 pub mod policy;
 pub mod testing;
+pub mod username;
 
 use std::sync::{Arc, OnceLock};
 
-/// What a secured proxy runs with: its policy and our keys.
+/// What a secured proxy runs with: its policy, and our keys or the users it accepts.
 pub struct Secured {
     pub policy: policy::Policy,
-    pub keys: Arc<inbound::Keys>,
-    /// The certificate (DER) answers are encrypted to when the policy names one
-    /// (`encryptionUser`); `None`: the request's signer (`useReqSigCert`).
-    pub encrypt_to: Option<Vec<u8>>,
+    pub guard: Guard,
+}
+
+/// How a secured proxy's requests are checked and its answers secured.
+pub enum Guard {
+    /// The asymmetric binding: requests signed and encrypted with X.509 keys ([`inbound`]).
+    X509 {
+        keys: Arc<inbound::Keys>,
+        /// The certificate (DER) answers are encrypted to when the policy names one
+        /// (`encryptionUser`); `None`: the request's signer (`useReqSigCert`).
+        encrypt_to: Option<Vec<u8>>,
+    },
+    /// The transport binding: HTTPS, and a UsernameToken of one of these users
+    /// ([`username`]).
+    Users(Arc<username::Users>),
 }
 
 impl std::fmt::Debug for Secured {
@@ -29,11 +41,13 @@ impl std::fmt::Debug for Secured {
 }
 
 /// Our keys, read from the server's key stores when a secured proxy first needs them (a
-/// deployment without one never reads them), then kept; or why they cannot be read.
+/// deployment without one never reads them), then kept; or why they cannot be read. With them,
+/// the server's users, whose UsernameTokens are accepted.
 #[derive(Clone)]
 pub struct KeySource {
     read: Arc<dyn Fn() -> Result<inbound::Keys, String> + Send + Sync>,
     keys: Arc<OnceLock<Result<Arc<inbound::Keys>, String>>>,
+    users: Arc<username::Users>,
 }
 
 impl KeySource {
@@ -41,7 +55,19 @@ impl KeySource {
         KeySource {
             read: Arc::new(read),
             keys: Arc::new(OnceLock::new()),
+            users: Arc::new(username::Users::new([])),
         }
+    }
+
+    /// The same, with the users whose UsernameTokens are accepted.
+    pub fn with_users(mut self, users: username::Users) -> Self {
+        self.users = Arc::new(users);
+        self
+    }
+
+    /// The users whose UsernameTokens are accepted (none unless configured).
+    pub fn users(&self) -> Arc<username::Users> {
+        self.users.clone()
     }
 
     /// The keys, read on the first call.

@@ -5,6 +5,8 @@
 //! | Assertion | Read as |
 //! |---|---|
 //! | `sp:AsymmetricBinding` (X.509 initiator and recipient tokens) | [`Policy::sign_and_encrypt`] |
+//! | `sp:TransportBinding` with `sp:HttpsToken` (no client certificate) | [`Policy::transport`] |
+//! | `sp:SupportingTokens`, `sp:SignedSupportingTokens` with `sp:UsernameToken`, with a transport binding | [`Policy::username_token`] |
 //! | `sp:AlgorithmSuite` `Basic128`, `Basic192`, `Basic256`, `Basic256Sha256`, `Basic128Rsa15`, `Basic256Rsa15` | [`Suite`] |
 //! | `sp:IncludeTimestamp` | [`Policy::timestamp`] |
 //! | `sp:Layout`, `sp:OnlySignEntireHeadersAndBody`, token inclusion and reference kinds | accepted: any layout and reference kind Sluice reads is taken |
@@ -12,8 +14,9 @@
 //! | `sp:SignedParts`, `sp:EncryptedParts` with `sp:Body` | [`Policy::signed_body`], [`Policy::encrypted_body`] |
 //! | `rampart:RampartConfig` | [`Rampart`] |
 //!
-//! Not implemented (reported): symmetric and transport bindings, UsernameToken, signed or
-//! encrypted headers and elements, SAML, Kerberos, secure conversation.
+//! Not implemented (reported): the symmetric binding, a transport binding with client
+//! certificates, UsernameToken with the asymmetric binding, signed or encrypted headers and
+//! elements, SAML, Kerberos, secure conversation.
 
 use roxmltree::Node;
 
@@ -33,6 +36,11 @@ pub struct Policy {
     /// An asymmetric binding: requests signed with the initiator's key and encrypted to ours,
     /// responses signed with ours and encrypted to the initiator's.
     pub sign_and_encrypt: bool,
+    /// A transport binding: the request must come over HTTPS; the message itself is neither
+    /// signed nor encrypted.
+    pub transport: bool,
+    /// A UsernameToken the request must carry, its password checked against the server's users.
+    pub username_token: bool,
     pub suite: Suite,
     pub timestamp: bool,
     pub signature_confirmation: bool,
@@ -164,6 +172,8 @@ pub fn parse(xml: &str) -> Result<Policy, Vec<Unsupported>> {
         doc: &doc,
         policy: Policy {
             sign_and_encrypt: false,
+            transport: false,
+            username_token: false,
             suite: Suite::ALL[0],
             timestamp: false,
             signature_confirmation: false,
@@ -174,10 +184,16 @@ pub fn parse(xml: &str) -> Result<Policy, Vec<Unsupported>> {
         unsupported: Vec::new(),
     };
     reader.assertions(root);
-    if reader.unsupported.is_empty() && !reader.policy.sign_and_encrypt {
+    let p = &reader.policy;
+    let what = match (p.sign_and_encrypt, p.transport, p.username_token) {
+        (false, false, _) => Some("a policy without sp:AsymmetricBinding or sp:TransportBinding"),
+        (true, _, true) => Some("a UsernameToken with sp:AsymmetricBinding"),
+        _ => None,
+    };
+    if let (Some(what), true) = (what, reader.unsupported.is_empty()) {
         reader.unsupported.push(Unsupported {
             line: reader.line(root),
-            what: "a policy without sp:AsymmetricBinding".into(),
+            what: what.into(),
         });
     }
     if reader.unsupported.is_empty() {
@@ -248,6 +264,11 @@ impl Reader<'_, '_> {
                 self.policy.sign_and_encrypt = true;
                 self.binding(n);
             }
+            "TransportBinding" => {
+                self.policy.transport = true;
+                self.binding(n);
+            }
+            "SupportingTokens" | "SignedSupportingTokens" => self.supporting(n, local),
             "Wss10" => {}
             "Wss11" => {
                 self.policy.signature_confirmation = n
@@ -272,7 +293,24 @@ impl Reader<'_, '_> {
         }
     }
 
-    /// The assertions inside `sp:AsymmetricBinding`'s policy.
+    /// The tokens of `sp:SupportingTokens` or `sp:SignedSupportingTokens` (`local`): a
+    /// UsernameToken (its password as text or digest, WSS 1.0 or 1.1).
+    fn supporting(&mut self, n: Node<'_, '_>, local: &str) {
+        let tokens = n
+            .children()
+            .filter(|c| is(c, &WSP, "Policy"))
+            .flat_map(|p| p.children().filter(Node::is_element));
+        for t in tokens {
+            if is(&t, &SP, "UsernameToken") {
+                self.policy.username_token = true;
+            } else {
+                let what = format!("sp:{} in sp:{local}", t.tag_name().name());
+                self.unsupported(t, what);
+            }
+        }
+    }
+
+    /// The assertions inside a binding's policy (asymmetric or transport).
     fn binding(&mut self, binding: Node<'_, '_>) {
         let inner = binding
             .children()
@@ -280,6 +318,18 @@ impl Reader<'_, '_> {
             .flat_map(|p| p.children().filter(Node::is_element));
         for n in inner {
             match n.tag_name().name() {
+                "TransportToken" => {
+                    let https = n.descendants().find(|d| is(d, &SP, "HttpsToken"));
+                    match https {
+                        Some(h)
+                            if h.attribute("RequireClientCertificate") != Some("true")
+                                && !h
+                                    .descendants()
+                                    .any(|d| is(&d, &SP, "RequireClientCertificate")) => {}
+                        Some(_) => self.unsupported(n, "sp:HttpsToken with client certificates"),
+                        None => self.unsupported(n, "a transport token other than sp:HttpsToken"),
+                    }
+                }
                 "InitiatorToken" | "RecipientToken" => {
                     if !n.descendants().any(|d| is(&d, &SP, "X509Token")) {
                         self.unsupported(n, "a token other than sp:X509Token");
@@ -308,7 +358,7 @@ impl Reader<'_, '_> {
                     self.unsupported(n, what);
                 }
                 other => {
-                    let what = format!("sp:{other} in sp:AsymmetricBinding");
+                    let what = format!("sp:{other} in sp:{}", binding.tag_name().name());
                     self.unsupported(n, what);
                 }
             }

@@ -332,7 +332,8 @@ impl Settings {
 
     /// Where WS-Security's keys come from: the primary key store, as for TLS, with MI's defaults
     /// when `[keystore.primary]` is absent (`wso2carbon.jks` beside this file or in MI's
-    /// `repository/resources/security`). Read when a secured proxy first needs it.
+    /// `repository/resources/security`). Read when a secured proxy first needs it. UsernameTokens
+    /// are checked against `[[internal_apis.users]]` (MI's file-based user store).
     pub fn security_keys(&self) -> sluice_security::KeySource {
         let k = self.keystore.primary.clone().unwrap_or_default();
         let trust = self.truststore.clone();
@@ -349,6 +350,9 @@ impl Settings {
             sluice_security::inbound::Keys::new(private, certificate, trusted)
                 .map_err(|e| format!("keystore.primary: {}: {e}", key.named))
         })
+        .with_users(sluice_security::username::Users::new(
+            (self.users().into_iter()).map(|u| (u.name, u.password)),
+        ))
     }
 
     /// Where spans go when tracing is on (`[opentelemetry] enable`, off by default as in MI).

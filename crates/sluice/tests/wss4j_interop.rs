@@ -3,6 +3,7 @@
 //! SecureProxy policy (`conformance/ws-security`), its certificate as a BinarySecurityToken and once
 //! by issuer and serial number (WSS4J's default), verifies each answer with WSS4J (decryption,
 //! signature, Timestamp, SignatureConfirmation), and sends tampered requests whose faults it checks.
+//! A second client sends UsernameTokens over HTTPS (MI's "UsernameToken" scenario).
 
 mod common;
 use common::*;
@@ -56,4 +57,114 @@ async fn wss4j_secures_requests_sluice_takes_and_takes_the_answers_sluice_secure
     assert_eq!(lines, want, "{text}");
     // Only the fresh requests reached the back-end.
     assert_eq!(be.seen.lock().unwrap().len(), FRESH + 1);
+}
+
+/// MI's "UsernameToken" security scenario (its integration tests' `scenario1-policy.xml`:
+/// `sp:TransportBinding` with `sp:HttpsToken`, a Timestamp, a UsernameToken as a signed
+/// supporting token), checked against `[[internal_apis.users]]`: WSS4J's tokens with the
+/// password as text and as a digest pass over HTTPS and their answers carry a Timestamp WSS4J
+/// takes; a wrong password, an unknown user and a missing token are refused; over http, refused
+/// too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wss4j_usernametokens_over_https_are_checked_against_the_users() {
+    let tools = workspace_root().join("target/tools/wss4j");
+    assert!(
+        tools.join("classes/WssUsernameToken.class").is_file(),
+        "the WSS4J client is not built: run .ci/run (it builds {})",
+        tools.display()
+    );
+    let policy = r#"<wsp:Policy wsu:Id="UTOverTransport" xmlns:wsp="http://schemas.xmlsoap.org/ws/2004/09/policy" xmlns:wsu="http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-utility-1.0.xsd">
+  <wsp:ExactlyOne><wsp:All>
+    <sp:TransportBinding xmlns:sp="http://schemas.xmlsoap.org/ws/2005/07/securitypolicy"><wsp:Policy>
+      <sp:TransportToken><wsp:Policy><sp:HttpsToken RequireClientCertificate="false"/></wsp:Policy></sp:TransportToken>
+      <sp:AlgorithmSuite><wsp:Policy><sp:Basic256/></wsp:Policy></sp:AlgorithmSuite>
+      <sp:Layout><wsp:Policy><sp:Lax/></wsp:Policy></sp:Layout>
+      <sp:IncludeTimestamp/>
+    </wsp:Policy></sp:TransportBinding>
+    <sp:SignedSupportingTokens xmlns:sp="http://schemas.xmlsoap.org/ws/2005/07/securitypolicy"><wsp:Policy>
+      <sp:UsernameToken sp:IncludeToken="http://schemas.xmlsoap.org/ws/2005/07/securitypolicy/IncludeToken/AlwaysToRecipient"/>
+    </wsp:Policy></sp:SignedSupportingTokens>
+  </wsp:All></wsp:ExactlyOne>
+  <rampart:RampartConfig xmlns:rampart="http://ws.apache.org/rampart/policy">
+    <rampart:timestampTTL>300</rampart:timestampTTL><rampart:timestampMaxSkew>300</rampart:timestampMaxSkew>
+  </rampart:RampartConfig>
+</wsp:Policy>"#;
+    let config = synapse_xml(
+        "ut-https",
+        &format!(
+            r#"<definitions xmlns="http://ws.apache.org/ns/synapse">
+  <localEntry key="ut_policy">{policy}</localEntry>
+  <proxy name="UTProxy" transports="https http">
+    <target><inSequence><respond/></inSequence></target>
+    <policy key="ut_policy"/>
+    <enableSec/>
+  </proxy>
+</definitions>"#
+        ),
+    );
+    let dir = config.parent().unwrap().to_owned();
+    let settings = dir.join("deployment.toml");
+    std::fs::write(
+        &settings,
+        "[[internal_apis.users]]\nuser.name = \"alice\"\nuser.password = \"s3cret\"\n",
+    )
+    .unwrap();
+    let key = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let (cert, pem) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert, key.cert.pem()).unwrap();
+    std::fs::write(&pem, key.key_pair.serialize_pem()).unwrap();
+    let s = Sluice::start(&[
+        "run",
+        config.to_str().unwrap(),
+        "--config",
+        settings.to_str().unwrap(),
+        "--https-port",
+        "0",
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        pem.to_str().unwrap(),
+    ]);
+    let https = s.https_addr();
+    let out = std::process::Command::new("java")
+        .arg("-cp")
+        .arg(format!("{0}/lib/*:{0}/classes", tools.display()))
+        .arg("WssUsernameToken")
+        .arg(format!(
+            "https://localhost:{}/services/UTProxy",
+            https.port()
+        ))
+        .args(["alice", "s3cret"])
+        .output()
+        .expect("java runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        s.stderr()
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "text\t200\tanswer's Timestamp verified",
+            "digest\t200\tanswer's Timestamp verified",
+            "wrong-password\t500\twsse:FailedAuthentication",
+            "unknown-user\t500\twsse:FailedAuthentication",
+            "no-token\t500\twsse:InvalidSecurity",
+        ],
+        "{text}"
+    );
+    // The same token over http: refused, HTTPS being the policy's transport.
+    let token = r#"<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/"><soapenv:Header><wsse:Security xmlns:wsse="http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-secext-1.0.xsd"><wsse:UsernameToken><wsse:Username>alice</wsse:Username><wsse:Password>s3cret</wsse:Password></wsse:UsernameToken></wsse:Security></soapenv:Header><soapenv:Body><a/></soapenv:Body></soapenv:Envelope>"#;
+    let mut c = Conn::open(s.addr).await;
+    let r = c.soap("/services/UTProxy", token).await;
+    assert_eq!(r.status, 500, "{}", r.text());
+    assert!(
+        r.text().contains("wsse:InvalidSecurity") && r.text().contains("HTTPS"),
+        "{}",
+        r.text()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -200,6 +200,11 @@ impl Sluice {
 
     /// The address of the next stdout line that starts with `prefix` (the lines before it are
     /// passed over).
+    /// Where the https listener listens (the line after the http one; ask before the others).
+    pub fn https_addr(&self) -> SocketAddr {
+        self.printed("sluice listening on https://")
+    }
+
     fn printed(&self, prefix: &str) -> SocketAddr {
         let rx = self.stdout.lock().unwrap();
         loop {

@@ -91,7 +91,10 @@ impl Engine {
         let span = traced(&mut msg, &proxy);
         let r = match &proxy.security {
             // Boxed: its state stays out of every other request's future.
-            Some(sec) => Box::pin(self.secured_flow(&proxy, msg, body, sec.clone())).await,
+            Some(sec) => {
+                let https = matches!(transport, Transport::Https);
+                Box::pin(self.secured_flow(&proxy, msg, (body, https), sec.clone())).await
+            }
             None => self.request_flow(&proxy, msg, body).await,
         };
         self.counted(&proxy, transport, start, &r);

@@ -5,21 +5,28 @@
 //! | Step | Where | On failure |
 //! |---|---|---|
 //! | read the body whole | here, within the body limits | the usual 413 / 408 / 503 |
-//! | decrypt, verify, timestamp, policy | a blocking thread ([`Offload::blocking`]) | 500 with the `wsse:` fault code, logged; the back-end never sees it |
+//! | decrypt, verify, timestamp, policy (a transport binding: HTTPS, Timestamp, UsernameToken) | a blocking thread ([`Offload::blocking`]) | 500 with the `wsse:` fault code, logged; the back-end never sees it |
 //! | the in-sequence and the rest of the flow | as for any proxy, on the plain envelope without its `wsse:Security` header (Synapse removes processed headers when it sends; mediators here cannot read it) | as for any proxy |
-//! | sign and encrypt a 2xx SOAP answer | a blocking thread | 500 fault: the answer is never sent in the clear |
+//! | sign and encrypt a 2xx SOAP answer (a transport binding: a Timestamp only) | a blocking thread | 500 fault: the answer is never sent in the clear |
 //!
 //! Answers that are not 2xx (faults of the flow, errors of the back-end) go out as they are.
 
 use super::*;
-use sluice_security::Secured;
+use sluice_security::{Guard, Secured};
+
+/// What a request's checks found, for its answer.
+enum Passed {
+    X509(sluice_security::inbound::Checked),
+    /// A UsernameToken's user (or none asked for), over HTTPS.
+    User,
+}
 
 impl Engine {
     pub(super) async fn secured_flow(
         &self,
         proxy: &Arc<ProxyPlan>,
         mut msg: Message,
-        body: hyper::body::Incoming,
+        (body, https): (hyper::body::Incoming, bool),
         sec: Arc<Secured>,
     ) -> Response<RelayBody> {
         let soap = msg.soap;
@@ -42,8 +49,18 @@ impl Engine {
                         ))
                     }
                 };
-                let c =
-                    sluice_security::inbound::check(&mut doc, &checker.policy, &checker.keys, now)?;
+                let c = match &checker.guard {
+                    Guard::X509 { keys, .. } => Passed::X509(sluice_security::inbound::check(
+                        &mut doc,
+                        &checker.policy,
+                        keys,
+                        now,
+                    )?),
+                    Guard::Users(users) => {
+                        sluice_security::username::check(&doc, &checker.policy, users, https, now)?;
+                        Passed::User
+                    }
+                };
                 // Processed: not sent on (Synapse removes processed headers when it sends).
                 let invalid = |e: sluice_xml::XmlError| {
                     sluice_security::fault::Fault::new(
@@ -66,8 +83,15 @@ impl Engine {
         };
         let (plain, mut request) = checked;
         // Answers go to the policy's encryptionUser when it names one, else to the signer.
-        if let Some(to) = &sec.encrypt_to {
-            request.signer = to.clone();
+        if let (
+            Guard::X509 {
+                encrypt_to: Some(to),
+                ..
+            },
+            Passed::X509(c),
+        ) = (&sec.guard, &mut request)
+        {
+            c.signer = to.clone();
         }
         msg.body = read_body(plain);
         let answer = match mediate!(self, msg, Work::Seq(&proxy.in_seq)) {
@@ -83,13 +107,14 @@ impl Engine {
         self.secure_answer(answer, soap, sec, request).await
     }
 
-    /// Signs and encrypts a successful answer for the requester.
+    /// Signs and encrypts a successful answer for the requester (a transport binding: gives it a
+    /// Timestamp).
     async fn secure_answer(
         &self,
         answer: Response<RelayBody>,
         soap: FaultVersion,
         sec: Arc<Secured>,
-        request: sluice_security::inbound::Checked,
+        request: Passed,
     ) -> Response<RelayBody> {
         let (mut parts, body) = answer.into_parts();
         // Within the body limit, as any body read into memory.
@@ -114,8 +139,14 @@ impl Engine {
             .blocking("securing the answer", move || {
                 let mut doc = sluice_xml::parse_untrusted(&bytes, &Default::default())
                     .map_err(|e| format!("the answer is not XML: {e}"))?;
-                sluice_security::outbound::secure(&mut doc, &sec.policy, &sec.keys, &request, now)
-                    .map_err(|e| e.to_string())?;
+                match (&sec.guard, &request) {
+                    (Guard::X509 { keys, .. }, Passed::X509(r)) => {
+                        sluice_security::outbound::secure(&mut doc, &sec.policy, keys, r, now)
+                            .map_err(|e| e.to_string())?;
+                    }
+                    _ => sluice_security::username::answer(&mut doc, &sec.policy, now)
+                        .map_err(|e| e.to_string())?,
+                }
                 doc.to_bytes().map_err(|e| e.to_string())
             })
             .await;
