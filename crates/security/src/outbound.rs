@@ -13,6 +13,8 @@
 //! | `ds:Signature` | over the Body, the Timestamp and the confirmations (exclusive C14N, the suite's digest), our certificate referenced by its thumbprint |
 //!
 //! The Body is signed first, then its content encrypted (the policy's sign-before-encrypt order).
+//! A policy without `sp:EncryptedParts` (sign only, MI's "Non-repudiation" scenario) gets no
+//! `EncryptedKey`, and the Body stays in the clear.
 
 use crate::inbound::{thumbprint, Checked, Keys, DS, WSSE, WSSE11, WSU, XENC};
 use crate::policy::{Policy, SHA256};
@@ -102,6 +104,10 @@ pub fn secure(
     };
     let signature = by_id(doc, &ids.signature)?;
     doc.sign(signature, &keys.private)?;
+    // A policy that signs only (MI's "Non-repudiation" scenario) leaves the Body in the clear.
+    if !policy.encrypted_body {
+        return Ok(());
+    }
     // The Body's content into the template, then the key it was encrypted with to the requester.
     let template = Fragment::parse(&format!(
         "<xenc:EncryptedData xmlns:xenc=\"{XENC}\" Id=\"{}\" Type=\"{CONTENT}\">\
@@ -208,25 +214,32 @@ fn security_header(
             )
         })
         .collect();
+    // The key the Body's content is encrypted with, where the policy encrypts it.
+    let encrypted_key = if policy.encrypted_body {
+        format!(
+            "<xenc:EncryptedKey xmlns:xenc=\"{XENC}\" Id=\"{ek}\">\
+             <xenc:EncryptionMethod Algorithm=\"{wrap}\"/>\
+             <ds:KeyInfo xmlns:ds=\"{DS}\">{requester}</ds:KeyInfo>\
+             <xenc:CipherData><xenc:CipherValue/></xenc:CipherData>\
+             <xenc:ReferenceList><xenc:DataReference URI=\"#{ed}\"/></xenc:ReferenceList>\
+             </xenc:EncryptedKey>",
+            ek = ids.key,
+            wrap = policy.suite.key_wrap,
+            requester = thumb(&request.signer),
+            ed = ids.data,
+        )
+    } else {
+        String::new()
+    };
     format!(
         "<wsse:Security xmlns:wsse=\"{WSSE}\" xmlns:wsu=\"{WSU}\">\
          <wsu:Timestamp wsu:Id=\"{ts}\"><wsu:Created>{created}</wsu:Created>\
-         <wsu:Expires>{expires}</wsu:Expires></wsu:Timestamp>{confirmations}\
-         <xenc:EncryptedKey xmlns:xenc=\"{XENC}\" Id=\"{ek}\">\
-         <xenc:EncryptionMethod Algorithm=\"{wrap}\"/>\
-         <ds:KeyInfo xmlns:ds=\"{DS}\">{requester}</ds:KeyInfo>\
-         <xenc:CipherData><xenc:CipherValue/></xenc:CipherData>\
-         <xenc:ReferenceList><xenc:DataReference URI=\"#{ed}\"/></xenc:ReferenceList>\
-         </xenc:EncryptedKey>\
+         <wsu:Expires>{expires}</wsu:Expires></wsu:Timestamp>{confirmations}{encrypted_key}\
          <ds:Signature xmlns:ds=\"{DS}\" Id=\"{sig}\"><ds:SignedInfo>\
          <ds:CanonicalizationMethod Algorithm=\"{EXC_C14N}\"/>\
          <ds:SignatureMethod Algorithm=\"{signature_method}\"/>{references}</ds:SignedInfo>\
          <ds:SignatureValue/><ds:KeyInfo>{ours}</ds:KeyInfo></ds:Signature></wsse:Security>",
         ts = ids.timestamp,
-        ek = ids.key,
-        wrap = policy.suite.key_wrap,
-        requester = thumb(&request.signer),
-        ed = ids.data,
         sig = ids.signature,
         ours = thumb(&keys.certificate),
     )

@@ -273,6 +273,45 @@ fn a_secured_response_reads_back() {
     assert_ne!(again.to_bytes().unwrap(), wire.as_bytes());
 }
 
+/// A policy that signs only (no `sp:EncryptedParts`: MI's "Non-repudiation" scenario): the
+/// answer is signed with a Timestamp and its Body stays in the clear; it reads back.
+#[test]
+fn a_sign_only_policy_signs_the_answer_and_leaves_it_in_the_clear() {
+    let keys = wso2_keys();
+    let text = std::fs::read_to_string(
+        reference().join("performance-ei/capp/security_policy_1.0.0/security_policy-1.0.0.xml"),
+    )
+    .unwrap();
+    let start = text.find("<sp:EncryptedParts").unwrap();
+    let end = text.find("</sp:EncryptedParts>").unwrap() + "</sp:EncryptedParts>".len();
+    let sign_only = policy::parse(&format!("{}{}", &text[..start], &text[end..])).unwrap();
+    assert!(sign_only.signed_body && !sign_only.encrypted_body);
+    let (_, request) = checked(&secure_request("1024B"), &keys).unwrap();
+    let plain = std::fs::read_to_string(
+        reference().join("performance-ei/requests/2019-04_to_2020-08/1024B_buyStocks.xml"),
+    )
+    .unwrap();
+    let mut doc = Document::parse(plain.as_bytes()).unwrap();
+    let now = at("2026-11-28T12:00:00Z");
+    crate::outbound::secure(&mut doc, &sign_only, &keys, &request, now).unwrap();
+    let wire = String::from_utf8(doc.to_bytes().unwrap()).unwrap();
+    assert!(
+        wire.contains("<order>") && !wire.contains("EncryptedKey"),
+        "{wire}"
+    );
+    assert!(
+        wire.contains("ds:Signature") && wire.contains("wsu:Timestamp"),
+        "{wire}"
+    );
+    let mut back = Document::parse(wire.as_bytes()).unwrap();
+    let c = check(&mut back, &sign_only, &keys, now).unwrap();
+    assert_eq!(c.signer, keys.certificate);
+    // The encrypting policy refuses it: its Body is not encrypted.
+    let mut back = Document::parse(wire.as_bytes()).unwrap();
+    let refused = check(&mut back, &wso2_policy(), &keys, now).unwrap_err();
+    assert_eq!(refused.code, FaultCode::FailedCheck);
+}
+
 /// WSO2's secured requests and one of Sluice's secured answers, mutated thousands of ways (bytes
 /// changed, ranges cut out, doubled or moved: duplicated IDs, headers and keys, cut-off
 /// ciphertexts): every one that parses gets the plain envelope or a fault, never a panic, and the

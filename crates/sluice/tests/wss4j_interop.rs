@@ -59,6 +59,65 @@ async fn wss4j_secures_requests_sluice_takes_and_takes_the_answers_sluice_secure
     assert_eq!(be.seen.lock().unwrap().len(), FRESH + 1);
 }
 
+/// The same proxy under a policy that signs only (WSO2's policy without `sp:EncryptedParts`, as
+/// MI's "Non-repudiation" scenario): WSS4J's signed requests pass, their answers come back signed
+/// and in the clear (WSS4J checks both), and a changed signature is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wss4j_and_sluice_agree_on_a_sign_only_policy() {
+    let tools = workspace_root().join("target/tools/wss4j");
+    assert!(
+        tools.join("classes/WssInterop.class").is_file(),
+        "the WSS4J client is not built: run .ci/run (it builds {})",
+        tools.display()
+    );
+    let suite = workspace_root().join("conformance/ws-security");
+    let text = std::fs::read_to_string(suite.join("synapse/synapse.xml")).unwrap();
+    let (start, end) = (
+        text.find("<sp:EncryptedParts").unwrap(),
+        text.find("</sp:EncryptedParts>").unwrap() + "</sp:EncryptedParts>".len(),
+    );
+    let dir = std::env::temp_dir().join(format!("sluice-sign-only-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("synapse")).unwrap();
+    std::fs::write(
+        dir.join("synapse/synapse.xml"),
+        format!("{}{}", &text[..start], &text[end..]),
+    )
+    .unwrap();
+    for f in ["deployment.toml", "wso2carbon.jks"] {
+        std::fs::copy(suite.join(f), dir.join(f)).unwrap();
+    }
+    let be = backend().await;
+    let s = Sluice::on_suite(&dir, &["Backend".to_owned()], be.addr, "info");
+    let out = std::process::Command::new("java")
+        .arg("-cp")
+        .arg(format!("{0}/lib/*:{0}/classes", tools.display()))
+        .arg("WssInterop")
+        .arg(format!("http://{}/services/SecureProxy", s.addr))
+        .arg(suite.join("wso2carbon.jks"))
+        .arg(reference().join("apache-synapse/resources/security/store.jks"))
+        .args(["2", "sign-only"])
+        .output()
+        .expect("java runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "sign-only-1\t200\tanswer verified",
+            "sign-only-2\t200\tanswer verified",
+            "signature-changed\t500\twsse:FailedCheck",
+        ],
+        "{text}"
+    );
+    assert_eq!(be.seen.lock().unwrap().len(), 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// MI's "UsernameToken" security scenario (its integration tests' `scenario1-policy.xml`:
 /// `sp:TransportBinding` with `sp:HttpsToken`, a Timestamp, a UsernameToken as a signed
 /// supporting token), checked against `[[internal_apis.users]]`: WSS4J's tokens with the

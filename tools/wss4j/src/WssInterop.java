@@ -6,7 +6,10 @@
 // them, and checks each answer with WSS4J (decryption, signature, Timestamp, SignatureConfirmation
 // of the request's signature value). Then it sends tampered requests and checks each fault code.
 //
-//   java -cp 'lib/*:classes' WssInterop URL SERVICE_JKS OTHER_JKS COUNT
+//   java -cp 'lib/*:classes' WssInterop URL SERVICE_JKS OTHER_JKS COUNT [sign-only]
+//
+// With sign-only, the service's policy signs only: COUNT requests signed (not encrypted), each
+// answer checked as signed and in the clear, then one with a changed signature.
 //
 // SERVICE_JKS: the service's store (wso2carbon, password wso2carbon), whose key also signs the
 // good requests; OTHER_JKS: a store of keys the service does not trust (Synapse's sample
@@ -63,6 +66,8 @@ public final class WssInterop {
     static Crypto service;
     static Crypto other;
     static int failures;
+    /** Whether requests are encrypted and answers must be (not with a sign-only policy). */
+    static boolean encrypt = true;
 
     public static void main(String[] args) throws Exception {
         WSSConfig.init();
@@ -70,6 +75,15 @@ public final class WssInterop {
         service = crypto(args[1], "wso2carbon");
         other = crypto(args[2], "password");
         int count = Integer.parseInt(args[3]);
+        if (args.length > 4 && args[4].equals("sign-only")) {
+            // A policy that signs only: nothing encrypted either way.
+            encrypt = false;
+            for (int i = 1; i <= count; i++) {
+                good("sign-only-" + i, WSConstants.BST_DIRECT_REFERENCE);
+            }
+            tampered("signature-changed", "FailedCheck", s -> flipText(s.doc, DS, "SignatureValue"));
+            System.exit(failures == 0 ? 0 : 1);
+        }
         for (int i = 1; i <= count; i++) {
             good("fresh-" + i, WSConstants.BST_DIRECT_REFERENCE);
         }
@@ -126,6 +140,12 @@ public final class WssInterop {
         sign.getParts().add(new WSEncryptionPart("Body", SOAP11, ""));
         sign.getParts().add(new WSEncryptionPart(ts.getId()));
         sign.build(signer);
+        Secured s = new Secured();
+        s.doc = doc;
+        s.signatureValue = sign.getSignatureValue();
+        if (!encrypt) {
+            return s;
+        }
         WSSecEncrypt enc = new WSSecEncrypt(header);
         enc.setUserInfo("wso2carbon");
         enc.setKeyIdentifierType(WSConstants.THUMBPRINT_IDENTIFIER);
@@ -136,9 +156,6 @@ public final class WssInterop {
         keys.init(256);
         SecretKey session = keys.generateKey();
         enc.build(service, session);
-        Secured s = new Secured();
-        s.doc = doc;
-        s.signatureValue = sign.getSignatureValue();
         return s;
     }
 
@@ -183,8 +200,9 @@ public final class WssInterop {
             return "the answer has no security header";
         }
         for (int action : new int[] {WSConstants.ENCR, WSConstants.SIGN, WSConstants.TS}) {
-            if (!results.getActionResults().containsKey(action)) {
-                return "the answer lacks action " + action;
+            boolean due = action != WSConstants.ENCR || encrypt;
+            if (due != results.getActionResults().containsKey(action)) {
+                return "the answer " + (due ? "lacks" : "has") + " action " + action;
             }
         }
         List<WSSecurityEngineResult> sc = results.getActionResults().get(WSConstants.SC);
