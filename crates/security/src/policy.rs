@@ -13,6 +13,7 @@
 //! | `sp:Wss10`, `sp:Wss11` (`RequireSignatureConfirmation`) | [`Policy::signature_confirmation`] |
 //! | `sp:SignedParts`, `sp:EncryptedParts` with `sp:Body` | [`Policy::signed_body`], [`Policy::encrypted_body`] |
 //! | `rampart:RampartConfig` | [`Rampart`] |
+//! | WSO2's `sec:CarbonSecConfig` with `sec:Authorization` (`org.wso2.carbon.security.allowedroles`) | [`Policy::allowed_roles`] |
 //!
 //! Not implemented (reported): the symmetric binding, a transport binding with client
 //! certificates, UsernameToken with the asymmetric binding, signed or encrypted headers and
@@ -29,6 +30,7 @@ const WSP: [&str; 2] = [
     "http://www.w3.org/ns/ws-policy",
 ];
 const RAMPART: &str = "http://ws.apache.org/rampart/policy";
+const CARBON_SEC: &str = "http://www.wso2.org/products/carbon/security";
 
 /// A policy's requirements, as the request checks and the response's securing use them.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +43,9 @@ pub struct Policy {
     pub transport: bool,
     /// A UsernameToken the request must carry, its password checked against the server's users.
     pub username_token: bool,
+    /// The roles one of which a UsernameToken's user must hold (WSO2's `CarbonSecConfig`);
+    /// `None`: any user.
+    pub allowed_roles: Option<Vec<String>>,
     pub suite: Suite,
     pub timestamp: bool,
     pub signature_confirmation: bool,
@@ -174,6 +179,7 @@ pub fn parse(xml: &str) -> Result<Policy, Vec<Unsupported>> {
             sign_and_encrypt: false,
             transport: false,
             username_token: false,
+            allowed_roles: None,
             suite: Suite::ALL[0],
             timestamp: false,
             signature_confirmation: false,
@@ -188,6 +194,9 @@ pub fn parse(xml: &str) -> Result<Policy, Vec<Unsupported>> {
     let what = match (p.sign_and_encrypt, p.transport, p.username_token) {
         (false, false, _) => Some("a policy without sp:AsymmetricBinding or sp:TransportBinding"),
         (true, _, true) => Some("a UsernameToken with sp:AsymmetricBinding"),
+        _ if p.allowed_roles.is_some() && !p.username_token => {
+            Some("sec:CarbonSecConfig's roles without a UsernameToken")
+        }
         _ => None,
     };
     if let (Some(what), true) = (what, reader.unsupported.is_empty()) {
@@ -250,6 +259,8 @@ impl Reader<'_, '_> {
                 self.security_assertion(n, local);
             } else if ns == RAMPART && local == "RampartConfig" {
                 self.rampart(n);
+            } else if ns == CARBON_SEC && local == "CarbonSecConfig" {
+                self.carbon(n);
             } else if n.attribute(("http://schemas.xmlsoap.org/ws/2004/09/policy", "Optional"))
                 != Some("true")
             {
@@ -362,6 +373,24 @@ impl Reader<'_, '_> {
                     self.unsupported(n, what);
                 }
             }
+        }
+    }
+
+    /// WSO2's `CarbonSecConfig`: its `Authorization`'s allowed roles.
+    fn carbon(&mut self, config: Node<'_, '_>) {
+        for n in config.children().filter(Node::is_element) {
+            if !is(&n, &[CARBON_SEC], "Authorization") {
+                let what = format!("sec:{} in sec:CarbonSecConfig", n.tag_name().name());
+                self.unsupported(n, what);
+                continue;
+            }
+            let roles = n
+                .children()
+                .filter(|p| p.attribute("name") == Some("org.wso2.carbon.security.allowedroles"))
+                .flat_map(|p| p.text().unwrap_or("").split(','))
+                .map(|r| r.trim().to_owned())
+                .filter(|r| !r.is_empty());
+            self.policy.allowed_roles = Some(roles.collect());
         }
     }
 

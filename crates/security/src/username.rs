@@ -8,6 +8,7 @@
 //! | one `wsse:Security` header; a `wsu:Timestamp` where the policy includes one, checked as for any policy | `wsse:InvalidSecurity`, `wsse:MessageExpired` |
 //! | a `wsse:UsernameToken` whose user is one of the server's users (`[[internal_apis.users]]`, MI's file-based user store) | `wsse:FailedAuthentication`, the same for an unknown user and a wrong password |
 //! | its password: `PasswordText` equal to the user's, or `PasswordDigest` equal to Base64(SHA-1(nonce + created + password)) | as above |
+//! | the user holds one of the roles WSO2's `CarbonSecConfig` allows, where the policy names some (`admin` for `is_admin` users; every user `Internal/everyone`) | `wsse:FailedAuthentication` |
 //! | a digest's `wsu:Created` not older than Rampart's TTL plus skew, nor in the future | `wsse:MessageExpired` |
 //!
 //! The answer gets a `wsse:Security` header with a fresh Timestamp where the policy includes
@@ -27,12 +28,34 @@ const PASSWORD_TEXT: &str =
 const PASSWORD_DIGEST: &str =
     "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-username-token-profile-1.0#PasswordDigest";
 
-/// The users whose UsernameTokens are accepted, by name.
-pub struct Users(HashMap<String, String>);
+/// The users whose UsernameTokens are accepted, by name: (password, roles).
+pub struct Users(HashMap<String, (String, Vec<String>)>);
+
+/// The roles every user holds (MI's file-based user store gives admins `admin` too).
+const EVERYONE: [&str; 2] = ["Internal/everyone", "everyone"];
 
 impl Users {
-    pub fn new(users: impl IntoIterator<Item = (String, String)>) -> Users {
-        Users(users.into_iter().collect())
+    /// (name, password, roles) of each user.
+    pub fn new(users: impl IntoIterator<Item = (String, String, Vec<String>)>) -> Users {
+        Users(
+            users
+                .into_iter()
+                .map(|(name, password, roles)| (name, (password, roles)))
+                .collect(),
+        )
+    }
+
+    /// Whether `user` holds one of `roles` (compared without case).
+    fn holds_one(&self, user: &str, roles: &[String]) -> bool {
+        let held = self
+            .0
+            .get(user)
+            .map(|(_, r)| r.as_slice())
+            .unwrap_or_default();
+        roles.iter().any(|want| {
+            EVERYONE.iter().any(|e| e.eq_ignore_ascii_case(want))
+                || held.iter().any(|h| h.eq_ignore_ascii_case(want))
+        })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -130,7 +153,7 @@ fn token(
         .unwrap_or_else(|| PASSWORD_TEXT.to_owned());
     // An unknown user costs the same comparison as a known one.
     let known = users.0.get(&name);
-    let stored = known.map_or("", String::as_str);
+    let stored = known.map_or("", |(p, _)| p.as_str());
     let right = match kind.trim() {
         PASSWORD_TEXT => same(given.as_bytes(), stored.as_bytes()),
         PASSWORD_DIGEST => {
@@ -162,9 +185,15 @@ fn token(
             ))
         }
     };
-    match (known, right) {
-        (Some(_), true) => Ok(name),
-        _ => Err(failed()),
+    if known.is_none() || !right {
+        return Err(failed());
+    }
+    match &policy.allowed_roles {
+        Some(roles) if !users.holds_one(&name, roles) => Err(Fault::new(
+            FaultCode::FailedAuthentication,
+            format!("user {name} holds none of the policy's allowed roles"),
+        )),
+        _ => Ok(name),
     }
 }
 
@@ -304,7 +333,7 @@ mod tests {
         let policy = crate::policy::parse(MI_SCENARIO_1).unwrap();
         assert!(policy.transport && policy.username_token && policy.timestamp);
         assert!(!policy.sign_and_encrypt);
-        let users = Users::new([("alice".to_owned(), "s3cret".to_owned())]);
+        let users = Users::new([("alice".to_owned(), "s3cret".to_owned(), Vec::new())]);
         let now = Utc::now();
         let check = |security: &str, https: bool| {
             code(super::check(
@@ -337,6 +366,38 @@ mod tests {
         let stale = (now - chrono::Duration::hours(1)).to_rfc3339_opts(SecondsFormat::Millis, true);
         let replayed = format!("{}{}", stamp(now), digest("alice", "s3cret", &stale));
         assert_eq!(check(&replayed, true), "MessageExpired");
+    }
+
+    /// WSO2's `CarbonSecConfig` roles (as in MI's UTpolicy.xml): an admin passes, another user
+    /// is refused.
+    #[test]
+    fn allowed_roles_admit_only_users_who_hold_one() {
+        let roles = r#"<sec:CarbonSecConfig xmlns:sec="http://www.wso2.org/products/carbon/security"><sec:Authorization><sec:property name="org.wso2.carbon.security.allowedroles">admin,sys-admin
+            </sec:property></sec:Authorization></sec:CarbonSecConfig>"#;
+        let at = MI_SCENARIO_1.rfind("</wsp:Policy>").unwrap();
+        let text = format!("{}{roles}{}", &MI_SCENARIO_1[..at], &MI_SCENARIO_1[at..]);
+        let policy = crate::policy::parse(&text).unwrap();
+        assert_eq!(
+            policy.allowed_roles.as_deref(),
+            Some(&["admin".to_owned(), "sys-admin".to_owned()][..])
+        );
+        let users = Users::new([
+            ("root".to_owned(), "pw".to_owned(), vec!["admin".to_owned()]),
+            ("ann".to_owned(), "pw".to_owned(), Vec::new()),
+        ]);
+        let now = Utc::now();
+        let check = |user: &str| {
+            let security = format!("{}{}", stamp(now), token(user, "pw"));
+            code(super::check(
+                &envelope(&security),
+                &policy,
+                &users,
+                true,
+                now,
+            ))
+        };
+        assert_eq!(check("root"), "ok Some(\"root\")");
+        assert_eq!(check("ann"), "FailedAuthentication");
     }
 
     #[test]

@@ -351,7 +351,14 @@ impl Settings {
                 .map_err(|e| format!("keystore.primary: {}: {e}", key.named))
         })
         .with_users(sluice_security::username::Users::new(
-            (self.users().into_iter()).map(|u| (u.name, u.password)),
+            (self.users().into_iter()).map(|u| {
+                let roles = if u.is_admin {
+                    vec!["admin".to_owned()]
+                } else {
+                    Vec::new()
+                };
+                (u.name, u.password, roles)
+            }),
         ))
     }
 
