@@ -12,7 +12,7 @@
 //!
 //! The signer's certificate: a `wsse:Reference` to a `BinarySecurityToken`, a `KeyIdentifier`
 //! holding the certificate (`X509v3`) or its SHA-1 (`ThumbprintSHA1`, looked up among the trusted
-//! ones), or `ds:X509Data/ds:X509IssuerSerial` (WSS4J's default, looked up the same way). It must be one of the trusted certificates ([`Keys::new`]).
+//! ones), or `ds:X509Data/ds:X509IssuerSerial` (WSS4J's default, looked up the same way). It must be one of the trusted certificates ([`Keys::new`]), or be issued by one of them and valid (a certificate sent whole, as a BinarySecurityToken or KeyIdentifier).
 //!
 //! The request's algorithms may be any xmlsec1 is allowed to run (`sluice-xml`'s list), whatever
 //! the policy's suite: WSO2's own secured requests use AES-128 under a `Basic256` policy and MI
@@ -50,6 +50,9 @@ pub struct Keys {
     pub certificate: Vec<u8>,
     /// Our certificate first, then those whose signatures are accepted.
     trusted: Vec<Trusted>,
+    /// The trusted certificates as anchors: a signer's certificate one of them issued is
+    /// accepted too, as WSS4J's Merlin builds a path to its trust store.
+    anchors: Vec<pki_types::TrustAnchor<'static>>,
 }
 
 /// A certificate whose signatures are accepted, and what is looked up with it.
@@ -83,12 +86,49 @@ impl Keys {
                     der,
                 })
             })
-            .collect::<Result<_, sluice_xml::XmlError>>()?;
+            .collect::<Result<Vec<Trusted>, sluice_xml::XmlError>>()?;
+        let anchors = trusted
+            .iter()
+            .filter_map(|t| {
+                let der = pki_types::CertificateDer::from(t.der.as_slice());
+                webpki::anchor_from_trusted_cert(&der)
+                    .ok()
+                    .map(|a| a.to_owned())
+            })
+            .collect();
         Ok(Keys {
             private,
             certificate,
             trusted,
+            anchors,
         })
+    }
+
+    /// The public key of `der`, a certificate not trusted itself, when one of the trusted ones
+    /// issued it (directly or through none other) and it is valid at `now`. Its key usages are
+    /// not held to a purpose, as Java's path validation (WSS4J's) does not hold them.
+    fn issued(&self, der: &[u8], now: DateTime<Utc>) -> Result<SecurityKey, Fault> {
+        let refused = |why: String| {
+            Fault::new(
+                FaultCode::FailedAuthentication,
+                format!("the signer's certificate is not trusted: {why}"),
+            )
+        };
+        let cert = pki_types::CertificateDer::from(der);
+        let ee = webpki::EndEntityCert::try_from(&cert).map_err(|e| refused(format!("{e:?}")))?;
+        let secs = u64::try_from(now.timestamp()).unwrap_or(0);
+        let time = pki_types::UnixTime::since_unix_epoch(std::time::Duration::from_secs(secs));
+        ee.verify_for_usage(
+            webpki::ALL_VERIFICATION_ALGS,
+            &self.anchors,
+            &[],
+            time,
+            AnyPurpose,
+            None,
+            None,
+        )
+        .map_err(|e| refused(format!("{e:?}")))?;
+        SecurityKey::certificate(der).map_err(|e| refused(e.to_string()))
     }
 
     /// The trusted certificate `der`, ours included.
@@ -115,6 +155,15 @@ impl Keys {
         self.trusted
             .iter()
             .find(|t| t.issuer_serial.1 == serial && name(&t.issuer_serial.0) == issuer)
+    }
+}
+
+/// Any extended key usage (or none) will do.
+struct AnyPurpose;
+
+impl webpki::ExtendedKeyUsageValidator for AnyPurpose {
+    fn validate(&self, _: webpki::KeyPurposeIdIter<'_, '_>) -> Result<(), webpki::Error> {
+        Ok(())
     }
 }
 
@@ -182,7 +231,7 @@ pub fn check(
     for (ns, local, id) in children {
         match (ns.as_deref().unwrap_or(""), local.as_str()) {
             (XENC, "EncryptedKey") => open(doc, id, keys, &mut seen)?,
-            (DS, "Signature") => verify(doc, id, keys, &mut seen)?,
+            (DS, "Signature") => verify(doc, id, (keys, now), &mut seen)?,
             (WSU, "Timestamp") => {
                 if seen.timestamp {
                     return Err(Fault::new(
@@ -341,14 +390,22 @@ fn gone() -> Fault {
 }
 
 /// Verifies a `Signature` with its signer's certificate, which must be trusted.
-fn verify(doc: &mut Document, id: NodeId, keys: &Keys, seen: &mut Seen) -> Result<(), Fault> {
+fn verify(
+    doc: &mut Document,
+    id: NodeId,
+    (keys, now): (&Keys, DateTime<Utc>),
+    seen: &mut Seen,
+) -> Result<(), Fault> {
     let sig = doc.node(id).ok_or_else(gone)?;
     let cert = signer_certificate(doc, sig, keys)?;
-    let Some(trusted) = keys.trusted(&cert) else {
-        return Err(Fault::new(
-            FaultCode::FailedAuthentication,
-            "the signer's certificate is not trusted",
-        ));
+    // Trusted itself, or issued by a trusted certificate (its key then loaded for this request).
+    let issued;
+    let key = match keys.trusted(&cert) {
+        Some(t) => &t.key,
+        None => {
+            issued = keys.issued(&cert, now)?;
+            &issued
+        }
     };
     let info = child(sig, DS, "SignedInfo")
         .ok_or_else(|| Fault::new(FaultCode::InvalidSecurity, "a Signature without SignedInfo"))?;
@@ -356,7 +413,7 @@ fn verify(doc: &mut Document, id: NodeId, keys: &Keys, seen: &mut Seen) -> Resul
         .child_elements()
         .filter(|r| r.name() == "Reference")
         .collect();
-    match doc.verify_signature(sig, &trusted.key) {
+    match doc.verify_signature(sig, key) {
         Ok(true) => {}
         Ok(false) => {
             return Err(Fault::new(

@@ -312,6 +312,96 @@ fn a_sign_only_policy_signs_the_answer_and_leaves_it_in_the_clear() {
     assert_eq!(refused.code, FaultCode::FailedCheck);
 }
 
+/// A signer whose certificate is not trusted itself but issued by a trusted CA (sent whole as a
+/// BinarySecurityToken) is accepted, as WSS4J's Merlin builds a path to its trust store; without
+/// the CA among the trusted, refused.
+#[test]
+fn a_signer_issued_by_a_trusted_ca_is_accepted() {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair, PKCS_RSA_SHA256};
+    let (service_key, service_cert) = wso2carbon();
+    // A CA and a client it issues, RSA as WS-Security's RSA-SHA1 signatures need.
+    let rsa = |pkcs8: &[u8]| {
+        KeyPair::from_pkcs8_der_and_sign_algo(&pkcs8.into(), &PKCS_RSA_SHA256).unwrap()
+    };
+    let ca_key = rsa(&service_key);
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let client_pkcs8 = {
+        let jks =
+            std::fs::read(reference().join("apache-synapse/resources/security/store.jks")).unwrap();
+        let store = crate::keystore::KeyStore::read(&jks, "password").unwrap();
+        store.key("alice").unwrap().key("password").unwrap()
+    };
+    let client_key = rsa(&client_pkcs8);
+    let client = CertificateParams::new(vec!["client".to_owned()])
+        .unwrap()
+        .signed_by(&client_key, &ca, &ca_key)
+        .unwrap();
+    let client_keys = Keys::new(
+        SecurityKey::private_pkcs8(&client_pkcs8).unwrap(),
+        client.der().to_vec(),
+        vec![service_cert.clone()],
+    )
+    .unwrap();
+    // The client signs (and encrypts to the service) as an answer is secured.
+    let plain = std::fs::read_to_string(
+        reference().join("performance-ei/requests/2019-04_to_2020-08/1024B_buyStocks.xml"),
+    )
+    .unwrap();
+    let mut doc = Document::parse(plain.as_bytes()).unwrap();
+    let now = Utc::now();
+    let to_service = crate::inbound::Checked {
+        signer: service_cert.clone(),
+        signature_values: Vec::new(),
+    };
+    crate::outbound::secure(&mut doc, &wso2_policy(), &client_keys, &to_service, now).unwrap();
+    // Its certificate sent whole: a BinarySecurityToken the signature's KeyInfo refers to.
+    let wire = String::from_utf8(doc.to_bytes().unwrap()).unwrap();
+    let info = wire.rfind("<ds:KeyInfo>").unwrap();
+    let info_end = wire[info..].find("</ds:KeyInfo>").unwrap() + info + "</ds:KeyInfo>".len();
+    let b64 = base64::engine::general_purpose::STANDARD;
+    use base64::Engine;
+    let reference_to_bst = format!(
+        "<ds:KeyInfo><wsse:SecurityTokenReference><wsse:Reference URI=\"#X509-client\" \
+         ValueType=\"{}\"/></wsse:SecurityTokenReference></ds:KeyInfo>",
+        crate::inbound::X509V3
+    );
+    let mut wire = format!("{}{reference_to_bst}{}", &wire[..info], &wire[info_end..]);
+    let security = wire.find("<wsse:Security").unwrap();
+    let open_end = wire[security..].find('>').unwrap() + security + 1;
+    let bst = format!(
+        "<wsse:BinarySecurityToken wsu:Id=\"X509-client\" ValueType=\"{}\" \
+         EncodingType=\"http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-soap-message-security-1.0#Base64Binary\">{}</wsse:BinarySecurityToken>",
+        crate::inbound::X509V3,
+        b64.encode(client.der())
+    );
+    wire.insert_str(open_end, &bst);
+    let service = |trusted: Vec<Vec<u8>>| {
+        Keys::new(
+            SecurityKey::private_pkcs8(&service_key).unwrap(),
+            service_cert.clone(),
+            trusted,
+        )
+        .unwrap()
+    };
+    let with_ca = service(vec![ca.der().to_vec()]);
+    let mut back = Document::parse(wire.as_bytes()).unwrap();
+    let c = check(&mut back, &wso2_policy(), &with_ca, now).unwrap();
+    assert_eq!(c.signer, client.der().to_vec());
+    let payload = back.soap_body().unwrap().first_child_element().unwrap();
+    assert_eq!(payload.name(), "buyStocks");
+    let without = service(Vec::new());
+    let mut back = Document::parse(wire.as_bytes()).unwrap();
+    let refused = check(&mut back, &wso2_policy(), &without, now).unwrap_err();
+    assert_eq!(
+        refused.code,
+        FaultCode::FailedAuthentication,
+        "{}",
+        refused.reason
+    );
+}
+
 /// WSO2's secured requests and one of Sluice's secured answers, mutated thousands of ways (bytes
 /// changed, ranges cut out, doubled or moved: duplicated IDs, headers and keys, cut-off
 /// ciphertexts): every one that parses gets the plain envelope or a fault, never a panic, and the
