@@ -88,6 +88,14 @@ fn secure_request(size: &str) -> String {
     std::fs::read_to_string(path).unwrap()
 }
 
+/// WSO2's plain 1 KiB buyStocks request.
+fn plain_request() -> String {
+    std::fs::read_to_string(
+        reference().join("performance-ei/requests/2019-04_to_2020-08/1024B_buyStocks.xml"),
+    )
+    .unwrap()
+}
+
 fn wso2_policy() -> Policy {
     let path =
         reference().join("performance-ei/capp/security_policy_1.0.0/security_policy-1.0.0.xml");
@@ -251,10 +259,7 @@ fn a_wrapped_body_is_refused() {
 fn a_secured_response_reads_back() {
     let keys = wso2_keys();
     let (_, request) = checked(&secure_request("1024B"), &keys).unwrap();
-    let plain = std::fs::read_to_string(
-        reference().join("performance-ei/requests/2019-04_to_2020-08/1024B_buyStocks.xml"),
-    )
-    .unwrap();
+    let plain = plain_request();
     let mut doc = Document::parse(plain.as_bytes()).unwrap();
     let now = at("2026-11-28T12:00:00Z");
     crate::outbound::secure(&mut doc, &wso2_policy(), &keys, &request, now).unwrap();
@@ -287,10 +292,7 @@ fn a_sign_only_policy_signs_the_answer_and_leaves_it_in_the_clear() {
     let sign_only = policy::parse(&format!("{}{}", &text[..start], &text[end..])).unwrap();
     assert!(sign_only.signed_body && !sign_only.encrypted_body);
     let (_, request) = checked(&secure_request("1024B"), &keys).unwrap();
-    let plain = std::fs::read_to_string(
-        reference().join("performance-ei/requests/2019-04_to_2020-08/1024B_buyStocks.xml"),
-    )
-    .unwrap();
+    let plain = plain_request();
     let mut doc = Document::parse(plain.as_bytes()).unwrap();
     let now = at("2026-11-28T12:00:00Z");
     crate::outbound::secure(&mut doc, &sign_only, &keys, &request, now).unwrap();
@@ -345,10 +347,7 @@ fn a_signer_issued_by_a_trusted_ca_is_accepted() {
     )
     .unwrap();
     // The client signs (and encrypts to the service) as an answer is secured.
-    let plain = std::fs::read_to_string(
-        reference().join("performance-ei/requests/2019-04_to_2020-08/1024B_buyStocks.xml"),
-    )
-    .unwrap();
+    let plain = plain_request();
     let mut doc = Document::parse(plain.as_bytes()).unwrap();
     let now = Utc::now();
     let to_service = crate::inbound::Checked {

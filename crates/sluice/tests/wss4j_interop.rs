@@ -11,34 +11,45 @@ use common::*;
 /// Fresh requests the client sends; each must reach the back-end once.
 const FRESH: usize = 5;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn wss4j_secures_requests_sluice_takes_and_takes_the_answers_sluice_secures() {
+/// Runs the WSS4J client `class` (`tools/wss4j`, built by `.ci/run` into `target/tools/wss4j`)
+/// with `args`; its stdout, the lines of its cases. `more` is shown when it fails.
+fn wss4j(class: &str, args: &[std::ffi::OsString], more: &dyn Fn() -> String) -> String {
     let tools = workspace_root().join("target/tools/wss4j");
     assert!(
-        tools.join("classes/WssInterop.class").is_file(),
+        tools.join(format!("classes/{class}.class")).is_file(),
         "the WSS4J client is not built: run .ci/run (it builds {})",
         tools.display()
     );
+    let out = std::process::Command::new("java")
+        .arg("-cp")
+        .arg(format!("{0}/lib/*:{0}/classes", tools.display()))
+        .arg(class)
+        .args(args)
+        .output()
+        .expect("java runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}\n{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        more()
+    );
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wss4j_secures_requests_sluice_takes_and_takes_the_answers_sluice_secures() {
     let suite = workspace_root().join("conformance/ws-security");
     let be = backend().await;
     let s = Sluice::on_suite(&suite, &["Backend".to_owned()], be.addr, "info");
     let other = reference().join("apache-synapse/resources/security/store.jks");
-    let out = std::process::Command::new("java")
-        .arg("-cp")
-        .arg(format!("{0}/lib/*:{0}/classes", tools.display()))
-        .arg("WssInterop")
-        .arg(format!("http://{}/services/SecureProxy", s.addr))
-        .arg(suite.join("wso2carbon.jks"))
-        .arg(other)
-        .arg(FRESH.to_string())
-        .output()
-        .expect("java runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let args = [
+        format!("http://{}/services/SecureProxy", s.addr).into(),
+        suite.join("wso2carbon.jks").into(),
+        other.into(),
+        FRESH.to_string().into(),
+    ];
+    let text = wss4j("WssInterop", &args, &|| s.stderr());
     let lines: Vec<&str> = text.lines().collect();
     let want: Vec<String> = (1..=FRESH)
         .map(|i| format!("fresh-{i}\t200\tanswer verified"))
@@ -64,12 +75,6 @@ async fn wss4j_secures_requests_sluice_takes_and_takes_the_answers_sluice_secure
 /// and in the clear (WSS4J checks both), and a changed signature is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wss4j_and_sluice_agree_on_a_sign_only_policy() {
-    let tools = workspace_root().join("target/tools/wss4j");
-    assert!(
-        tools.join("classes/WssInterop.class").is_file(),
-        "the WSS4J client is not built: run .ci/run (it builds {})",
-        tools.display()
-    );
     let suite = workspace_root().join("conformance/ws-security");
     let text = std::fs::read_to_string(suite.join("synapse/synapse.xml")).unwrap();
     let (start, end) = (
@@ -88,22 +93,16 @@ async fn wss4j_and_sluice_agree_on_a_sign_only_policy() {
     }
     let be = backend().await;
     let s = Sluice::on_suite(&dir, &["Backend".to_owned()], be.addr, "info");
-    let out = std::process::Command::new("java")
-        .arg("-cp")
-        .arg(format!("{0}/lib/*:{0}/classes", tools.display()))
-        .arg("WssInterop")
-        .arg(format!("http://{}/services/SecureProxy", s.addr))
-        .arg(suite.join("wso2carbon.jks"))
-        .arg(reference().join("apache-synapse/resources/security/store.jks"))
-        .args(["2", "sign-only"])
-        .output()
-        .expect("java runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let args = [
+        format!("http://{}/services/SecureProxy", s.addr).into(),
+        suite.join("wso2carbon.jks").into(),
+        reference()
+            .join("apache-synapse/resources/security/store.jks")
+            .into(),
+        "2".into(),
+        "sign-only".into(),
+    ];
+    let text = wss4j("WssInterop", &args, &|| s.stderr());
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines,
@@ -126,12 +125,6 @@ async fn wss4j_and_sluice_agree_on_a_sign_only_policy() {
 /// too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wss4j_usernametokens_over_https_are_checked_against_the_users() {
-    let tools = workspace_root().join("target/tools/wss4j");
-    assert!(
-        tools.join("classes/WssUsernameToken.class").is_file(),
-        "the WSS4J client is not built: run .ci/run (it builds {})",
-        tools.display()
-    );
     let policy = r#"<wsp:Policy wsu:Id="UTOverTransport" xmlns:wsp="http://schemas.xmlsoap.org/ws/2004/09/policy" xmlns:wsu="http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-utility-1.0.xsd">
   <wsp:ExactlyOne><wsp:All>
     <sp:TransportBinding xmlns:sp="http://schemas.xmlsoap.org/ws/2005/07/securitypolicy"><wsp:Policy>
@@ -185,24 +178,12 @@ async fn wss4j_usernametokens_over_https_are_checked_against_the_users() {
         pem.to_str().unwrap(),
     ]);
     let https = s.https_addr();
-    let out = std::process::Command::new("java")
-        .arg("-cp")
-        .arg(format!("{0}/lib/*:{0}/classes", tools.display()))
-        .arg("WssUsernameToken")
-        .arg(format!(
-            "https://localhost:{}/services/UTProxy",
-            https.port()
-        ))
-        .args(["alice", "s3cret"])
-        .output()
-        .expect("java runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        s.stderr()
-    );
+    let args = [
+        format!("https://localhost:{}/services/UTProxy", https.port()).into(),
+        "alice".into(),
+        "s3cret".into(),
+    ];
+    let text = wss4j("WssUsernameToken", &args, &|| s.stderr());
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines,

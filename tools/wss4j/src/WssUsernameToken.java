@@ -9,13 +9,10 @@
 //
 //   java -cp 'lib/*:classes' WssUsernameToken URL USER PASSWORD
 //
-// Prints one line per case; exits 1 when any case did not go as it should.
+// Prints one line per case; exits 1 when any case did not go as it should. Posting and the
+// fault checks are WssInterop's.
 
 import java.io.ByteArrayInputStream;
-import java.io.ByteArrayOutputStream;
-import java.io.InputStream;
-import java.io.OutputStream;
-import java.net.URL;
 import java.nio.charset.StandardCharsets;
 import java.security.cert.X509Certificate;
 import javax.net.ssl.HttpsURLConnection;
@@ -23,9 +20,6 @@ import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManager;
 import javax.net.ssl.X509TrustManager;
 import javax.xml.parsers.DocumentBuilderFactory;
-import javax.xml.transform.TransformerFactory;
-import javax.xml.transform.dom.DOMSource;
-import javax.xml.transform.stream.StreamResult;
 import org.apache.wss4j.dom.WSConstants;
 import org.apache.wss4j.dom.engine.WSSConfig;
 import org.apache.wss4j.dom.engine.WSSecurityEngine;
@@ -43,23 +37,20 @@ public final class WssUsernameToken {
             + "<order><symbol>IBM</symbol><volume>2000</volume></order></m:buyStocks>"
             + "</soapenv:Body></soapenv:Envelope>";
 
-    static String url;
-    static int failures;
-
     public static void main(String[] args) throws Exception {
         WSSConfig.init();
-        url = args[0];
+        WssInterop.url = args[0];
         String user = args[1];
         String password = args[2];
         trustAnyServer();
         good("text", user, password, WSConstants.PASSWORD_TEXT);
         good("digest", user, password, WSConstants.PASSWORD_DIGEST);
-        expectFault("wrong-password",
+        WssInterop.expectFault("wrong-password",
             "FailedAuthentication", post(request(user, password + "x", WSConstants.PASSWORD_TEXT)));
-        expectFault("unknown-user",
+        WssInterop.expectFault("unknown-user",
             "FailedAuthentication", post(request("nobody", password, WSConstants.PASSWORD_TEXT)));
-        expectFault("no-token", "InvalidSecurity", post(request(null, null, null)));
-        System.exit(failures == 0 ? 0 : 1);
+        WssInterop.expectFault("no-token", "InvalidSecurity", post(request(null, null, null)));
+        System.exit(WssInterop.failures == 0 ? 0 : 1);
     }
 
     /** A test server's self-signed certificate is taken (the check here is WS-Security's). */
@@ -139,35 +130,12 @@ public final class WssUsernameToken {
             .parse(new ByteArrayInputStream(xml.getBytes(StandardCharsets.UTF_8)));
     }
 
-    static void expectFault(String name, String code, String[] r) {
-        if (r[0].equals("500") && r[1].contains("wsse:" + code)) {
-            System.out.println(name + "\t500\twsse:" + code);
-        } else {
-            fail(name, "status " + r[0] + " where wsse:" + code + " was due: " + r[1]);
-        }
+    /** POSTs `doc` (over HTTPS here): {status, body}. */
+    static String[] post(Document doc) throws Exception {
+        return WssInterop.post(doc);
     }
 
     static void fail(String name, String why) {
-        failures++;
-        System.out.println(name + "\tFAILED\t" + why);
-    }
-
-    /** POSTs `doc` over HTTPS: {status, body}. */
-    static String[] post(Document doc) throws Exception {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        TransformerFactory.newInstance().newTransformer()
-            .transform(new DOMSource(doc), new StreamResult(out));
-        HttpsURLConnection c = (HttpsURLConnection) new URL(url).openConnection();
-        c.setRequestMethod("POST");
-        c.setDoOutput(true);
-        c.setRequestProperty("Content-Type", "text/xml; charset=UTF-8");
-        c.setRequestProperty("SOAPAction", "urn:buyStocks");
-        try (OutputStream o = c.getOutputStream()) {
-            o.write(out.toByteArray());
-        }
-        int status = c.getResponseCode();
-        InputStream in = status < 400 ? c.getInputStream() : c.getErrorStream();
-        String body = in == null ? "" : new String(in.readAllBytes(), StandardCharsets.UTF_8);
-        return new String[] {Integer.toString(status), body};
+        WssInterop.fail(name, why);
     }
 }
