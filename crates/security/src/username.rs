@@ -8,6 +8,7 @@
 //! | one `wsse:Security` header; a `wsu:Timestamp` where the policy includes one, checked as for any policy | `wsse:InvalidSecurity`, `wsse:MessageExpired` |
 //! | a `wsse:UsernameToken` whose user is one of the server's users (`[[internal_apis.users]]`, MI's file-based user store) | `wsse:FailedAuthentication`, the same for an unknown user and a wrong password |
 //! | its password: `PasswordText` equal to the user's, or `PasswordDigest` equal to Base64(SHA-1(nonce + created + password)) | as above |
+//! | no security header but `Authorization: Basic` (MI's POX security handler): its user and password instead of a token | `wsse:FailedAuthentication`, answered 401 with `WWW-Authenticate` as MI does |
 //! | the user holds one of the roles WSO2's `CarbonSecConfig` allows, where the policy names some (`admin` for `is_admin` users; every user `Internal/everyone`) | `wsse:FailedAuthentication` |
 //! | a digest's `wsu:Created` not older than Rampart's TTL plus skew, nor in the future | `wsse:MessageExpired` |
 //!
@@ -63,13 +64,31 @@ impl Users {
     }
 }
 
+/// The user name and password of an `Authorization: Basic` header value, `None` for another
+/// scheme (an empty user or password is `Some` with it empty: refused when checked).
+pub fn basic_credentials(value: &str) -> Option<(String, String)> {
+    let encoded = value.trim().strip_prefix("Basic ")?;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .unwrap_or_default();
+    let (user, password) = decoded.split_once(':').unwrap_or((&decoded, ""));
+    Some((user.to_owned(), password.to_owned()))
+}
+
 /// Checks `doc` against a transport-binding `policy` at `now`: `https` says whether the request
-/// came over TLS. Returns the user the token names (none where the policy asks for no token).
+/// came over TLS, `basic` holds the credentials of its `Authorization: Basic` header. Returns the
+/// user the token names (none where the policy asks for no token).
+///
+/// As MI's POX security handler: a request without a security header that sends Basic
+/// credentials is checked with them instead of a UsernameToken (MI makes one, and a Timestamp,
+/// from them).
 pub fn check(
     doc: &Document,
     policy: &Policy,
     users: &Users,
-    https: bool,
+    (https, basic): (bool, Option<&(String, String)>),
     now: DateTime<Utc>,
 ) -> Result<Option<String>, Fault> {
     if !https {
@@ -78,7 +97,13 @@ pub fn check(
             "the policy requires HTTPS (sp:TransportBinding) and the request came over http",
         ));
     }
-    let security = security_header(doc)?;
+    let security = match (security_header(doc), basic) {
+        (Ok(s), _) => s,
+        (Err(_), Some((user, password))) if policy.username_token => {
+            return basic_user(user, password, policy, users).map(Some);
+        }
+        (Err(e), _) => return Err(e),
+    };
     let header = doc
         .node(security)
         .ok_or_else(|| Fault::new(FaultCode::InvalidSecurity, "the security header is gone"))?;
@@ -118,6 +143,30 @@ pub fn check(
         ));
     }
     Ok(user)
+}
+
+/// The user of Basic credentials whose password is right (and who holds an allowed role).
+fn basic_user(user: &str, password: &str, policy: &Policy, users: &Users) -> Result<String, Fault> {
+    let stored = users.0.get(user).map_or("", |(p, _)| p.as_str());
+    let right = same(password.as_bytes(), stored.as_bytes());
+    if user.is_empty() || password.is_empty() || !users.0.contains_key(user) || !right {
+        return Err(Fault::new(
+            FaultCode::FailedAuthentication,
+            "the user name or password is wrong",
+        ));
+    }
+    allowed(user.to_owned(), policy, users)
+}
+
+/// `name` when the policy's roles (if any) admit it.
+fn allowed(name: String, policy: &Policy, users: &Users) -> Result<String, Fault> {
+    match &policy.allowed_roles {
+        Some(roles) if !users.holds_one(&name, roles) => Err(Fault::new(
+            FaultCode::FailedAuthentication,
+            format!("user {name} holds none of the policy's allowed roles"),
+        )),
+        _ => Ok(name),
+    }
 }
 
 /// The user of a `wsse:UsernameToken` whose password is right.
@@ -188,13 +237,7 @@ fn token(
     if known.is_none() || !right {
         return Err(failed());
     }
-    match &policy.allowed_roles {
-        Some(roles) if !users.holds_one(&name, roles) => Err(Fault::new(
-            FaultCode::FailedAuthentication,
-            format!("user {name} holds none of the policy's allowed roles"),
-        )),
-        _ => Ok(name),
-    }
+    allowed(name, policy, users)
 }
 
 /// Whether `a` and `b` are equal, in time that does not depend on where they differ.
@@ -340,7 +383,7 @@ mod tests {
                 &envelope(security),
                 &policy,
                 &users,
-                https,
+                (https, None),
                 now,
             ))
         };
@@ -392,12 +435,45 @@ mod tests {
                 &envelope(&security),
                 &policy,
                 &users,
-                true,
+                (true, None),
                 now,
             ))
         };
         assert_eq!(check("root"), "ok Some(\"root\")");
         assert_eq!(check("ann"), "FailedAuthentication");
+    }
+
+    /// MI's POX security: no security header, Basic credentials instead.
+    #[test]
+    fn basic_credentials_stand_for_a_token_when_there_is_no_security_header() {
+        let policy = crate::policy::parse(MI_SCENARIO_1).unwrap();
+        let users = Users::new([("alice".to_owned(), "s3cret".to_owned(), Vec::new())]);
+        let plain = Document::parse(
+            b"<e:Envelope xmlns:e=\"http://schemas.xmlsoap.org/soap/envelope/\"><e:Body><a/></e:Body></e:Envelope>",
+        )
+        .unwrap();
+        let now = Utc::now();
+        let basic = |header: &str| basic_credentials(header).unwrap();
+        let check = |creds: Option<(String, String)>| {
+            code(super::check(
+                &plain,
+                &policy,
+                &users,
+                (true, creds.as_ref()),
+                now,
+            ))
+        };
+        assert_eq!(
+            check(Some(basic("Basic YWxpY2U6czNjcmV0"))),
+            "ok Some(\"alice\")"
+        );
+        assert_eq!(
+            check(Some(basic("Basic YWxpY2U6d3Jvbmc="))),
+            "FailedAuthentication"
+        );
+        assert_eq!(check(Some(basic("Basic YWxpY2U="))), "FailedAuthentication");
+        assert_eq!(check(None), "InvalidSecurity");
+        assert_eq!(basic_credentials("Bearer x"), None);
     }
 
     #[test]

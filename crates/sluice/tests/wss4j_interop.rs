@@ -122,7 +122,8 @@ async fn wss4j_and_sluice_agree_on_a_sign_only_policy() {
 /// supporting token), checked against `[[internal_apis.users]]`: WSS4J's tokens with the
 /// password as text and as a digest pass over HTTPS and their answers carry a Timestamp WSS4J
 /// takes; a wrong password, an unknown user and a missing token are refused; over http, refused
-/// too.
+/// too. Without a security header, HTTP Basic credentials stand for the token (MI's POX
+/// security): right ones pass, wrong ones get 401 with a Basic challenge.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wss4j_usernametokens_over_https_are_checked_against_the_users() {
     let policy = r#"<wsp:Policy wsu:Id="UTOverTransport" xmlns:wsp="http://schemas.xmlsoap.org/ws/2004/09/policy" xmlns:wsu="http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-utility-1.0.xsd">
@@ -193,6 +194,8 @@ async fn wss4j_usernametokens_over_https_are_checked_against_the_users() {
             "wrong-password\t500\twsse:FailedAuthentication",
             "unknown-user\t500\twsse:FailedAuthentication",
             "no-token\t500\twsse:InvalidSecurity",
+            "basic\t200",
+            "basic-wrong-password\t401",
         ],
         "{text}"
     );

@@ -5,7 +5,8 @@
 // It sends buyStocks requests over HTTPS (any server certificate taken, as a test against a
 // self-signed one) with a Timestamp and a UsernameToken, its password as text and as a digest,
 // checks each answer's security header with WSS4J (its Timestamp), then sends a wrong password
-// and a request without a token and checks each fault code.
+// and a request without a token and checks each fault code; last, the plain request with HTTP
+// Basic credentials (MI's POX security), right and wrong.
 //
 //   java -cp 'lib/*:classes' WssUsernameToken URL USER PASSWORD
 //
@@ -50,6 +51,9 @@ public final class WssUsernameToken {
         WssInterop.expectFault("unknown-user",
             "FailedAuthentication", post(request("nobody", password, WSConstants.PASSWORD_TEXT)));
         WssInterop.expectFault("no-token", "InvalidSecurity", post(request(null, null, null)));
+        // MI's POX security: no security header, HTTP Basic credentials instead.
+        basic("basic", user + ":" + password, "200");
+        basic("basic-wrong-password", user + ":" + password + "x", "401");
         System.exit(WssInterop.failures == 0 ? 0 : 1);
     }
 
@@ -128,6 +132,31 @@ public final class WssUsernameToken {
         f.setNamespaceAware(true);
         return f.newDocumentBuilder()
             .parse(new ByteArrayInputStream(xml.getBytes(StandardCharsets.UTF_8)));
+    }
+
+    /** The plain request (no security header) with Basic `credentials`: `status` is due; a 401
+     * must carry a Basic challenge. */
+    static void basic(String name, String credentials, String status) throws Exception {
+        java.net.HttpURLConnection c =
+            (java.net.HttpURLConnection) new java.net.URL(WssInterop.url).openConnection();
+        c.setRequestMethod("POST");
+        c.setDoOutput(true);
+        c.setRequestProperty("Content-Type", "text/xml; charset=UTF-8");
+        c.setRequestProperty("SOAPAction", "urn:buyStocks");
+        c.setRequestProperty("Authorization", "Basic " + java.util.Base64.getEncoder()
+            .encodeToString(credentials.getBytes(StandardCharsets.UTF_8)));
+        try (java.io.OutputStream o = c.getOutputStream()) {
+            o.write(REQUEST.getBytes(StandardCharsets.UTF_8));
+        }
+        String got = Integer.toString(c.getResponseCode());
+        String challenge = c.getHeaderField("WWW-Authenticate");
+        if (!got.equals(status)) {
+            fail(name, "status " + got + " where " + status + " was due");
+        } else if (status.equals("401") && (challenge == null || !challenge.startsWith("BASIC"))) {
+            fail(name, "401 without a Basic challenge: " + challenge);
+        } else {
+            System.out.println(name + "\t" + got);
+        }
     }
 
     /** POSTs `doc` (over HTTPS here): {status, body}. */

@@ -10,6 +10,8 @@
 //! | sign and encrypt a 2xx SOAP answer (a transport binding: a Timestamp only) | a blocking thread | 500 fault: the answer is never sent in the clear |
 //!
 //! Answers that are not 2xx (faults of the flow, errors of the back-end) go out as they are.
+//! A UsernameToken proxy takes `Authorization: Basic` credentials where the request has no
+//! security header (MI's POX security handler); refused, they get 401 with MI's challenge.
 
 use super::*;
 use sluice_security::{Guard, Secured};
@@ -35,6 +37,14 @@ impl Engine {
             Err(e) => return self.default_fault(soap, &e),
         };
         let now = chrono::Utc::now();
+        // MI's POX security: Basic credentials stand for a UsernameToken the request lacks.
+        let basic = match &sec.guard {
+            Guard::Users(_) => (msg.headers.get(header::AUTHORIZATION))
+                .and_then(|v| v.to_str().ok())
+                .and_then(sluice_security::username::basic_credentials),
+            Guard::X509 { .. } => None,
+        };
+        let basic_sent = basic.is_some();
         let checker = sec.clone();
         let checked = self
             .opts
@@ -57,7 +67,8 @@ impl Engine {
                         now,
                     )?),
                     Guard::Users(users) => {
-                        sluice_security::username::check(&doc, &checker.policy, users, https, now)?;
+                        let how = (https, basic.as_ref());
+                        sluice_security::username::check(&doc, &checker.policy, users, how, now)?;
                         Passed::User
                     }
                 };
@@ -77,7 +88,16 @@ impl Engine {
             Ok(Ok(c)) => c,
             Ok(Err(fault)) => {
                 tracing::warn!(proxy = %proxy.name, "secured request refused: {fault}");
-                return security_fault(soap, &fault);
+                let mut r = security_fault(soap, &fault);
+                // Basic credentials refused: 401 and the challenge, as MI answers.
+                if basic_sent
+                    && fault.code == sluice_security::fault::FaultCode::FailedAuthentication
+                {
+                    *r.status_mut() = StatusCode::UNAUTHORIZED;
+                    let challenge = HeaderValue::from_static("BASIC realm=\"WSO2 Carbon\"");
+                    r.headers_mut().insert(header::WWW_AUTHENTICATE, challenge);
+                }
+                return r;
             }
             Err(e) => return self.default_fault(soap, &e),
         };
