@@ -10,7 +10,7 @@
 //! | a policy assertion Sluice does not implement | unsupported, with the policy's line |
 //! | no key store to read | an error: the proxy cannot decrypt or sign |
 //! | a transport binding (UsernameToken over HTTPS) | the users of `[[internal_apis.users]]` check the tokens; none configured: an error |
-//! | the policy names its own store (`signatureCrypto` with Merlin's properties, Synapse's samples) | that store, relative to SYNAPSE_HOME; `rampart:user`'s key; answers encrypted to `encryptionUser` |
+//! | the policy names its own store (`signatureCrypto` with Merlin's properties, Synapse's samples) | that store, relative to SYNAPSE_HOME; `rampart:user`'s key signs, any of the store's keys opens an encrypted key; answers encrypted to `encryptionUser` |
 
 use crate::compile::Compiler;
 use sluice_config::model as cfg;
@@ -205,7 +205,14 @@ fn policy_keys(
                 .ok_or_else(|| at(&format!("no certificate named {alias} (encryptionUser)")))?,
         ),
     };
+    // The store's other keys open encrypted keys too (Rampart decrypts with any of them).
+    let others = (store.keys.iter())
+        .filter(|k| !k.alias.eq_ignore_ascii_case(user))
+        .filter_map(|k| k.key(password).ok())
+        .filter_map(|pkcs8| SecurityKey::private_pkcs8(&pkcs8).ok())
+        .collect();
     let keys = sluice_security::inbound::Keys::new(private, certificate, store.certificates())
-        .map_err(|e| at(&e))?;
+        .map_err(|e| at(&e))?
+        .with_other_keys(others);
     Ok((keys, encrypt_to))
 }

@@ -53,6 +53,9 @@ pub struct Keys {
     /// The trusted certificates as anchors: a signer's certificate one of them issued is
     /// accepted too, as WSS4J's Merlin builds a path to its trust store.
     anchors: Vec<pki_types::TrustAnchor<'static>>,
+    /// The store's other private keys: an encrypted key that does not open with ours is tried
+    /// with each, as Rampart decrypts with whichever key of its store the message names.
+    others: Vec<SecurityKey>,
 }
 
 /// A certificate whose signatures are accepted, and what is looked up with it.
@@ -101,7 +104,14 @@ impl Keys {
             certificate,
             trusted,
             anchors,
+            others: Vec::new(),
         })
+    }
+
+    /// The same, with the store's other private keys for opening encrypted keys.
+    pub fn with_other_keys(mut self, others: Vec<SecurityKey>) -> Keys {
+        self.others = others;
+        self
     }
 
     /// The public key of `der`, a certificate not trusted itself, when one of the trusted ones
@@ -342,11 +352,16 @@ fn referenced<'a>(doc: &'a Document, uri: &str) -> Result<Node<'a>, Fault> {
 fn open(doc: &mut Document, id: NodeId, keys: &Keys, seen: &mut Seen) -> Result<(), Fault> {
     let (session, references) = {
         let ek = doc.node(id).ok_or_else(gone)?;
-        let carried = doc.decrypt_key(ek, &keys.private).map_err(|e| {
-            Fault::new(
-                FaultCode::FailedCheck,
-                format!("the encrypted key does not open with our key: {e}"),
-            )
+        // Ours first; then the store's other keys.
+        let carried = doc.decrypt_key(ek, &keys.private).or_else(|first| {
+            (keys.others.iter())
+                .find_map(|k| doc.decrypt_key(ek, k).ok())
+                .ok_or_else(|| {
+                    Fault::new(
+                        FaultCode::FailedCheck,
+                        format!("the encrypted key does not open with our keys: {first}"),
+                    )
+                })
         })?;
         let session = SecurityKey::aes(&carried)
             .map_err(|e| Fault::new(FaultCode::FailedCheck, e.to_string()))?;

@@ -117,7 +117,8 @@ async fn a_pkcs12_primary_key_store_serves_the_secure_proxy() {
 /// Apache Synapse's sample 200 (its policy_3.xml names its own key store, `store.jks`, relative
 /// to SYNAPSE_HOME: alice is the service, bob the client), its address pointed at the echo
 /// back-end: a request bob signs and encrypts to alice passes, and the answer comes back signed
-/// by alice and encrypted to bob, the policy's encryptionUser.
+/// by alice and encrypted to bob, the policy's encryptionUser; so does one as Synapse's sample
+/// client sends it (alice signs, encrypted to bob: opened with bob's key from the store).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn synapse_sample_200_serves_with_its_policys_key_store() {
     let samples = reference().join("apache-synapse");
@@ -180,9 +181,30 @@ async fn synapse_sample_200_serves_with_its_policys_key_store() {
     assert_eq!(checked.signer, key("alice").chain[0], "alice signed it");
     let payload = answer.soap_body().unwrap().first_child_element().unwrap();
     assert_eq!(payload.name(), "buyStocks");
-    // The back-end got the plain envelope, without the processed security header.
+    // As Synapse's own sample client sends (client_policy_3.xml): signed by alice, encrypted to
+    // bob. Opened with bob's key from the policy's store; the answer goes to bob.
+    let alice = sluice_security::inbound::Keys::new(
+        sluice_xml::SecurityKey::private_pkcs8(&key("alice").key("password").unwrap()).unwrap(),
+        key("alice").chain[0].clone(),
+        vec![key("bob").chain[0].clone()],
+    )
+    .unwrap();
+    let to_bob = sluice_security::inbound::Checked {
+        signer: key("bob").chain[0].clone(),
+        signature_values: Vec::new(),
+    };
+    let mut doc = sluice_xml::Document::parse(&plain).unwrap();
+    sluice_security::outbound::secure(&mut doc, &policy, &alice, &to_bob, now).unwrap();
+    let r = c
+        .soap("/services/StockQuoteProxy", doc.to_bytes().unwrap())
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let mut answer = sluice_xml::Document::parse(&r.body).unwrap();
+    sluice_security::inbound::check(&mut answer, &policy, &bob, now)
+        .unwrap_or_else(|f| panic!("bob cannot read the answer: {f}\n{}", r.text()));
+    // The back-end got the plain envelopes, without the processed security header.
     let seen = be.seen.lock().unwrap().clone();
-    assert_eq!(seen.len(), 1);
+    assert_eq!(seen.len(), 2);
     let sent = String::from_utf8(seen[0].body.clone().unwrap().to_vec()).unwrap();
     assert!(
         sent.contains("<order>") && !sent.contains("Security"),
