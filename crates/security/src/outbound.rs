@@ -158,6 +158,21 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02X}")).collect()
 }
 
+/// A Timestamp's Created (`now`) and Expires (now plus Rampart's TTL), in Rampart's precision.
+pub(crate) fn timestamp_times(policy: &Policy, now: DateTime<Utc>) -> (String, String) {
+    let r = &policy.rampart;
+    let precision = if r.timestamp_millis {
+        SecondsFormat::Millis
+    } else {
+        SecondsFormat::Secs
+    };
+    let expires = now + chrono::Duration::seconds(i64::from(r.timestamp_ttl));
+    (
+        now.to_rfc3339_opts(precision, true),
+        expires.to_rfc3339_opts(precision, true),
+    )
+}
+
 /// The `wsse:Security` header's text: the templates xmlsec1 fills in.
 fn security_header(
     policy: &Policy,
@@ -167,15 +182,7 @@ fn security_header(
     ids: &Ids,
 ) -> String {
     let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
-    let r = &policy.rampart;
-    let precision = if r.timestamp_millis {
-        SecondsFormat::Millis
-    } else {
-        SecondsFormat::Secs
-    };
-    let created = now.to_rfc3339_opts(precision, true);
-    let expires = (now + chrono::Duration::seconds(i64::from(r.timestamp_ttl)))
-        .to_rfc3339_opts(precision, true);
+    let (created, expires) = timestamp_times(policy, now);
     let thumb = |cert: &[u8]| {
         format!(
             "<wsse:SecurityTokenReference><wsse:KeyIdentifier EncodingType=\"{BASE64}\" \

@@ -20,7 +20,7 @@ use crate::fault::{Fault, FaultCode};
 use crate::inbound::{child, security_header, timestamp, WSSE, WSU};
 use crate::policy::Policy;
 use base64::Engine;
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use sluice_xml::{Document, Fragment, Placement, XmlError};
 use std::collections::HashMap;
 
@@ -147,15 +147,27 @@ pub fn check(
 
 /// The user of Basic credentials whose password is right (and who holds an allowed role).
 fn basic_user(user: &str, password: &str, policy: &Policy, users: &Users) -> Result<String, Fault> {
-    let stored = users.0.get(user).map_or("", |(p, _)| p.as_str());
-    let right = same(password.as_bytes(), stored.as_bytes());
-    if user.is_empty() || password.is_empty() || !users.0.contains_key(user) || !right {
+    let right = |stored: &str| !password.is_empty() && same(password.as_bytes(), stored.as_bytes());
+    authenticate(user, right, policy, users)
+}
+
+/// `name` when `right` holds for its password (an unknown user's is compared as "" and refused
+/// alike, at the same cost) and the policy's roles admit it.
+fn authenticate(
+    name: &str,
+    right: impl FnOnce(&str) -> bool,
+    policy: &Policy,
+    users: &Users,
+) -> Result<String, Fault> {
+    let known = users.0.get(name);
+    let right = right(known.map_or("", |(p, _)| p.as_str()));
+    if known.is_none() || name.is_empty() || !right {
         return Err(Fault::new(
             FaultCode::FailedAuthentication,
             "the user name or password is wrong",
         ));
     }
-    allowed(user.to_owned(), policy, users)
+    allowed(name.to_owned(), policy, users)
 }
 
 /// `name` when the policy's roles (if any) admit it.
@@ -176,12 +188,6 @@ fn token(
     users: &Users,
     now: DateTime<Utc>,
 ) -> Result<String, Fault> {
-    let failed = || {
-        Fault::new(
-            FaultCode::FailedAuthentication,
-            "the user name or password is wrong",
-        )
-    };
     let name = child(t, WSSE, "Username")
         .map(|n| n.text_content().trim().to_owned())
         .ok_or_else(|| {
@@ -200,11 +206,11 @@ fn token(
     let kind = password
         .attribute("Type")
         .unwrap_or_else(|| PASSWORD_TEXT.to_owned());
-    // An unknown user costs the same comparison as a known one.
-    let known = users.0.get(&name);
-    let stored = known.map_or("", |(p, _)| p.as_str());
-    let right = match kind.trim() {
-        PASSWORD_TEXT => same(given.as_bytes(), stored.as_bytes()),
+    match kind.trim() {
+        PASSWORD_TEXT => {
+            let right = |stored: &str| same(given.as_bytes(), stored.as_bytes());
+            authenticate(&name, right, policy, users)
+        }
         PASSWORD_DIGEST => {
             let nonce = child(t, WSSE, "Nonce").map(|n| n.text_content().trim().to_owned());
             let created = child(t, WSU, "Created").map(|n| n.text_content().trim().to_owned());
@@ -220,24 +226,21 @@ fn token(
                 .map_err(|_| {
                     Fault::new(FaultCode::InvalidSecurityToken, "a Nonce not in Base64")
                 })?;
-            let mut d = ring::digest::Context::new(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY);
-            d.update(&nonce);
-            d.update(created.as_bytes());
-            d.update(stored.as_bytes());
-            let want = base64::engine::general_purpose::STANDARD.encode(d.finish());
-            same(given.trim().as_bytes(), want.as_bytes())
+            let right = |stored: &str| {
+                let mut d = ring::digest::Context::new(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY);
+                d.update(&nonce);
+                d.update(created.as_bytes());
+                d.update(stored.as_bytes());
+                let want = base64::engine::general_purpose::STANDARD.encode(d.finish());
+                same(given.trim().as_bytes(), want.as_bytes())
+            };
+            authenticate(&name, right, policy, users)
         }
-        _ => {
-            return Err(Fault::new(
-                FaultCode::UnsupportedSecurityToken,
-                format!("a password of type {kind}"),
-            ))
-        }
-    };
-    if known.is_none() || !right {
-        return Err(failed());
+        _ => Err(Fault::new(
+            FaultCode::UnsupportedSecurityToken,
+            format!("a password of type {kind}"),
+        )),
     }
-    allowed(name, policy, users)
 }
 
 /// Whether `a` and `b` are equal, in time that does not depend on where they differ.
@@ -278,19 +281,11 @@ pub fn answer(doc: &mut Document, policy: &Policy, now: DateTime<Utc>) -> Result
     let Some(header) = doc.ensure_soap_header()? else {
         return Ok(());
     };
-    let r = &policy.rampart;
-    let format = if r.timestamp_millis {
-        SecondsFormat::Millis
-    } else {
-        SecondsFormat::Secs
-    };
-    let expires = now + chrono::Duration::seconds(i64::from(r.timestamp_ttl));
+    let (created, expires) = crate::outbound::timestamp_times(policy, now);
     let xml = format!(
         "<wsse:Security xmlns:wsse=\"{WSSE}\" xmlns:wsu=\"{WSU}\"><wsu:Timestamp>\
-         <wsu:Created>{}</wsu:Created><wsu:Expires>{}</wsu:Expires></wsu:Timestamp>\
-         </wsse:Security>",
-        now.to_rfc3339_opts(format, true),
-        expires.to_rfc3339_opts(format, true),
+         <wsu:Created>{created}</wsu:Created><wsu:Expires>{expires}</wsu:Expires></wsu:Timestamp>\
+         </wsse:Security>"
     );
     doc.insert(header, &Fragment::parse(&xml)?, Placement::LastChild)
 }
@@ -298,6 +293,7 @@ pub fn answer(doc: &mut Document, policy: &Policy, now: DateTime<Utc>) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chrono::SecondsFormat;
 
     /// MI's "UsernameToken" scenario policy (wso2/micro-integrator's integration tests,
     /// `scenario1-policy.xml`, Apache-2.0), its comment left out.

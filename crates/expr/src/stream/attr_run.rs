@@ -5,16 +5,16 @@
 //! |---|---|
 //! | Classify a window | Two 32-byte loads; white space and name bytes from two 16-entry nibble tables (`vpshufb`), `=`, `"`, `:` and the bytes a value's class depends on by comparisons; one 64-bit mask each |
 //! | Read an attribute | Bit arithmetic on the masks: the name runs from the first byte after the white space to the `=`, the value from the `"` right after it to the next `"` |
-//! | Anything else | Single quotes, white space around `=`, a name that is not an ASCII QName, an attribute that does not end within the window: that one attribute goes to [`next_attribute`], the byte loop, and the window moves on |
+//! | Anything else | Single quotes, white space around `=`, a name that is not an ASCII QName, an attribute that does not end within the window: that one attribute goes to [`next_attribute`](super::scan::next_attribute), the byte loop, and the window moves on |
 //!
-//! Every attribute read here is one [`next_attribute`] would read the same way, to the class bits
+//! Every attribute read here is one [`next_attribute`](super::scan::next_attribute) would read the same way, to the class bits
 //! (a value with a byte its class depends on is classed by [`value_class`]); the tests compare the
 //! two on many generated tags. Where the CPU has no AVX2, [`read_attributes`] keeps the byte loop.
 //!
 //! [`read_attributes`]: super::scan::read_attributes
 
 #[cfg(target_arch = "x86_64")]
-use super::scan::{next_attribute, read_bytewise, value_class, NAME_CLASS, V_QNAME};
+use super::scan::{read_bytewise, read_one, value_class, NAME_CLASS, V_QNAME};
 #[cfg(target_arch = "x86_64")]
 use super::MAX_ATTRS;
 #[cfg(target_arch = "x86_64")]
@@ -281,16 +281,9 @@ fn read_here<'a>(simd: pulp::x86::V3, raw: &'a str, out: &mut Vec<(&'a str, &'a 
             }
         }
         // One attribute the byte loop reads; the window starts again after it.
-        match next_attribute(b, i + o as usize, b.len()) {
-            Ok(Some(a)) => {
-                out.push((&raw[a.name.clone()], &raw[a.value.clone()], a.class));
-                if out.len() > MAX_ATTRS {
-                    return true;
-                }
-                i = a.next;
-            }
-            Ok(None) => return true,
-            Err(()) => return false,
+        match read_one(raw, out, i + o as usize) {
+            Ok(next) => i = next,
+            Err(done) => return done,
         }
     }
     read_bytewise(raw, out, i)

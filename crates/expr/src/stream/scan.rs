@@ -624,21 +624,36 @@ pub(super) fn read_bytewise<'a>(
     out: &mut Vec<(&'a str, &'a str, u8)>,
     mut i: usize,
 ) -> bool {
-    let b = raw.as_bytes();
     loop {
-        let a = match next_attribute(b, i, b.len()) {
-            Ok(Some(a)) => a,
-            Ok(None) => return true,
-            Err(()) => return false,
-        };
-        // Every index `next_attribute` gives is next to an ASCII byte (white space, `=`, a quote):
-        // a character boundary.
-        out.push((&raw[a.name.clone()], &raw[a.value.clone()], a.class));
-        if out.len() > MAX_ATTRS {
-            return true;
+        match read_one(raw, out, i) {
+            Ok(next) => i = next,
+            Err(done) => return done,
         }
-        i = a.next;
     }
+}
+
+/// One attribute of `raw` from byte `i` into `out`: `Ok` with where the next begins, or `Err`
+/// with [`read_attributes`]' answer when the reading is over (no more, more than [`MAX_ATTRS`],
+/// or bad syntax).
+#[inline(always)]
+pub(super) fn read_one<'a>(
+    raw: &'a str,
+    out: &mut Vec<(&'a str, &'a str, u8)>,
+    i: usize,
+) -> Result<usize, bool> {
+    let b = raw.as_bytes();
+    let a = match next_attribute(b, i, b.len()) {
+        Ok(Some(a)) => a,
+        Ok(None) => return Err(true),
+        Err(()) => return Err(false),
+    };
+    // Every index `next_attribute` gives is next to an ASCII byte (white space, `=`, a quote): a
+    // character boundary.
+    out.push((&raw[a.name.clone()], &raw[a.value.clone()], a.class));
+    if out.len() > MAX_ATTRS {
+        return Err(true);
+    }
+    Ok(a.next)
 }
 
 /// One attribute as [`next_attribute`] reads it.
