@@ -16,6 +16,9 @@ pub enum ErrorKind {
     ConnectionClosed,
     /// The back-end sent something that is not HTTP/1.1.
     BackendProtocol,
+    /// The back-end's answer failed the WS-Security checks of its endpoint's inbound policy
+    /// (MI's 101510).
+    BackendSecurity,
     /// The endpoint is suspended after failures (`suspendOnFailure`, `markForSuspension`): nothing
     /// was sent.
     EndpointSuspended,
@@ -67,6 +70,7 @@ impl ErrorKind {
             | ErrorKind::ResponseTimeout
             | ErrorKind::ConnectionClosed
             | ErrorKind::BackendProtocol
+            | ErrorKind::BackendSecurity
             | ErrorKind::EndpointSuspended
             | ErrorKind::NoReadyChild => ErrorSource::Backend,
             ErrorKind::BadRequest
@@ -90,6 +94,7 @@ impl ErrorKind {
             ErrorKind::ResponseTimeout => 101504,
             ErrorKind::ConnectionClosed => 101505,
             ErrorKind::BackendProtocol => 101506,
+            ErrorKind::BackendSecurity => 101510,
             ErrorKind::EndpointSuspended => 303001,
             ErrorKind::NoReadyChild => 303000,
             ErrorKind::EndpointNotFound => 305100,
@@ -104,9 +109,10 @@ impl ErrorKind {
     /// The HTTP status Sluice answers with when no fault sequence answered.
     pub fn http_status(self) -> u16 {
         match self {
-            ErrorKind::ConnectFailed | ErrorKind::ConnectionClosed | ErrorKind::BackendProtocol => {
-                502
-            }
+            ErrorKind::ConnectFailed
+            | ErrorKind::ConnectionClosed
+            | ErrorKind::BackendProtocol
+            | ErrorKind::BackendSecurity => 502,
             ErrorKind::ConnectTimeout | ErrorKind::ResponseTimeout => 504,
             ErrorKind::EndpointSuspended | ErrorKind::NoReadyChild => 503,
             ErrorKind::BadRequest => 400,
@@ -143,6 +149,7 @@ impl ErrorKind {
                 | ErrorKind::ResponseTimeout
                 | ErrorKind::ConnectionClosed
                 | ErrorKind::BackendProtocol
+                | ErrorKind::BackendSecurity
         )
     }
 
@@ -167,6 +174,7 @@ impl ErrorKind {
                 "the back-end closed the connection before a complete response"
             }
             ErrorKind::BackendProtocol => "the back-end sent an invalid HTTP response",
+            ErrorKind::BackendSecurity => "the back-end's answer failed its WS-Security checks",
             ErrorKind::EndpointSuspended => "the endpoint is suspended after failures",
             ErrorKind::NoReadyChild => "no child endpoint is ready",
             ErrorKind::EndpointNotFound => "no such endpoint",
@@ -261,12 +269,13 @@ impl std::error::Error for Error {
 mod tests {
     use super::*;
 
-    const ALL: [ErrorKind; 17] = [
+    const ALL: [ErrorKind; 18] = [
         ErrorKind::ConnectFailed,
         ErrorKind::ConnectTimeout,
         ErrorKind::ResponseTimeout,
         ErrorKind::ConnectionClosed,
         ErrorKind::BackendProtocol,
+        ErrorKind::BackendSecurity,
         ErrorKind::EndpointSuspended,
         ErrorKind::NoReadyChild,
         ErrorKind::EndpointNotFound,

@@ -170,6 +170,100 @@ impl Compiler<'_> {
     }
 }
 
+impl Compiler<'_> {
+    /// An endpoint's `<enableSec>`: each flow's policy read and its keys from the store the
+    /// policy names (`signatureCrypto`, as Synapse's samples do); `None` (reported) when it
+    /// cannot be served, and the endpoint is then left out.
+    pub(crate) fn endpoint_security(
+        &mut self,
+        s: &cfg::EndpointSecurity,
+    ) -> Option<Arc<sluice_security::Initiator>> {
+        let outbound = match &s.outbound {
+            Some(key) => {
+                let (policy, keys, to) = self.initiator_policy(key, &s.loc)?;
+                let Some(to) = to else {
+                    self.report(
+                        Severity::Error,
+                        &s.loc,
+                        "enableSec",
+                        format!("policy '{key}': a request to a back-end is encrypted to the policy's encryptionUser, which must name a certificate of its store (useReqSigCert is for answers)"),
+                    );
+                    return None;
+                };
+                Some(sluice_security::Outbound { policy, keys, to })
+            }
+            None => None,
+        };
+        let inbound = match &s.inbound {
+            Some(key) => {
+                let (policy, keys, _) = self.initiator_policy(key, &s.loc)?;
+                Some(sluice_security::Inbound { policy, keys })
+            }
+            None => None,
+        };
+        Some(Arc::new(sluice_security::Initiator { outbound, inbound }))
+    }
+
+    /// A policy an endpoint secures a flow with, its keys and the certificate of its
+    /// `encryptionUser`.
+    fn initiator_policy(
+        &mut self,
+        key: &str,
+        loc: &sluice_config::Location,
+    ) -> Option<(
+        sluice_security::policy::Policy,
+        Arc<sluice_security::inbound::Keys>,
+        Option<Vec<u8>>,
+    )> {
+        let text = match self.keyed(key) {
+            Ok((text, _)) => text.to_owned(),
+            Err((sev, msg)) => {
+                self.report(sev, loc, "enableSec", msg);
+                return None;
+            }
+        };
+        let policy = match sluice_security::policy::parse(&text) {
+            Ok(p) => p,
+            Err(unsupported) => {
+                for u in unsupported {
+                    self.report(
+                        Severity::Unsupported,
+                        loc,
+                        "enableSec",
+                        format!("policy '{key}' line {}: {}", u.line, u.what),
+                    );
+                }
+                return None;
+            }
+        };
+        if policy.transport {
+            self.report(
+                Severity::Unsupported,
+                loc,
+                "enableSec",
+                format!("policy '{key}': a UsernameToken towards a back-end is not supported yet"),
+            );
+            return None;
+        }
+        let Some(crypto) = policy.rampart.signature_crypto.clone() else {
+            self.report(
+                Severity::Unsupported,
+                loc,
+                "enableSec",
+                format!("policy '{key}': WS-Security towards a back-end with [keystore.primary] is not supported yet; the policy's RampartConfig must name its key store (signatureCrypto), as Synapse's samples do"),
+            );
+            return None;
+        };
+        match policy_keys(self.home, &crypto, &policy.rampart) {
+            Ok((keys, to)) => Some((policy, Arc::new(keys), to)),
+            Err(e) => {
+                self.report(Severity::Error, loc, "enableSec", e);
+                None
+            }
+        }
+    }
+}
+
 /// Our keys from the key store a policy names (`signatureCrypto`, Merlin's properties: a JKS file
 /// relative to SYNAPSE_HOME), with `rampart:user`'s key opened with the store's password (Rampart
 /// asks a password callback class for it, which cannot run here), and the certificate of

@@ -40,6 +40,7 @@ pub const X509V3: &str =
     "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-x509-token-profile-1.0#X509v3";
 pub const THUMBPRINT: &str =
     "http://docs.oasis-open.org/wss/oasis-wss-soap-message-security-1.1#ThumbprintSHA1";
+pub const SKI: &str = "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-x509-token-profile-1.0#X509SubjectKeyIdentifier";
 
 /// Our key and whom we trust, each certificate's public key loaded once (loading one costs
 /// OpenSSL 3 more than an RSA signature check: never per request).
@@ -63,6 +64,8 @@ pub struct Trusted {
     pub der: Vec<u8>,
     /// Its SHA-1 (`ThumbprintSHA1`).
     pub thumbprint: Vec<u8>,
+    /// Its subject key identifier (`X509SubjectKeyIdentifier`, [`ski`]).
+    pub ski: Vec<u8>,
     /// Its issuer (RFC 2253) and serial number (decimal): `X509IssuerSerial`.
     pub issuer_serial: (String, String),
     /// Its public key.
@@ -84,6 +87,7 @@ impl Keys {
             .map(|der| {
                 Ok(Trusted {
                     thumbprint: thumbprint(&der),
+                    ski: ski(&der),
                     issuer_serial: sluice_xml::certificate_issuer_serial(&der)?,
                     key: SecurityKey::certificate(&der)?,
                     der,
@@ -148,6 +152,12 @@ impl Keys {
 
     fn by_thumbprint(&self, thumbprint: &[u8]) -> Option<&Trusted> {
         self.trusted.iter().find(|t| t.thumbprint == thumbprint)
+    }
+
+    fn by_ski(&self, ski: &[u8]) -> Option<&Trusted> {
+        self.trusted
+            .iter()
+            .find(|t| !t.ski.is_empty() && t.ski == ski)
     }
 
     /// The trusted certificate an `X509IssuerSerial` names: the serial number equal, the issuer
@@ -494,6 +504,12 @@ fn signer_certificate(doc: &Document, sig: Node<'_>, keys: &Keys) -> Result<Vec<
                         "no trusted certificate has the signature's thumbprint",
                     )
                 }),
+            Some(SKI) => keys.by_ski(&value).map(|t| t.der.clone()).ok_or_else(|| {
+                Fault::new(
+                    FaultCode::SecurityTokenUnavailable,
+                    "no trusted certificate has the signature's subject key identifier",
+                )
+            }),
             other => Err(Fault::new(
                 FaultCode::UnsupportedSecurityToken,
                 format!("a KeyIdentifier of type {}", other.unwrap_or("(none)")),
@@ -520,6 +536,24 @@ fn signer_certificate(doc: &Document, sig: Node<'_>, keys: &Keys) -> Result<Vec<
         FaultCode::UnsupportedSecurityToken,
         "the signature's SecurityTokenReference is no Reference, KeyIdentifier or X509IssuerSerial",
     ))
+}
+
+/// A certificate's subject key identifier, as WSS4J finds it: its SubjectKeyIdentifier extension,
+/// else the SHA-1 of its public key's bits. Empty for what is not a certificate.
+pub fn ski(der: &[u8]) -> Vec<u8> {
+    use x509_parser::prelude::{FromDer, ParsedExtension, X509Certificate};
+    let Ok((_, cert)) = X509Certificate::from_der(der) else {
+        return Vec::new();
+    };
+    for ext in cert.extensions() {
+        if let ParsedExtension::SubjectKeyIdentifier(id) = ext.parsed_extension() {
+            return id.0.to_vec();
+        }
+    }
+    let bits = &cert.public_key().subject_public_key.data;
+    ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, bits)
+        .as_ref()
+        .to_vec()
 }
 
 /// A certificate's SHA-1 (`ThumbprintSHA1`).

@@ -32,6 +32,37 @@ pub enum Guard {
     Users(Arc<username::Users>),
 }
 
+/// WS-Security towards a back-end (an endpoint's `<enableSec>`), as Rampart's initiator: the
+/// request secured with one policy, the response checked with another (either may be absent:
+/// that flow is left as it is, as Rampart leaves a flow it has no policy for).
+pub struct Initiator {
+    pub outbound: Option<Outbound>,
+    pub inbound: Option<Inbound>,
+}
+
+/// How a request to a back-end is secured.
+pub struct Outbound {
+    pub policy: policy::Policy,
+    pub keys: Arc<inbound::Keys>,
+    /// The back-end's certificate (DER): the policy's `encryptionUser`.
+    pub to: Vec<u8>,
+}
+
+/// How a back-end's response is checked.
+pub struct Inbound {
+    pub policy: policy::Policy,
+    pub keys: Arc<inbound::Keys>,
+}
+
+impl std::fmt::Debug for Initiator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Initiator")
+            .field("outbound", &self.outbound.is_some())
+            .field("inbound", &self.inbound.is_some())
+            .finish()
+    }
+}
+
 impl std::fmt::Debug for Secured {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Secured")

@@ -16,7 +16,7 @@
 //! A policy without `sp:EncryptedParts` (sign only, MI's "Non-repudiation" scenario) gets no
 //! `EncryptedKey`, and the Body stays in the clear.
 
-use crate::inbound::{thumbprint, Checked, Keys, DS, WSSE, WSSE11, WSU, XENC};
+use crate::inbound::{thumbprint, Checked, Keys, DS, WSSE, WSSE11, WSU, X509V3, XENC};
 use crate::policy::{Policy, SHA256};
 use base64::Engine;
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -65,11 +65,65 @@ pub fn secure(
     request: &Checked,
     now: DateTime<Utc>,
 ) -> Result<(), SecureError> {
+    let side = Side::Recipient {
+        requester: &request.signer,
+        confirm: &request.signature_values,
+    };
+    protect(doc, policy, keys, side, now)
+}
+
+/// Secures `doc`, a request to a back-end, as Rampart's initiator does: signed with our key (our
+/// certificate sent as a BinarySecurityToken), the Body's content encrypted to `to` (the policy's
+/// `encryptionUser`, referenced by its subject key identifier), a Timestamp, no
+/// SignatureConfirmation. Header order as Rampart's: Timestamp, EncryptedKey, token, Signature.
+pub fn secure_request(
+    doc: &mut Document,
+    policy: &Policy,
+    keys: &Keys,
+    to: &[u8],
+    now: DateTime<Utc>,
+) -> Result<(), SecureError> {
+    protect(doc, policy, keys, Side::Initiator { to }, now)
+}
+
+/// Which side of the asymmetric binding a message is secured by.
+#[derive(Clone, Copy)]
+enum Side<'a> {
+    /// Answering a request: encrypted to its signer (or the policy's encryptionUser), each of its
+    /// signature values confirmed where the policy asks.
+    Recipient {
+        requester: &'a [u8],
+        confirm: &'a [String],
+    },
+    /// Sending a request to `to`.
+    Initiator { to: &'a [u8] },
+}
+
+impl Side<'_> {
+    fn encrypt_to(&self) -> &[u8] {
+        match self {
+            Side::Recipient { requester, .. } => requester,
+            Side::Initiator { to } => to,
+        }
+    }
+}
+
+fn protect(
+    doc: &mut Document,
+    policy: &Policy,
+    keys: &Keys,
+    side: Side<'_>,
+    now: DateTime<Utc>,
+) -> Result<(), SecureError> {
     let rng = SystemRandom::new();
     let id = |kind: &str| -> Result<String, SecureError> {
         let mut b = [0u8; 12];
         rng.fill(&mut b).map_err(|_| SecureError::Random)?;
         Ok(format!("{kind}-{}", hex(&b)))
+    };
+    let confirmations = match side {
+        Side::Recipient { confirm, .. } if policy.signature_confirmation => confirm.len().max(1),
+        _ => 0,
     };
     let ids = Ids {
         body: id("id")?,
@@ -77,14 +131,15 @@ pub fn secure(
         key: id("EK")?,
         data: id("ED")?,
         signature: id("SIG")?,
-        confirmations: (0..request.signature_values.len().max(1))
+        token: id("X509")?,
+        confirmations: (0..confirmations)
             .map(|_| id("SC"))
             .collect::<Result<_, _>>()?,
     };
     let mut session = vec![0u8; key_length(policy.suite.encryption)];
     rng.fill(&mut session).map_err(|_| SecureError::Random)?;
 
-    // A security header the back-end sent is not ours to pass on.
+    // A security header the message came with is not ours to pass on.
     crate::inbound::remove_headers(doc)?;
     let header = doc.ensure_soap_header()?.ok_or(SecureError::NotSoap)?;
     let body = doc
@@ -92,7 +147,7 @@ pub fn secure(
         .map(|b| b.id())
         .ok_or(SecureError::NotSoap)?;
     doc.set_attribute_ns(body, (WSU, "wsu"), "Id", &ids.body)?;
-    let header_xml = security_header(policy, keys, request, now, &ids);
+    let header_xml = security_header(policy, keys, side, now, &ids);
     doc.insert(header, &Fragment::parse(&header_xml)?, Placement::LastChild)?;
     doc.register_ids("Id")?;
 
@@ -108,7 +163,7 @@ pub fn secure(
     if !policy.encrypted_body {
         return Ok(());
     }
-    // The Body's content into the template, then the key it was encrypted with to the requester.
+    // The Body's content into the template, then the key it was encrypted with to the other side.
     let template = Fragment::parse(&format!(
         "<xenc:EncryptedData xmlns:xenc=\"{XENC}\" Id=\"{}\" Type=\"{CONTENT}\">\
          <xenc:EncryptionMethod Algorithm=\"{}\"/><xenc:CipherData><xenc:CipherValue/>\
@@ -116,6 +171,8 @@ pub fn secure(
         ids.data, policy.suite.encryption
     ))?;
     let key_node = by_id(doc, &ids.key)?;
+    // After the EncryptedKey (the recipient's layout) or at the end of the header (Rampart's
+    // initiator, whose token and Signature follow the key): the data goes in the Body either way.
     doc.insert(key_node, &template, Placement::After)?;
     let data = doc
         .node(key_node)
@@ -123,16 +180,12 @@ pub fn secure(
         .map(|n| n.id())
         .ok_or(SecureError::NotSoap)?;
     doc.encrypt(data, body, &SecurityKey::aes(&session)?)?;
-    // The requester's key, loaded when the keys were (its signature was checked with it).
-    let requester = match keys.trusted(&request.signer) {
-        Some(t) => doc.encrypt_key(key_node, &session, &t.key),
-        None => doc.encrypt_key(
-            key_node,
-            &session,
-            &SecurityKey::certificate(&request.signer)?,
-        ),
-    };
-    requester?;
+    // The other side's key, loaded when the keys were where it is trusted.
+    let to = side.encrypt_to();
+    match keys.trusted(to) {
+        Some(t) => doc.encrypt_key(key_node, &session, &t.key)?,
+        None => doc.encrypt_key(key_node, &session, &SecurityKey::certificate(to)?)?,
+    }
     Ok(())
 }
 
@@ -143,6 +196,8 @@ struct Ids {
     key: String,
     data: String,
     signature: String,
+    /// Our certificate's BinarySecurityToken (the initiator's).
+    token: String,
     confirmations: Vec<String>,
 }
 
@@ -177,28 +232,24 @@ pub(crate) fn timestamp_times(policy: &Policy, now: DateTime<Utc>) -> (String, S
 fn security_header(
     policy: &Policy,
     keys: &Keys,
-    request: &Checked,
+    side: Side<'_>,
     now: DateTime<Utc>,
     ids: &Ids,
 ) -> String {
     let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
     let (created, expires) = timestamp_times(policy, now);
-    let thumb = |cert: &[u8]| {
+    let key_id = |value_type: &str, value: &[u8]| {
         format!(
             "<wsse:SecurityTokenReference><wsse:KeyIdentifier EncodingType=\"{BASE64}\" \
-             ValueType=\"{}\">{}</wsse:KeyIdentifier></wsse:SecurityTokenReference>",
-            crate::inbound::THUMBPRINT,
-            b64(&thumbprint(cert))
+             ValueType=\"{value_type}\">{}</wsse:KeyIdentifier></wsse:SecurityTokenReference>",
+            b64(value)
         )
     };
+    let thumb = |cert: &[u8]| key_id(crate::inbound::THUMBPRINT, &thumbprint(cert));
     let mut confirmations = String::new();
     let mut signed = vec![ids.body.as_str(), ids.timestamp.as_str()];
-    if policy.signature_confirmation {
-        let values = request
-            .signature_values
-            .iter()
-            .map(Some)
-            .chain(std::iter::repeat(None));
+    if let Side::Recipient { confirm, .. } = side {
+        let values = confirm.iter().map(Some).chain(std::iter::repeat(None));
         for (id, value) in ids.confirmations.iter().zip(values) {
             let value = value.map(|v| format!(" Value=\"{v}\"")).unwrap_or_default();
             confirmations.push_str(&format!(
@@ -221,33 +272,58 @@ fn security_header(
             )
         })
         .collect();
+    // The initiator names the recipient's certificate by its subject key identifier (Rampart's
+    // choice for policy_3's Wss10 MustSupportRefKeyIdentifier), the recipient the requester's by
+    // its thumbprint.
+    let recipient = match side {
+        Side::Initiator { to } => match crate::inbound::ski(to) {
+            ski if !ski.is_empty() => key_id(crate::inbound::SKI, &ski),
+            _ => thumb(to),
+        },
+        Side::Recipient { requester, .. } => thumb(requester),
+    };
     // The key the Body's content is encrypted with, where the policy encrypts it.
     let encrypted_key = if policy.encrypted_body {
         format!(
             "<xenc:EncryptedKey xmlns:xenc=\"{XENC}\" Id=\"{ek}\">\
              <xenc:EncryptionMethod Algorithm=\"{wrap}\"/>\
-             <ds:KeyInfo xmlns:ds=\"{DS}\">{requester}</ds:KeyInfo>\
+             <ds:KeyInfo xmlns:ds=\"{DS}\">{recipient}</ds:KeyInfo>\
              <xenc:CipherData><xenc:CipherValue/></xenc:CipherData>\
              <xenc:ReferenceList><xenc:DataReference URI=\"#{ed}\"/></xenc:ReferenceList>\
              </xenc:EncryptedKey>",
             ek = ids.key,
             wrap = policy.suite.key_wrap,
-            requester = thumb(&request.signer),
             ed = ids.data,
         )
     } else {
         String::new()
     };
+    // The initiator sends its certificate, and its signature refers to it.
+    let (token, ours) = match side {
+        Side::Initiator { .. } => (
+            format!(
+                "<wsse:BinarySecurityToken EncodingType=\"{BASE64}\" ValueType=\"{X509V3}\" \
+                 wsu:Id=\"{id}\">{cert}</wsse:BinarySecurityToken>",
+                id = ids.token,
+                cert = b64(&keys.certificate)
+            ),
+            format!(
+                "<wsse:SecurityTokenReference><wsse:Reference URI=\"#{}\" ValueType=\"{X509V3}\"/>\
+                 </wsse:SecurityTokenReference>",
+                ids.token
+            ),
+        ),
+        Side::Recipient { .. } => (String::new(), thumb(&keys.certificate)),
+    };
     format!(
         "<wsse:Security xmlns:wsse=\"{WSSE}\" xmlns:wsu=\"{WSU}\">\
          <wsu:Timestamp wsu:Id=\"{ts}\"><wsu:Created>{created}</wsu:Created>\
-         <wsu:Expires>{expires}</wsu:Expires></wsu:Timestamp>{confirmations}{encrypted_key}\
+         <wsu:Expires>{expires}</wsu:Expires></wsu:Timestamp>{confirmations}{encrypted_key}{token}\
          <ds:Signature xmlns:ds=\"{DS}\" Id=\"{sig}\"><ds:SignedInfo>\
          <ds:CanonicalizationMethod Algorithm=\"{EXC_C14N}\"/>\
          <ds:SignatureMethod Algorithm=\"{signature_method}\"/>{references}</ds:SignedInfo>\
          <ds:SignatureValue/><ds:KeyInfo>{ours}</ds:KeyInfo></ds:Signature></wsse:Security>",
         ts = ids.timestamp,
         sig = ids.signature,
-        ours = thumb(&keys.certificate),
     )
 }

@@ -346,36 +346,15 @@ fn a_signer_issued_by_a_trusted_ca_is_accepted() {
         vec![service_cert.clone()],
     )
     .unwrap();
-    // The client signs (and encrypts to the service) as an answer is secured.
+    // The client secures its request as Rampart's initiator: its certificate sent whole, as a
+    // BinarySecurityToken the signature's KeyInfo refers to.
     let plain = plain_request();
     let mut doc = Document::parse(plain.as_bytes()).unwrap();
     let now = Utc::now();
-    let to_service = crate::inbound::Checked {
-        signer: service_cert.clone(),
-        signature_values: Vec::new(),
-    };
-    crate::outbound::secure(&mut doc, &wso2_policy(), &client_keys, &to_service, now).unwrap();
-    // Its certificate sent whole: a BinarySecurityToken the signature's KeyInfo refers to.
+    crate::outbound::secure_request(&mut doc, &wso2_policy(), &client_keys, &service_cert, now)
+        .unwrap();
     let wire = String::from_utf8(doc.to_bytes().unwrap()).unwrap();
-    let info = wire.rfind("<ds:KeyInfo>").unwrap();
-    let info_end = wire[info..].find("</ds:KeyInfo>").unwrap() + info + "</ds:KeyInfo>".len();
-    let b64 = base64::engine::general_purpose::STANDARD;
-    use base64::Engine;
-    let reference_to_bst = format!(
-        "<ds:KeyInfo><wsse:SecurityTokenReference><wsse:Reference URI=\"#X509-client\" \
-         ValueType=\"{}\"/></wsse:SecurityTokenReference></ds:KeyInfo>",
-        crate::inbound::X509V3
-    );
-    let mut wire = format!("{}{reference_to_bst}{}", &wire[..info], &wire[info_end..]);
-    let security = wire.find("<wsse:Security").unwrap();
-    let open_end = wire[security..].find('>').unwrap() + security + 1;
-    let bst = format!(
-        "<wsse:BinarySecurityToken wsu:Id=\"X509-client\" ValueType=\"{}\" \
-         EncodingType=\"http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-soap-message-security-1.0#Base64Binary\">{}</wsse:BinarySecurityToken>",
-        crate::inbound::X509V3,
-        b64.encode(client.der())
-    );
-    wire.insert_str(open_end, &bst);
+    assert!(wire.contains("<wsse:BinarySecurityToken"), "{wire}");
     let service = |trusted: Vec<Vec<u8>>| {
         Keys::new(
             SecurityKey::private_pkcs8(&service_key).unwrap(),
@@ -399,6 +378,85 @@ fn a_signer_issued_by_a_trusted_ca_is_accepted() {
         "{}",
         refused.reason
     );
+}
+
+/// Synapse's sample keys (alice and bob, `store.jks`): alice secures a request to bob as Rampart's
+/// initiator does (policy_3: bob's certificate named by its subject key identifier, alice's sent
+/// as a BinarySecurityToken, Rampart's header order, no SignatureConfirmation); bob's side reads
+/// it back. A signature naming its signer by subject key identifier (Rampart's recipient) is
+/// checked too.
+#[test]
+fn an_initiators_request_reads_back_at_its_recipient() {
+    let jks =
+        std::fs::read(reference().join("apache-synapse/resources/security/store.jks")).unwrap();
+    let store = KeyStore::read(&jks, "password").unwrap();
+    let key = |alias: &str| {
+        let e = store.key(alias).unwrap();
+        (
+            SecurityKey::private_pkcs8(&e.key("password").unwrap()).unwrap(),
+            e.chain[0].clone(),
+        )
+    };
+    let ((alice_key, alice), (bob_key, bob)) = (key("alice"), key("bob"));
+    let alice_keys = Keys::new(alice_key, alice.clone(), vec![bob.clone()]).unwrap();
+    let bob_keys = Keys::new(bob_key, bob.clone(), vec![alice.clone()]).unwrap();
+    let policy3 =
+        std::fs::read_to_string(reference().join("apache-synapse/resources/policy/policy_3.xml"))
+            .unwrap();
+    let policy3 = policy::parse(&policy3).unwrap();
+    let now = Utc::now();
+    let mut doc = Document::parse(plain_request().as_bytes()).unwrap();
+    crate::outbound::secure_request(&mut doc, &policy3, &alice_keys, &bob, now).unwrap();
+    let wire = String::from_utf8(doc.to_bytes().unwrap()).unwrap();
+    let at = |what: &str| {
+        wire.find(what)
+            .unwrap_or_else(|| panic!("no {what}: {wire}"))
+    };
+    assert!(
+        at("<wsu:Timestamp") < at("<xenc:EncryptedKey")
+            && at("<xenc:EncryptedKey") < at("<wsse:BinarySecurityToken")
+            && at("<wsse:BinarySecurityToken") < at("<ds:Signature"),
+        "{wire}"
+    );
+    assert!(wire.contains(crate::inbound::SKI), "{wire}");
+    assert!(
+        !wire.contains("SignatureConfirmation") && !wire.contains("<order>"),
+        "{wire}"
+    );
+    let mut back = Document::parse(wire.as_bytes()).unwrap();
+    let c = check(&mut back, &policy3, &bob_keys, now).unwrap();
+    assert_eq!(c.signer, alice);
+    let payload = back.soap_body().unwrap().first_child_element().unwrap();
+    assert_eq!(payload.name(), "buyStocks");
+
+    // Bob answers; his signature's KeyInfo rewritten to name him by subject key identifier (the
+    // KeyInfo is outside what is signed): alice finds him among her trusted certificates.
+    let mut answer = Document::parse(plain_request().as_bytes()).unwrap();
+    let request = crate::inbound::Checked {
+        signer: alice.clone(),
+        signature_values: Vec::new(),
+    };
+    crate::outbound::secure(&mut answer, &policy3, &bob_keys, &request, now).unwrap();
+    let wire = String::from_utf8(answer.to_bytes().unwrap()).unwrap();
+    let b64 = |b: &[u8]| {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(b)
+    };
+    let thumb = format!(
+        "ValueType=\"{}\">{}<",
+        crate::inbound::THUMBPRINT,
+        b64(&crate::inbound::thumbprint(&bob))
+    );
+    assert!(wire.contains(&thumb), "{wire}");
+    let by_ski = format!(
+        "ValueType=\"{}\">{}<",
+        crate::inbound::SKI,
+        b64(&crate::inbound::ski(&bob))
+    );
+    let wire = wire.replace(&thumb, &by_ski);
+    let mut back = Document::parse(wire.as_bytes()).unwrap();
+    let c = check(&mut back, &policy3, &alice_keys, now).unwrap();
+    assert_eq!(c.signer, bob);
 }
 
 /// WSO2's secured requests and one of Sluice's secured answers, mutated thousands of ways (bytes

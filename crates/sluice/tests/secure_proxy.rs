@@ -114,15 +114,12 @@ async fn a_pkcs12_primary_key_store_serves_the_secure_proxy() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Apache Synapse's sample 200 (its policy_3.xml names its own key store, `store.jks`, relative
-/// to SYNAPSE_HOME: alice is the service, bob the client), its address pointed at the echo
-/// back-end: a request bob signs and encrypts to alice passes, and the answer comes back signed
-/// by alice and encrypted to bob, the policy's encryptionUser; so does one as Synapse's sample
-/// client sends it (alice signs, encrypted to bob: opened with bob's key from the store).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn synapse_sample_200_serves_with_its_policys_key_store() {
+/// A SYNAPSE_HOME for Synapse's security samples: policy_3.xml and its key store `store.jks`
+/// (alice and bob, password "password") under `repository/conf/sample/resources`. Returns the
+/// home and that folder.
+fn sample_home(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     let samples = reference().join("apache-synapse");
-    let home = std::env::temp_dir().join(format!("sluice-s200-{}", std::process::id()));
+    let home = std::env::temp_dir().join(format!("sluice-{name}-{}", std::process::id()));
     let res = home.join("repository/conf/sample/resources");
     std::fs::create_dir_all(res.join("policy")).unwrap();
     std::fs::create_dir_all(res.join("security")).unwrap();
@@ -132,6 +129,105 @@ async fn synapse_sample_200_serves_with_its_policys_key_store() {
     ] {
         std::fs::copy(samples.join(from), res.join(to)).unwrap();
     }
+    (home, res)
+}
+
+/// Apache Synapse's sample 100 (an endpoint's `<enableSec policy>`: the request leaves signed by
+/// alice and encrypted to bob, policy_3's encryptionUser, and the answer is checked before the
+/// out-sequence sends it back), towards sample 200's secured proxy as the secure service (Sluice
+/// too, for now: a WSS4J peer is the next step): the client sends plain SOAP and gets the plain
+/// answer; the echo back-end behind the secured proxy got the plain request. A secured service
+/// that answers in the clear is refused (MI's 101510), and the client still gets an answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn synapse_sample_100_secures_its_send_and_checks_the_answer() {
+    let samples = reference().join("apache-synapse");
+    let (home, _) = sample_home("s100");
+    let be = backend().await;
+    // The secure service: sample 200's proxy in front of the echo back-end.
+    let service = std::fs::read_to_string(samples.join("synapse_sample_200.xml"))
+        .unwrap()
+        .replace("http://localhost:9000", &format!("http://{}", be.addr));
+    let service_config = home.join("service.xml");
+    std::fs::write(&service_config, service).unwrap();
+    let secure = Sluice::start(&[
+        "run",
+        service_config.to_str().unwrap(),
+        "--home",
+        home.to_str().unwrap(),
+    ]);
+    let sample = std::fs::read_to_string(
+        workspace_root()
+            .join("conformance/third_party/synapse-samples/samples/synapse_sample_100.xml"),
+    )
+    .unwrap()
+    .replace(
+        "http://localhost:9000/services/SecureStockQuoteService",
+        &format!("http://{}/services/StockQuoteProxy", secure.addr),
+    );
+    let config = home.join("synapse_sample_100.xml");
+    std::fs::write(&config, &sample).unwrap();
+    let s = Sluice::start(&[
+        "run",
+        config.to_str().unwrap(),
+        "--home",
+        home.to_str().unwrap(),
+    ]);
+    let plain = request_file("2019-04_to_2020-08/1024B_buyStocks.xml");
+    let mut c = Conn::open(s.addr).await;
+    let r = c.soap("/", plain.clone()).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let text = r.text();
+    assert!(text.contains("<order>"), "the answer is plain: {text}");
+    assert!(
+        !text.contains("wsse:Security") && !text.contains("EncryptedData"),
+        "{text}"
+    );
+    let seen = be.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    let sent = String::from_utf8(seen[0].body.clone().unwrap().to_vec()).unwrap();
+    assert!(
+        sent.contains("<order>") && !sent.contains("Security"),
+        "{sent}"
+    );
+
+    // A "secure service" that answers in the clear: refused.
+    let plain_service = synapse_xml(
+        "s100-plain",
+        r#"<definitions xmlns="http://ws.apache.org/ns/synapse"><proxy name="Plain"><target>
+        <inSequence><payloadFactory media-type="xml"><format><r xmlns="">plain</r></format>
+        <args/></payloadFactory><respond/></inSequence></target></proxy></definitions>"#,
+    );
+    let plain_service = Sluice::start(&["run", plain_service.to_str().unwrap()]);
+    let clear = sample.replace(
+        &format!("http://{}/services/StockQuoteProxy", secure.addr),
+        &format!("http://{}/services/Plain", plain_service.addr),
+    );
+    std::fs::write(&config, &clear).unwrap();
+    let s = Sluice::start(&[
+        "run",
+        config.to_str().unwrap(),
+        "--home",
+        home.to_str().unwrap(),
+    ]);
+    let mut c = Conn::open(s.addr).await;
+    let r = c.soap("/", plain).await;
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert!(
+        r.text().contains("Fault processing response message"),
+        "{}",
+        r.text()
+    );
+}
+
+/// Apache Synapse's sample 200 (its policy_3.xml names its own key store, `store.jks`, relative
+/// to SYNAPSE_HOME: alice is the service, bob the client), its address pointed at the echo
+/// back-end: a request bob signs and encrypts to alice passes, and the answer comes back signed
+/// by alice and encrypted to bob, the policy's encryptionUser; so does one as Synapse's sample
+/// client sends it (alice signs, encrypted to bob: opened with bob's key from the store).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn synapse_sample_200_serves_with_its_policys_key_store() {
+    let samples = reference().join("apache-synapse");
+    let (home, res) = sample_home("s200");
     let be = backend().await;
     let sample = std::fs::read_to_string(samples.join("synapse_sample_200.xml"))
         .unwrap()

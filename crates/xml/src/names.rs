@@ -200,24 +200,39 @@ mod tests {
         let mut list: Vec<&str> = Vec::new();
         let mut index = PrefixIndex::default();
         let innermost = |list: &[&str], p: &str| list.iter().rposition(|q| *q == p);
-        // Pushes and pops in a fixed pattern, with prefixes that repeat.
+        // Pushes and pops in a fixed pattern, with prefixes that repeat, and many that do not.
         let prefixes = ["a", "", "b", "a", "c", "", "a", "b", "abcdefgh", "abcdefg"];
+        let many: Vec<String> = (0..300).map(|i| format!("p{i}")).collect();
         let mut seed = 7u32;
-        for step in 0..2000 {
+        for step in 0..6000 {
             seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
             if list.is_empty() || !(seed >> 16).is_multiple_of(3) {
-                let p = prefixes[(seed >> 8) as usize % prefixes.len()];
+                let p = match (seed >> 8) as usize % (prefixes.len() + 2) {
+                    k if k < prefixes.len() => prefixes[k],
+                    _ => many[(seed >> 4) as usize % many.len()].as_str(),
+                };
                 list.push(p);
                 index.push(p);
             } else if let Some(p) = list.pop() {
                 index.pop(p);
             }
-            if step % 700 == 699 {
+            if step % 2100 == 2099 {
                 list.clear();
                 index.clear();
             }
             assert_eq!(index.len(), list.len(), "step {step}");
-            for p in ["a", "", "b", "c", "d", "abcdefgh", "abcdefg", "abcdefghi"] {
+            for p in [
+                "a",
+                "",
+                "b",
+                "c",
+                "d",
+                "abcdefgh",
+                "abcdefg",
+                "abcdefghi",
+                "p7",
+                "p299",
+            ] {
                 assert_eq!(
                     index.get(p.as_bytes()),
                     innermost(&list, p),

@@ -406,6 +406,18 @@ pub struct AddressEndpoint {
     pub wsdl: Option<Box<WsdlPort>>,
     /// `<enableAddressing [version]>`: the request leaves with WS-Addressing headers.
     pub addressing: Option<WsaVersion>,
+    /// `<enableSec policy | inboundPolicy outboundPolicy>`: WS-Security towards the back-end.
+    pub security: Option<EndpointSecurity>,
+}
+
+/// An endpoint's `<enableSec>` (Synapse's `policy` wins over the two per flow): the policy the
+/// request is secured with, and the one the response is checked with. A key left out: that flow
+/// is not secured (Rampart finds no policy for it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EndpointSecurity {
+    pub outbound: Option<String>,
+    pub inbound: Option<String>,
+    pub loc: Location,
 }
 
 /// The WS-Addressing an endpoint writes: 1.0 (`final`, the default) or the 2004/08 submission.
@@ -430,6 +442,7 @@ impl AddressEndpoint {
             retry: RetryConfig::default(),
             wsdl: None,
             addressing: None,
+            security: None,
         }
     }
 }

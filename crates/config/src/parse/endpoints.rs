@@ -372,6 +372,7 @@ impl FileParser<'_, '_> {
             mark_for_suspension: MarkForSuspension::default(),
             retry: RetryConfig::default(),
             addressing: None,
+            security: None,
             wsdl: (flavor == AddressKind::Wsdl).then(|| {
                 Box::new(WsdlPort {
                     service: n.attribute("service").map(str::to_owned),
@@ -412,18 +413,38 @@ impl FileParser<'_, '_> {
                     );
                     return None;
                 }
-                "enableSec" => {
-                    self.report(
-                        Severity::Unsupported,
-                        c,
-                        "WS-Security on endpoints is not supported yet",
-                    );
-                    return None;
-                }
+                "enableSec" => a.security = self.endpoint_security(c),
                 _ => self.unknown_child(c, flavor.element()),
             }
         }
         Some(a)
+    }
+
+    /// `<enableSec policy | inboundPolicy outboundPolicy>` (`policy` serves both flows and wins, as
+    /// in Synapse). A bare `<enableSec/>` engages Rampart with no policy: nothing is done, with a
+    /// warning.
+    pub(crate) fn endpoint_security(&mut self, c: Node) -> Option<EndpointSecurity> {
+        let key = |name: &str| c.attribute(name).map(str::trim).filter(|k| !k.is_empty());
+        let (outbound, inbound) = match key("policy") {
+            Some(p) => (Some(p.to_owned()), Some(p.to_owned())),
+            None => (
+                key("outboundPolicy").map(str::to_owned),
+                key("inboundPolicy").map(str::to_owned),
+            ),
+        };
+        if outbound.is_none() && inbound.is_none() {
+            self.report(
+                Severity::Warning,
+                c,
+                "<enableSec/> without a policy secures nothing (Rampart has no policy to apply); ignored",
+            );
+            return None;
+        }
+        Some(EndpointSecurity {
+            outbound,
+            inbound,
+            loc: self.loc(c),
+        })
     }
 
     /// An `<http method>`, upper-cased; `None` (with a warning) for one HTTP endpoints do not send.

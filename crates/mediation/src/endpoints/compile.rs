@@ -423,6 +423,9 @@ impl Compiler<'_> {
         };
         plan.template_vars = template_vars;
         plan.addressing = a.addressing;
+        if let Some(sec) = &a.security {
+            plan.security = Some(self.endpoint_security(sec)?);
+        }
         if let Some(d) = a.timeout.as_ref().and_then(|t| t.dynamic.as_ref()) {
             plan.timeout_expr = Some(Arc::new(self.expr(d, "duration")?));
         }

@@ -51,6 +51,9 @@ pub struct EndpointPlan {
     /// `<enableAddressing>`: the WS-Addressing headers a SOAP request leaves with
     /// ([`EndpointPlan::add_addressing`]).
     pub addressing: Option<cfg::WsaVersion>,
+    /// `<enableSec>`: the request secured and the response checked as Rampart's initiator does
+    /// (the body is then read whole both ways).
+    pub security: Option<Arc<sluice_security::Initiator>>,
 }
 
 /// An endpoint `<property name value|expression scope>`: set on each message the endpoint sends, as
@@ -217,6 +220,7 @@ impl EndpointPlan {
             properties: Arc::new([]),
             timeout_expr: None,
             addressing: None,
+            security: None,
         }
     }
 
@@ -463,6 +467,7 @@ impl EndpointPlan {
             properties: Arc::new([]),
             timeout_expr: None,
             addressing: None,
+            security: None,
         }
     }
 
@@ -634,6 +639,7 @@ impl EndpointPlan {
             properties: self.properties.clone(),
             timeout_expr: self.timeout_expr.clone(),
             addressing: self.addressing,
+            security: self.security.clone(),
         }))
     }
 

@@ -120,13 +120,17 @@ impl Engine {
         }
         msg.calls += 1;
         let ep = self.destination(proxy, &msg, ep)?;
-        let (resp, _) =
+        let (resp, leaf) =
             (self.send_routed(&mut msg, None, &ep, false).await).map_err(|n| n.error)?;
         let (parts, body) = resp.into_parts();
         let mut rmsg = msg.into_response(parts.status, parts.headers);
-        let b = self
-            .buffer(Some(Inbound::Backend(body)), "response")
-            .await?;
+        let mut stream = Some(Inbound::Backend(body));
+        if leaf.security.is_some() {
+            self.check_from_backend(&leaf, &mut rmsg, &mut stream)
+                .await?;
+            return Ok(rmsg);
+        }
+        let b = self.buffer(stream, "response").await?;
         rmsg.body = read_body(b);
         Ok(rmsg)
     }

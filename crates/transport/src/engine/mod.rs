@@ -67,6 +67,7 @@ macro_rules! mediate {
 // After the macro, which it uses.
 mod branches;
 // After `mediate!`, which it uses.
+mod initiator;
 mod processor;
 mod secured;
 
@@ -416,6 +417,15 @@ impl Engine {
             let (parts, body) = resp.into_parts();
             let mut rmsg = msg.into_response(parts.status, parts.headers);
             let mut rstream = Some(Inbound::Backend(body));
+            if leaf.security.is_some() {
+                if let Err(e) = self
+                    .check_from_backend(&leaf, &mut rmsg, &mut rstream)
+                    .await
+                {
+                    let failed = NotSent::plain(e);
+                    return self.send_failed(proxy, rmsg, failed, depth).await;
+                }
+            }
             let idle = IdleTimeout::new(limit, leaf.label.clone());
             // After a `call`, the rest of the sequences it was in; after a `send`, the out-sequence.
             let rest = match (after.take(), &proxy.out_seq) {
@@ -970,10 +980,15 @@ impl Engine {
             ep
         };
         if ep.group.is_none() {
-            // A conversion, or WS-Addressing headers, need the body in memory.
-            if ep.format.converts(msg) || ep.addressing.is_some() {
+            // A conversion, WS-Addressing headers or WS-Security need the body in memory.
+            if ep.format.converts(msg) || ep.addressing.is_some() || ep.security.is_some() {
                 // Boxed: the conversion's state stays out of every plain send's future.
                 Box::pin(self.in_format(msg, &mut stream, ep)).await?;
+            }
+            if ep.security.is_some() {
+                Box::pin(self.secure_to_backend(msg, ep))
+                    .await
+                    .map_err(NotSent::unreadable)?;
             }
             let limit = self.opts.default_timeout;
             return send_once(&self.client, limit, msg, ep, stream, keep_headers).await;

@@ -20,6 +20,13 @@ pub(super) async fn send_to_group(
     };
     let mut tried = Vec::new();
     loop {
+        if leaf.security.is_some() {
+            let why = format!(
+                "{}: WS-Security on a failover or load-balance child is not supported yet",
+                leaf.label
+            );
+            return Err(NotSent::plain(Error::new(ErrorKind::Mediation, why)));
+        }
         // The body is in memory: nothing to hand over, and the headers are kept for the next try.
         let mut failed = match send_once(client, default_timeout, msg, &leaf, None, true).await {
             Ok(r) => {

@@ -99,30 +99,60 @@ impl FileParser<'_, '_> {
     }
 
     /// `<callout>`, as Synapse 3.0.1's CalloutMediatorFactory reads it. Its `<configuration>`
-    /// (an Axis2 client's) is passed over with a warning; `<enableSec>` and `passHeaders` with a
-    /// source are not supported.
+    /// (an Axis2 client's) is passed over with a warning; `passHeaders` with a source is not
+    /// supported.
     pub(super) fn callout(&mut self, n: Node) -> Option<Callout> {
-        let endpoint = match (n.attribute("serviceURL"), child(n, "endpoint")) {
-            (_, Some(e)) => Some(self.endpoint_ref(e)?),
-            (Some(url), None) => Some(EndpointRef::Inline(Box::new(Endpoint {
-                name: None,
-                loc: self.attr_loc(n, "serviceURL"),
-                kind: EndpointKind::Address(Box::new(AddressEndpoint::plain(
-                    url.trim().to_owned(),
-                    self.attr_loc(n, "serviceURL"),
-                ))),
-                properties: Vec::new(),
-            }))),
-            (None, None) => None,
+        // `<enableSec>` secures the endpoint the callout makes itself (Synapse's CalloutMediator).
+        let security = match child(n, "enableSec") {
+            Some(c)
+                if ["policy", "inboundPolicy", "outboundPolicy"]
+                    .iter()
+                    .all(|a| c.attribute(*a).is_none_or(|k| k.trim().is_empty())) =>
+            {
+                self.report(
+                    Severity::Error,
+                    c,
+                    "a callout's <enableSec> needs a policy key (policy, or inboundPolicy and outboundPolicy)",
+                );
+                return None;
+            }
+            Some(c) => Some((c, self.endpoint_security(c))),
+            None => None,
         };
-        if child(n, "enableSec").is_some() {
-            self.report(
-                Severity::Unsupported,
-                n,
-                "callout with <enableSec> (WS-Security) is not supported yet",
-            );
-            return None;
-        }
+        let endpoint = match (n.attribute("serviceURL"), child(n, "endpoint")) {
+            (_, Some(e)) => {
+                if let Some((c, _)) = security {
+                    self.report(
+                        Severity::Warning,
+                        c,
+                        "a callout's <enableSec> is ignored with an <endpoint> child (as in Synapse): that endpoint's own <enableSec> counts",
+                    );
+                }
+                Some(self.endpoint_ref(e)?)
+            }
+            (Some(url), None) => {
+                let mut address =
+                    AddressEndpoint::plain(url.trim().to_owned(), self.attr_loc(n, "serviceURL"));
+                address.security = security.and_then(|(_, s)| s);
+                Some(EndpointRef::Inline(Box::new(Endpoint {
+                    name: None,
+                    loc: self.attr_loc(n, "serviceURL"),
+                    kind: EndpointKind::Address(Box::new(address)),
+                    properties: Vec::new(),
+                })))
+            }
+            (None, None) => {
+                if let Some((c, _)) = security {
+                    self.report(
+                        Severity::Unsupported,
+                        c,
+                        "a callout's <enableSec> towards the message's To address is not supported yet",
+                    );
+                    return None;
+                }
+                None
+            }
+        };
         if let Some(c) = child(n, "configuration") {
             self.report(
                 Severity::Warning,

@@ -322,7 +322,20 @@ mod tests {
         assert!(matches!(&c.target, Some(crate::model::CalloutPart::Key(k)) if k == "k"));
         let (_, d) = callout(r#"<source/>"#);
         assert!(d.has_errors(), "{:?}", d.items);
-        let (_, d) = callout(r#"<enableSec policy="p"/>"#);
-        assert!(d.items[0].message.contains("enableSec"), "{:?}", d.items);
+        // <enableSec> secures the serviceURL endpoint; with no key it is an error.
+        let (cfg, d) = callout(r#"<enableSec outboundPolicy="o" inboundPolicy="i"/>"#);
+        assert!(d.items.is_empty(), "{:?}", d.items);
+        let crate::model::MediatorKind::Callout(c) = &cfg.sequences[0].sequence.mediators[0].kind
+        else {
+            panic!()
+        };
+        assert!(
+            matches!(&c.endpoint, Some(crate::model::EndpointRef::Inline(e))
+            if matches!(&e.kind, crate::model::EndpointKind::Address(a)
+                if a.security.as_ref().is_some_and(|s| s.outbound.as_deref() == Some("o")
+                    && s.inbound.as_deref() == Some("i"))))
+        );
+        let (_, d) = callout(r#"<enableSec/>"#);
+        assert!(d.has_errors(), "{:?}", d.items);
     }
 }

@@ -1,0 +1,175 @@
+//! WS-Security towards a back-end (an endpoint's `<enableSec>`), as Rampart's initiator: the
+//! request is secured before it leaves and the answer checked before anything reads it, each on a
+//! blocking thread ([`Offload::blocking`]).
+//!
+//! | Step | What is done | On failure |
+//! |---|---|---|
+//! | the request, with an outbound policy | read whole; signed with the policy's `rampart:user`, its Body's content encrypted to `encryptionUser`, a Timestamp ([`sluice_security::outbound::secure_request`]) | not sent: the send fails (the fault sequence runs) |
+//! | the answer, with an inbound policy | read whole; checked as a secured request is ([`sluice_security::inbound::check`]), its `wsse:Security` header then removed | `BackendSecurity` (MI's 101510), the fault sequence runs, as in MI |
+//! | an answer that is a WS-Security fault without a security header | passed on unchecked, as Rampart does (a secured service's refusal comes back so) | |
+//!
+//! Apache Synapse's pass-through transport drops an answer that fails the checks and lets the
+//! client wait; Sluice answers, as MI does.
+
+use super::*;
+use sluice_security::{Inbound as CheckWith, Outbound as SecureWith};
+
+impl Engine {
+    /// Secures the request's body (in memory: the caller read it) with the endpoint's outbound
+    /// policy.
+    pub(super) async fn secure_to_backend(
+        &self,
+        msg: &mut Message,
+        ep: &EndpointPlan,
+    ) -> Result<(), Error> {
+        if ep
+            .security
+            .as_ref()
+            .and_then(|s| s.outbound.as_ref())
+            .is_none()
+        {
+            return Ok(());
+        }
+        let Body::Bytes(bytes) = &msg.body else {
+            return Err(Error::new(
+                ErrorKind::Mediation,
+                format!("{}: a WS-Security request needs a SOAP body", ep.label),
+            ));
+        };
+        let (bytes, security) = (bytes.clone(), ep.security.clone());
+        let label = ep.label.clone();
+        let secured = self
+            .opts
+            .offload
+            .blocking("securing the request", move || {
+                let out: &SecureWith = security
+                    .as_ref()
+                    .and_then(|s| s.outbound.as_ref())
+                    .expect("checked above");
+                let mut doc = sluice_xml::parse_untrusted(&bytes, &Default::default())
+                    .map_err(|e| format!("the request is not XML: {e}"))?;
+                let now = chrono::Utc::now();
+                sluice_security::outbound::secure_request(
+                    &mut doc,
+                    &out.policy,
+                    &out.keys,
+                    &out.to,
+                    now,
+                )
+                .map_err(|e| e.to_string())?;
+                doc.to_bytes().map_err(|e| e.to_string())
+            })
+            .await?;
+        match secured {
+            Ok(b) => {
+                msg.body = Body::Bytes(Bytes::from(b));
+                Ok(())
+            }
+            Err(why) => Err(Error::new(
+                ErrorKind::Mediation,
+                format!("{label}: the request could not be secured: {why}"),
+            )),
+        }
+    }
+
+    /// Checks a back-end's answer with its endpoint's inbound policy: the body read whole into
+    /// `rmsg`, plain and without its security header once it passes.
+    pub(super) async fn check_from_backend(
+        &self,
+        leaf: &EndpointPlan,
+        rmsg: &mut Message,
+        rstream: &mut Option<Inbound>,
+    ) -> Result<(), Error> {
+        if leaf
+            .security
+            .as_ref()
+            .and_then(|s| s.inbound.as_ref())
+            .is_none()
+        {
+            return Ok(());
+        }
+        let bytes = match rstream.take() {
+            Some(s) => self.buffer(Some(s), "response").await?,
+            None => match &rmsg.body {
+                Body::Bytes(b) => b.clone(),
+                _ => Bytes::new(),
+            },
+        };
+        // An answer with no body (a one-way service's 202): nothing to check.
+        if bytes.is_empty() {
+            rmsg.body = Body::Empty;
+            return Ok(());
+        }
+        let security = leaf.security.clone();
+        let checked = self
+            .opts
+            .offload
+            .blocking("checking the back-end's answer", move || {
+                let with: &CheckWith = security
+                    .as_ref()
+                    .and_then(|s| s.inbound.as_ref())
+                    .expect("checked above");
+                let mut doc = sluice_xml::parse_untrusted(&bytes, &Default::default())
+                    .map_err(|e| format!("the answer is not XML: {e}"))?;
+                if security_fault(&doc) {
+                    return Ok(bytes);
+                }
+                let now = chrono::Utc::now();
+                sluice_security::inbound::check(&mut doc, &with.policy, &with.keys, now)
+                    .map_err(|f| f.to_string())?;
+                sluice_security::inbound::remove_headers(&mut doc).map_err(|e| e.to_string())?;
+                doc.to_bytes().map(Bytes::from).map_err(|e| e.to_string())
+            })
+            .await?;
+        match checked {
+            Ok(plain) => {
+                rmsg.body = read_body(plain);
+                Ok(())
+            }
+            Err(why) => Err(Error::new(
+                ErrorKind::BackendSecurity,
+                format!(
+                    "{}: Fault processing response message through Axis2: {why}",
+                    leaf.label
+                ),
+            )),
+        }
+    }
+}
+
+/// A SOAP fault with a WS-Security code and no security header: Rampart passes it unchecked
+/// (`RampartUtil.isSecurityFault`). The code is recognised by its local name.
+fn security_fault(doc: &sluice_xml::Document) -> bool {
+    let has_security = doc.soap_header().is_some_and(|h| {
+        h.child_elements().any(|c| {
+            c.name() == "Security" && c.namespace_uri() == Some(sluice_security::inbound::WSSE)
+        })
+    });
+    let Some(fault) = doc
+        .soap_body()
+        .and_then(|b| b.first_child_element())
+        .filter(|f| f.name() == "Fault")
+    else {
+        return false;
+    };
+    if has_security {
+        return false;
+    }
+    let code = fault
+        .child_elements()
+        .find(|c| c.name() == "faultcode" || c.name() == "Code")
+        .map(|c| c.text_content())
+        .unwrap_or_default();
+    let local = code.trim().rsplit(':').next().unwrap_or_default();
+    [
+        "UnsupportedSecurityToken",
+        "UnsupportedAlgorithm",
+        "InvalidSecurity",
+        "InvalidSecurityToken",
+        "FailedAuthentication",
+        "FailedCheck",
+        "SecurityTokenUnavailable",
+        "MessageExpired",
+    ]
+    .contains(&local)
+}
