@@ -28,6 +28,8 @@ for f in "$samples"/samples/synapse_sample_*.xml "$samples/sample-600"; do
     elif [ "$verbose" = -v ]; then
         # The first finding that is not only a consequence of another ("depends on ...").
         first=$(grep -E ': (error|unsupported): ' <<<"$out" | grep -v -m1 ': depends on ' || true)
+        # Only consequences: the note on what they depend on (a library template's mediator).
+        [ -n "$first" ] || first=$(grep -m1 -E ': note: ' <<<"$out" || true)
         echo "$(basename "$f" .xml): ${first#*: }"
     fi
 done

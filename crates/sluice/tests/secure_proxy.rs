@@ -138,6 +138,7 @@ fn sample_home(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
 /// too, for now: a WSS4J peer is the next step): the client sends plain SOAP and gets the plain
 /// answer; the echo back-end behind the secured proxy got the plain request. A secured service
 /// that answers in the clear is refused (MI's 101510), and the client still gets an answer.
+/// Sample 432's callout (`outboundPolicy` and `inboundPolicy`) goes the same way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn synapse_sample_100_secures_its_send_and_checks_the_answer() {
     let samples = reference().join("apache-synapse");
@@ -188,6 +189,39 @@ async fn synapse_sample_100_secures_its_send_and_checks_the_answer() {
     assert!(
         sent.contains("<order>") && !sent.contains("Security"),
         "{sent}"
+    );
+
+    // Sample 432: a callout's <enableSec> with one policy per flow, towards the same service; its
+    // answer's payload replaces the request's, which `respond` sends back.
+    let callout = std::fs::read_to_string(
+        workspace_root()
+            .join("conformance/third_party/synapse-samples/samples/synapse_sample_432.xml"),
+    )
+    .unwrap()
+    .replace(
+        "http://localhost:9000/services/SecureStockQuoteService",
+        &format!("http://{}/services/StockQuoteProxy", secure.addr),
+    );
+    let callout_config = home.join("synapse_sample_432.xml");
+    std::fs::write(&callout_config, &callout).unwrap();
+    let s432 = Sluice::start(&[
+        "run",
+        callout_config.to_str().unwrap(),
+        "--home",
+        home.to_str().unwrap(),
+    ]);
+    let mut c = Conn::open(s432.addr).await;
+    let r = c.soap("/", plain.clone()).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let text = r.text();
+    assert!(
+        text.contains("<order>") && !text.contains("EncryptedData"),
+        "{text}"
+    );
+    assert_eq!(
+        be.seen.lock().unwrap().len(),
+        2,
+        "the secure service passed it on"
     );
 
     // A "secure service" that answers in the clear: refused.

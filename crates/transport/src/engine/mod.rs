@@ -437,7 +437,8 @@ impl Engine {
                 |out| out.need_for(&rmsg.headers),
                 |k| k.body_need(sluice_mediation::json::is_json_headers(&rmsg.headers)),
             );
-            if need != BodyNeed::None {
+            // (An answer checked for WS-Security is in memory already.)
+            if need != BodyNeed::None && rstream.is_some() {
                 match self.buffer(rstream.take(), "response").await {
                     Ok(b) => rmsg.body = read_body(b),
                     Err(e) => return self.default_fault(rmsg.soap, &e),
