@@ -3,7 +3,9 @@
 //! SecureProxy policy (`conformance/ws-security`), its certificate as a BinarySecurityToken and once
 //! by issuer and serial number (WSS4J's default), verifies each answer with WSS4J (decryption,
 //! signature, Timestamp, SignatureConfirmation), and sends tampered requests whose faults it checks.
-//! A second client sends UsernameTokens over HTTPS (MI's "UsernameToken" scenario).
+//! A second client sends UsernameTokens over HTTPS (MI's "UsernameToken" scenario). A WSS4J
+//! service (`SecureStockQuotePeer`) plays Synapse's SecureStockQuoteService for WS-Security
+//! towards back-ends (samples 100 and 432).
 
 mod common;
 use common::*;
@@ -210,4 +212,110 @@ async fn wss4j_usernametokens_over_https_are_checked_against_the_users() {
         r.text()
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Synapse's samples 100 (an endpoint's `<enableSec policy>`) and 432 (a callout's, one policy
+/// per flow) towards a WSS4J service playing SecureStockQuoteService under policy_3 (fresh alice
+/// and bob keys in the store both sides read): WSS4J takes Sluice's secured requests (Timestamp,
+/// alice's signature with her certificate as a BinarySecurityToken, the Body encrypted to bob by
+/// subject key identifier) and Sluice takes its answers (alice's signature named by subject key
+/// identifier, the Body encrypted to bob): the client gets the plain answer. An answer in the
+/// clear or with a changed encrypted Body is refused (502, MI's 101510); an unsecured wsse fault
+/// passes unchecked, as Rampart lets it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wss4j_service_takes_sluices_secured_requests_and_sluice_its_answers() {
+    use std::io::BufRead;
+    let home = std::env::temp_dir().join(format!("sluice-peer-{}", std::process::id()));
+    let res = home.join("repository/conf/sample/resources");
+    std::fs::create_dir_all(res.join("policy")).unwrap();
+    std::fs::create_dir_all(res.join("security")).unwrap();
+    std::fs::copy(
+        reference().join("apache-synapse/resources/policy/policy_3.xml"),
+        res.join("policy/policy_3.xml"),
+    )
+    .unwrap();
+    let store = res.join("security/store.jks");
+    sluice_security::testing::keytool_jks(&store, "password", &["alice", "bob"]);
+    let tools = workspace_root().join("target/tools/wss4j");
+    assert!(
+        tools.join("classes/SecureStockQuotePeer.class").is_file(),
+        "the WSS4J peer is not built: run .ci/run"
+    );
+    let mut peer = std::process::Command::new("java")
+        .arg("-cp")
+        .arg(format!("{0}/lib/*:{0}/classes", tools.display()))
+        .arg("SecureStockQuotePeer")
+        .arg(&store)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("java runs");
+    let mut out = std::io::BufReader::new(peer.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    let port: u16 = first
+        .trim()
+        .strip_prefix("listening ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("the peer did not start: {first:?}"));
+    let service = format!("http://127.0.0.1:{port}/services/SecureStockQuoteService");
+    let sample = |n: u32| {
+        let text = std::fs::read_to_string(workspace_root().join(format!(
+            "conformance/third_party/synapse-samples/samples/synapse_sample_{n}.xml"
+        )))
+        .unwrap()
+        .replace(
+            "http://localhost:9000/services/SecureStockQuoteService",
+            &service,
+        );
+        let path = home.join(format!("synapse_sample_{n}.xml"));
+        std::fs::write(&path, text).unwrap();
+        Sluice::start(&[
+            "run",
+            path.to_str().unwrap(),
+            "--home",
+            home.to_str().unwrap(),
+        ])
+    };
+    let quote = |symbol: &str| {
+        format!(
+            "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\">\
+             <soapenv:Body><m:getQuote xmlns:m=\"http://services.samples\"><m:request>\
+             <m:symbol>{symbol}</m:symbol></m:request></m:getQuote></soapenv:Body></soapenv:Envelope>"
+        )
+    };
+    let s100 = sample(100);
+    let mut c = Conn::open(s100.addr).await;
+    let r = c.soap("/", quote("IBM")).await;
+    let text = r.text();
+    assert_eq!(r.status, 200, "{text}\n{}", s100.stderr());
+    assert!(
+        text.contains("<ns:received>getQuote</ns:received>") && !text.contains("Security"),
+        "the plain answer: {text}"
+    );
+    for (mode, status, says) in [
+        ("clear", 502, "Fault processing response message"),
+        ("tampered", 502, "Fault processing response message"),
+        ("wsse-fault", 500, "wsse:InvalidSecurity"),
+    ] {
+        let r = c.soap("/", quote(mode)).await;
+        assert_eq!(r.status, status, "{mode}: {}", r.text());
+        assert!(r.text().contains(says), "{mode}: {}", r.text());
+    }
+    let s432 = sample(432);
+    let mut c = Conn::open(s432.addr).await;
+    let r = c.soap("/", quote("IBM")).await;
+    let text = r.text();
+    assert_eq!(r.status, 200, "{text}\n{}", s432.stderr());
+    assert!(
+        text.contains("<ns:received>getQuote</ns:received>"),
+        "{text}"
+    );
+    drop(peer.stdin.take());
+    let _ = peer.wait();
+    // The peer took each of Sluice's requests (none refused).
+    let log: Vec<String> = out.lines().map_while(Result::ok).collect();
+    assert_eq!(log.len(), 5, "{log:?}");
+    assert!(log.iter().all(|l| l.starts_with("taken\t")), "{log:?}");
+    let _ = std::fs::remove_dir_all(&home);
 }
