@@ -11,6 +11,8 @@
 //! | no key store to read | an error: the proxy cannot decrypt or sign |
 //! | a transport binding (UsernameToken over HTTPS) | the users of `[[internal_apis.users]]` check the tokens; none configured: an error |
 //! | the policy names its own store (`signatureCrypto` with Merlin's properties, Synapse's samples) | that store, relative to SYNAPSE_HOME; `rampart:user`'s key signs, any of the store's keys opens an encrypted key; answers encrypted to `encryptionUser` |
+//! | otherwise (MI's way) | `[keystore.primary]`'s key; an `encryptionUser` alias is a certificate of it or of `[truststore]` |
+//! | an endpoint's `<enableSec>` | the same keys; the request is encrypted to `encryptionUser` (required: there is no requester), the answer checked with the inbound policy |
 
 use crate::compile::Compiler;
 use sluice_config::model as cfg;
@@ -101,47 +103,46 @@ impl Compiler<'_> {
         if read.as_ref().is_some_and(|p| p.transport) {
             return self.users_guard(read?, enabled);
         }
-        let keys = match self.opts.security_keys.as_ref().map(|k| k.get()) {
-            Some(Ok(k)) => Some(k),
-            Some(Err(e)) => {
-                self.report(
-                    Severity::Error,
-                    enabled,
-                    "enableSec",
-                    format!(
-                        "WS-Security needs our key ([keystore.primary] in the --config file): {e}"
-                    ),
-                );
-                None
-            }
-            None => {
-                self.report(
-                    Severity::Error,
-                    enabled,
-                    "enableSec",
-                    "WS-Security needs our key: no key store is configured ([keystore.primary])",
-                );
-                None
-            }
-        };
+        let keys = self.primary_keys(enabled);
         let (policy, keys) = (read?, keys?);
-        // An `encryptionUser` alias is looked up in the same store ([keystore.primary]).
+        // An `encryptionUser` alias is a certificate of [keystore.primary] or [truststore].
         let encrypt_to = match policy.rampart.encryption_user.as_deref() {
             None | Some("useReqSigCert") => None,
-            Some(_) => {
-                self.report(
-                    Severity::Unsupported,
-                    enabled,
-                    "enableSec",
-                    "an encryptionUser other than useReqSigCert with [keystore.primary]",
-                );
-                return None;
-            }
+            Some(alias) => match keys.named(alias) {
+                Some(c) => Some(c.to_vec()),
+                None => {
+                    self.report(
+                        Severity::Error,
+                        enabled,
+                        "enableSec",
+                        format!("encryptionUser {alias} is no certificate of [keystore.primary] or [truststore]"),
+                    );
+                    return None;
+                }
+            },
         };
         Some(Arc::new(Secured {
             policy,
             guard: Guard::X509 { keys, encrypt_to },
         }))
+    }
+
+    /// Our keys from `[keystore.primary]` (and `[truststore]`), or `None` (reported).
+    fn primary_keys(
+        &mut self,
+        loc: &sluice_config::Location,
+    ) -> Option<Arc<sluice_security::inbound::Keys>> {
+        let why = match self.opts.security_keys.as_ref().map(|k| k.get()) {
+            Some(Ok(k)) => return Some(k),
+            Some(Err(e)) => {
+                format!("WS-Security needs our key ([keystore.primary] in the --config file): {e}")
+            }
+            None => {
+                "WS-Security needs our key: no key store is configured ([keystore.primary])".into()
+            }
+        };
+        self.report(Severity::Error, loc, "enableSec", why);
+        None
     }
 
     /// A transport-binding policy (UsernameToken over HTTPS): the server's users check the
@@ -246,13 +247,25 @@ impl Compiler<'_> {
             return None;
         }
         let Some(crypto) = policy.rampart.signature_crypto.clone() else {
-            self.report(
-                Severity::Unsupported,
-                loc,
-                "enableSec",
-                format!("policy '{key}': WS-Security towards a back-end with [keystore.primary] is not supported yet; the policy's RampartConfig must name its key store (signatureCrypto), as Synapse's samples do"),
-            );
-            return None;
+            // MI's way: our key from [keystore.primary], encryptionUser a certificate of it or of
+            // [truststore].
+            let keys = self.primary_keys(loc)?;
+            let to = match policy.rampart.encryption_user.as_deref() {
+                None | Some("useReqSigCert") => None,
+                Some(alias) => match keys.named(alias) {
+                    Some(c) => Some(c.to_vec()),
+                    None => {
+                        self.report(
+                            Severity::Error,
+                            loc,
+                            "enableSec",
+                            format!("policy '{key}': encryptionUser {alias} is no certificate of [keystore.primary] or [truststore]"),
+                        );
+                        return None;
+                    }
+                },
+            };
+            return Some((policy, keys, to));
         };
         match policy_keys(self.home, &crypto, &policy.rampart) {
             Ok((keys, to)) => Some((policy, Arc::new(keys), to)),

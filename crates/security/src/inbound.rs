@@ -57,6 +57,8 @@ pub struct Keys {
     /// The store's other private keys: an encrypted key that does not open with ours is tried
     /// with each, as Rampart decrypts with whichever key of its store the message names.
     others: Vec<SecurityKey>,
+    /// The stores' certificates by alias, for a policy's `encryptionUser`.
+    named: Vec<(String, Vec<u8>)>,
 }
 
 /// A certificate whose signatures are accepted, and what is looked up with it.
@@ -109,7 +111,21 @@ impl Keys {
             trusted,
             anchors,
             others: Vec::new(),
+            named: Vec::new(),
         })
+    }
+
+    /// The same, with the stores' certificates by alias (a policy's `encryptionUser`).
+    pub fn with_named(mut self, named: Vec<(String, Vec<u8>)>) -> Keys {
+        self.named = named;
+        self
+    }
+
+    /// The certificate named `alias` in the stores (Java's aliases are compared without case).
+    pub fn named(&self, alias: &str) -> Option<&[u8]> {
+        (self.named.iter())
+            .find(|(a, _)| a.eq_ignore_ascii_case(alias))
+            .map(|(_, c)| c.as_slice())
     }
 
     /// The same, with the store's other private keys for opening encrypted keys.

@@ -261,6 +261,18 @@ impl KeyStore {
             .collect()
     }
 
+    /// Every certificate with its alias: each key's own, then the trusted ones.
+    pub fn named_certificates(&self) -> Vec<(String, Vec<u8>)> {
+        let keys =
+            (self.keys.iter()).filter_map(|k| Some((k.alias.clone(), k.chain.first()?.clone())));
+        keys.chain(
+            self.trusted
+                .iter()
+                .map(|t| (t.alias.clone(), t.cert.clone())),
+        )
+        .collect()
+    }
+
     /// The certificate named `alias`: a key's own, else a trusted one.
     pub fn certificate(&self, alias: &str) -> Option<Vec<u8>> {
         self.key(alias)

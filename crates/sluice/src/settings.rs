@@ -343,11 +343,27 @@ impl Settings {
             let private = sluice_xml::SecurityKey::private_pkcs8(&key.pkcs8)
                 .map_err(|e| format!("keystore.primary: {}: {e}", key.named))?;
             let certificate = key.chain.first().cloned().unwrap_or_default();
-            // Whose signatures are taken: the store's trusted certificates and its keys' own.
-            let trusted = key.store.certificates();
-            // MI's trust store: its certificates too (MI's default file when it is there).
-            let trusted = [trusted, trust_store(trust.as_ref(), &dir)?].concat();
+            // Whose signatures are taken: the store's trusted certificates and its keys' own; MI's
+            // trust store's too (MI's default file when it is there). By alias, for a policy's
+            // encryptionUser.
+            let named = [
+                key.store.named_certificates(),
+                trust_store(trust.as_ref(), &dir)?,
+            ]
+            .concat();
+            let trusted = named.iter().map(|(_, c)| c.clone()).collect();
+            // The store's other keys open encrypted keys too (Rampart decrypts with whichever key
+            // of its store a message names), those the key password opens.
+            let password = (k.key_password.as_deref())
+                .or(k.password.as_deref())
+                .unwrap_or("wso2carbon");
+            let others = (key.store.keys.iter())
+                .filter(|e| Some(&e.chain) != Some(&key.chain))
+                .filter_map(|e| e.key(password).ok())
+                .filter_map(|pkcs8| sluice_xml::SecurityKey::private_pkcs8(&pkcs8).ok())
+                .collect();
             sluice_security::inbound::Keys::new(private, certificate, trusted)
+                .map(|k| k.with_named(named).with_other_keys(others))
                 .map_err(|e| format!("keystore.primary: {}: {e}", key.named))
         })
         .with_users(sluice_security::username::Users::new(
@@ -589,7 +605,10 @@ fn key_lines(text: &str) -> std::collections::HashMap<String, usize> {
 
 /// The certificates of `[truststore]` (a JKS or PKCS#12 file, as for the key store); without the section,
 /// those of MI's default `client-truststore.jks` when there is one.
-fn trust_store(t: Option<&KeyStoreFile>, dir: &std::path::Path) -> Result<Vec<Vec<u8>>, String> {
+fn trust_store(
+    t: Option<&KeyStoreFile>,
+    dir: &std::path::Path,
+) -> Result<Vec<(String, Vec<u8>)>, String> {
     let name = t
         .and_then(|t| t.file_name.as_deref())
         .unwrap_or("client-truststore.jks");
@@ -609,7 +628,7 @@ fn trust_store(t: Option<&KeyStoreFile>, dir: &std::path::Path) -> Result<Vec<Ve
         .map_err(|e| format!("truststore: cannot read {}: {e}", path.display()))?;
     let store = sluice_transport::keystore::KeyStore::read(&bytes, password)
         .map_err(|e| format!("truststore: {}: {e}", path.display()))?;
-    Ok(store.certificates())
+    Ok(store.named_certificates())
 }
 
 /// Where a store named `name` is: beside the settings file (`dir`), else where MI keeps it when the

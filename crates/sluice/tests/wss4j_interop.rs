@@ -221,7 +221,8 @@ async fn wss4j_usernametokens_over_https_are_checked_against_the_users() {
 /// subject key identifier) and Sluice takes its answers (alice's signature named by subject key
 /// identifier, the Body encrypted to bob): the client gets the plain answer. An answer in the
 /// clear or with a changed encrypted Body is refused (502, MI's 101510); an unsecured wsse fault
-/// passes unchecked, as Rampart lets it.
+/// passes unchecked, as Rampart lets it. The same with MI's way of naming keys: a policy without
+/// a key store, our key from `[keystore.primary]`, `encryptionUser` a certificate of it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wss4j_service_takes_sluices_secured_requests_and_sluice_its_answers() {
     use std::io::BufRead;
@@ -311,11 +312,54 @@ async fn a_wss4j_service_takes_sluices_secured_requests_and_sluice_its_answers()
         text.contains("<ns:received>getQuote</ns:received>"),
         "{text}"
     );
+    // MI's way: the policy names no key store; our key is [keystore.primary]'s (alice), bob's
+    // certificate (encryptionUser) comes from the same store.
+    let policy = std::fs::read_to_string(res.join("policy/policy_3.xml")).unwrap();
+    let cut = |text: &str, element: &str| {
+        let (open, close) = (format!("<ramp:{element}>"), format!("</ramp:{element}>"));
+        let (a, b) = (
+            text.find(&open).unwrap(),
+            text.find(&close).unwrap() + close.len(),
+        );
+        format!("{}{}", &text[..a], &text[b..])
+    };
+    let mi_policy = cut(&cut(&policy, "signatureCrypto"), "encryptionCypto");
+    std::fs::write(res.join("policy/policy_mi.xml"), mi_policy).unwrap();
+    let toml = home.join("deployment.toml");
+    std::fs::write(
+        &toml,
+        format!(
+            "[keystore.primary]\nfile_name = \"{}\"\npassword = \"password\"\nalias = \"alice\"\nkey_password = \"password\"\n",
+            store.display()
+        ),
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(home.join("synapse_sample_100.xml"))
+        .unwrap()
+        .replace("policy_3.xml", "policy_mi.xml");
+    let mi = home.join("mi_sample_100.xml");
+    std::fs::write(&mi, text).unwrap();
+    let s_mi = Sluice::start(&[
+        "run",
+        mi.to_str().unwrap(),
+        "--home",
+        home.to_str().unwrap(),
+        "--config",
+        toml.to_str().unwrap(),
+    ]);
+    let mut c = Conn::open(s_mi.addr).await;
+    let r = c.soap("/", quote("IBM")).await;
+    let text = r.text();
+    assert_eq!(r.status, 200, "{text}\n{}", s_mi.stderr());
+    assert!(
+        text.contains("<ns:received>getQuote</ns:received>"),
+        "{text}"
+    );
     drop(peer.stdin.take());
     let _ = peer.wait();
     // The peer took each of Sluice's requests (none refused).
     let log: Vec<String> = out.lines().map_while(Result::ok).collect();
-    assert_eq!(log.len(), 5, "{log:?}");
+    assert_eq!(log.len(), 6, "{log:?}");
     assert!(log.iter().all(|l| l.starts_with("taken\t")), "{log:?}");
     let _ = std::fs::remove_dir_all(&home);
 }
