@@ -222,7 +222,8 @@ async fn wss4j_usernametokens_over_https_are_checked_against_the_users() {
 /// identifier, the Body encrypted to bob): the client gets the plain answer. An answer in the
 /// clear or with a changed encrypted Body is refused (502, MI's 101510); an unsecured wsse fault
 /// passes unchecked, as Rampart lets it. The same with MI's way of naming keys: a policy without
-/// a key store, our key from `[keystore.primary]`, `encryptionUser` a certificate of it.
+/// a key store, our key from `[keystore.primary]`, `encryptionUser` a certificate of it. And
+/// sample 704: an order stored, then forwarded secured by a message processor.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wss4j_service_takes_sluices_secured_requests_and_sluice_its_answers() {
     use std::io::BufRead;
@@ -252,6 +253,7 @@ async fn a_wss4j_service_takes_sluices_secured_requests_and_sluice_its_answers()
         .spawn()
         .expect("java runs");
     let mut out = std::io::BufReader::new(peer.stdout.take().unwrap());
+    // (Read by a thread below once the port is known.)
     let mut first = String::new();
     out.read_line(&mut first).unwrap();
     let port: u16 = first
@@ -259,6 +261,15 @@ async fn a_wss4j_service_takes_sluices_secured_requests_and_sluice_its_answers()
         .strip_prefix("listening ")
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("the peer did not start: {first:?}"));
+    // The peer's lines as they come: what it took or refused.
+    let (lines, log) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in out.lines().map_while(Result::ok) {
+            if lines.send(l).is_err() {
+                return;
+            }
+        }
+    });
     let service = format!("http://127.0.0.1:{port}/services/SecureStockQuoteService");
     let sample = |n: u32| {
         let text = std::fs::read_to_string(workspace_root().join(format!(
@@ -355,11 +366,46 @@ async fn a_wss4j_service_takes_sluices_secured_requests_and_sluice_its_answers()
         text.contains("<ns:received>getQuote</ns:received>"),
         "{text}"
     );
+    // Sample 704: a placeOrder stored (202 at once), then forwarded secured by the message
+    // processor (every 100 ms here instead of 10 s) to the secured endpoint.
+    let text = std::fs::read_to_string(
+        workspace_root()
+            .join("conformance/third_party/synapse-samples/samples/synapse_sample_704.xml"),
+    )
+    .unwrap()
+    .replace(
+        "http://localhost:9000/services/SecureStockQuoteService",
+        &service,
+    )
+    .replace(">10000<", ">100<");
+    let path = home.join("synapse_sample_704.xml");
+    std::fs::write(&path, text).unwrap();
+    let s704 = Sluice::start(&[
+        "run",
+        path.to_str().unwrap(),
+        "--home",
+        home.to_str().unwrap(),
+    ]);
+    let order = "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\">\
+        <soapenv:Body><m:placeOrder xmlns:m=\"http://services.samples\"><m:order>\
+        <m:symbol>IBM</m:symbol></m:order></m:placeOrder></soapenv:Body></soapenv:Envelope>";
+    let mut c = Conn::open(s704.addr).await;
+    let r = c.soap("/", order).await;
+    assert_eq!(r.status, 202, "{}", r.text());
+    // The peer took each of Sluice's requests (none refused), the stored order last.
+    let mut seen = Vec::new();
+    while !seen.iter().any(|l: &String| l == "taken\tplaceOrder") {
+        match log.recv_timeout(std::time::Duration::from_secs(30)) {
+            Ok(l) => seen.push(l),
+            Err(_) => panic!(
+                "the stored order never reached the peer: {seen:?}\n{}",
+                s704.stderr()
+            ),
+        }
+    }
+    assert_eq!(seen.len(), 7, "{seen:?}");
+    assert!(seen.iter().all(|l| l.starts_with("taken\t")), "{seen:?}");
     drop(peer.stdin.take());
     let _ = peer.wait();
-    // The peer took each of Sluice's requests (none refused).
-    let log: Vec<String> = out.lines().map_while(Result::ok).collect();
-    assert_eq!(log.len(), 6, "{log:?}");
-    assert!(log.iter().all(|l| l.starts_with("taken\t")), "{log:?}");
     let _ = std::fs::remove_dir_all(&home);
 }
