@@ -223,7 +223,8 @@ async fn wss4j_usernametokens_over_https_are_checked_against_the_users() {
 /// clear or with a changed encrypted Body is refused (502, MI's 101510); an unsecured wsse fault
 /// passes unchecked, as Rampart lets it. The same with MI's way of naming keys: a policy without
 /// a key store, our key from `[keystore.primary]`, `encryptionUser` a certificate of it. And
-/// sample 704: an order stored, then forwarded secured by a message processor.
+/// sample 704: an order stored, then forwarded secured by a message processor; and sample 156:
+/// `send receive` through the secured service, then on to a plain one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wss4j_service_takes_sluices_secured_requests_and_sluice_its_answers() {
     use std::io::BufRead;
@@ -366,6 +367,35 @@ async fn a_wss4j_service_takes_sluices_secured_requests_and_sluice_its_answers()
         text.contains("<ns:received>getQuote</ns:received>"),
         "{text}"
     );
+    // Sample 156: the proxy sends to the secured service, whose answer's quote (140.34) is kept
+    // while the request goes on to SimpleStockQuoteService (plain, 150.00); the cheaper, the
+    // secured service's decrypted answer, goes back to the client.
+    let text = std::fs::read_to_string(
+        workspace_root()
+            .join("conformance/third_party/synapse-samples/samples/synapse_sample_156.xml"),
+    )
+    .unwrap()
+    .replace(
+        "http://localhost:9000/services/",
+        &format!("http://127.0.0.1:{port}/services/"),
+    );
+    let path = home.join("synapse_sample_156.xml");
+    std::fs::write(&path, text).unwrap();
+    let s156 = Sluice::start(&[
+        "run",
+        path.to_str().unwrap(),
+        "--home",
+        home.to_str().unwrap(),
+    ]);
+    let mut c = Conn::open(s156.addr).await;
+    let r = c.soap("/services/StockQuoteProxy", quote("IBM")).await;
+    let text = r.text();
+    assert_eq!(r.status, 200, "{text}\n{}", s156.stderr());
+    assert!(
+        text.contains("<ns:last>140.34</ns:last>") && !text.contains("Security"),
+        "the secured service's quote: {text}"
+    );
+
     // Sample 704: a placeOrder stored (202 at once), then forwarded secured by the message
     // processor (every 100 ms here instead of 10 s) to the secured endpoint.
     let text = std::fs::read_to_string(
@@ -403,8 +433,12 @@ async fn a_wss4j_service_takes_sluices_secured_requests_and_sluice_its_answers()
             ),
         }
     }
-    assert_eq!(seen.len(), 7, "{seen:?}");
-    assert!(seen.iter().all(|l| l.starts_with("taken\t")), "{seen:?}");
+    assert_eq!(seen.len(), 9, "{seen:?}");
+    assert_eq!(seen[7], "plain\tgetQuote", "{seen:?}");
+    assert!(
+        (seen.iter().enumerate()).all(|(i, l)| i == 7 || l.starts_with("taken\t")),
+        "{seen:?}"
+    );
     drop(peer.stdin.take());
     let _ = peer.wait();
     let _ = std::fs::remove_dir_all(&home);

@@ -15,7 +15,8 @@
 // The request's first payload element's text picks what the answer is (to drive the caller's
 // error paths): "clear" answers in the clear, "wsse-fault" with an unsecured wsse:InvalidSecurity
 // fault, "tampered" with a secured answer whose encrypted Body was changed; anything else gets
-// the secured getQuoteResponse, which names the request's payload element.
+// the secured getQuoteResponse, which names the request's payload element. Requests to a path
+// ending in /SimpleStockQuoteService get a plain, dearer quote (sample 156's second service).
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
@@ -77,6 +78,14 @@ public final class SecureStockQuotePeer {
         try {
             byte[] request = x.getRequestBody().readAllBytes();
             Document doc = parse(request);
+            // SimpleStockQuoteService beside it (sample 156): plain, and a dearer quote.
+            if (x.getRequestURI().getPath().endsWith("/SimpleStockQuoteService")) {
+                Element payload = firstElement(body(doc));
+                String name = payload == null ? "" : payload.getLocalName();
+                System.out.println("plain\t" + name);
+                answer(x, 200, quote(name, "150.00"));
+                return;
+            }
             String why = check(doc);
             if (why != null) {
                 System.out.println("refused\t" + why);
@@ -174,9 +183,13 @@ public final class SecureStockQuotePeer {
     }
 
     static String quote(String received) {
+        return quote(received, "140.34");
+    }
+
+    static String quote(String received, String last) {
         return "<soapenv:Envelope xmlns:soapenv=\"" + SOAP11 + "\"><soapenv:Body>"
             + "<ns:getQuoteResponse xmlns:ns=\"http://services.samples\"><ns:return>"
-            + "<ns:symbol>IBM</ns:symbol><ns:last>140.34</ns:last>"
+            + "<ns:symbol>IBM</ns:symbol><ns:last>" + last + "</ns:last>"
             + "<ns:received>" + received + "</ns:received>"
             + "</ns:return></ns:getQuoteResponse></soapenv:Body></soapenv:Envelope>";
     }
