@@ -142,15 +142,9 @@ impl ErrorKind {
     /// Whether the back-end failed (what counts toward suspending an endpoint, and what a failover
     /// or load-balance endpoint sends to another child): not a client's broken or aborted request.
     pub fn is_backend_failure(self) -> bool {
-        matches!(
-            self,
-            ErrorKind::ConnectFailed
-                | ErrorKind::ConnectTimeout
-                | ErrorKind::ResponseTimeout
-                | ErrorKind::ConnectionClosed
-                | ErrorKind::BackendProtocol
-                | ErrorKind::BackendSecurity
-        )
+        // The back-end's errors, but for those where nothing was sent to it.
+        self.source() == ErrorSource::Backend
+            && !matches!(self, ErrorKind::EndpointSuspended | ErrorKind::NoReadyChild)
     }
 
     /// Whether a failover or load-balance endpoint that fails over sends a message that failed

@@ -105,26 +105,37 @@ impl Compiler<'_> {
         }
         let keys = self.primary_keys(enabled);
         let (policy, keys) = (read?, keys?);
-        // An `encryptionUser` alias is a certificate of [keystore.primary] or [truststore].
-        let encrypt_to = match policy.rampart.encryption_user.as_deref() {
-            None | Some("useReqSigCert") => None,
-            Some(alias) => match keys.named(alias) {
-                Some(c) => Some(c.to_vec()),
-                None => {
-                    self.report(
-                        Severity::Error,
-                        enabled,
-                        "enableSec",
-                        format!("encryptionUser {alias} is no certificate of [keystore.primary] or [truststore]"),
-                    );
-                    return None;
-                }
-            },
-        };
+        let encrypt_to = self.encryption_user(&policy, &keys, enabled)?;
         Some(Arc::new(Secured {
             policy,
             guard: Guard::X509 { keys, encrypt_to },
         }))
+    }
+
+    /// The certificate a policy's `encryptionUser` alias names in `[keystore.primary]` or
+    /// `[truststore]`: `Some(None)` for none or `useReqSigCert`, `None` (reported) for an alias
+    /// the stores do not hold.
+    fn encryption_user(
+        &mut self,
+        policy: &sluice_security::policy::Policy,
+        keys: &sluice_security::inbound::Keys,
+        loc: &sluice_config::Location,
+    ) -> Option<Option<Vec<u8>>> {
+        match policy.rampart.encryption_user.as_deref() {
+            None | Some("useReqSigCert") => Some(None),
+            Some(alias) => match keys.named(alias) {
+                Some(c) => Some(Some(c.to_vec())),
+                None => {
+                    self.report(
+                        Severity::Error,
+                        loc,
+                        "enableSec",
+                        format!("encryptionUser {alias} is no certificate of [keystore.primary] or [truststore]"),
+                    );
+                    None
+                }
+            },
+        }
     }
 
     /// Our keys from `[keystore.primary]` (and `[truststore]`), or `None` (reported).
@@ -250,21 +261,7 @@ impl Compiler<'_> {
             // MI's way: our key from [keystore.primary], encryptionUser a certificate of it or of
             // [truststore].
             let keys = self.primary_keys(loc)?;
-            let to = match policy.rampart.encryption_user.as_deref() {
-                None | Some("useReqSigCert") => None,
-                Some(alias) => match keys.named(alias) {
-                    Some(c) => Some(c.to_vec()),
-                    None => {
-                        self.report(
-                            Severity::Error,
-                            loc,
-                            "enableSec",
-                            format!("policy '{key}': encryptionUser {alias} is no certificate of [keystore.primary] or [truststore]"),
-                        );
-                        return None;
-                    }
-                },
-            };
+            let to = self.encryption_user(&policy, &keys, loc)?;
             return Some((policy, keys, to));
         };
         match policy_keys(self.home, &crypto, &policy.rampart) {

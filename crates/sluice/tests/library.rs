@@ -29,12 +29,7 @@ async fn an_imported_library_template_runs_with_its_package_name() {
     );
     let dir = config.parent().unwrap().to_owned();
     let home = workspace_root().join("conformance/third_party/synapse-samples/home");
-    let s = Sluice::start(&[
-        "run",
-        config.to_str().unwrap(),
-        "--home",
-        home.to_str().unwrap(),
-    ]);
+    let s = Sluice::run_at_home(&config, &home);
     let mut c = Conn::open(s.addr).await;
     let body = "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\"><soapenv:Body><ping/></soapenv:Body></soapenv:Envelope>";
     let r = c

@@ -150,12 +150,7 @@ async fn synapse_sample_100_secures_its_send_and_checks_the_answer() {
         .replace("http://localhost:9000", &format!("http://{}", be.addr));
     let service_config = home.join("service.xml");
     std::fs::write(&service_config, service).unwrap();
-    let secure = Sluice::start(&[
-        "run",
-        service_config.to_str().unwrap(),
-        "--home",
-        home.to_str().unwrap(),
-    ]);
+    let secure = Sluice::run_at_home(&service_config, &home);
     let sample = std::fs::read_to_string(
         workspace_root()
             .join("conformance/third_party/synapse-samples/samples/synapse_sample_100.xml"),
@@ -167,12 +162,7 @@ async fn synapse_sample_100_secures_its_send_and_checks_the_answer() {
     );
     let config = home.join("synapse_sample_100.xml");
     std::fs::write(&config, &sample).unwrap();
-    let s = Sluice::start(&[
-        "run",
-        config.to_str().unwrap(),
-        "--home",
-        home.to_str().unwrap(),
-    ]);
+    let s = Sluice::run_at_home(&config, &home);
     let plain = request_file("2019-04_to_2020-08/1024B_buyStocks.xml");
     let mut c = Conn::open(s.addr).await;
     let r = c.soap("/", plain.clone()).await;
@@ -204,12 +194,7 @@ async fn synapse_sample_100_secures_its_send_and_checks_the_answer() {
     );
     let callout_config = home.join("synapse_sample_432.xml");
     std::fs::write(&callout_config, &callout).unwrap();
-    let s432 = Sluice::start(&[
-        "run",
-        callout_config.to_str().unwrap(),
-        "--home",
-        home.to_str().unwrap(),
-    ]);
+    let s432 = Sluice::run_at_home(&callout_config, &home);
     let mut c = Conn::open(s432.addr).await;
     let r = c.soap("/", plain.clone()).await;
     assert_eq!(r.status, 200, "{}", r.text());
@@ -237,12 +222,7 @@ async fn synapse_sample_100_secures_its_send_and_checks_the_answer() {
         &format!("http://{}/services/Plain", plain_service.addr),
     );
     std::fs::write(&config, &clear).unwrap();
-    let s = Sluice::start(&[
-        "run",
-        config.to_str().unwrap(),
-        "--home",
-        home.to_str().unwrap(),
-    ]);
+    let s = Sluice::run_at_home(&config, &home);
     let mut c = Conn::open(s.addr).await;
     let r = c.soap("/", plain).await;
     assert_eq!(r.status, 502, "{}", r.text());
@@ -268,12 +248,7 @@ async fn synapse_sample_200_serves_with_its_policys_key_store() {
         .replace("http://localhost:9000", &format!("http://{}", be.addr));
     let config = home.join("synapse_sample_200.xml");
     std::fs::write(&config, sample).unwrap();
-    let s = Sluice::start(&[
-        "run",
-        config.to_str().unwrap(),
-        "--home",
-        home.to_str().unwrap(),
-    ]);
+    let s = Sluice::run_at_home(&config, &home);
     // bob's side: his key, alice's certificate.
     let store = sluice_transport::keystore::KeyStore::read_jks(
         &std::fs::read(res.join("security/store.jks")).unwrap(),

@@ -283,12 +283,7 @@ async fn a_wss4j_service_takes_sluices_secured_requests_and_sluice_its_answers()
         );
         let path = home.join(format!("synapse_sample_{n}.xml"));
         std::fs::write(&path, text).unwrap();
-        Sluice::start(&[
-            "run",
-            path.to_str().unwrap(),
-            "--home",
-            home.to_str().unwrap(),
-        ])
+        Sluice::run_at_home(&path, &home)
     };
     let quote = |symbol: &str| {
         format!(
@@ -381,12 +376,7 @@ async fn a_wss4j_service_takes_sluices_secured_requests_and_sluice_its_answers()
     );
     let path = home.join("synapse_sample_156.xml");
     std::fs::write(&path, text).unwrap();
-    let s156 = Sluice::start(&[
-        "run",
-        path.to_str().unwrap(),
-        "--home",
-        home.to_str().unwrap(),
-    ]);
+    let s156 = Sluice::run_at_home(&path, &home);
     let mut c = Conn::open(s156.addr).await;
     let r = c.soap("/services/StockQuoteProxy", quote("IBM")).await;
     let text = r.text();
@@ -410,12 +400,7 @@ async fn a_wss4j_service_takes_sluices_secured_requests_and_sluice_its_answers()
     .replace(">10000<", ">100<");
     let path = home.join("synapse_sample_704.xml");
     std::fs::write(&path, text).unwrap();
-    let s704 = Sluice::start(&[
-        "run",
-        path.to_str().unwrap(),
-        "--home",
-        home.to_str().unwrap(),
-    ]);
+    let s704 = Sluice::run_at_home(&path, &home);
     let order = "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\">\
         <soapenv:Body><m:placeOrder xmlns:m=\"http://services.samples\"><m:order>\
         <m:symbol>IBM</m:symbol></m:order></m:placeOrder></soapenv:Body></soapenv:Envelope>";

@@ -26,25 +26,16 @@ import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.Properties;
-import javax.crypto.KeyGenerator;
-import javax.crypto.SecretKey;
-import javax.security.auth.callback.Callback;
 import javax.xml.parsers.DocumentBuilderFactory;
 import javax.xml.transform.TransformerFactory;
 import javax.xml.transform.dom.DOMSource;
 import javax.xml.transform.stream.StreamResult;
-import org.apache.wss4j.common.WSEncryptionPart;
 import org.apache.wss4j.common.crypto.Crypto;
 import org.apache.wss4j.common.crypto.CryptoFactory;
-import org.apache.wss4j.common.ext.WSPasswordCallback;
 import org.apache.wss4j.dom.WSConstants;
 import org.apache.wss4j.dom.engine.WSSConfig;
-import org.apache.wss4j.dom.engine.WSSecurityEngine;
-import org.apache.wss4j.dom.handler.RequestData;
 import org.apache.wss4j.dom.handler.WSHandlerResult;
-import org.apache.wss4j.dom.message.WSSecEncrypt;
 import org.apache.wss4j.dom.message.WSSecHeader;
-import org.apache.wss4j.dom.message.WSSecSignature;
 import org.apache.wss4j.dom.message.WSSecTimestamp;
 import org.w3c.dom.Document;
 import org.w3c.dom.Element;
@@ -128,18 +119,9 @@ public final class SecureStockQuotePeer {
 
     /** Why the request fails policy_3 as Rampart checks it, or null. */
     static String check(Document doc) {
-        RequestData data = new RequestData();
-        data.setWssConfig(WSSConfig.getNewInstance());
-        data.setDecCrypto(store);
-        data.setSigVerCrypto(store);
-        data.setCallbackHandler(callbacks -> {
-            for (Callback c : callbacks) {
-                ((WSPasswordCallback) c).setPassword("password");
-            }
-        });
         WSHandlerResult results;
         try {
-            results = new WSSecurityEngine().processSecurityHeader(doc, data);
+            results = Wss.process(doc, store, "password");
         } catch (Exception e) {
             return "WSS4J refuses it: " + e.getMessage();
         }
@@ -161,25 +143,8 @@ public final class SecureStockQuotePeer {
         WSSecTimestamp ts = new WSSecTimestamp(header);
         ts.setTimeToLive(300);
         ts.build();
-        WSSecSignature sign = new WSSecSignature(header);
-        sign.setUserInfo("alice", "password");
-        sign.setKeyIdentifierType(WSConstants.SKI_KEY_IDENTIFIER);
-        sign.setSignatureAlgorithm(WSConstants.RSA_SHA1);
-        sign.setDigestAlgo(WSConstants.SHA1);
-        sign.setSigCanonicalization(WSConstants.C14N_EXCL_OMIT_COMMENTS);
-        sign.getParts().add(new WSEncryptionPart("Body", SOAP11, ""));
-        sign.getParts().add(new WSEncryptionPart(ts.getId()));
-        sign.build(store);
-        WSSecEncrypt enc = new WSSecEncrypt(header);
-        enc.setUserInfo("bob");
-        enc.setKeyIdentifierType(WSConstants.SKI_KEY_IDENTIFIER);
-        enc.setSymmetricEncAlgorithm(WSConstants.AES_256);
-        enc.setKeyEncAlgo(WSConstants.KEYTRANSPORT_RSAOAEP);
-        enc.getParts().add(new WSEncryptionPart("Body", SOAP11, "Content"));
-        KeyGenerator keys = KeyGenerator.getInstance("AES");
-        keys.init(256);
-        SecretKey session = keys.generateKey();
-        enc.build(store, session);
+        Wss.sign(header, store, "alice", "password", WSConstants.SKI_KEY_IDENTIFIER, ts.getId());
+        Wss.encryptBody(header, store, "bob", WSConstants.SKI_KEY_IDENTIFIER);
     }
 
     static String quote(String received) {

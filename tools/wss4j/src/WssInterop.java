@@ -27,24 +27,16 @@ import java.time.Instant;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Properties;
-import javax.crypto.KeyGenerator;
-import javax.crypto.SecretKey;
-import javax.security.auth.callback.Callback;
 import javax.xml.parsers.DocumentBuilderFactory;
 import javax.xml.transform.TransformerFactory;
 import javax.xml.transform.dom.DOMSource;
 import javax.xml.transform.stream.StreamResult;
-import org.apache.wss4j.common.WSEncryptionPart;
 import org.apache.wss4j.common.crypto.Crypto;
 import org.apache.wss4j.common.crypto.CryptoFactory;
-import org.apache.wss4j.common.ext.WSPasswordCallback;
 import org.apache.wss4j.dom.WSConstants;
 import org.apache.wss4j.dom.engine.WSSConfig;
-import org.apache.wss4j.dom.engine.WSSecurityEngine;
 import org.apache.wss4j.dom.engine.WSSecurityEngineResult;
-import org.apache.wss4j.dom.handler.RequestData;
 import org.apache.wss4j.dom.handler.WSHandlerResult;
-import org.apache.wss4j.dom.message.WSSecEncrypt;
 import org.apache.wss4j.dom.message.WSSecHeader;
 import org.apache.wss4j.dom.message.WSSecSignature;
 import org.apache.wss4j.dom.message.WSSecTimestamp;
@@ -131,31 +123,14 @@ public final class WssInterop {
             ts.setWsTimeSource(() -> now);
         }
         ts.build();
-        WSSecSignature sign = new WSSecSignature(header);
-        sign.setUserInfo(alias, password);
-        sign.setKeyIdentifierType(reference);
-        sign.setSignatureAlgorithm(WSConstants.RSA_SHA1);
-        sign.setDigestAlgo(WSConstants.SHA1);
-        sign.setSigCanonicalization(WSConstants.C14N_EXCL_OMIT_COMMENTS);
-        sign.getParts().add(new WSEncryptionPart("Body", SOAP11, ""));
-        sign.getParts().add(new WSEncryptionPart(ts.getId()));
-        sign.build(signer);
+        WSSecSignature sign = Wss.sign(header, signer, alias, password, reference, ts.getId());
         Secured s = new Secured();
         s.doc = doc;
         s.signatureValue = sign.getSignatureValue();
         if (!encrypt) {
             return s;
         }
-        WSSecEncrypt enc = new WSSecEncrypt(header);
-        enc.setUserInfo("wso2carbon");
-        enc.setKeyIdentifierType(WSConstants.THUMBPRINT_IDENTIFIER);
-        enc.setSymmetricEncAlgorithm(WSConstants.AES_256);
-        enc.setKeyEncAlgo(WSConstants.KEYTRANSPORT_RSAOAEP);
-        enc.getParts().add(new WSEncryptionPart("Body", SOAP11, "Content"));
-        KeyGenerator keys = KeyGenerator.getInstance("AES");
-        keys.init(256);
-        SecretKey session = keys.generateKey();
-        enc.build(service, session);
+        Wss.encryptBody(header, service, "wso2carbon", WSConstants.THUMBPRINT_IDENTIFIER);
         return s;
     }
 
@@ -181,18 +156,9 @@ public final class WssInterop {
         f.setNamespaceAware(true);
         Document doc = f.newDocumentBuilder()
             .parse(new ByteArrayInputStream(answer.getBytes(StandardCharsets.UTF_8)));
-        RequestData data = new RequestData();
-        data.setWssConfig(WSSConfig.getNewInstance());
-        data.setDecCrypto(service);
-        data.setSigVerCrypto(service);
-        data.setCallbackHandler(callbacks -> {
-            for (Callback c : callbacks) {
-                ((WSPasswordCallback) c).setPassword("wso2carbon");
-            }
-        });
         WSHandlerResult results;
         try {
-            results = new WSSecurityEngine().processSecurityHeader(doc, data);
+            results = Wss.process(doc, service, "wso2carbon");
         } catch (Exception e) {
             return "WSS4J refuses the answer: " + e;
         }

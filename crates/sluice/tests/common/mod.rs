@@ -128,6 +128,12 @@ impl Sluice {
         Sluice::start_logging(args, "info")
     }
 
+    /// `sluice run CONFIG --home HOME` (SYNAPSE_HOME: where a configuration's relative files are).
+    pub fn run_at_home(config: &std::path::Path, home: &std::path::Path) -> Sluice {
+        let (config, home) = (config.to_str().unwrap(), home.to_str().unwrap());
+        Sluice::start(&["run", config, "--home", home])
+    }
+
     /// Sluice with `filter` as its `SLUICE_LOG` (e.g. `info,sluice::log=trace`).
     pub fn start_logging(args: &[&str], filter: &str) -> Sluice {
         let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
