@@ -430,16 +430,23 @@ impl FileParser<'_, '_> {
         self.artifact = Some(format!("local entry {key}"));
         let loc = self.loc(n);
         let mut artifact = None;
+        // A `<description>` is the entry's description, not its value (Synapse's EntryFactory
+        // takes it out first): MI's tooling writes one after the text.
+        let value_element =
+            elements(n).find(|c| !(is_synapse(*c) && c.tag_name().name() == "description"));
         let value = if let Some(src) = n.attribute("src") {
             LocalEntryValue::Src(src.to_owned())
-        } else if let Some(c) = elements(n).next() {
+        } else if let Some(c) = value_element {
             artifact = self.entry_artifact(c, &key);
             LocalEntryValue::Xml {
                 root: c.tag_name().name().to_owned(),
                 text: self.serialize_element(c),
             }
         } else {
-            LocalEntryValue::Text(n.text().unwrap_or("").trim().to_owned())
+            let text: String = (n.children().filter(|c| c.is_text()))
+                .filter_map(|c| c.text())
+                .collect();
+            LocalEntryValue::Text(text.trim().to_owned())
         };
         Some(LocalEntry {
             key,
@@ -559,6 +566,28 @@ mod tests {
         };
         assert_eq!(l.level, LogLevel::Custom);
         assert_eq!(seq.mediators[0].loc.line, 3);
+    }
+
+    /// A local entry's `<description>` is not its value (MI's tooling writes one after a JSON
+    /// Schema's text): the text, or the XML element beside it, is.
+    #[test]
+    fn a_local_entrys_description_is_not_its_value() {
+        let (cfg, d) = parse(&format!(
+            r#"<definitions {NS}><localEntry key="j"><![CDATA[{{"type": "object"}}]]><description/></localEntry>
+<localEntry key="x"><description>d</description><a xmlns="">1</a></localEntry></definitions>"#
+        ));
+        assert!(d.items.is_empty(), "{:?}", d.items);
+        let value = |k: &str| &cfg.local_entries.iter().find(|e| e.key == k).unwrap().value;
+        assert!(
+            matches!(value("j"), LocalEntryValue::Text(t) if t == r#"{"type": "object"}"#),
+            "{:?}",
+            value("j")
+        );
+        assert!(
+            matches!(value("x"), LocalEntryValue::Xml { root, .. } if root == "a"),
+            "{:?}",
+            value("x")
+        );
     }
 
     #[test]
