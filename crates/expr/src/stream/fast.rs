@@ -555,8 +555,11 @@ impl<'x> Fast<'_, '_, 'x> {
         if self.d.run.depth >= MAX_DEPTH {
             return Err(Halt::Refused(Refused::Deep { at: gt }));
         }
-        self.declarations()?;
-        self.attributes()?;
+        if self.declarations()? > 0 {
+            self.attributes()?;
+        } else {
+            self.d.tags.attrs.clear();
+        }
         let Parts {
             run, tags, index, ..
         } = &mut *self.d;
@@ -618,9 +621,9 @@ impl<'x> Fast<'_, '_, 'x> {
 
     /// The namespace declarations among the start tag's attributes, checked and bound at the
     /// element's depth. Every attribute's name is checked here: a QName, and (among a few) not
-    /// repeated.
+    /// repeated. Returns how many attributes are not declarations.
     #[inline(always)]
-    fn declarations(&mut self) -> Result<(), Halt> {
+    fn declarations(&mut self) -> Result<usize, Halt> {
         let Parts {
             run, tags, index, ..
         } = &mut *self.d;
@@ -639,9 +642,10 @@ impl<'x> Fast<'_, '_, 'x> {
             {
                 return Err(Bail);
             }
-            let prefix = match split_colon(key) {
-                None if key == "xmlns" => Some(""),
-                Some(("xmlns", p)) => Some(p),
+            // `xmlns` or `xmlns:p` (a QName: `p` has no colon).
+            let prefix = match key.as_bytes().get(..6) {
+                _ if key == "xmlns" => Some(""),
+                Some(b"xmlns:") => Some(&key[6..]),
                 _ => None,
             };
             let Some(prefix) = prefix else {
@@ -664,7 +668,7 @@ impl<'x> Fast<'_, '_, 'x> {
         if !few && others > 1 && repeated(raw_attrs.len(), |k| raw_attrs[k].0) {
             return Err(Bail);
         }
-        Ok(())
+        Ok(others)
     }
 
     /// The start tag's other attributes, resolved and normalised into `attrs`.

@@ -448,6 +448,19 @@ pub(super) fn unbind_deeper<'x>(
     index: &mut PrefixIndex<'x>,
     depth: usize,
 ) {
+    // When few are left, the index goes (cleared at once rather than popped binding by binding):
+    // [`bind`] makes it again once there are many.
+    if !index.is_empty() {
+        let kept = bindings
+            .iter()
+            .rposition(|b| b.2 <= depth)
+            .map_or(0, |k| k + 1);
+        if kept <= FEW_BINDINGS {
+            bindings.truncate(kept);
+            index.clear();
+            return;
+        }
+    }
     while let Some(&(prefix, _, d)) = bindings.last() {
         if d <= depth {
             break;
