@@ -386,6 +386,23 @@ async fn a_wss4j_service_takes_sluices_secured_requests_and_sluice_its_answers()
         "the secured service's quote: {text}"
     );
 
+    // A one-way send (OUT_ONLY, FORCE_SC_ACCEPTED) to the secured endpoint leaves secured too.
+    let one_way = std::fs::read_to_string(home.join("synapse_sample_100.xml"))
+        .unwrap()
+        .replace(
+            "<in>",
+            r#"<in><property name="FORCE_SC_ACCEPTED" value="true" scope="axis2"/><property name="OUT_ONLY" value="true"/>"#,
+        );
+    let path = home.join("one_way.xml");
+    std::fs::write(&path, one_way).unwrap();
+    let s1 = Sluice::run_at_home(&path, &home);
+    let order = "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\">\
+        <soapenv:Body><m:placeOrder xmlns:m=\"http://services.samples\"><m:order>\
+        <m:symbol>IBM</m:symbol></m:order></m:placeOrder></soapenv:Body></soapenv:Envelope>";
+    let mut c = Conn::open(s1.addr).await;
+    let r = c.soap("/", order).await;
+    assert_eq!(r.status, 202, "{}", r.text());
+
     // Sample 704: a placeOrder stored (202 at once), then forwarded secured by the message
     // processor (every 100 ms here instead of 10 s) to the secured endpoint.
     let text = std::fs::read_to_string(
@@ -401,15 +418,18 @@ async fn a_wss4j_service_takes_sluices_secured_requests_and_sluice_its_answers()
     let path = home.join("synapse_sample_704.xml");
     std::fs::write(&path, text).unwrap();
     let s704 = Sluice::run_at_home(&path, &home);
-    let order = "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\">\
-        <soapenv:Body><m:placeOrder xmlns:m=\"http://services.samples\"><m:order>\
-        <m:symbol>IBM</m:symbol></m:order></m:placeOrder></soapenv:Body></soapenv:Envelope>";
     let mut c = Conn::open(s704.addr).await;
     let r = c.soap("/", order).await;
     assert_eq!(r.status, 202, "{}", r.text());
-    // The peer took each of Sluice's requests (none refused), the stored order last.
+    // The peer took each of Sluice's requests (none refused): the one-way order, then the stored
+    // one.
     let mut seen = Vec::new();
-    while !seen.iter().any(|l: &String| l == "taken\tplaceOrder") {
+    while seen
+        .iter()
+        .filter(|l: &&String| *l == "taken\tplaceOrder")
+        .count()
+        < 2
+    {
         match log.recv_timeout(std::time::Duration::from_secs(30)) {
             Ok(l) => seen.push(l),
             Err(_) => panic!(
@@ -418,7 +438,7 @@ async fn a_wss4j_service_takes_sluices_secured_requests_and_sluice_its_answers()
             ),
         }
     }
-    assert_eq!(seen.len(), 9, "{seen:?}");
+    assert_eq!(seen.len(), 10, "{seen:?}");
     assert_eq!(seen[7], "plain\tgetQuote", "{seen:?}");
     assert!(
         (seen.iter().enumerate()).all(|(i, l)| i == 7 || l.starts_with("taken\t")),

@@ -533,9 +533,15 @@ impl Engine {
                 return self.send_failed(proxy, msg, failed, depth).await;
             }
         }
-        if ep.group.is_none() && ep.format.converts(&msg) {
+        if ep.group.is_none() && (ep.format.converts(&msg) || ep.security.is_some()) {
             if let Err(failed) = self.in_format(&mut msg, &mut stream, &ep).await {
                 return self.send_failed(proxy, msg, failed, depth).await;
+            }
+        }
+        // WS-Security towards the back-end: the request leaves secured (no answer is checked).
+        if ep.group.is_none() && ep.security.is_some() {
+            if let Err(e) = Box::pin(self.secure_to_backend(&mut msg, &ep)).await {
+                return self.send_failed(proxy, msg, NotSent::plain(e), depth).await;
             }
         }
         let kept = go_on.as_ref().map(|_| msg.clone());
