@@ -27,6 +27,7 @@ const EXC_C14N: &str = "http://www.w3.org/2001/10/xml-exc-c14n#";
 const RSA_SHA1: &str = "http://www.w3.org/2000/09/xmldsig#rsa-sha1";
 const RSA_SHA256: &str = "http://www.w3.org/2001/04/xmldsig-more#rsa-sha256";
 const CONTENT: &str = "http://www.w3.org/2001/04/xmlenc#Content";
+const SOAP12: &str = "http://www.w3.org/2003/05/soap-envelope";
 const BASE64: &str =
     "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-soap-message-security-1.0#Base64Binary";
 
@@ -147,7 +148,13 @@ fn protect(
         .map(|b| b.id())
         .ok_or(SecureError::NotSoap)?;
     doc.set_attribute_ns(body, (WSU, "wsu"), "Id", &ids.body)?;
-    let header_xml = security_header(policy, keys, side, now, &ids);
+    // `mustUnderstand` in the envelope's own namespace, as WSS4J and Rampart write the header.
+    let must = match doc.root_element().and_then(|r| r.namespace_uri()) {
+        Some(SOAP12) => format!(" xmlns:soapenv=\"{SOAP12}\" soapenv:mustUnderstand=\"true\""),
+        Some(ns) => format!(" xmlns:soapenv=\"{ns}\" soapenv:mustUnderstand=\"1\""),
+        None => String::new(),
+    };
+    let header_xml = security_header(policy, keys, side, now, (&ids, &must));
     doc.insert(header, &Fragment::parse(&header_xml)?, Placement::LastChild)?;
     doc.register_ids("Id")?;
 
@@ -234,7 +241,7 @@ fn security_header(
     keys: &Keys,
     side: Side<'_>,
     now: DateTime<Utc>,
-    ids: &Ids,
+    (ids, must): (&Ids, &str),
 ) -> String {
     let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
     let (created, expires) = timestamp_times(policy, now);
@@ -316,7 +323,7 @@ fn security_header(
         Side::Recipient { .. } => (String::new(), thumb(&keys.certificate)),
     };
     format!(
-        "<wsse:Security xmlns:wsse=\"{WSSE}\" xmlns:wsu=\"{WSU}\">\
+        "<wsse:Security xmlns:wsse=\"{WSSE}\" xmlns:wsu=\"{WSU}\"{must}>\
          <wsu:Timestamp wsu:Id=\"{ts}\"><wsu:Created>{created}</wsu:Created>\
          <wsu:Expires>{expires}</wsu:Expires></wsu:Timestamp>{confirmations}{encrypted_key}{token}\
          <ds:Signature xmlns:ds=\"{DS}\" Id=\"{sig}\"><ds:SignedInfo>\

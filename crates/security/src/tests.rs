@@ -419,6 +419,10 @@ fn an_initiators_request_reads_back_at_its_recipient() {
         "{wire}"
     );
     assert!(wire.contains(crate::inbound::SKI), "{wire}");
+    // The header must be understood, in the envelope's namespace (as WSS4J writes it).
+    let security = &wire[at("<wsse:Security")..];
+    let start = &security[..security.find('>').unwrap()];
+    assert!(start.contains(":mustUnderstand=\"1\""), "{start}");
     assert!(
         !wire.contains("SignatureConfirmation") && !wire.contains("<order>"),
         "{wire}"
