@@ -22,30 +22,24 @@ impl Engine {
         msg: &mut Message,
         ep: &EndpointPlan,
     ) -> Result<(), Error> {
-        if ep
-            .security
-            .as_ref()
-            .and_then(|s| s.outbound.as_ref())
-            .is_none()
-        {
+        let Some(security) = ep.security.clone().filter(|s| s.outbound.is_some()) else {
             return Ok(());
-        }
+        };
         let Body::Bytes(bytes) = &msg.body else {
             return Err(Error::new(
                 ErrorKind::Mediation,
                 format!("{}: a WS-Security request needs a SOAP body", ep.label),
             ));
         };
-        let (bytes, security) = (bytes.clone(), ep.security.clone());
+        let bytes = bytes.clone();
         let label = ep.label.clone();
         let secured = self
             .opts
             .offload
             .blocking("securing the request", move || {
-                let out: &SecureWith = security
-                    .as_ref()
-                    .and_then(|s| s.outbound.as_ref())
-                    .expect("checked above");
+                let Some(out): Option<&SecureWith> = security.outbound.as_ref() else {
+                    return Err("no outbound policy".to_owned());
+                };
                 let mut doc = sluice_xml::parse_untrusted(&bytes, &Default::default())
                     .map_err(|e| format!("the request is not XML: {e}"))?;
                 let now = chrono::Utc::now();
@@ -80,14 +74,9 @@ impl Engine {
         rmsg: &mut Message,
         rstream: &mut Option<Inbound>,
     ) -> Result<(), Error> {
-        if leaf
-            .security
-            .as_ref()
-            .and_then(|s| s.inbound.as_ref())
-            .is_none()
-        {
+        let Some(security) = leaf.security.clone().filter(|s| s.inbound.is_some()) else {
             return Ok(());
-        }
+        };
         let bytes = match rstream.take() {
             Some(s) => self.buffer(Some(s), "response").await?,
             None => match &rmsg.body {
@@ -100,15 +89,13 @@ impl Engine {
             rmsg.body = Body::Empty;
             return Ok(());
         }
-        let security = leaf.security.clone();
         let checked = self
             .opts
             .offload
             .blocking("checking the back-end's answer", move || {
-                let with: &CheckWith = security
-                    .as_ref()
-                    .and_then(|s| s.inbound.as_ref())
-                    .expect("checked above");
+                let Some(with): Option<&CheckWith> = security.inbound.as_ref() else {
+                    return Err("no inbound policy".to_owned());
+                };
                 let mut doc = sluice_xml::parse_untrusted(&bytes, &Default::default())
                     .map_err(|e| format!("the answer is not XML: {e}"))?;
                 if security_fault(&doc) {
