@@ -1,5 +1,7 @@
 //! Sending to a back-end: one endpoint, or a failover / load-balance group child by child, with
-//! the endpoint's timeout and suspension, and the request as the back-end gets it.
+//! the endpoint's timeout and suspension, and the request as the back-end gets it. The engine's
+//! way there ([`Engine::send_routed`]): a key resolved, the body read and converted or secured
+//! when the endpoint needs it.
 
 use super::*;
 use crate::client::Wire;
@@ -379,5 +381,87 @@ pub(super) fn apply_content_type_props(
         .or_else(|| axis2.get("messageType"));
     if let Some(v) = ct.and_then(|c| HeaderValue::from_str(c).ok()) {
         headers.insert(header::CONTENT_TYPE, v);
+    }
+}
+
+impl Engine {
+    /// Sends the message to an address endpoint, or through a failover or load-balance endpoint to
+    /// one of its ready children, trying the next one after a failure when the group fails over
+    /// (never one this message already failed on). Returns the response and the endpoint that gave
+    /// it.
+    pub(super) async fn send_routed(
+        &self,
+        msg: &mut Message,
+        mut stream: Option<Inbound>,
+        ep: &Arc<EndpointPlan>,
+        keep_headers: bool,
+    ) -> Result<(Response<BackendBody>, Arc<EndpointPlan>), NotSent> {
+        let named;
+        let ep = if matches!(ep.address, sluice_mediation::endpoints::Address::ByKey(_)) {
+            // Boxed: the rare path's state stays out of every plain send's future.
+            named = Box::pin(self.named_by_key(msg, &mut stream, ep)).await?;
+            &named
+        } else {
+            ep
+        };
+        if ep.group.is_none() {
+            // A conversion, WS-Addressing headers or WS-Security need the body in memory.
+            if ep.format.converts(msg) || ep.addressing.is_some() || ep.security.is_some() {
+                // Boxed: the conversion's state stays out of every plain send's future.
+                Box::pin(self.in_format(msg, &mut stream, ep)).await?;
+            }
+            if ep.security.is_some() {
+                Box::pin(self.secure_to_backend(msg, ep))
+                    .await
+                    .map_err(NotSent::unreadable)?;
+            }
+            let limit = self.opts.default_timeout;
+            return send_once(&self.client, limit, msg, ep, stream, keep_headers).await;
+        }
+        // Boxed: the group's state stays out of every plain send's future.
+        Box::pin(async move {
+            // The message may go out more than once: its body is read into memory first (Synapse
+            // builds the message for the same reason). A body that cannot be read is not sent
+            // anywhere, not even by the fault sequence: it would go out empty.
+            if let Err(error) = self.read_whole(msg, &mut stream).await {
+                return Err(NotSent::unreadable(error));
+            }
+            send_to_group(&self.client, self.opts.default_timeout, msg, ep).await
+        })
+        .await
+    }
+
+    /// An `<endpoint key-expression>`'s endpoint for `msg` (its body read first when the key
+    /// reads it).
+    async fn named_by_key(
+        &self,
+        msg: &mut Message,
+        stream: &mut Option<Inbound>,
+        ep: &Arc<EndpointPlan>,
+    ) -> Result<Arc<EndpointPlan>, NotSent> {
+        if ep.by_key_need() != BodyNeed::None {
+            self.read_whole(msg, stream)
+                .await
+                .map_err(NotSent::unreadable)?;
+        }
+        match ep.by_key(msg) {
+            Some(Ok(named)) => Ok(named),
+            Some(Err(e)) => Err(NotSent::with_stream(e, stream.take())),
+            None => Ok(ep.clone()),
+        }
+    }
+
+    /// Reads the body and converts the message to the endpoint's `format`
+    /// ([`sluice_mediation::format`]). A body that cannot be read or converted is not sent.
+    pub(super) async fn in_format(
+        &self,
+        msg: &mut Message,
+        stream: &mut Option<Inbound>,
+        ep: &EndpointPlan,
+    ) -> Result<(), NotSent> {
+        self.read_whole(msg, stream)
+            .await
+            .and_then(|()| ep.format.apply(msg))
+            .map_err(NotSent::unreadable)
     }
 }
