@@ -57,16 +57,18 @@ impl pulp::NullaryFnOnce for Run<'_, '_> {
 
 /// The masks of one 64-byte window: bit `k` stands for the window's byte `k`.
 #[cfg(target_arch = "x86_64")]
-#[derive(Clone, Copy)]
-struct Masks {
-    ws: u64,
+#[derive(Clone, Copy, Default)]
+pub(super) struct Masks {
+    pub(super) ws: u64,
     /// Bytes that are not an ASCII name byte (letters, digits, `-`, `.`, `_`, `:`).
-    not_name: u64,
-    eq: u64,
-    quote: u64,
-    colon: u64,
+    pub(super) not_name: u64,
+    pub(super) eq: u64,
+    pub(super) quote: u64,
+    pub(super) colon: u64,
     /// Bytes a value's class depends on: below 0x20, non-ASCII, `<`, `&`.
-    classed: u64,
+    pub(super) classed: u64,
+    /// `>`, where a tag ends ([`super::tag_run`]).
+    pub(super) gt: u64,
 }
 
 /// Nibble tables: a byte has class bit `k` when its low nibble's entry and its high nibble's
@@ -119,7 +121,7 @@ const HIGH_NIBBLE: [u8; 16] = {
 /// The masks of the 32 bytes `a`, as 32-bit masks in the low half.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn masks32(simd: pulp::x86::V3, a: &[u8; 32]) -> [u32; 6] {
+fn masks32(simd: pulp::x86::V3, a: &[u8; 32]) -> [u32; 7] {
     use core::arch::x86_64::__m256i;
     let (avx, avx2) = (simd.avx, simd.avx2);
     let splat = |b: u8| avx._mm256_set1_epi8(i8::from_ne_bytes([b]));
@@ -158,12 +160,13 @@ fn masks32(simd: pulp::x86::V3, a: &[u8; 32]) -> [u32; 6] {
         eq(b'"'),
         eq(b':'),
         classed,
+        eq(b'>'),
     ]
 }
 
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn masks(simd: pulp::x86::V3, w: &[u8; 64]) -> Masks {
+pub(super) fn masks(simd: pulp::x86::V3, w: &[u8; 64]) -> Masks {
     let (lo, hi) = w.split_at(32);
     let (Ok(lo), Ok(hi)) = (<&[u8; 32]>::try_from(lo), <&[u8; 32]>::try_from(hi)) else {
         unreachable!("64 bytes split in two halves of 32")
@@ -177,20 +180,21 @@ fn masks(simd: pulp::x86::V3, w: &[u8; 64]) -> Masks {
         quote: join(3),
         colon: join(4),
         classed: join(5),
+        gt: join(6),
     }
 }
 
 /// Bits `from..to` (`from <= to < 64`).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn span(from: u32, to: u32) -> u64 {
+pub(super) fn span(from: u32, to: u32) -> u64 {
     (!0u64 << from) & !(!0u64 << to)
 }
 
 /// The first set bit of `m` at or after `from` (< 64), or 64.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn first_from(m: u64, from: u32) -> u32 {
+pub(super) fn first_from(m: u64, from: u32) -> u32 {
     (m & (!0u64 << from)).trailing_zeros()
 }
 
@@ -245,7 +249,7 @@ fn attribute(w: &[u8; 64], m: &Masks, o: u32) -> Option<Read> {
 
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn starts_name(c: u8) -> bool {
+pub(super) fn starts_name(c: u8) -> bool {
     NAME_CLASS[usize::from(c)] & NAME_START != 0
 }
 

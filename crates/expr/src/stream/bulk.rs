@@ -13,6 +13,8 @@
 //! Each is read with its whole subtree and no per-element state. Prefixed names are read this way
 //! too, when their prefix is bound, and so are a few attributes that need nothing kept
 //! ([`StreamPath::attributed_tag`]: no declarations, at most one prefixed, plain ASCII values).
+//! Where the CPU has AVX2, those attributes are read from the bitmasks of a 64-byte window kept
+//! for the next tags ([`super::tag_run`]); the byte loop reads what they cannot.
 //! What the span does not read (other attributes, references, comments, non-ASCII text) it hands
 //! back with the elements around it open.
 //!
@@ -32,9 +34,10 @@ use super::fast::{KnownNames, KnownTag};
 use super::needle::Bang;
 use super::run::Run;
 use super::scan::{
-    bound, find_near, is_ws, leaf_end, next_attribute, same_name, text_end, word_at, AMP, UNPLAIN,
-    V_AMP, V_CTRL, V_HIGH, V_LT, V_QNAME,
+    bound, find_near, is_bound, is_ws, leaf_end, next_attribute, same_name, text_end, word_at, AMP,
+    UNPLAIN, V_AMP, V_CTRL, V_HIGH, V_LT, V_QNAME,
 };
+use super::tag_run::TagWindow;
 use super::{StreamPath, FEW_ATTRS, INERT_STACK, MAX_DEPTH};
 use sluice_xml::chars::refs_valid;
 use sluice_xml::names::PrefixIndex;
@@ -68,6 +71,7 @@ impl StreamPath {
             sibling,
         } = scratch;
         let below = INERT_STACK.min(MAX_DEPTH.saturating_sub(run.depth));
+        let mut window = TagWindow::new();
         // Whether a run of siblings may still be read by `needle_run` (not after it gave up on one).
         let mut needle = self.needle.is_some();
         let mut inert = Inert {
@@ -120,15 +124,14 @@ impl StreamPath {
                 Some(_) => {
                     let from = lt + 1;
                     let Some((gt, empty, name_end, colon, mask)) =
-                        self.span_tag((xml, from), known, (bindings, index))
+                        self.span_tag((xml, from), known, &mut window, (bindings, index))
                     else {
                         return (lt, top);
                     };
                     // A prefix must be bound (the bindings do not change here: no element in the
                     // span declares one). `xml` and `xmlns` never are: declaring
                     // them is left to the general reader, and so is `<xml:b>`.
-                    let named =
-                        colon == 0 || bound(bindings, index, &xml[from..from + colon]).is_some();
+                    let named = colon == 0 || is_bound(bindings, index, &xml[from..from + colon]);
                     if !(named && mask != u64::MAX && top < below && inert.at(run, top, mask)) {
                         return (lt, top);
                     }
@@ -216,6 +219,7 @@ impl StreamPath {
         &self,
         (xml, from): (&[u8], usize),
         known: &mut KnownNames<'_>,
+        window: &mut TagWindow,
         scope: (&[(&str, &str, usize)], &PrefixIndex<'_>),
     ) -> Option<KnownTag> {
         let name @ (name_end, colon, mask) = self.known_name(xml, from, known)?;
@@ -224,7 +228,10 @@ impl StreamPath {
             b'/' if xml.get(name_end + 1) == Some(&b'>') => {
                 Some((name_end + 1, true, name_end, colon, mask))
             }
-            c if is_ws(c) => attributes(xml, from, name, scope),
+            c if is_ws(c) => match window.attributes(xml, (from, name_end, colon), scope) {
+                Some((gt, empty)) => Some((gt, empty, name_end, colon, mask)),
+                None => attributes(xml, from, name, scope),
+            },
             _ => None,
         }
     }
@@ -233,7 +240,7 @@ impl StreamPath {
 /// The attributes of a start tag at `from` whose name `xml[from..name_end]` (then white space)
 /// is read, for [`StreamPath::attributed_tag`].
 #[inline(always)]
-fn attributes(
+pub(super) fn attributes(
     xml: &[u8],
     from: usize,
     (name_end, colon, mask): (usize, usize, u64),

@@ -60,6 +60,7 @@
 //! | `compile` | the subset: tokens, steps, predicates, [`StreamPath::compile`] |
 //! | `scan` | strict scanning: byte classes, words, names, text ends, references, end-of-line handling, attributes, namespace bindings |
 //! | `attr_run` | a long run of attributes read from AVX2 bitmasks, 64 bytes at a time |
+//! | `tag_run` | the attributes of an inert span's tags, from the same masks, one window for several tags |
 //! | `fast` | the fast reader: a loop with one handler per token, the UTF-8 window, the names seen |
 //! | `run` | the reading state both tokenizers drive, and the general reader on quick-xml |
 //! | `bulk` | inert spans and sibling patterns |
@@ -77,6 +78,7 @@ mod memo;
 mod needle;
 mod run;
 mod scan;
+mod tag_run;
 #[cfg(test)]
 mod tests;
 

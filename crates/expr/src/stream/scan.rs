@@ -402,6 +402,23 @@ pub(super) fn bound<'a>(
     }
 }
 
+/// Whether `prefix` (not empty) is bound: [`bound`] when only that is asked, without the URI.
+#[inline(always)]
+pub(super) fn is_bound(
+    bindings: &[(&str, &str, usize)],
+    index: &PrefixIndex<'_>,
+    prefix: &[u8],
+) -> bool {
+    if index.is_empty() {
+        bindings
+            .iter()
+            .rev()
+            .any(|b| short_eq(b.0.as_bytes(), prefix))
+    } else {
+        index.get(prefix).is_some()
+    }
+}
+
 /// `bindings.push(b)`, keeping `index` up to date: it starts covering every binding once there are
 /// more than [`FEW_BINDINGS`], and goes on until none is left. Returns false when `b` repeats a
 /// prefix bound at its depth (one start tag declaring it twice), found by the index as it takes
