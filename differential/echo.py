@@ -5,9 +5,16 @@ It answers as the capturing back-end of Sluice's integration tests (crates/sluic
 status 200, the request's body, its Content-Type and, when the request had one, its Content-Length
 (a request without one is answered chunked). A request header `x-test-delay-ms` delays the answer.
 It counts the requests it sees, for the golden's `backend_count`.
+
+Given canned answers (`conformance/stockquote.json`, for the Synapse samples' suites), it answers a
+request whose body holds every string of an answer's `match` with that answer instead, as
+crates/sluice/tests/common (`answers`) does: its status, Content-Type and body, each `{name}` in the
+body filled with what the answer's `fill[name]` regular expression's group catches in the request.
 """
 
 import http.server
+import json
+import re
 import threading
 import time
 
@@ -39,6 +46,18 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         delay = self.headers.get("x-test-delay-ms")
         if delay and delay.isdigit():
             time.sleep(int(delay) / 1000)
+        canned = self.server.canned(body.decode("utf-8", errors="replace"))
+        if canned is not None:
+            status, ctype, text = canned
+            data = text.encode()
+            self.send_response_only(status)
+            if ctype:
+                self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+            return
         self.send_response_only(200)
         ctype = self.headers.get("content-type")
         if ctype is not None:
@@ -62,15 +81,27 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 class EchoServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self):
+    def __init__(self, answers=None):
         super().__init__(("127.0.0.1", 0), _Handler)
         self._lock = threading.Lock()
         self.seen = []
+        self.answers = answers or []
         threading.Thread(target=self.serve_forever, daemon=True).start()
 
     def seen_one(self, method, path, headers, body):
         with self._lock:
             self.seen.append((method, path, headers, body))
+
+    def canned(self, text):
+        """(status, Content-Type, body) of the first canned answer `text` matches, or None."""
+        for a in self.answers:
+            if all(m in text for m in a["match"]):
+                out = a.get("body", "")
+                for name, pattern in a.get("fill", {}).items():
+                    found = re.search(pattern, text)
+                    out = out.replace("{" + name + "}", found.group(1) if found else "")
+                return a.get("status", 200), a.get("content_type"), out
+        return None
 
     def count(self):
         with self._lock:
@@ -80,3 +111,9 @@ class EchoServer(http.server.ThreadingHTTPServer):
     def url(self):
         host, port = self.server_address[:2]
         return f"http://{host}:{port}/backend"
+
+
+def load_answers(path):
+    """The canned answers of a file such as conformance/stockquote.json."""
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)["answers"]

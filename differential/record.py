@@ -11,6 +11,7 @@ import datetime
 import http.client
 import json
 import os
+import re
 import sys
 import time
 
@@ -28,6 +29,12 @@ ANSWER_WITHIN = 10
 LATE_CALLS_WITHIN = 3
 # Each suite runs on this many fresh Synapses; a part answered otherwise in one of them is unstable.
 RUNS = 3
+# The Synapse samples (a suite's "synapse_sample": N), their SYNAPSE_HOME, and the answers of
+# their back-end, SimpleStockQuoteService.
+SAMPLES = os.path.join(ROOT, "conformance", "third_party", "synapse-samples")
+STOCKQUOTE = os.path.join(ROOT, "conformance", "stockquote.json")
+# Where the samples' configurations send: SimpleStockQuoteService on port 9000.
+SAMPLE_BACKEND = "http://localhost:9000"
 
 
 def headers_that_matter(case):
@@ -39,18 +46,19 @@ def headers_that_matter(case):
     return sorted(names)
 
 
-def send(port, req):
+def send(port, req, backend):
     """(status, {header: value}, body bytes) as Synapse answered `req`, or None without an answer.
     The request is written as the Rust test's client writes it: Host, the case's headers, and a
-    Content-Length unless it is a GET or HEAD without a body."""
+    Content-Length unless it is a GET or HEAD without a body. `{backend}` in the body and header
+    values stands for the back-end's address (host:port)."""
     method = req.get("method", "POST")
-    body = req.get("body", "").encode()
+    body = req.get("body", "").replace("{backend}", backend).encode()
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=ANSWER_WITHIN)
     try:
         conn.putrequest(method, req["path"], skip_host=True, skip_accept_encoding=True)
         conn.putheader("host", f"127.0.0.1:{port}")
         for k, v in req.get("headers", {}).items():
-            conn.putheader(k, v)
+            conn.putheader(k, v.replace("{backend}", backend))
         if body or method not in ("GET", "HEAD"):
             conn.putheader("content-length", str(len(body)))
         conn.endheaders(body)
@@ -70,7 +78,7 @@ def send(port, req):
 def record_case(syn, be, case):
     before = be.count()
     log_from = len(syn.log())
-    got = send(syn.port, case["request"])
+    got = send(syn.port, case["request"], be.url.split("/")[2])
     entry = {"name": case["name"]}
     if got is None:
         entry["no_answer"] = f"no complete answer within {ANSWER_WITHIN} s"
@@ -96,13 +104,25 @@ def record_case(syn, be, case):
     return entry
 
 
+def ignored(text):
+    """`text` with what ignore.json leaves out replaced, as the Rust test replaces it: a message
+    id new in each run does not make a part unstable."""
+    if text is None:
+        return None
+    with open(os.path.join(ROOT, "differential", "ignore.json"), encoding="utf-8") as f:
+        rules = json.load(f)["rules"]
+    for r in rules:
+        text = re.sub(r["pattern"], r["replace"], text)
+    return text
+
+
 def parts(entry):
     """A recorded answer as the parts the Rust test compares, named as it names them."""
     out = {"answer": "no_answer" not in entry, "backend_count": entry["backend_count"]}
     if "no_answer" not in entry:
         out["status"] = entry["status"]
-        out["body"] = entry["body"]
-        out.update({f"header {k}": v for k, v in entry["headers"].items()})
+        out["body"] = ignored(entry["body"])
+        out.update({f"header {k}": ignored(v) for k, v in entry["headers"].items()})
     return out
 
 
@@ -128,11 +148,21 @@ def merge_runs(runs):
 def run_once(suite_dir, spec, cases):
     """Synapse's answers to `cases`, from a Synapse started for this run, with the errors it logged
     while starting and the JVM's refusals (jvm_problems)."""
-    be = echo.EchoServer()
-    config = synapse.merged_config(os.path.join(suite_dir, "synapse"))
+    sample = spec.get("synapse_sample")
+    if sample is None:
+        be = echo.EchoServer()
+        config = synapse.merged_config(os.path.join(suite_dir, "synapse"))
+        home = None
+    else:
+        # A sample as Synapse ships it, its back-end address moved to the stock quote back-end.
+        be = echo.EchoServer(echo.load_answers(STOCKQUOTE))
+        path = os.path.join(SAMPLES, "samples", f"synapse_sample_{sample}.xml")
+        with open(path, encoding="utf-8") as f:
+            config = f.read().replace(SAMPLE_BACKEND, be.url.rsplit("/", 1)[0])
+        home = os.path.join(SAMPLES, "home")
     for name in spec.get("endpoints", []):
         config = synapse.repoint(config, name, be.url)
-    syn = synapse.Synapse(config)
+    syn = synapse.Synapse(config, home=home)
     done = False
     try:
         syn.wait_ready()

@@ -148,7 +148,7 @@ def free_port():
 class Synapse:
     """A Synapse process on a prepared copy of a configuration; `stop()` ends it."""
 
-    def __init__(self, config_text, port=None, java="java", run_dir=None):
+    def __init__(self, config_text, port=None, java="java", run_dir=None, home=None):
         lib = require_setup()
         self.port = port or free_port()
         self.dir = run_dir or tempfile.mkdtemp(prefix="sluice-synapse-run-")
@@ -157,6 +157,10 @@ class Synapse:
         os.makedirs(conf, exist_ok=True)
         os.makedirs(os.path.join(self.dir, "tmp"), exist_ok=True)
         shutil.copytree(os.path.join(HOME, "modules"), os.path.join(repo, "modules"), dirs_exist_ok=True)
+        # A SYNAPSE_HOME's files (the samples' repository/conf/sample/resources), under the run
+        # folder, which is Synapse's home and working directory.
+        if home is not None:
+            shutil.copytree(home, self.dir, dirs_exist_ok=True, symlinks=False)
         with open(os.path.join(HERE, "synapse", "axis2.xml"), encoding="utf-8") as f:
             axis2 = f.read().replace("@PORT@", str(self.port))
         with open(os.path.join(conf, "axis2.xml"), "w", encoding="utf-8") as f:

@@ -1,6 +1,7 @@
 //! Mediation: the message context, the plan compiled from the configuration, and the executor that runs
 //! sequences over a message. The transport crate drives it; nothing here does I/O.
 
+pub mod addressing;
 pub mod api;
 pub mod branches;
 pub mod budget;

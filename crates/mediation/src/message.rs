@@ -570,7 +570,12 @@ impl Env for Message {
                     return Some(Cow::Borrowed(v));
                 }
                 match name {
-                    "To" => self.to.as_deref().map(Cow::Borrowed),
+                    "To" if self.is_response() => self.to.as_deref().map(Cow::Borrowed),
+                    // A request's: the request line's URI when no header says otherwise, as in
+                    // Synapse ([`crate::addressing`]).
+                    "To" => Some(Cow::Borrowed(
+                        self.to.as_deref().unwrap_or(&self.path_and_query),
+                    )),
                     "Action" => self.soap_action().map(Cow::Borrowed),
                     "MessageID" => self.message_id.as_deref().map(Cow::Borrowed),
                     "SYSTEM_TIME" => Some(Cow::Owned(sluice_expr::system_time())),

@@ -9,7 +9,10 @@ use std::time::Duration;
 
 #[derive(Deserialize)]
 struct Suite {
+    #[serde(default)]
     endpoints: Vec<String>,
+    /// The Synapse sample this suite runs as shipped ([`common::suite::start`]).
+    synapse_sample: Option<u32>,
     /// Sluice's `SLUICE_LOG` for this suite (default `info`), e.g. to see the log mediator's
     /// DEBUG and TRACE categories.
     log_filter: Option<String>,
@@ -69,9 +72,8 @@ struct BackendExpect {
 async fn run_suite(dir: &std::path::Path) -> Vec<String> {
     let suite: Suite =
         serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).unwrap()).unwrap();
-    let be = backend().await;
     let filter = suite.log_filter.as_deref().unwrap_or("info");
-    let s = Sluice::on_suite(dir, &suite.endpoints, be.addr, filter);
+    let (s, be) = common::suite::start(dir, &suite.endpoints, suite.synapse_sample, filter).await;
     let mut failures = Vec::new();
     assert!(!suite.cases.is_empty());
     for case in &suite.cases {

@@ -19,7 +19,10 @@ use std::time::Duration;
 
 #[derive(Deserialize)]
 struct Suite {
+    #[serde(default)]
     endpoints: Vec<String>,
+    /// The Synapse sample this suite runs as shipped ([`common::suite::start`]).
+    synapse_sample: Option<u32>,
     cases: Vec<Case>,
 }
 
@@ -254,12 +257,16 @@ fn vs(synapse: &str, sluice: impl std::fmt::Display) -> String {
 async fn outcome(s: &Sluice, be: &Backend, req: &Req, want: usize) -> Outcome {
     let before = be.seen.lock().unwrap().len();
     let mut c = Conn::open(s.addr).await;
-    let headers: Vec<(&str, &str)> = req
-        .headers
-        .iter()
+    // `{backend}` stands for the back-end's address, as record.py fills it in.
+    let at = be.addr.to_string();
+    let values: Vec<String> = (req.headers.values())
+        .map(|v| v.replace("{backend}", &at))
+        .collect();
+    let headers: Vec<(&str, &str)> = (req.headers.keys())
+        .zip(&values)
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
-    let body = bytes::Bytes::from(req.body.clone());
+    let body = bytes::Bytes::from(req.body.replace("{backend}", &at));
     let sent = c.send_with(&req.method, &req.path, &headers, body);
     let reply = match tokio::time::timeout(Duration::from_secs(15), sent).await {
         Ok(Ok(r)) => Some(r),
@@ -318,8 +325,7 @@ async fn run_suite(dir: &Path, ignore: &Ignore, tally: &mut Tally) -> Vec<String
             ));
         }
     }
-    let be = backend().await;
-    let s = Sluice::on_suite(dir, &suite.endpoints, be.addr, "info");
+    let (s, be) = common::suite::start(dir, &suite.endpoints, suite.synapse_sample, "info").await;
     for syn in &golden.cases {
         let Some(case) = suite.cases.iter().find(|c| c.name == syn.name) else {
             failures.push(format!(

@@ -421,6 +421,63 @@ impl Drop for Backend {
 }
 
 pub async fn backend() -> Backend {
+    backend_answering(Vec::new()).await
+}
+
+/// A canned answer of the capturing back-end (`conformance/stockquote.json`, as
+/// `differential/echo.py` serves it): given to a request whose body holds every `match` string,
+/// its `{name}`s filled with what `fill[name]`'s first group catches in the request.
+#[derive(serde::Deserialize)]
+pub struct Canned {
+    #[serde(rename = "match")]
+    pub matches: Vec<String>,
+    #[serde(default = "ok")]
+    pub status: u16,
+    pub content_type: Option<String>,
+    #[serde(default)]
+    pub fill: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    pub body: String,
+}
+
+fn ok() -> u16 {
+    200
+}
+
+impl Canned {
+    /// The canned answers of a file such as `conformance/stockquote.json`.
+    pub fn load(path: &std::path::Path) -> Vec<Canned> {
+        #[derive(serde::Deserialize)]
+        struct File {
+            answers: Vec<Canned>,
+        }
+        let text = std::fs::read_to_string(path).unwrap();
+        let file: File = serde_json::from_str(&text).unwrap();
+        file.answers
+    }
+
+    /// (status, Content-Type, body) of the first of `answers` that `request` matches.
+    fn pick<'a>(answers: &'a [Canned], request: &[u8]) -> Option<(u16, Option<&'a str>, String)> {
+        let text = String::from_utf8_lossy(request);
+        let a = answers
+            .iter()
+            .find(|a| a.matches.iter().all(|m| text.contains(m.as_str())))?;
+        let mut body = a.body.clone();
+        for (name, pattern) in &a.fill {
+            let re = regex::Regex::new(pattern).unwrap();
+            let caught = re
+                .captures(&text)
+                .and_then(|c| c.get(1))
+                .map_or("", |m| m.as_str());
+            body = body.replace(&format!("{{{name}}}"), caught);
+        }
+        Some((a.status, a.content_type.as_deref(), body))
+    }
+}
+
+/// [`backend`], answering the requests one of `answers` matches with it instead of an echo.
+pub async fn backend_answering(answers: Vec<Canned>) -> Backend {
+    let answers = Arc::new(answers);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
@@ -433,15 +490,19 @@ pub async fn backend() -> Backend {
             };
             let _ = s.set_nodelay(true);
             let (seen, arrived) = (seen2.clone(), arrived2.clone());
+            let answers = answers.clone();
             tokio::spawn(async move {
                 let svc = service_fn(move |req: Request<Incoming>| {
                     let (seen, arrived) = (seen.clone(), arrived.clone());
+                    let answers = answers.clone();
                     async move {
-                        let small = req
-                            .headers()
-                            .get("content-length")
-                            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
-                            .is_some_and(|n| n <= 1 << 20);
+                        // A back-end with canned answers reads every body: they answer by it.
+                        let small = !answers.is_empty()
+                            || req
+                                .headers()
+                                .get("content-length")
+                                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+                                .is_some_and(|n| n <= 1 << 20);
                         let (parts, body) = req.into_parts();
                         let mut record = Seen {
                             method: parts.method.to_string(),
@@ -463,6 +524,7 @@ pub async fn backend() -> Backend {
                         } else {
                             http_body_util::Either::Right(body)
                         };
+                        let canned = record.body.as_ref().and_then(|b| Canned::pick(&answers, b));
                         seen.lock().unwrap().push(record);
                         arrived.notify_waiters();
                         if let Some(ms) = parts
@@ -471,6 +533,14 @@ pub async fn backend() -> Backend {
                             .and_then(|v| v.to_str().ok()?.parse().ok())
                         {
                             tokio::time::sleep(Duration::from_millis(ms)).await;
+                        }
+                        if let Some((status, ctype, text)) = canned {
+                            let mut b = Response::builder().status(status);
+                            if let Some(ct) = ctype {
+                                b = b.header("content-type", ct);
+                            }
+                            let body = http_body_util::Either::Left(Full::new(Bytes::from(text)));
+                            return Ok(b.body(body).unwrap());
                         }
                         let status = (parts.headers.get("x-test-status"))
                             .and_then(|v| v.to_str().ok()?.parse::<u16>().ok())

@@ -275,8 +275,8 @@ impl Engine {
     async fn request_decided(
         &self,
         proxy: &Arc<ProxyPlan>,
-        msg: Message,
-        stream: Option<Inbound>,
+        mut msg: Message,
+        mut stream: Option<Inbound>,
         flow: Flow,
         depth: Depth,
     ) -> Response<RelayBody> {
@@ -290,6 +290,7 @@ impl Engine {
             // the out-sequence or the rest after a call ends.
             return client_response(msg, stream, None);
         }
+        let explicit = matches!(flow, Flow::Send(None) | Flow::Call(None, _));
         let (ep, after) = match flow {
             Flow::Send(Some(ep)) => (Some(ep), None),
             Flow::Call(ep, k) => (ep, Some(k)),
@@ -338,6 +339,14 @@ impl Engine {
             }
             Flow::Continue | Flow::Send(None) => (None, None),
         };
+        // A send or call that names no endpoint, with no To set and no target: the request's
+        // own WS-Addressing To, as in Synapse (its samples route this way).
+        if explicit && ep.is_none() && msg.to.is_none() && proxy.target.is_none() {
+            if let Err(e) = self.read_whole(&mut msg, &mut stream).await {
+                return self.default_fault(msg.soap, &e);
+            }
+            msg.to = sluice_mediation::addressing::received_to(&msg);
+        }
         match self.destination(proxy, &msg, ep) {
             Ok(ep) => self.call(proxy, msg, stream, ep, after, depth).await,
             Err(e) => {
