@@ -33,8 +33,9 @@ RUNS = 3
 # their back-end, SimpleStockQuoteService.
 SAMPLES = os.path.join(ROOT, "conformance", "third_party", "synapse-samples")
 STOCKQUOTE = os.path.join(ROOT, "conformance", "stockquote.json")
-# Where the samples' configurations send: SimpleStockQuoteService on port 9000.
-SAMPLE_BACKEND = "http://localhost:9000"
+# Where the samples' configurations send: SimpleStockQuoteService on port 9000, and the Axis2
+# servers 9001 to 9003 of the load-balance and failover samples. All go to the one back-end.
+SAMPLE_BACKENDS = [f"http://localhost:{p}" for p in (9000, 9001, 9002, 9003)]
 
 
 def headers_that_matter(case):
@@ -152,17 +153,20 @@ def run_once(suite_dir, spec, cases):
     if sample is None:
         be = echo.EchoServer()
         config = synapse.merged_config(os.path.join(suite_dir, "synapse"))
-        home = None
+        home = rewrite = None
     else:
         # A sample as Synapse ships it, its back-end address moved to the stock quote back-end.
         be = echo.EchoServer(echo.load_answers(STOCKQUOTE))
         path = os.path.join(SAMPLES, "samples", f"synapse_sample_{sample}.xml")
+        rewrite = [(old, be.url.rsplit("/", 1)[0]) for old in SAMPLE_BACKENDS]
         with open(path, encoding="utf-8") as f:
-            config = f.read().replace(SAMPLE_BACKEND, be.url.rsplit("/", 1)[0])
+            config = f.read()
+        for old, new in rewrite:
+            config = config.replace(old, new)
         home = os.path.join(SAMPLES, "home")
     for name in spec.get("endpoints", []):
         config = synapse.repoint(config, name, be.url)
-    syn = synapse.Synapse(config, home=home)
+    syn = synapse.Synapse(config, home=home, rewrite=rewrite)
     done = False
     try:
         syn.wait_ready()

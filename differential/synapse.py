@@ -145,10 +145,31 @@ def free_port():
         return s.getsockname()[1]
 
 
+def rewrite_tree(root, rewrite):
+    """Replaces each (old, new) of `rewrite` in every file under `root` that is UTF-8 text (the
+    samples' registry resources name the back-end's address too)."""
+    if not rewrite:
+        return
+    for d, _, names in os.walk(root):
+        for n in names:
+            path = os.path.join(d, n)
+            try:
+                with open(path, encoding="utf-8") as f:
+                    text = f.read()
+            except (UnicodeDecodeError, OSError):
+                continue
+            new_text = text
+            for old, new in rewrite:
+                new_text = new_text.replace(old, new)
+            if new_text != text:
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(new_text)
+
+
 class Synapse:
     """A Synapse process on a prepared copy of a configuration; `stop()` ends it."""
 
-    def __init__(self, config_text, port=None, java="java", run_dir=None, home=None):
+    def __init__(self, config_text, port=None, java="java", run_dir=None, home=None, rewrite=None):
         lib = require_setup()
         self.port = port or free_port()
         self.dir = run_dir or tempfile.mkdtemp(prefix="sluice-synapse-run-")
@@ -161,6 +182,7 @@ class Synapse:
         # folder, which is Synapse's home and working directory.
         if home is not None:
             shutil.copytree(home, self.dir, dirs_exist_ok=True, symlinks=False)
+            rewrite_tree(self.dir, rewrite)
         with open(os.path.join(HERE, "synapse", "axis2.xml"), encoding="utf-8") as f:
             axis2 = f.read().replace("@PORT@", str(self.port))
         with open(os.path.join(conf, "axis2.xml"), "w", encoding="utf-8") as f:

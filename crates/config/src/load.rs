@@ -40,7 +40,11 @@ pub fn load_path_in(path: &Path, home: Option<&Path>) -> (Config, Diagnostics) {
         (None, Some(r)) => r.parent().map(Path::to_path_buf).unwrap_or_default(),
         (None, None) => std::env::current_dir().unwrap_or_default(),
     };
+    let bare = cfg.only_registries();
     load_registries(&home, &mut cfg, &mut diags);
+    if bare {
+        load_from_registry(&home, &mut cfg, &mut diags);
+    }
     load_entry_sources(&home, &mut cfg, &mut diags);
     crate::library::load_imports(&home, &mut cfg, &mut diags);
     cfg.home = home;
@@ -82,6 +86,22 @@ fn load_registries(home: &Path, cfg: &mut Config, diags: &mut Diagnostics) {
         }
         cfg.registries.push(reg);
     }
+}
+
+/// Synapse's configuration kept in its registry (its sample 11): a configuration that is only a
+/// `<registry>` is the one the registry holds under the key `synapse.xml`. The registries that one
+/// names are read too.
+fn load_from_registry(home: &Path, cfg: &mut Config, diags: &mut Diagnostics) {
+    let Some(file) = (cfg.resources.iter())
+        .find(|r| r.key == "synapse.xml")
+        .map(|r| r.loc.file.to_string())
+    else {
+        return;
+    };
+    let outer = std::mem::take(&mut cfg.registries);
+    load_file(Path::new(&file), cfg, diags);
+    load_registries(home, cfg, diags);
+    cfg.registries.splice(0..0, outer);
 }
 
 /// A resource, and the sequence or endpoint it holds, if any.

@@ -106,6 +106,20 @@ impl ErrorKind {
         }
     }
 
+    /// The `ERROR_MESSAGE` Synapse's pass-through transport sets for this kind, where it sets a
+    /// fixed one (its DeliveryAgent's words); Sluice's own reason is then `ERROR_DETAIL`.
+    pub fn synapse_message(self) -> Option<&'static str> {
+        match self {
+            ErrorKind::ConnectFailed => {
+                Some("Error while connecting to the endpoint (Connection Failed)")
+            }
+            ErrorKind::ConnectTimeout => {
+                Some("Error while connecting to the endpoint (Connection Timeout)")
+            }
+            _ => None,
+        }
+    }
+
     /// The HTTP status Sluice answers with when no fault sequence answered.
     pub fn http_status(self) -> u16 {
         match self {

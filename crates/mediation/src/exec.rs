@@ -339,7 +339,18 @@ pub fn run_seq(seq: &SeqPlan, msg: &mut Message) -> Result<Flow, Error> {
             _ => return Err(e),
         },
     };
+    keep_handler(seq, &flow, msg);
     leaving(flow, msg, &doc)
+}
+
+/// A sequence with an `onError` that sends the message on: its handler is the one a failure of
+/// that send runs (the innermost, as Synapse's fault handler stack has it).
+pub(crate) fn keep_handler(seq: &SeqPlan, flow: &Flow, msg: &mut Message) {
+    if let (Some(h), Flow::Send(_) | Flow::Call(..)) = (seq.on_error.get(), flow) {
+        if msg.fault_handler.is_none() && !msg.is_response() {
+            msg.fault_handler = Some(h.clone());
+        }
+    }
 }
 
 /// Synapse's error handler: `ERROR_CODE`, `ERROR_MESSAGE` and `ERROR_DETAIL` set, then `handler`
@@ -358,11 +369,16 @@ fn on_error(
     }
 }
 
-/// The properties a fault sequence reads: `ERROR_CODE`, `ERROR_MESSAGE`, `ERROR_DETAIL`.
+/// The properties a fault sequence reads: `ERROR_CODE`, `ERROR_MESSAGE` (Synapse's words where
+/// it has fixed ones, [`ErrorKind::synapse_message`]), `ERROR_DETAIL` (Sluice's reason).
 pub fn set_error_props(msg: &mut Message, e: &Error) {
     msg.props
         .set("ERROR_CODE", e.kind.synapse_code().to_string());
-    msg.props.set("ERROR_MESSAGE", e.reason());
+    let text = e
+        .kind
+        .synapse_message()
+        .map_or_else(|| e.reason(), str::to_owned);
+    msg.props.set("ERROR_MESSAGE", text);
     msg.props.set("ERROR_DETAIL", e.reason());
 }
 

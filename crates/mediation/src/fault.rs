@@ -35,6 +35,10 @@ pub fn escape(s: &str, out: &mut String) {
 pub struct FaultParts<'a> {
     /// (namespace, local name); `None` gives Server / Receiver.
     pub code: Option<(&'a str, &'a str)>,
+    /// The prefix the configuration wrote the code with (`tns:Receiver`): kept and declared on
+    /// the code element, as Synapse does; else `soapenv` for the envelope's namespace, `c` for
+    /// another.
+    pub code_prefix: Option<&'a str>,
     pub reason: &'a str,
     pub role: Option<&'a str>,
     pub node: Option<&'a str>,
@@ -48,10 +52,14 @@ pub enum Detail<'a> {
     Xml(&'a str),
 }
 
-fn push_code(out: &mut String, env_ns: &str, code: (&str, &str), tag: &str) {
+fn push_code(out: &mut String, env_ns: &str, code: (&str, &str), prefix: Option<&str>, tag: &str) {
     let (ns, local) = code;
     // A code made per message (makefault's expression) may hold anything.
-    if ns == env_ns {
+    if let Some(p) = prefix {
+        out.push_str(&format!("<{tag} xmlns:{p}=\""));
+        escape(ns, out);
+        out.push_str(&format!("\">{p}:"));
+    } else if ns == env_ns {
         out.push_str(&format!("<{tag}>soapenv:"));
     } else {
         out.push_str(&format!("<{tag} xmlns:c=\""));
@@ -112,7 +120,7 @@ pub fn build(version: FaultVersion, f: &FaultParts) -> Bytes {
     out.push_str("\"><soapenv:Body><soapenv:Fault>");
     if version == FaultVersion::Soap11 {
         let code = f.code.unwrap_or((ns, "Server"));
-        push_code(&mut out, ns, code, "faultcode");
+        push_code(&mut out, ns, code, f.code_prefix, "faultcode");
         text_element(&mut out, "faultstring", Some(f.reason));
         text_element(&mut out, "faultactor", f.role);
         detail_element(&mut out, "detail", f.detail.as_ref());
@@ -122,6 +130,7 @@ pub fn build(version: FaultVersion, f: &FaultParts) -> Bytes {
             &mut out,
             ns,
             f.code.unwrap_or((ns, "Receiver")),
+            f.code_prefix,
             "soapenv:Value",
         );
         out.push_str("</soapenv:Code><soapenv:Reason><soapenv:Text xml:lang=\"en\">");
@@ -155,6 +164,7 @@ mod tests {
             FaultVersion::Soap11,
             &FaultParts {
                 code: Some((SOAP11_ENV, "Server")),
+                code_prefix: None,
                 reason: "Invalid <routing> header",
                 ..Default::default()
             },
@@ -173,6 +183,7 @@ mod tests {
             FaultVersion::Soap12,
             &FaultParts {
                 code: Some(("urn:x", "Oops")),
+                code_prefix: None,
                 reason: "r",
                 detail: Some(Detail::Xml("<a/>")),
                 ..Default::default()

@@ -237,6 +237,13 @@ pub struct Message {
     /// The span its work is traced under, when tracing is on (boxed: off, it costs a word).
     pub trace: Option<Box<TraceParent>>,
     message_id: Option<String>,
+    /// The `onError` sequence of the innermost sequence that sent the message on (Synapse's
+    /// fault handler stack at the send): it handles the back-end's failure instead of the
+    /// proxy's fault sequence.
+    pub fault_handler: Option<std::sync::Arc<crate::plan::SeqPlan>>,
+    /// A response to a plain XML (REST) request that an endpoint's `format` sent as SOAP: it goes
+    /// back to the client as plain XML, its Body's payload, as Synapse answers a REST client.
+    pub reply_pox: bool,
 }
 
 /// A span as W3C trace context names it: what a message's sequences and back-end calls are traced
@@ -351,6 +358,8 @@ impl Message {
             correlation: Correlation::None,
             trace: None,
             message_id: None,
+            fault_handler: None,
+            reply_pox: false,
         }
     }
 
@@ -384,6 +393,8 @@ impl Message {
             is_fault: false,
             rest,
             set_headers: Few::default(),
+            // A response's failures are its own sequence's, not the request's send's.
+            fault_handler: None,
             ..self
         }
     }
@@ -411,6 +422,21 @@ impl Message {
                 MESSAGE_IDS.fetch_add(1, Ordering::Relaxed)
             )
         })
+    }
+
+    /// A request's To, as Synapse has it ([`crate::addressing`]): the one a header mediator set,
+    /// else the request's WS-Addressing `To` (when its body is in memory), else the request
+    /// line's URI.
+    pub fn to_address(&self) -> Cow<'_, str> {
+        if let Some(to) = &self.to {
+            return Cow::Borrowed(to);
+        }
+        if matches!(self.body, Body::Bytes(_)) {
+            if let Some(to) = crate::addressing::received_to(self) {
+                return Cow::Owned(to);
+            }
+        }
+        Cow::Borrowed(&self.path_and_query)
     }
 
     /// `RESPONSE=true` was set: `send` without an endpoint answers the client.
@@ -571,11 +597,7 @@ impl Env for Message {
                 }
                 match name {
                     "To" if self.is_response() => self.to.as_deref().map(Cow::Borrowed),
-                    // A request's: the request line's URI when no header says otherwise, as in
-                    // Synapse ([`crate::addressing`]).
-                    "To" => Some(Cow::Borrowed(
-                        self.to.as_deref().unwrap_or(&self.path_and_query),
-                    )),
+                    "To" => Some(self.to_address()),
                     "Action" => self.soap_action().map(Cow::Borrowed),
                     "MessageID" => self.message_id.as_deref().map(Cow::Borrowed),
                     "SYSTEM_TIME" => Some(Cow::Owned(sluice_expr::system_time())),

@@ -49,6 +49,25 @@ pub struct Config {
     pub cars: Vec<Car>,
 }
 
+impl Config {
+    /// Whether all it holds is `<registry>`s: Synapse then reads its configuration from the
+    /// registry ([`crate::load`]).
+    pub fn only_registries(&self) -> bool {
+        !self.registries.is_empty()
+            && self.proxies.is_empty()
+            && self.apis.is_empty()
+            && self.sequences.is_empty()
+            && self.endpoints.is_empty()
+            && self.local_entries.is_empty()
+            && self.templates.is_empty()
+            && self.endpoint_templates.is_empty()
+            && self.imports.is_empty()
+            && self.stores.is_empty()
+            && self.processors.is_empty()
+            && self.executors.is_empty()
+    }
+}
+
 /// A Carbon Application: its name and version (`artifacts.xml`), and each artifact it deploys as
 /// (name, type without its `synapse/` prefix: `proxy-service`, `api`, ...).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -1130,8 +1149,8 @@ pub struct MakeFault {
 /// A fault's `<code>`.
 #[derive(Clone, Debug)]
 pub enum FaultCode {
-    /// `value="prefix:local"`: (namespace uri, local name).
-    QName(String, String),
+    /// `value="prefix:local"`: (namespace uri, local name, prefix or "").
+    QName(String, String, String),
     /// `expression`: its string value, per message, is the local name of a code in the fault's
     /// SOAP envelope namespace (Synapse's FaultMediator).
     Expr(ExprSrc),

@@ -21,8 +21,8 @@ pub struct FaultPlan {
 
 #[derive(Debug)]
 pub enum CodePlan {
-    /// (namespace uri, local name).
-    QName(String, String),
+    /// (namespace uri, local name, the configuration's prefix or "").
+    QName(String, String, String),
     /// Per message: the local name of a code in the fault's envelope namespace. Synapse takes the
     /// whole string as the local name, so a value with a prefix (`soapenv:Server`) keeps it inside
     /// (`soapenv:soapenv:Server`), as there.
@@ -48,15 +48,19 @@ impl FaultPlan {
             FaultVersion::Soap12 => fault::SOAP12_ENV,
             _ => fault::SOAP11_ENV,
         };
-        let code = match (&self.code, code) {
-            (Some(CodePlan::QName(ns, local)), _) => Some((ns.as_str(), local.as_str())),
-            (Some(CodePlan::Expr(_)), Some(local)) => Some((env, local)),
-            _ => None,
+        let (code, code_prefix) = match (&self.code, code) {
+            (Some(CodePlan::QName(ns, local, prefix)), _) => (
+                Some((ns.as_str(), local.as_str())),
+                Some(prefix.as_str()).filter(|p| !p.is_empty()),
+            ),
+            (Some(CodePlan::Expr(_)), Some(local)) => (Some((env, local)), None),
+            _ => (None, None),
         };
         fault::build(
             self.version,
             &FaultParts {
                 code,
+                code_prefix,
                 reason,
                 role: self.role.as_deref(),
                 node: self.node.as_deref(),
@@ -83,8 +87,8 @@ impl Compiler<'_> {
         };
         let code = match &f.code {
             None => None,
-            Some(cfg::FaultCode::QName(ns, local)) => {
-                Some(CodePlan::QName(ns.clone(), local.clone()))
+            Some(cfg::FaultCode::QName(ns, local, prefix)) => {
+                Some(CodePlan::QName(ns.clone(), local.clone(), prefix.clone()))
             }
             Some(cfg::FaultCode::Expr(e)) => Some(CodePlan::Expr(self.expr(e, el)?)),
         };

@@ -40,6 +40,10 @@ pub(crate) fn compile(c: &mut Compiler, p: &cfg::PayloadFactory, el: &str) -> Op
 impl Compiler<'_> {
     pub(crate) fn payload(&mut self, p: &cfg::PayloadFactory, el: &str) -> Option<PayloadPlan> {
         let format = match &p.format {
+            // As Synapse builds the format element: white space alone between tags is no text.
+            cfg::PayloadFormat::Inline(t) if p.media == cfg::PayloadMedia::Xml => {
+                between_tags_dropped(t)
+            }
             cfg::PayloadFormat::Inline(t) => t.clone(),
             cfg::PayloadFormat::Key(k) => self.keyed_text(k, &p.format_loc, el)?.0,
         };
@@ -139,6 +143,23 @@ impl Compiler<'_> {
         }
         Some(args)
     }
+}
+
+/// `xml` without the runs of white space that stand alone between a `>` and a `<` (the
+/// indentation of an inline format: Synapse's payloadFactory answers without it).
+fn between_tags_dropped(xml: &str) -> String {
+    let mut out = String::with_capacity(xml.len());
+    let mut rest = xml.trim();
+    while let Some(gt) = rest.find('>') {
+        out.push_str(&rest[..=gt]);
+        rest = &rest[gt + 1..];
+        let text = rest.trim_start_matches([' ', '\t', '\r', '\n']);
+        if text.starts_with('<') {
+            rest = text;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Cuts a payloadFactory format at `$n` (one or more digits, 1-based). Like Synapse, substitution
@@ -400,6 +421,15 @@ fn payload_factory(p: &PayloadPlan, msg: &mut Message, doc: &mut DocCache) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_inline_formats_indentation_is_dropped() {
+        let f = "\n  <m:a xmlns:m=\"urn:m\">\n    <m:b> $1 </m:b>\n    <m:c>x\n y</m:c>\n  </m:a>\n";
+        assert_eq!(
+            between_tags_dropped(f),
+            "<m:a xmlns:m=\"urn:m\"><m:b> $1 </m:b><m:c>x\n y</m:c></m:a>"
+        );
+    }
 
     #[test]
     fn text_goes_into_json_formats_as_wso2_escapes_it() {

@@ -49,6 +49,15 @@ pub(crate) fn per_message(key: Expr, all: ByName) -> Step {
 
 /// Runs `seq`'s steps here; on a failure its `onError` sequence, if it has one.
 fn run_here(seq: &SeqPlan, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
+    let run = run_steps_here(seq, cx);
+    if let Ok(Some(flow)) = &run {
+        crate::exec::keep_handler(seq, flow, cx.msg);
+    }
+    run
+}
+
+/// [`run_here`]'s run.
+fn run_steps_here(seq: &SeqPlan, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
     match cx.branch(&seq.steps) {
         Err(e) => match seq.on_error.get() {
             Some(h) if e.kind != ErrorKind::Stopped => {

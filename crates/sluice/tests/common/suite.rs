@@ -42,8 +42,14 @@ pub fn suites_with(file: &str) -> Vec<std::path::PathBuf> {
     suites
 }
 
-/// Where the Synapse samples' configurations send: Axis2's SimpleStockQuoteService on port 9000.
-const SAMPLE_BACKEND: &str = "http://localhost:9000";
+/// Where the Synapse samples' configurations send: Axis2's SimpleStockQuoteService on port 9000,
+/// and the servers 9001 to 9003 of the load-balance and failover samples; all go to one back-end.
+const SAMPLE_BACKENDS: [&str; 4] = [
+    "http://localhost:9000",
+    "http://localhost:9001",
+    "http://localhost:9002",
+    "http://localhost:9003",
+];
 
 /// Sluice on a suite and the back-end it sends to. A suite with `"synapse_sample": N` runs Synapse's
 /// sample N as shipped (`conformance/third_party/synapse-samples`, with that folder's home), its
@@ -64,11 +70,17 @@ pub async fn start(
     let root = super::workspace_root().join("conformance");
     let be = super::backend_answering(super::Canned::load(&root.join("stockquote.json"))).await;
     let samples = root.join("third_party/synapse-samples");
-    let shipped = std::fs::read_to_string(samples.join(format!("samples/synapse_sample_{n}.xml")))
-        .unwrap()
-        .replace(SAMPLE_BACKEND, &format!("http://{}", be.addr));
-    let config = super::synapse_xml(&format!("sample-{n}"), &shipped);
-    let home = samples.join("home");
+    let to = format!("http://{}", be.addr);
+    let rewrite = |text: String| {
+        SAMPLE_BACKENDS
+            .iter()
+            .fold(text, |t, old| t.replace(old, &to))
+    };
+    let shipped = std::fs::read_to_string(samples.join(format!("samples/synapse_sample_{n}.xml")));
+    let config = super::synapse_xml(&format!("sample-{n}"), &rewrite(shipped.unwrap()));
+    // The home's registry resources name the back-end too.
+    let home = config.parent().unwrap().join("home");
+    copy_rewritten(&samples.join("home"), &home, &rewrite);
     let argv = [
         "run",
         config.to_str().unwrap(),
@@ -76,4 +88,27 @@ pub async fn start(
         home.to_str().unwrap(),
     ];
     (super::Sluice::start_logging(&argv, log_filter), be)
+}
+
+/// A copy of the tree `from` at `to` (symbolic links followed), every file that is UTF-8 text
+/// passed through `rewrite`.
+fn copy_rewritten(
+    from: &std::path::Path,
+    to: &std::path::Path,
+    rewrite: &dyn Fn(String) -> String,
+) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_rewritten(&path, &target, rewrite);
+            continue;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        match String::from_utf8(bytes) {
+            Ok(text) => std::fs::write(&target, rewrite(text)).unwrap(),
+            Err(e) => std::fs::write(&target, e.into_bytes()).unwrap(),
+        }
+    }
 }

@@ -18,6 +18,7 @@ use sluice_config::FaultVersion;
 use sluice_expr::BodyNeed;
 use sluice_mediation::api::{self, Miss};
 use sluice_mediation::fault::{self, FaultParts};
+use sluice_mediation::format::Format;
 use sluice_mediation::health::{Change, Readiness};
 use sluice_mediation::{
     exec, Body, Continuation, Direction, EndpointPlan, Error, ErrorKind, Flow, Message, Plan,
@@ -262,12 +263,15 @@ impl Engine {
                 Err(e) => return self.default_fault(msg.soap, &e),
             },
         }
-        let flow = match mediate!(self, msg, Work::Seq(&proxy.in_seq)) {
-            Ok(f) => f,
-            Err(e) => return Box::pin(self.fault_flow(proxy, msg, e, stream)).await,
+        let soap = msg.soap;
+        let r = match mediate!(self, msg, Work::Seq(&proxy.in_seq)) {
+            Ok(flow) => {
+                self.request_decided(proxy, msg, stream, flow, Depth::Normal)
+                    .await
+            }
+            Err(e) => Box::pin(self.fault_flow(proxy, msg, e, stream)).await,
         };
-        self.request_decided(proxy, msg, stream, flow, Depth::Normal)
-            .await
+        typed_accepted(r, soap)
     }
 
     /// Carries out what a sequence decided for a message on its way in (the in-sequence, the rest
@@ -412,6 +416,8 @@ impl Engine {
                 return self.too_many_calls(&msg);
             }
             msg.calls += 1;
+            // A plain XML request (not JSON), which an endpoint's format may send as SOAP.
+            let pox = msg.soap == FaultVersion::Pox && !msg.is_response();
             let sent = self
                 .send_routed(&mut msg, stream.take(), &ep, keep_headers)
                 .await;
@@ -426,6 +432,9 @@ impl Engine {
             let (parts, body) = resp.into_parts();
             let mut rmsg = msg.into_response(parts.status, parts.headers);
             let mut rstream = Some(Inbound::Backend(body));
+            rmsg.reply_pox = pox
+                && matches!(leaf.format, Format::Soap11 | Format::Soap12)
+                && !sluice_mediation::json::is_json_headers(&rmsg.headers);
             if leaf.security.is_some() {
                 if let Err(e) = self
                     .check_from_backend(&leaf, &mut rmsg, &mut rstream)
@@ -440,6 +449,7 @@ impl Engine {
             let rest = match (after.take(), &proxy.out_seq) {
                 (Some(k), _) => Ok(k),
                 (None, Some(out)) => Err(out),
+                (None, None) if rmsg.reply_pox => return self.reply(rmsg, rstream).await,
                 (None, None) => return client_response(rmsg, rstream, Some(idle)),
             };
             let need = rest.as_ref().map_or_else(
@@ -465,6 +475,11 @@ impl Engine {
                 }
                 Ok(Flow::Loopback) if call_on_request_path && proxy.out_seq.is_some() => {
                     return Box::pin(self.loopback(proxy, rmsg, rstream, depth)).await
+                }
+                Ok(Flow::Continue | Flow::Send(None) | Flow::Respond | Flow::Loopback)
+                    if rmsg.reply_pox =>
+                {
+                    return self.reply(rmsg, rstream).await
                 }
                 Ok(Flow::Continue | Flow::Send(None) | Flow::Respond | Flow::Loopback) => {
                     return client_response(rmsg, rstream, Some(idle))
@@ -867,9 +882,9 @@ impl Engine {
         tracing::warn!(proxy = %proxy.name, correlation_id = %msg.correlation, kind = ?err.kind, source = ?err.kind.source(), "{}", err.reason());
         // A run stopped on its deadline left no message to run a fault sequence on.
         // Nor after an onError sequence handled it (Synapse runs the innermost handler only).
-        let fs = proxy
-            .fault_seq
-            .as_ref()
+        // The onError sequence of the sequence that sent the message, else the proxy's.
+        let handler = msg.fault_handler.take();
+        let fs = (handler.as_ref().or(proxy.fault_seq.as_ref()))
             .filter(|_| err.kind != ErrorKind::Stopped && !err.handled);
         let Some(fs) = fs else {
             discard(stream).await;
@@ -912,6 +927,11 @@ impl Engine {
                     self.default_fault(soap, &e)
                 }
             },
+            // A fault sequence that drops the message: Synapse answers 202, as for a drop anywhere.
+            Ok(Flow::Drop) => {
+                discard(stream).await;
+                accepted()
+            }
             Ok(_) => {
                 discard(stream).await;
                 self.default_fault(soap, &err)
@@ -976,7 +996,17 @@ impl Engine {
         Ok(())
     }
 
-    async fn reply(&self, msg: Message, req_stream: Option<Inbound>) -> Response<RelayBody> {
+    async fn reply(
+        &self,
+        mut msg: Message,
+        mut req_stream: Option<Inbound>,
+    ) -> Response<RelayBody> {
+        if msg.reply_pox && msg.is_response() {
+            // Boxed: the rare path's state stays out of every answer's future.
+            if let Err(e) = Box::pin(self.as_pox(&mut msg, &mut req_stream)).await {
+                return self.default_fault(FaultVersion::Pox, &e);
+            }
+        }
         let stream = if matches!(msg.body, Body::Stream | Body::Head(_)) {
             req_stream
         } else {
@@ -985,6 +1015,37 @@ impl Engine {
         };
         client_response(msg, stream, None)
     }
+}
+
+impl Engine {
+    /// A SOAP response read and made plain XML, its Body's payload ([`Message::reply_pox`]). Its
+    /// Content-Type stays the back-end's, as in Synapse.
+    async fn as_pox(&self, msg: &mut Message, stream: &mut Option<Inbound>) -> Result<(), Error> {
+        self.read_whole(msg, stream).await?;
+        let kept = msg.headers.get(header::CONTENT_TYPE).cloned();
+        Format::Pox.apply(msg)?;
+        if let Some(ct) = kept {
+            msg.headers.insert(header::CONTENT_TYPE, ct);
+        }
+        Ok(())
+    }
+}
+
+/// Sluice's own 202 (nothing sent back, [`accepted`]) to a SOAP 1.1 request carries
+/// `Content-Type: text/xml; charset=UTF-8`, as Synapse's does (its pass-through transport types
+/// the answer it makes by the request's message type); a back-end's 202 is relayed as it came.
+fn typed_accepted(mut r: Response<RelayBody>, soap: FaultVersion) -> Response<RelayBody> {
+    if r.status() == StatusCode::ACCEPTED
+        && soap == FaultVersion::Soap11
+        && r.extensions().get::<NoAnswer>().is_some()
+        && !r.headers().contains_key(header::CONTENT_TYPE)
+    {
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/xml; charset=UTF-8"),
+        );
+    }
+    r
 }
 
 /// A body read whole: none at all is `Empty` (a GET, a 202), which mediators treat as a message

@@ -402,7 +402,11 @@ impl FileParser<'_, '_> {
                 None => (None, v),
             };
             return match c.lookup_namespace_uri(prefix) {
-                Some(uri) => Some(FaultCode::QName(uri.to_owned(), local.to_owned())),
+                Some(uri) => Some(FaultCode::QName(
+                    uri.to_owned(),
+                    local.to_owned(),
+                    prefix.unwrap_or_default().to_owned(),
+                )),
                 None => {
                     self.report(
                         Severity::Error,

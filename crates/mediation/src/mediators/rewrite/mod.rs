@@ -93,9 +93,12 @@ fn action(c: &mut Compiler, a: &cfg::RewriteAction, el: &str) -> Option<ActionPl
 
 impl Mediator for RewritePlan {
     fn reads(&self, _json: bool) -> Reads {
-        let need = self
-            .values()
-            .fold(BodyNeed::None, |n, v| n.max(v.body_need()));
+        // Without an inProperty it rewrites the To, which may be the request's WS-Addressing To.
+        let to = match self.in_property {
+            None => BodyNeed::Full,
+            Some(_) => BodyNeed::None,
+        };
+        let need = self.values().fold(to, |n, v| n.max(v.body_need()));
         Reads::of(need)
     }
 
@@ -104,11 +107,15 @@ impl Mediator for RewritePlan {
     }
 
     fn run(&self, cx: &mut Cx<'_>) -> Result<Option<Flow>, Error> {
-        let input = self
-            .in_property
-            .as_deref()
-            .and_then(|p| cx.msg.props.get(p))
-            .or(cx.msg.to.as_deref());
+        let to;
+        let input = match self.in_property.as_deref() {
+            Some(p) => cx.msg.props.get(p),
+            None if cx.msg.is_response() => cx.msg.to.as_deref(),
+            None => {
+                to = cx.msg.to_address();
+                Some(to.as_ref())
+            }
+        };
         let mut parts = match input {
             Some(text) => Parts::parse(text).map_err(|Malformed(m)| {
                 Error::new(
