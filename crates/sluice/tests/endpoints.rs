@@ -143,10 +143,11 @@ async fn retry_config_keeps_a_failure_from_going_to_another_child() {
 async fn when_no_child_is_ready_the_error_is_the_last_childs_then_303000() {
     let (_one, _two, _s, mut c) = rig().await;
     for (code, why) in [
-        // Both children tried and refused: as in Synapse, ERROR_CODE is the last child's.
+        // Both children tried and refused: as in Synapse, ERROR_CODE is the last child's, and
+        // ERROR_MESSAGE its words for a refused connection.
         (
             "101503",
-            "no other child endpoint of loadbalance endpoint Nothing is ready",
+            "Error while connecting to the endpoint (Connection Failed)",
         ),
         // Both are suspended now: nothing is tried, 303000 (503 without a fault sequence).
         (

@@ -69,12 +69,14 @@ async fn backend_down_gives_502_fault_naming_endpoint() {
         "{}",
         r12.text()
     );
-    // With a fault sequence, it answers instead, with ERROR_CODE and ERROR_MESSAGE set.
+    // With a fault sequence, it answers instead, with ERROR_CODE and ERROR_MESSAGE set (Synapse's
+    // words for a refused connection; the endpoint is named in ERROR_DETAIL and the log).
     let f = c.soap("/services/WithFaultSequence", BODY).await;
     assert_eq!(f.status, 500);
     let t = f.text();
     assert!(
-        t.contains("<detail>101503</detail>") && t.contains("endpoint Backend"),
+        t.contains("<detail>101503</detail>")
+            && t.contains("Error while connecting to the endpoint (Connection Failed)"),
         "{t}"
     );
     drop(c);

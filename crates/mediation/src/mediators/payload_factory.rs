@@ -424,7 +424,8 @@ mod tests {
 
     #[test]
     fn an_inline_formats_indentation_is_dropped() {
-        let f = "\n  <m:a xmlns:m=\"urn:m\">\n    <m:b> $1 </m:b>\n    <m:c>x\n y</m:c>\n  </m:a>\n";
+        let f =
+            "\n  <m:a xmlns:m=\"urn:m\">\n    <m:b> $1 </m:b>\n    <m:c>x\n y</m:c>\n  </m:a>\n";
         assert_eq!(
             between_tags_dropped(f),
             "<m:a xmlns:m=\"urn:m\"><m:b> $1 </m:b><m:c>x\n y</m:c></m:a>"
