@@ -6,7 +6,13 @@
 //! | a SOAP Header with `wsa:To` (the 2005/08 or the 2004/08 namespace) | that address |
 //! | anything else | the request line's URI ([`Message::path_and_query`]) |
 //!
-//! A header mediator's `To` comes before either ([`Message::to`]).
+//! A header mediator's `To` comes before either ([`Message::to`]). Where Sluice reads it:
+//!
+//! | Reader | What it sees |
+//! |---|---|
+//! | a `send` or `call` with no endpoint, no To and no target | the `wsa:To` (the body is read for it) |
+//! | `rewrite` without `inProperty` ([`Message::to_address`]) | the `wsa:To`, else the URI |
+//! | `get-property('To')` | the header mediator's To, else the URI: not the `wsa:To`, which would mean reading the body at each call (a predicate calls it once per node) |
 
 use crate::exec::{eval_expr, DocCache};
 use crate::message::Message;

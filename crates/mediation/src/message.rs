@@ -425,8 +425,8 @@ impl Message {
     }
 
     /// A request's To, as Synapse has it ([`crate::addressing`]): the one a header mediator set,
-    /// else the request's WS-Addressing `To` (when its body is in memory), else the request
-    /// line's URI.
+    /// else the request's WS-Addressing `To` (when its body is in memory: read here, so for a
+    /// step that asks once, as `rewrite`), else the request line's URI.
     pub fn to_address(&self) -> Cow<'_, str> {
         if let Some(to) = &self.to {
             return Cow::Borrowed(to);
@@ -597,7 +597,12 @@ impl Env for Message {
                 }
                 match name {
                     "To" if self.is_response() => self.to.as_deref().map(Cow::Borrowed),
-                    "To" => Some(self.to_address()),
+                    // Not the request's wsa:To, which would mean reading the body again at each
+                    // call (an XPath predicate calls this once per node): the header mediator's,
+                    // else the request URI.
+                    "To" => Some(Cow::Borrowed(
+                        self.to.as_deref().unwrap_or(&self.path_and_query),
+                    )),
                     "Action" => self.soap_action().map(Cow::Borrowed),
                     "MessageID" => self.message_id.as_deref().map(Cow::Borrowed),
                     "SYSTEM_TIME" => Some(Cow::Owned(sluice_expr::system_time())),
