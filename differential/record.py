@@ -105,15 +105,21 @@ def record_case(syn, be, case):
     return entry
 
 
+def _ignore_rules():
+    with open(os.path.join(ROOT, "differential", "ignore.json"), encoding="utf-8") as f:
+        return [(re.compile(r["pattern"]), r["replace"]) for r in json.load(f)["rules"]]
+
+
+IGNORE = _ignore_rules()
+
+
 def ignored(text):
     """`text` with what ignore.json leaves out replaced, as the Rust test replaces it: a message
     id new in each run does not make a part unstable."""
     if text is None:
         return None
-    with open(os.path.join(ROOT, "differential", "ignore.json"), encoding="utf-8") as f:
-        rules = json.load(f)["rules"]
-    for r in rules:
-        text = re.sub(r["pattern"], r["replace"], text)
+    for pattern, replace in IGNORE:
+        text = pattern.sub(replace, text)
     return text
 
 

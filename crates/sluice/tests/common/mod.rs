@@ -434,14 +434,29 @@ pub struct Canned {
     #[serde(default = "ok")]
     pub status: u16,
     pub content_type: Option<String>,
-    #[serde(default)]
-    pub fill: std::collections::BTreeMap<String, String>,
+    #[serde(default, deserialize_with = "patterns")]
+    pub fill: Vec<(String, regex::Regex)>,
     #[serde(default)]
     pub body: String,
 }
 
 fn ok() -> u16 {
     200
+}
+
+/// A canned answer's `fill`, each pattern compiled once.
+fn patterns<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<(String, regex::Regex)>, D::Error> {
+    let raw: std::collections::BTreeMap<String, String> = serde::Deserialize::deserialize(d)?;
+    raw.into_iter()
+        .map(|(name, p)| {
+            Ok((
+                name,
+                regex::Regex::new(&p).map_err(serde::de::Error::custom)?,
+            ))
+        })
+        .collect()
 }
 
 impl Canned {
@@ -463,8 +478,7 @@ impl Canned {
             .iter()
             .find(|a| a.matches.iter().all(|m| text.contains(m.as_str())))?;
         let mut body = a.body.clone();
-        for (name, pattern) in &a.fill {
-            let re = regex::Regex::new(pattern).unwrap();
+        for (name, re) in &a.fill {
             let caught = re
                 .captures(&text)
                 .and_then(|c| c.get(1))
