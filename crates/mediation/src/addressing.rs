@@ -19,13 +19,20 @@ use crate::message::Message;
 use sluice_expr::Expr;
 use std::sync::LazyLock;
 
+/// WS-Addressing 1.0 and the 2004/08 submission: Axis2's addressing module answers with headers
+/// of its own in them.
+pub const NAMESPACES: [&str; 2] = [
+    "http://www.w3.org/2005/08/addressing",
+    "http://schemas.xmlsoap.org/ws/2004/08/addressing",
+];
+
 /// The `wsa:To` of a SOAP 1.1 or 1.2 Header, in either WS-Addressing namespace.
 static WSA_TO: LazyLock<Expr> = LazyLock::new(|| {
     let ns = [
         ("s11", "http://schemas.xmlsoap.org/soap/envelope/"),
         ("s12", "http://www.w3.org/2003/05/soap-envelope"),
-        ("wsa", "http://www.w3.org/2005/08/addressing"),
-        ("sub", "http://schemas.xmlsoap.org/ws/2004/08/addressing"),
+        ("wsa", NAMESPACES[0]),
+        ("sub", NAMESPACES[1]),
     ]
     .map(|(p, u)| (p.to_owned(), u.to_owned()));
     let path = "/s11:Envelope/s11:Header/wsa:To | /s11:Envelope/s11:Header/sub:To \

@@ -44,6 +44,9 @@ pub struct FaultParts<'a> {
     pub node: Option<&'a str>,
     /// Text (escaped here) or XML (inserted as is).
     pub detail: Option<Detail<'a>>,
+    /// An empty SOAP Header before the Body, as Synapse's makefault writes one (Sluice's own
+    /// faults have none).
+    pub header: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -117,7 +120,11 @@ pub fn build(version: FaultVersion, f: &FaultParts) -> Bytes {
     };
     out.push_str("<soapenv:Envelope xmlns:soapenv=\"");
     out.push_str(ns);
-    out.push_str("\"><soapenv:Body><soapenv:Fault>");
+    out.push_str(if f.header {
+        "\"><soapenv:Header/><soapenv:Body><soapenv:Fault>"
+    } else {
+        "\"><soapenv:Body><soapenv:Fault>"
+    });
     if version == FaultVersion::Soap11 {
         let code = f.code.unwrap_or((ns, "Server"));
         push_code(&mut out, ns, code, f.code_prefix, "faultcode");

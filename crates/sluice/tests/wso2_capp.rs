@@ -343,20 +343,33 @@ async fn cbr_soap_header_proxy_routes_on_the_soap_header() {
     let r = c.soap("/services/CBRSOAPHeaderProxy", body.clone()).await;
     assert_eq!((r.status, &r.body), (200, &body));
     let text = String::from_utf8(body.to_vec()).unwrap();
-    let wrong = bytes::Bytes::from(text.replace("xadmin;server1;community#1.0##", "guest"));
-    expect_fault(
-        &mut c,
-        "/services/CBRSOAPHeaderProxy",
-        wrong,
-        "Invalid routing header",
-    )
-    .await;
+    let wrong = text.replace("xadmin;server1;community#1.0##", "guest");
+    // The fault carries the request's header blocks, as Synapse moves them, read from the start
+    // of the message (the rest is drained: `streaming.rs` sends this proxy more than the
+    // buffering limit); with a large body too.
+    let orders = wrong.find("<order>").unwrap();
+    let padding = "<!-- padding -->".repeat(128 * 1024);
+    for body in [
+        wrong.clone(),
+        format!("{}{padding}{}", &wrong[..orders], &wrong[orders..]),
+    ] {
+        let f = c
+            .soap("/services/CBRSOAPHeaderProxy", bytes::Bytes::from(body))
+            .await;
+        assert_eq!(f.status, 500);
+        let t = f.text();
+        assert!(
+            t.contains("<faultstring>Invalid routing header</faultstring>")
+                && t.contains("<soapenv:Header><routing xmlns=\"http://someuri\">guest</routing></soapenv:Header>"),
+            "{t}"
+        );
+    }
     let start_h = text.find("<soapenv:Header>").unwrap();
     let end_h = text.find("</soapenv:Header>").unwrap() + "</soapenv:Header>".len();
     let no_header = bytes::Bytes::from(format!("{}{}", &text[..start_h], &text[end_h..]));
-    c.soap("/services/CBRSOAPHeaderProxy", no_header)
-        .await
-        .assert_status(500);
+    let f = c.soap("/services/CBRSOAPHeaderProxy", no_header).await;
+    assert_eq!(f.status, 500);
+    assert!(f.text().contains("<soapenv:Header/>"), "{}", f.text());
     assert_eq!(be.seen.lock().unwrap().len(), 1);
 }
 

@@ -1,10 +1,15 @@
 //! `<makefault>`: the message becomes a SOAP 1.1 / 1.2 (or POX) fault; with `response="true"` it
-//! is marked as a response.
+//! is marked as a response. A SOAP fault has a Header, as Synapse's: the message's header blocks
+//! move into it, else it is empty. So a SOAP fault reads the message's SOAP Header: only the
+//! start of the message, up to the Header's end (or the Body's start when it has none), as a
+//! `filter` on a header block does; the rest is never read.
 
 use crate::fault::{self, Detail, FaultParts};
 use crate::mediators::prelude::*;
 use bytes::Bytes;
 use sluice_config::FaultVersion;
+use sluice_xml::{Document, Fragment, Placement};
+use std::sync::LazyLock;
 
 #[derive(Debug)]
 pub struct FaultPlan {
@@ -65,6 +70,7 @@ impl FaultPlan {
                 role: self.role.as_deref(),
                 node: self.node.as_deref(),
                 detail,
+                header: true,
             },
         )
     }
@@ -118,7 +124,11 @@ impl Compiler<'_> {
 impl Mediator for FaultPlan {
     /// The reason, a detail value and a code expression, whichever read the body.
     fn reads(&self, _json: bool) -> Reads {
-        let mut need = self.reason.body_need();
+        let mut need = match self.version {
+            FaultVersion::Pox => BodyNeed::None,
+            _ => BodyNeed::Headers,
+        };
+        need = need.max(self.reason.body_need());
         if let Some(DetailPlan::Value(v)) = &self.detail {
             need = need.max(v.body_need());
         }
@@ -129,6 +139,9 @@ impl Mediator for FaultPlan {
     }
 
     fn by_head(&self, f: &mut dyn FnMut(&Expr) -> bool) -> ByHead {
+        if self.version != FaultVersion::Pox && !HEADERS.iter().all(&mut *f) {
+            return ByHead::No;
+        }
         let detail = match &self.detail {
             Some(DetailPlan::Value(v)) => value_by_head(v, f),
             _ => true,
@@ -164,6 +177,10 @@ fn make_fault(f: &FaultPlan, msg: &mut Message, doc: &DocCache) -> Result<(), Er
             f.render(code.as_deref(), &reason, detail.as_deref())
         }
     };
+    let body = match f.version {
+        FaultVersion::Pox => body,
+        _ => with_header_blocks(body, msg, doc)?,
+    };
     if f.version == FaultVersion::Pox && msg.rest.is_rest() {
         // A REST message keeps its Content-Type (text/xml): MI writes the POX fault with the
         // formatter that Content-Type picks.
@@ -178,6 +195,84 @@ fn make_fault(f: &FaultPlan, msg: &mut Message, doc: &DocCache) -> Result<(), Er
         msg.props.set("RESPONSE", "true".to_owned());
     }
     Ok(())
+}
+
+/// `fault` with the message's SOAP header blocks in its Header, as Synapse moves them; as it is
+/// when the message has none (or is not a SOAP envelope). WS-Addressing blocks stay out: Synapse
+/// moves them too, but its addressing module replaces them with the answer's own.
+fn with_header_blocks(fault: Bytes, msg: &Message, doc: &DocCache) -> Result<Bytes, Error> {
+    let start;
+    let d = match &msg.body {
+        Body::Head(head) => match head_document(head) {
+            Some(d) => {
+                start = d;
+                &start
+            }
+            None => return Ok(fault),
+        },
+        _ => match doc.tree(msg) {
+            Ok(d) => d,
+            Err(_) => return Ok(fault),
+        },
+    };
+    let blocks: Vec<_> = match d.soap_header() {
+        Some(h) => h
+            .child_elements()
+            .filter(|b| {
+                b.namespace_uri()
+                    .is_none_or(|ns| !crate::addressing::NAMESPACES.contains(&ns))
+            })
+            .collect(),
+        None => return Ok(fault),
+    };
+    if blocks.is_empty() {
+        return Ok(fault);
+    }
+    let what = "makefault";
+    let frag = Fragment::from_nodes(&blocks).map_err(|e| xml_error(what, e))?;
+    let mut out = Document::parse(&fault).map_err(|e| xml_error(what, e))?;
+    let header = out.soap_header().map(|h| h.id());
+    if let Some(h) = header {
+        out.insert(h, &frag, Placement::LastChild)
+            .map_err(|e| xml_error(what, e))?;
+    }
+    Ok(message_bytes(&out, what)?.into())
+}
+
+/// The SOAP 1.1 and 1.2 Headers: what a SOAP fault reads of the message, decided by its start.
+static HEADERS: LazyLock<[Expr; 2]> = LazyLock::new(|| {
+    let ns = [
+        ("s11".to_owned(), fault::SOAP11_ENV.to_owned()),
+        ("s12".to_owned(), fault::SOAP12_ENV.to_owned()),
+    ];
+    ["/s11:Envelope/s11:Header", "/s12:Envelope/s12:Header"]
+        .map(|p| Expr::compile(p, &ns).expect("a fixed XPath"))
+});
+
+/// The envelope whose start `head` is (read up to its Header's end, [`HEADERS`]), cut after the
+/// Header and closed: `None` when it has no Header or the cut is not well-formed. The first few
+/// `</P:Header>` are tried, in case a block holds that text in a comment or CDATA section.
+fn head_document(head: &[u8]) -> Option<Document> {
+    let from = head
+        .windows(2)
+        .position(|w| w[0] == b'<' && w[1] != b'?' && w[1] != b'!')?;
+    let len = head[from + 1..]
+        .iter()
+        .position(|&b| b.is_ascii_whitespace() || b == b'>' || b == b'/')?;
+    let root = &head[from + 1..from + 1 + len];
+    let close = match root.iter().position(|&b| b == b':') {
+        Some(c) => [b"</", &root[..c], b":Header>"].concat(),
+        None => b"</Header>".to_vec(),
+    };
+    let mut at = 0;
+    for _ in 0..4 {
+        at += memchr::memmem::find(&head[at..], &close)? + close.len();
+        let text = [&head[..at], b"</", root, b">"].concat();
+        if let Ok(d) = Document::parse(&text) {
+            return Some(d);
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -233,7 +328,7 @@ mod tests {
             (
                 r#"<makefault version="soap12">
 <code expression="$ctx:c"/><reason value="r"/></makefault>"#,
-                BodyNeed::None,
+                BodyNeed::Headers,
                 b"<r/>",
                 "Receiver<",
                 "<soapenv:Code><soapenv:Value>soapenv:Receiver&lt;</soapenv:Value></soapenv:Code>",
@@ -243,6 +338,50 @@ mod tests {
             let f = fault_of(&compiled(mediator, need), body, code);
             assert!(f.contains(want), "{f}");
         }
+    }
+
+    /// As Synapse's: a SOAP fault has a Header, empty, or with the message's header blocks moved
+    /// into it (elements only, their namespaces declared where they land, WS-Addressing's left
+    /// out).
+    #[test]
+    fn soap_faults_carry_the_messages_header_blocks() {
+        let plan = compiled(
+            r#"<makefault version="soap11"><code value="soap11Env:Client" xmlns:soap11Env="http://schemas.xmlsoap.org/soap/envelope/"/><reason value="r"/></makefault>"#,
+            BodyNeed::Headers,
+        );
+        let plain = fault_of(&plan, b"<r/>", "");
+        assert!(
+            plain.contains("><soapenv:Header/><soapenv:Body>"),
+            "{plain}"
+        );
+        let soap = fault_of(
+            &plan,
+            b"<e:Envelope xmlns:e=\"http://schemas.xmlsoap.org/soap/envelope/\" xmlns:a=\"urn:a\"><e:Header>\n <a:One>1</a:One>\n <b:Two xmlns:b=\"urn:b\"/>\n <w:To xmlns:w=\"http://www.w3.org/2005/08/addressing\">t</w:To></e:Header><e:Body><x/></e:Body></e:Envelope>",
+            "",
+        );
+        assert!(
+            soap.contains("<soapenv:Header><a:One xmlns:a=\"urn:a\">1</a:One><b:Two xmlns:b=\"urn:b\"/></soapenv:Header><soapenv:Body><soapenv:Fault>"),
+            "{soap}"
+        );
+        assert!(!soap.contains("<x/>"), "{soap}");
+        // Only the start read (the transport relays the rest): the blocks come from it.
+        let start = b"<s:Envelope xmlns:s=\"http://www.w3.org/2003/05/soap-envelope\"><s:Header><a:One xmlns:a=\"urn:a\"><!-- </s:Header> --></a:One></s:Header><s:Body><big";
+        let mut msg = Message::request(
+            "P".into(),
+            http::Method::POST,
+            "/services/P".into(),
+            http::HeaderMap::new(),
+        );
+        msg.body = Body::Head(bytes::Bytes::from_static(start));
+        run(&plan.proxies["P"].in_seq.steps, &mut msg).unwrap();
+        let Body::Bytes(b) = &msg.body else { panic!() };
+        let head = String::from_utf8(b.to_vec()).unwrap();
+        assert!(
+            head.contains("<soapenv:Header><a:One xmlns:a=\"urn:a\"><!-- </s:Header> --></a:One></soapenv:Header>"),
+            "{head}"
+        );
+        // A start with no Header: the empty one.
+        assert!(super::head_document(b"<s:Envelope xmlns:s=\"x\"><s:Body>").is_none());
     }
 
     /// A detail from an expression over the body is counted in what the step reads.
