@@ -6,7 +6,7 @@ use libxml::bindings::{
     xmlAddChild, xmlAddNextSibling, xmlAddPrevSibling, xmlChar, xmlDOMWrapReconcileNamespaces,
     xmlDocCopyNode, xmlDocGetRootElement, xmlDocSetRootElement, xmlElementType_XML_DOCUMENT_NODE,
     xmlElementType_XML_ELEMENT_NODE, xmlElementType_XML_TEXT_NODE, xmlFreeNode, xmlNewDoc,
-    xmlNewDocNode, xmlNewDocText, xmlNewNs, xmlNodePtr, xmlNodeSetContent,
+    xmlNewDocNode, xmlNewDocText, xmlNewNs, xmlNodeGetSpacePreserve, xmlNodePtr, xmlNodeSetContent,
     xmlSaveOption_XML_SAVE_AS_XML, xmlSaveOption_XML_SAVE_NO_DECL, xmlSaveTree, xmlSearchNsByHref,
     xmlSetNsProp, xmlUnlinkNode,
 };
@@ -258,6 +258,74 @@ impl Document {
         Ok(())
     }
 
+    /// Indents the tree as Java's serializer (JDK 9 and later) writes a result with
+    /// `xsl:output indent="yes"`, `unit` per level: an element with element children loses its
+    /// white-space-only text, and each child goes on a line of its own; an element with only
+    /// text stays on one line; `xml:space="preserve"` keeps an element's content as it is.
+    pub fn indent(&mut self, unit: &str) -> Result<(), XmlError> {
+        let doc = self.doc_ptr();
+        let mut lines: Vec<CString> = Vec::new();
+        let mut line = |depth: usize| -> Result<*const xmlChar, XmlError> {
+            while lines.len() <= depth {
+                let text = format!("\n{}", unit.repeat(lines.len()));
+                lines.push(CString::new(text).map_err(|_| {
+                    XmlError::new(XmlErrorKind::InvalidArgument, "a NUL in the indentation")
+                })?);
+            }
+            Ok(lines[depth].as_ptr().cast())
+        };
+        // SAFETY: we hold `&mut self`, so no Node handle exists. Every pointer is read from the
+        // live tree as it is walked; a blank text node is unlinked before it is freed, and each
+        // new text node is linked at once (the tree owns it; a merge into a neighbouring text
+        // node frees it, and it is not used after).
+        unsafe {
+            let root = xmlDocGetRootElement(doc);
+            let mut stack = if root.is_null() {
+                vec![]
+            } else {
+                vec![(root, 0)]
+            };
+            while let Some((e, depth)) = stack.pop() {
+                if xmlNodeGetSpacePreserve(e) == 1 {
+                    continue;
+                }
+                let mut has_element = false;
+                let mut c = (*e).children;
+                while !c.is_null() {
+                    has_element |= (*c).type_ == xmlElementType_XML_ELEMENT_NODE;
+                    c = (*c).next;
+                }
+                if !has_element {
+                    continue;
+                }
+                let mut c = (*e).children;
+                while !c.is_null() {
+                    let next = (*c).next;
+                    if (*c).type_ == xmlElementType_XML_TEXT_NODE && blank((*c).content) {
+                        xmlUnlinkNode(c);
+                        xmlFreeNode(c);
+                    } else {
+                        if (*c).type_ == xmlElementType_XML_ELEMENT_NODE {
+                            stack.push((c, depth + 1));
+                        }
+                        let t = xmlNewDocText(doc, line(depth + 1)?);
+                        if t.is_null() {
+                            return Err(XmlError::new(XmlErrorKind::OutOfMemory, "xmlNewDocText"));
+                        }
+                        xmlAddPrevSibling(c, t);
+                    }
+                    c = next;
+                }
+                let t = xmlNewDocText(doc, line(depth)?);
+                if t.is_null() {
+                    return Err(XmlError::new(XmlErrorKind::OutOfMemory, "xmlNewDocText"));
+                }
+                xmlAddChild(e, t);
+            }
+        }
+        Ok(())
+    }
+
     /// Sets the attribute `{ns_uri}name` of the element `target` to `value`, declaring `prefix`
     /// for `ns_uri` on the element when no prefix in scope is bound to it.
     pub fn set_attribute_ns(
@@ -450,6 +518,21 @@ impl Document {
     }
 }
 
+/// Whether a text node's content (NUL-terminated, or NULL) is white space only.
+///
+/// # Safety
+/// `content` is NULL or a NUL-terminated string.
+unsafe fn blank(content: *const xmlChar) -> bool {
+    if content.is_null() {
+        return true;
+    }
+    // SAFETY: the caller's.
+    unsafe { std::ffi::CStr::from_ptr(content.cast()) }
+        .to_bytes()
+        .iter()
+        .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -469,6 +552,29 @@ mod tests {
     }
 
     const ENV: &str = r#"<s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Body><m:a xmlns:m="urn:m"><m:b>1</m:b></m:a></s:Body></s:Envelope>"#;
+
+    /// As Java's serializer indents an XSLT result (the shape Synapse's samples answer with).
+    #[test]
+    fn indent_puts_each_child_on_a_line_of_its_own() {
+        let cases = [
+            (
+                "<m:r xmlns:m=\"urn:m\"> <m:a>IBM</m:a>\n\t<m:b><c/><!--x--></m:b></m:r>",
+                "<m:r xmlns:m=\"urn:m\">\n    <m:a>IBM</m:a>\n    <m:b>\n        <c/>\n        <!--x-->\n    </m:b>\n</m:r>",
+            ),
+            ("<r>text only</r>", "<r>text only</r>"),
+            ("<r> </r>", "<r> </r>"),
+            ("<r>t<a/>u</r>", "<r>\n    t\n    <a/>\n    u\n</r>"),
+            (
+                "<r><p xml:space=\"preserve\"> <a/> </p></r>",
+                "<r>\n    <p xml:space=\"preserve\"> <a/> </p>\n</r>",
+            ),
+        ];
+        for (input, want) in cases {
+            let mut d = Document::parse(input.as_bytes()).unwrap();
+            d.indent("    ").unwrap();
+            assert_eq!(s(&d), want, "{input}");
+        }
+    }
 
     #[test]
     fn fragments_copy_only_the_namespaces_they_use() {

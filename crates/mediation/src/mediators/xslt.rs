@@ -13,6 +13,25 @@ pub type SheetsByKey = HashMap<String, Arc<Sheet>>;
 pub struct Sheet {
     pub xslt: sluice_xml::Stylesheet,
     pub stream: Option<sluice_stx::StreamSheet>,
+    /// `xsl:output indent="yes"`: an `xslt` result is indented as Synapse's (Java's serializer,
+    /// four spaces a level) before it replaces the source node.
+    pub indent: bool,
+}
+
+/// Whether a stylesheet's `xsl:output` asks for indentation (the last one that says, as
+/// XSLT merges them).
+fn output_indents(bytes: &[u8]) -> bool {
+    const XSL: &str = "http://www.w3.org/1999/XSL/Transform";
+    let Ok(d) = sluice_xml::Document::parse(bytes) else {
+        return false;
+    };
+    d.root_element().is_some_and(|r| {
+        r.child_elements()
+            .filter(|o| o.namespace_uri() == Some(XSL) && o.name() == "output")
+            .filter_map(|o| o.attribute("indent"))
+            .last()
+            .is_some_and(|v| v.trim() == "yes")
+    })
 }
 
 #[derive(Debug)]
@@ -143,6 +162,7 @@ impl Compiler<'_> {
             Ok(s) => Some(Arc::new(Sheet {
                 xslt: s,
                 stream: sluice_stx::StreamSheet::compile(&bytes),
+                indent: output_indents(&bytes),
             })),
             Err(e) => {
                 self.report(
@@ -240,10 +260,13 @@ fn transform(
             node.to_document().map_err(|e| xml_error(&what, e))?,
         )
     };
-    let result = sheet
+    let mut result = sheet
         .xslt
         .transform(&input, &params)
         .map_err(|e| xml_error(&what, e))?;
+    if sheet.indent {
+        result.indent("    ").map_err(|e| xml_error(&what, e))?;
+    }
     d.replace_node(target, &result)
         .map_err(|e| xml_error(&what, e))?;
     // The tree is the new body: later XPath in this run reads it without parsing again.
@@ -254,6 +277,10 @@ fn transform(
 /// transforms the default source, and the body is still the bytes received (no tree built yet): the
 /// new body, or `None` for libxslt to do it (which also reports any error in the message).
 fn xslt_streaming(x: &XsltPlan, sheet: &Sheet, msg: &Message, doc: &DocCache) -> Option<Vec<u8>> {
+    // Its spliced result is never indented: an indenting one goes through the tree.
+    if sheet.indent && !x.fast {
+        return None;
+    }
     let sheet = sheet.stream.as_ref()?;
     let Body::Bytes(input) = &msg.body else {
         return None;
@@ -282,11 +309,16 @@ mod tests {
 </xsl:stylesheet>"#;
 
     fn xslt_plan(streaming: bool, fast: bool) -> XsltPlan {
-        let bytes = REVERSE.as_bytes();
+        sheet_plan(REVERSE, streaming, fast)
+    }
+
+    fn sheet_plan(sheet: &str, streaming: bool, fast: bool) -> XsltPlan {
+        let bytes = sheet.as_bytes();
         XsltPlan {
             sheet: std::sync::Arc::new(crate::plan::Sheet {
                 xslt: sluice_xml::Stylesheet::compile(bytes, None).unwrap(),
                 stream: streaming.then(|| sluice_stx::StreamSheet::compile(bytes).unwrap()),
+                indent: output_indents(bytes),
             }),
             key: "reverse".into(),
             by_key: None,
@@ -343,5 +375,30 @@ mod tests {
         msg.body = Body::Bytes(bytes::Bytes::from_static(b"<a>&bad;</a>"));
         let e = xslt(&xslt_plan(true, false), &mut msg, &mut DocCache::new()).unwrap_err();
         assert_eq!(e.kind, ErrorKind::BadRequest, "{}", e.reason());
+    }
+
+    /// As Synapse's samples 8, 16 and 750 answer: `indent="yes"` indents the spliced result four
+    /// spaces a level (Java's serializer), on the streaming path's stylesheets too.
+    #[test]
+    fn an_indenting_stylesheet_indents_its_result() {
+        let sheet = REVERSE.replace("indent=\"no\"", "indent=\"yes\"");
+        let plan = sheet_plan(&sheet, true, false);
+        assert!(plan.sheet.indent && !sheet_plan(REVERSE, true, false).sheet.indent);
+        let mut msg = Message::request(
+            "p".into(),
+            http::Method::POST,
+            "/".into(),
+            http::HeaderMap::new(),
+        );
+        msg.body = Body::Bytes(bytes::Bytes::from_static(
+            b"<s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\"><s:Body><m:buyStocks xmlns:m=\"http://services.samples/xsd\"><order><symbol>IBM</symbol></order></m:buyStocks></s:Body></s:Envelope>",
+        ));
+        xslt(&plan, &mut msg, &mut DocCache::new()).unwrap();
+        let Body::Bytes(b) = &msg.body else { panic!() };
+        let text = String::from_utf8_lossy(b);
+        assert!(
+            text.contains("<s:Body><m0:skcotSyub xmlns:m0=\"http://services.samples/xsd\">\n    <redro xmlns=\"\">\n        <lobmys>IBM</lobmys>\n    </redro>\n</m0:skcotSyub></s:Body>"),
+            "{text}"
+        );
     }
 }
