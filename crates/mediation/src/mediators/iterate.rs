@@ -10,7 +10,8 @@
 //! that selects several values, those values) gives one message per element, the element its
 //! whole JSON payload. With `preservePayload`, each is the whole payload instead, the element put
 //! where the `json-eval` `attachPath` points (the array emptied first, unless the attach path is
-//! the expression itself).
+//! the expression itself). Without an `attachPath` that is `$`, MI's default: the element replaces
+//! the whole payload.
 
 use crate::mediators::clone::CloneTargetPlan;
 use crate::mediators::prelude::*;
@@ -58,11 +59,10 @@ pub(crate) fn compile(
     let target = c.clone_target(&it.target);
     let attach = match (&it.attach_path, it.preserve_payload) {
         (_, false) => None,
-        (None, true) if json => {
-            let why = "preservePayload over JSON needs a json-eval attachPath";
-            c.report(Severity::Error, &m.loc, &m.element, why);
-            return None;
-        }
+        // MI's default over JSON is the root: each part is its item alone.
+        (None, true) if json => Some(Attach {
+            path: Some((Expr::json("$").expect("a fixed JsonPath"), "$".to_owned())),
+        }),
         (None, true) => Some(Attach { path: None }),
         // "." is the envelope itself.
         (Some(p), true) if p.text.trim() == "." && !json => Some(Attach { path: None }),
