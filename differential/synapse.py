@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VERSION = "3.0.1"
@@ -166,6 +167,22 @@ def rewrite_tree(root, rewrite):
                     f.write(new_text)
 
 
+def zip_libraries(libs):
+    """Zips each unpacked library folder in `libs` (a home's synapse-libs) beside it: Synapse
+    loads only `*.zip` files there, `artifacts.xml` at the zip's root; Sluice reads either."""
+    if not os.path.isdir(libs):
+        return
+    for name in sorted(os.listdir(libs)):
+        folder = os.path.join(libs, name)
+        if not os.path.isdir(folder):
+            continue
+        with zipfile.ZipFile(folder + ".zip", "w") as z:
+            for d, _, files in sorted(os.walk(folder)):
+                for f in sorted(files):
+                    path = os.path.join(d, f)
+                    z.write(path, os.path.relpath(path, folder))
+
+
 class Synapse:
     """A Synapse process on a prepared copy of a configuration; `stop()` ends it."""
 
@@ -183,6 +200,7 @@ class Synapse:
         if home is not None:
             shutil.copytree(home, self.dir, dirs_exist_ok=True, symlinks=False)
             rewrite_tree(self.dir, rewrite)
+            zip_libraries(os.path.join(conf, "synapse-libs"))
         with open(os.path.join(HERE, "synapse", "axis2.xml"), encoding="utf-8") as f:
             axis2 = f.read().replace("@PORT@", str(self.port))
         with open(os.path.join(conf, "axis2.xml"), "w", encoding="utf-8") as f:

@@ -1,6 +1,8 @@
 //! `<aggregate>`: gathers the responses of the copies a clone or iterate made; the one that
 //! completes it goes on as the merged message (made from the first one gathered) through
-//! `onComplete`.
+//! `onComplete`. As Synapse merges: the first keeps its envelope, and what the expression selects
+//! in the others goes beside what it selects there; with MI's `enclosingElementProperty`, all of
+//! it goes into that element, which is the Body's content.
 //!
 //! With a `json-eval` expression, as WSO2 MI: each response's value at the path (nothing: `null`;
 //! several: an array of them) goes into a JSON array, which is the merged message's payload, or,
@@ -228,7 +230,8 @@ fn aggregated_json(
 }
 
 /// The message an aggregate completes with: `parts` inside the element the `enclosing` property
-/// holds (else directly in the Body), as the SOAP Body's content in the message's SOAP version.
+/// holds, as the SOAP Body's content in the message's SOAP version (WSO2 MI's); without one,
+/// Synapse's [`merged_into_first`].
 fn aggregated(
     a: &crate::plan::AggregatePlan,
     parts: &[String],
@@ -237,7 +240,6 @@ fn aggregated(
     if matches!(a.expression, Expr::Json(_)) {
         return aggregated_json(a, parts, msg);
     }
-    let inner: String = parts.concat();
     let enclosing = match a.enclosing.as_deref() {
         None => None,
         Some(p) => Some(msg.props.get(p).ok_or_else(|| {
@@ -248,7 +250,7 @@ fn aggregated(
         })?),
     };
     let payload = match enclosing {
-        None => inner,
+        None => return merged_into_first(a, parts, msg),
         Some(wrapper) => {
             let w = wrapper.trim();
             let bad = || {
@@ -257,6 +259,7 @@ fn aggregated(
                     format!("aggregate: the enclosing element property is not an element: {w}"),
                 )
             };
+            let inner: String = parts.concat();
             if !w.starts_with('<') {
                 return Err(bad());
             }
@@ -272,6 +275,41 @@ fn aggregated(
         }
     };
     msg.body = Body::Bytes(envelope_with(&payload, msg.soap));
+    msg.headers.remove(http::header::CONTENT_LENGTH);
+    msg.json_out = None;
+    Ok(())
+}
+
+/// Synapse's merge (EIPUtils.enrichEnvelope): the first message gathered keeps its envelope, and
+/// the elements the expression selected in each later one are added, in the order they came, as
+/// last children of the parent of the first element it selects there (the Body when that is not
+/// an element). When it selects nothing in the first message, that message goes on unchanged.
+fn merged_into_first(
+    a: &crate::plan::AggregatePlan,
+    parts: &[String],
+    msg: &mut Message,
+) -> Result<(), Error> {
+    let what = "aggregate";
+    let mut d = DocCache::new().parse(msg).map_err(expr_error)?;
+    let at = {
+        let nodes = a.expression.nodes(&d, &*msg).map_err(expr_error)?;
+        let Some(first) = nodes.first() else {
+            return Ok(());
+        };
+        match first.parent() {
+            Some(p) if p.is_element() => p.id(),
+            _ => match d.soap_body() {
+                Some(b) => b.id(),
+                None => return Ok(()),
+            },
+        }
+    };
+    for part in parts.iter().skip(1) {
+        let f = sluice_xml::Fragment::parse(part).map_err(|e| xml_error(what, e))?;
+        d.insert(at, &f, sluice_xml::Placement::LastChild)
+            .map_err(|e| xml_error(what, e))?;
+    }
+    msg.body = Body::Bytes(message_bytes(&d, what)?.into());
     msg.headers.remove(http::header::CONTENT_LENGTH);
     msg.json_out = None;
     Ok(())
