@@ -77,7 +77,12 @@ pub async fn start(
             .fold(text, |t, old| t.replace(old, &to))
     };
     let shipped = std::fs::read_to_string(samples.join(format!("samples/synapse_sample_{n}.xml")));
-    let config = super::synapse_xml(&format!("sample-{n}"), &rewrite(shipped.unwrap()));
+    let text = sample_replace(dir, be.addr)
+        .into_iter()
+        .fold(rewrite(shipped.unwrap()), |t, (old, new)| {
+            t.replace(&old, &new)
+        });
+    let config = super::synapse_xml(&format!("sample-{n}"), &text);
     // The home's registry resources name the back-end too.
     let home = config.parent().unwrap().join("home");
     copy_rewritten(&samples.join("home"), &home, &rewrite);
@@ -88,6 +93,27 @@ pub async fn start(
         home.to_str().unwrap(),
     ];
     (super::Sluice::start_logging(&argv, log_filter), be)
+}
+
+/// The suite's `sample_replace` pairs, for a sample that names the back-end by its parts (sample
+/// 452's rewrite sets host and port), `{backend_host}` and `{backend_port}` filled in; as
+/// `differential/record.py` applies them.
+fn sample_replace(dir: &std::path::Path, backend: std::net::SocketAddr) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(dir.join("cases.json")).unwrap();
+    let spec: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let Some(pairs) = spec["sample_replace"].as_array() else {
+        return Vec::new();
+    };
+    pairs
+        .iter()
+        .map(|p| {
+            let new = p[1].as_str().unwrap();
+            let new = new
+                .replace("{backend_host}", &backend.ip().to_string())
+                .replace("{backend_port}", &backend.port().to_string());
+            (p[0].as_str().unwrap().to_owned(), new)
+        })
+        .collect()
 }
 
 /// A copy of the tree `from` at `to` (symbolic links followed), every file that is UTF-8 text
