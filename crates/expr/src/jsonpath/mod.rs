@@ -209,6 +209,9 @@ impl JsonPath {
                     member(r, t)?
                 };
                 (Step::Deep(Box::new(inner)), after)
+            } else if let Some(r) = rest.strip_prefix('.').filter(|r| r.starts_with('[')) {
+                // As Jayway: a dot before a bracket is read as the bracket alone (`$.[0]`).
+                bracket(r, t)?
             } else if let Some(r) = rest.strip_prefix('.') {
                 member(r, t)?
             } else if rest.starts_with('[') {

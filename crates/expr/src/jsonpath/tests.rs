@@ -35,6 +35,9 @@ fn the_usual_paths_select_as_jayway_does() {
     assert_eq!(sel("$['order']['qty']", &v), vec![json!(3)]);
     assert_eq!(sel("$[\"odd key\"]", &v), vec![json!(true)]);
     assert_eq!(sel("$.order.tags[1]", &v), vec![json!("b")]);
+    // A dot before a bracket is the bracket alone (Jayway; MI's TestJsonPathAgainstPropertyAPI).
+    assert_eq!(sel("$.order.tags.[1]", &v), vec![json!("b")]);
+    assert_eq!(sel("$.['order'].qty", &v), vec![json!(3)]);
     assert_eq!(sel("$.order.tags[-1]", &v), vec![json!("c")]);
     assert_eq!(sel("$.order.tags[0,2]", &v), vec![json!("a"), json!("c")]);
     assert_eq!(sel("$.order.tags[1:]", &v), vec![json!("b"), json!("c")]);
