@@ -737,8 +737,21 @@ impl<'a> Compiler<'a> {
             passed = self.with_passed(e, element)?;
             &passed
         };
-        let registry = |key: &str| self.registry_text(key);
+        // A key nothing holds reads as '' (Synapse and MI look it up per message and find
+        // nothing), with a warning; unless a <registry> Sluice cannot read might hold it.
+        let missing = std::cell::RefCell::new(Vec::new());
+        let registry = |key: &str| match self.registry_text(key) {
+            Err(why) if self.key_sources.is_empty() => {
+                missing.borrow_mut().push(why);
+                Ok(String::new())
+            }
+            r => r,
+        };
         let r = Expr::compile_with_registry(&e.text, &e.ns, &registry);
+        for why in missing.into_inner() {
+            let why = format!("{why}: get-property('registry', ...) gives '' here, as in Synapse");
+            self.report(Severity::Warning, &e.loc, element, why);
+        }
         self.compiled(r, &e.loc, element)
     }
     /// A compiled expression, or its error reported (unsupported or an error).
@@ -1089,6 +1102,24 @@ mod key_tests {
             (ErrorKind::EndpointNotFound, 305100)
         );
         assert_eq!(e.context, "Couldn't find the endpoint with the key : bogus");
+    }
+
+    /// As in Synapse and MI, which look the key up per message: `get-property('registry', KEY)`
+    /// for a key nothing holds is '' (a warning at load), not a configuration error.
+    #[test]
+    fn a_registry_key_nothing_holds_reads_as_empty() {
+        let (plan, d) = compiled(
+            r#"<proxy name="P"><target><inSequence><property name="v" expression="concat('[', get-property('registry', 'gov:/none.xml'), ']')"/></inSequence></target></proxy>"#,
+        );
+        assert_eq!(severities(&d), [Severity::Warning], "{d:?}");
+        let mut msg = Message::request(
+            "P".into(),
+            http::Method::POST,
+            "/".into(),
+            Default::default(),
+        );
+        run(&plan.proxies["P"].in_seq.steps, &mut msg).unwrap();
+        assert_eq!(msg.props.get("v"), Some("[]"));
     }
 
     #[test]
