@@ -987,6 +987,8 @@ pub struct Validate {
     pub source: Option<ExprSrc>,
     /// `<schema key="..."/>`, with where each is written.
     pub schemas: Vec<(String, Location)>,
+    /// `<schema key="{expression}"/>` (the only schema): the key each message gives.
+    pub dynamic_key: Option<ExprSrc>,
     /// `<resource location key>`: the document an `xs:import` / `xs:include` `schemaLocation`
     /// names, read from a key (location, key, where it is written).
     pub resources: Vec<(String, String, Location)>,

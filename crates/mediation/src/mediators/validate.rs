@@ -4,12 +4,17 @@
 //! against a JSON Schema (the draft its `$schema` names; references to other documents are not
 //! fetched); on failure `ERROR_MESSAGE` and `ERROR_DETAIL` are set and `<on-fail>` runs.
 
+use crate::compile::normalize_registry_key;
 use crate::mediators::prelude::*;
+use std::collections::HashMap;
 
 #[derive(Debug)]
 pub struct ValidatePlan {
     pub schema: SchemaPlan,
     pub key: String,
+    /// `<schema key="{expression}"/>`: the key each message gives, among the schemas the
+    /// configuration holds (every one compiled at load); `schema` is then unused.
+    pub by_key: Option<(Expr, Arc<HashMap<String, SchemaPlan>>)>,
     /// An XPath evaluated with the SOAP Envelope as context node, or (JSON Schema) a JsonPath;
     /// `None`: the first element of the Body, or the whole JSON payload.
     pub source: Option<Expr>,
@@ -24,7 +29,17 @@ pub enum SchemaPlan {
 
 pub(crate) fn compile(c: &mut Compiler, v: &cfg::Validate, el: &str) -> Option<Step> {
     let (key, loc) = &v.schemas[0];
-    let schema = if v.schemas.len() == 1 && v.resources.is_empty() {
+    let mut by_key = None;
+    let schema = if let Some(k) = &v.dynamic_key {
+        let schemas = c.all_schemas();
+        let any = schemas.values().next().cloned();
+        if any.is_none() {
+            let why = "a schema key computed per message, and the configuration holds no schema";
+            c.report(Severity::Error, loc, el, why);
+        }
+        by_key = Some((c.expr(k, el)?, Arc::new(schemas)));
+        any
+    } else if v.schemas.len() == 1 && v.resources.is_empty() {
         c.schema(key, loc, el)
     } else {
         c.schema_set(v, el)
@@ -33,9 +48,10 @@ pub(crate) fn compile(c: &mut Compiler, v: &cfg::Validate, el: &str) -> Option<S
     let source = match &v.source {
         Some(e) => {
             let x = c.expr(e, el)?;
+            // With a key per message, the schema (and so the source's kind) is known per message.
             let fits = match &x {
-                Expr::XPath(_) => !json,
-                Expr::Json(_) => json,
+                Expr::XPath(_) => !json || by_key.is_some(),
+                Expr::Json(_) => json || by_key.is_some(),
                 _ => false,
             };
             if !fits {
@@ -61,12 +77,67 @@ pub(crate) fn compile(c: &mut Compiler, v: &cfg::Validate, el: &str) -> Option<S
     Some(Step::Validate(ValidatePlan {
         schema: schema?,
         key,
+        by_key,
         source,
         on_fail,
     }))
 }
 
 impl Compiler<'_> {
+    /// Every schema the configuration holds (local entries whose root is `xs:schema`, registry
+    /// resources that are XML Schemas), compiled, by key as keys name them: for a schema key
+    /// computed per message.
+    fn all_schemas(&mut self) -> HashMap<String, SchemaPlan> {
+        const XS: &str = "http://www.w3.org/2001/XMLSchema";
+        let is_schema = |text: &[u8]| {
+            sluice_xml::Document::parse(text)
+                .ok()
+                .and_then(|d| {
+                    d.root_element()
+                        .map(|r| r.namespace_uri() == Some(XS) && r.name() == "schema")
+                })
+                .unwrap_or(false)
+        };
+        let mut keys: Vec<String> = self
+            .local_entries
+            .iter()
+            .filter(|(_, le)| matches!(&le.value, cfg::LocalEntryValue::Xml { root, .. } if root == "schema"))
+            .map(|(k, _)| (*k).to_owned())
+            .collect();
+        keys.extend(
+            self.resources
+                .iter()
+                .filter(|(_, r)| is_schema(&r.bytes))
+                .map(|(k, _)| k.clone()),
+        );
+        keys.sort_unstable();
+        let mut out = HashMap::new();
+        for k in keys {
+            if let Some(s) = self.quiet_schema(&k) {
+                out.insert(normalize_registry_key(&k), s);
+            }
+        }
+        out
+    }
+
+    /// The schema for a key, compiled once, with nothing reported: one that does not compile is
+    /// left out of a per-message choice (as MI fails only the message that names it).
+    fn quiet_schema(&mut self, key: &str) -> Option<SchemaPlan> {
+        if let Some(cached) = self.schema_cache.get(key) {
+            return cached.clone();
+        }
+        let text = self.keyed(key).ok()?.0.to_owned();
+        let compiled = if text.trim_start().starts_with('{') {
+            let v = serde_json::from_str::<serde_json::Value>(&text).ok()?;
+            SchemaPlan::Json(Arc::new(jsonschema::validator_for(&v).ok()?))
+        } else {
+            SchemaPlan::Xml(Arc::new(sluice_xml::Schema::compile(text.as_bytes()).ok()?))
+        };
+        self.schema_cache
+            .insert(key.to_owned(), Some(compiled.clone()));
+        Some(compiled)
+    }
+
     /// Several XML Schemas, and the documents their imports and includes name, compiled as one
     /// (`sluice_xml::Schema::compile_set`): Synapse's validate with several `<schema>`s or
     /// `<resource>`s. Compiled once for each such set.
@@ -189,9 +260,24 @@ fn validate(
     msg: &Message,
     doc: &DocCache,
 ) -> Result<Option<(String, String)>, Error> {
-    let what = format!("validate against {}", v.key);
     let view = View { msg, doc };
-    let schema = match &v.schema {
+    let (schema, key) = match &v.by_key {
+        None => (&v.schema, Cow::Borrowed(v.key.as_str())),
+        Some((k, schemas)) => {
+            let key = eval_expr(k, msg, doc)?;
+            match schemas.get(&normalize_registry_key(key.trim())) {
+                Some(s) => (s, Cow::Owned(key)),
+                None => {
+                    return Err(Error::new(
+                        ErrorKind::Mediation,
+                        format!("validate: no schema has the key '{key}' the message gives"),
+                    ))
+                }
+            }
+        }
+    };
+    let what = format!("validate against {key}");
+    let schema = match schema {
         SchemaPlan::Json(s) => return validate_json(s, v, &view, &what),
         SchemaPlan::Xml(s) => s,
     };

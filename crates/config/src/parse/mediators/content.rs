@@ -296,19 +296,15 @@ impl FileParser<'_, '_> {
         let mut schemas = Vec::new();
         let mut resources = Vec::new();
         let mut on_fail = None;
+        let mut dynamic_key = None;
         for c in elements(n) {
             match c.tag_name().name() {
                 "schema" => {
                     let Some(k) = self.required_attr(c, "key") else {
                         continue;
                     };
-                    if k.starts_with('{') {
-                        self.report(
-                            Severity::Unsupported,
-                            c,
-                            "dynamic schema keys ({...}) are not supported yet",
-                        );
-                        return None;
+                    if let Some(e) = k.strip_prefix('{').and_then(|k| k.strip_suffix('}')) {
+                        dynamic_key = Some(self.expr(c, "key", e));
                     }
                     schemas.push((k, self.attr_loc(c, "key")));
                 }
@@ -336,10 +332,19 @@ impl FileParser<'_, '_> {
             );
             return None;
         }
+        if dynamic_key.is_some() && (schemas.len() > 1 || !resources.is_empty()) {
+            self.report(
+                Severity::Unsupported,
+                n,
+                "a schema key computed per message ({...}) together with other schemas or resources is not supported yet",
+            );
+            return None;
+        }
         let on_fail = self.needed(on_fail, n, "validate needs an <on-fail> sequence")?;
         Some(Validate {
             source,
             schemas,
+            dynamic_key,
             resources,
             on_fail,
         })
