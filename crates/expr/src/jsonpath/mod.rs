@@ -216,6 +216,10 @@ impl JsonPath {
                 member(r, t)?
             } else if rest.starts_with('[') {
                 bracket(rest, t)?
+            } else if !steps.is_empty() {
+                // As Jayway: after a step, a name with no dot before it is a member too
+                // (`$.a[0]b`); right after the root it is refused (`$a`).
+                member(rest, t)?
             } else {
                 return Err(format!("JsonPath '{t}': unexpected '{rest}'").into());
             };

@@ -38,6 +38,10 @@ fn the_usual_paths_select_as_jayway_does() {
     // A dot before a bracket is the bracket alone (Jayway; MI's TestJsonPathAgainstPropertyAPI).
     assert_eq!(sel("$.order.tags.[1]", &v), vec![json!("b")]);
     assert_eq!(sel("$.['order'].qty", &v), vec![json!(3)]);
+    // A name with no dot before it is a member (Jayway; MI's EnrichTestAPI), and so is what
+    // follows a filter (a stray ')' names nothing).
+    assert_eq!(sel("$.orders[0]symbol", &v), vec![json!("IBM")]);
+    assert!(sel("$.orders[?(@.price > 1)])", &v).is_empty());
     assert_eq!(sel("$.order.tags[-1]", &v), vec![json!("c")]);
     assert_eq!(sel("$.order.tags[0,2]", &v), vec![json!("a"), json!("c")]);
     assert_eq!(sel("$.order.tags[1:]", &v), vec![json!("b"), json!("c")]);
