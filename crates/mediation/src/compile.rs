@@ -845,6 +845,35 @@ impl<'a> Compiler<'a> {
         }
         Err(self.no_such_key(key))
     }
+    /// The keys of every local entry and registry resource whose XML root element is one of
+    /// `names` in `ns`, sorted: what a key computed per message may pick among (stylesheets,
+    /// schemas).
+    pub(crate) fn keys_of_documents(&self, ns: &str, names: &[&str]) -> Vec<String> {
+        let rooted = |text: &[u8]| {
+            sluice_xml::Document::parse(text)
+                .ok()
+                .and_then(|d| {
+                    d.root_element()
+                        .map(|r| r.namespace_uri() == Some(ns) && names.contains(&r.name()))
+                })
+                .unwrap_or(false)
+        };
+        let mut keys: Vec<String> = self
+            .local_entries
+            .iter()
+            .filter(|(_, le)| matches!(&le.value, cfg::LocalEntryValue::Xml { root, .. } if names.contains(&root.as_str())))
+            .map(|(k, _)| (*k).to_owned())
+            .collect();
+        keys.extend(
+            self.resources
+                .iter()
+                .filter(|(_, r)| rooted(&r.bytes))
+                .map(|(k, _)| k.clone()),
+        );
+        keys.sort_unstable();
+        keys
+    }
+
     /// Why no local entry or registry resource has `key`: an error, unless the configuration has
     /// a `<registry>` or `<import>` Synapse would look it up in (unsupported).
     pub(crate) fn no_such_key(&self, key: &str) -> (Severity, String) {

@@ -88,29 +88,7 @@ impl Compiler<'_> {
     /// resources that are XML Schemas), compiled, by key as keys name them: for a schema key
     /// computed per message.
     fn all_schemas(&mut self) -> HashMap<String, SchemaPlan> {
-        const XS: &str = "http://www.w3.org/2001/XMLSchema";
-        let is_schema = |text: &[u8]| {
-            sluice_xml::Document::parse(text)
-                .ok()
-                .and_then(|d| {
-                    d.root_element()
-                        .map(|r| r.namespace_uri() == Some(XS) && r.name() == "schema")
-                })
-                .unwrap_or(false)
-        };
-        let mut keys: Vec<String> = self
-            .local_entries
-            .iter()
-            .filter(|(_, le)| matches!(&le.value, cfg::LocalEntryValue::Xml { root, .. } if root == "schema"))
-            .map(|(k, _)| (*k).to_owned())
-            .collect();
-        keys.extend(
-            self.resources
-                .iter()
-                .filter(|(_, r)| is_schema(&r.bytes))
-                .map(|(k, _)| k.clone()),
-        );
-        keys.sort_unstable();
+        let keys = self.keys_of_documents("http://www.w3.org/2001/XMLSchema", &["schema"]);
         let mut out = HashMap::new();
         for k in keys {
             if let Some(s) = self.quiet_schema(&k) {

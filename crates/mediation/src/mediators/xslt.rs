@@ -83,31 +83,10 @@ impl Compiler<'_> {
     /// Every stylesheet the configuration holds (local entries and registry resources whose root
     /// is `xsl:stylesheet` or `xsl:transform`), compiled, by key as keys name them.
     fn all_stylesheets(&mut self, loc: &Location, el: &str) -> HashMap<String, Arc<Sheet>> {
-        const XSL: &str = "http://www.w3.org/1999/XSL/Transform";
-        let is_sheet = |text: &[u8]| {
-            sluice_xml::Document::parse(text)
-                .ok()
-                .and_then(|d| {
-                    d.root_element().map(|r| {
-                        r.namespace_uri() == Some(XSL)
-                            && matches!(r.name(), "stylesheet" | "transform")
-                    })
-                })
-                .unwrap_or(false)
-        };
-        let mut keys: Vec<String> = self
-            .local_entries
-            .iter()
-            .filter(|(_, le)| matches!(&le.value, cfg::LocalEntryValue::Xml { root, .. } if root == "stylesheet" || root == "transform"))
-            .map(|(k, _)| (*k).to_owned())
-            .collect();
-        keys.extend(
-            self.resources
-                .iter()
-                .filter(|(_, r)| is_sheet(&r.bytes))
-                .map(|(k, _)| k.clone()),
+        let keys = self.keys_of_documents(
+            "http://www.w3.org/1999/XSL/Transform",
+            &["stylesheet", "transform"],
         );
-        keys.sort_unstable();
         let mut out = HashMap::new();
         for k in keys {
             if let Some(s) = self.stylesheet(&k, loc, el) {
