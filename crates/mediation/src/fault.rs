@@ -6,6 +6,10 @@ use sluice_config::FaultVersion;
 pub const SOAP11_ENV: &str = "http://schemas.xmlsoap.org/soap/envelope/";
 pub const SOAP12_ENV: &str = "http://www.w3.org/2003/05/soap-envelope";
 
+/// The Header a fault is built with ([`FaultParts::header`]); makefault puts the message's
+/// header blocks in its place.
+pub const EMPTY_HEADER: &str = "<soapenv:Header/>";
+
 pub const SOAP11_CONTENT_TYPE: &str = "text/xml; charset=UTF-8";
 pub const SOAP12_CONTENT_TYPE: &str = "application/soap+xml; charset=UTF-8";
 pub const POX_CONTENT_TYPE: &str = "application/xml; charset=UTF-8";
@@ -120,11 +124,11 @@ pub fn build(version: FaultVersion, f: &FaultParts) -> Bytes {
     };
     out.push_str("<soapenv:Envelope xmlns:soapenv=\"");
     out.push_str(ns);
-    out.push_str(if f.header {
-        "\"><soapenv:Header/><soapenv:Body><soapenv:Fault>"
-    } else {
-        "\"><soapenv:Body><soapenv:Fault>"
-    });
+    out.push_str("\">");
+    if f.header {
+        out.push_str(EMPTY_HEADER);
+    }
+    out.push_str("<soapenv:Body><soapenv:Fault>");
     if version == FaultVersion::Soap11 {
         let code = f.code.unwrap_or((ns, "Server"));
         push_code(&mut out, ns, code, f.code_prefix, "faultcode");

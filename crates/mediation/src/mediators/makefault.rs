@@ -8,7 +8,7 @@ use crate::fault::{self, Detail, FaultParts};
 use crate::mediators::prelude::*;
 use bytes::Bytes;
 use sluice_config::FaultVersion;
-use sluice_xml::{Document, Fragment, Placement};
+use sluice_xml::{Document, Fragment};
 use std::sync::LazyLock;
 
 #[derive(Debug)]
@@ -228,15 +228,16 @@ fn with_header_blocks(fault: Bytes, msg: &Message, doc: &DocCache) -> Result<Byt
     if blocks.is_empty() {
         return Ok(fault);
     }
-    let what = "makefault";
-    let frag = Fragment::from_nodes(&blocks).map_err(|e| xml_error(what, e))?;
-    let mut out = Document::parse(&fault).map_err(|e| xml_error(what, e))?;
-    let header = out.soap_header().map(|h| h.id());
-    if let Some(h) = header {
-        out.insert(h, &frag, Placement::LastChild)
-            .map_err(|e| xml_error(what, e))?;
-    }
-    Ok(message_bytes(&out, what)?.into())
+    let xml = Fragment::from_nodes(&blocks)
+        .and_then(|f| f.to_xml_string())
+        .map_err(|e| xml_error("makefault", e))?;
+    // The empty Header `fault::build` wrote (before the Body, so the first one) takes them.
+    let text = String::from_utf8_lossy(&fault).replacen(
+        fault::EMPTY_HEADER,
+        &format!("<soapenv:Header>{xml}</soapenv:Header>"),
+        1,
+    );
+    Ok(Bytes::from(text))
 }
 
 /// The SOAP 1.1 and 1.2 Headers: what a SOAP fault reads of the message, decided by its start.
