@@ -206,6 +206,8 @@ class Synapse:
         with open(os.path.join(conf, "axis2.xml"), "w", encoding="utf-8") as f:
             f.write(axis2)
         shutil.copy(os.path.join(HERE, "synapse", "log4j.properties"), conf)
+        # The blocking client (callout, forwarding processor) reads this from the working folder.
+        shutil.copy(os.path.join(HERE, "synapse", "axis2_blocking_client.xml"), conf)
         self.synapse_xml = os.path.join(conf, "synapse.xml")
         with open(self.synapse_xml, "w", encoding="utf-8") as f:
             f.write(config_text)

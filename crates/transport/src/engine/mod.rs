@@ -1031,19 +1031,22 @@ impl Engine {
     }
 }
 
-/// Sluice's own 202 (nothing sent back, [`accepted`]) to a SOAP 1.1 request carries
-/// `Content-Type: text/xml; charset=UTF-8`, as Synapse's does (its pass-through transport types
-/// the answer it makes by the request's message type); a back-end's 202 is relayed as it came.
+/// Sluice's own 202 (nothing sent back, [`accepted`]) to a SOAP request carries the SOAP version's
+/// type (`text/xml; charset=UTF-8`, `application/soap+xml; charset=UTF-8`), as Synapse's does (its
+/// pass-through transport types the answer it makes by the request's message type); a back-end's
+/// 202 is relayed as it came.
 fn typed_accepted(mut r: Response<RelayBody>, soap: FaultVersion) -> Response<RelayBody> {
+    let ct = match soap {
+        FaultVersion::Soap11 => "text/xml; charset=UTF-8",
+        FaultVersion::Soap12 => "application/soap+xml; charset=UTF-8",
+        FaultVersion::Pox => return r,
+    };
     if r.status() == StatusCode::ACCEPTED
-        && soap == FaultVersion::Soap11
         && r.extensions().get::<NoAnswer>().is_some()
         && !r.headers().contains_key(header::CONTENT_TYPE)
     {
-        r.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/xml; charset=UTF-8"),
-        );
+        r.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
     }
     r
 }
