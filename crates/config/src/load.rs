@@ -47,6 +47,7 @@ pub fn load_path_in(path: &Path, home: Option<&Path>) -> (Config, Diagnostics) {
     }
     load_entry_sources(&home, &mut cfg, &mut diags);
     crate::library::load_imports(&home, &mut cfg, &mut diags);
+    cfg.file_properties = file_properties(&home);
     cfg.home = home;
     crate::check::check_duplicates(&cfg, &mut diags);
     (cfg, diags)
@@ -122,6 +123,20 @@ fn add_resource(
         bytes: bytes.clone(),
         properties,
     });
+}
+
+/// Where MI reads `get-property('file', KEY)` from, under its home.
+pub const FILE_PROPERTIES: &str = "conf/file.properties";
+
+/// MI's [`FILE_PROPERTIES`] under `home`, read now (MI reads it once, at the first use): `None`
+/// when there is none.
+fn file_properties(home: &Path) -> Option<Result<Vec<(String, String)>, String>> {
+    let path = home.join(FILE_PROPERTIES);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Some(Ok(java_properties(&text))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => Some(Err(format!("cannot read {}: {e}", path.display()))),
+    }
 }
 
 /// A Java properties file's `name=value` (or `name: value`) lines; `#` and `!` start comments.

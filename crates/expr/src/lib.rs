@@ -300,6 +300,7 @@ const SCOPES: &[(&str, Option<PropScope>)] = &[
     ("operation", Some(PropScope::Operation)),
     ("system", Some(PropScope::System)),
     ("env", Some(PropScope::System)),
+    // Read at load through [`Registry`], as constants: handled before the scope is looked up.
     ("registry", None),
     ("func", Some(PropScope::Func)),
     ("file", None),
@@ -320,8 +321,19 @@ fn scope_by_name(name: &str) -> Result<PropScope, ExprError> {
     }
 }
 
-/// Reads `get-property('registry', KEY)` at load: the text for a key, or why there is none.
-pub type Registry<'r> = &'r dyn Fn(&str) -> Result<String, String>;
+/// The get-property scopes whose values are known at load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoadScope {
+    /// `get-property('registry', KEY)`: a registry resource or local entry (`KEY@NAME`: one of a
+    /// resource's properties).
+    Registry,
+    /// `get-property('file', KEY)`: MI's `conf/file.properties`.
+    File,
+}
+
+/// Reads `get-property('registry' | 'file', KEY)` at load: the text for a key, or why there is
+/// none.
+pub type Registry<'r> = &'r dyn Fn(LoadScope, &str) -> Result<String, String>;
 
 /// Synapse's `SYSTEM_TIME`: milliseconds since 1970, now.
 pub fn system_time() -> String {
@@ -348,13 +360,14 @@ impl Expr {
     /// Compiles an expression as written in a mediator attribute; `ns` are the (prefix, uri) declarations
     /// in scope at the element.
     pub fn compile(text: &str, ns: &[(String, String)]) -> Result<Expr, ExprError> {
-        Self::compile_with_registry(text, ns, &|key: &str| {
-            Err(format!("no registry to read '{key}' from"))
+        Self::compile_with_registry(text, ns, &|_, key: &str| {
+            Err(format!("nothing to read '{key}' from"))
         })
     }
 
-    /// [`Expr::compile`], reading `get-property('registry', KEY)` through `registry` at load: the
-    /// text of the resource or local entry with that key, or why there is none. (Synapse reads the
+    /// [`Expr::compile`], reading `get-property('registry', KEY)` and `get-property('file', KEY)`
+    /// through `registry` at load: the text of the resource, local entry or file property with
+    /// that key, or why there is none. (Synapse reads the
     /// registry when the expression runs and caches it; Sluice's registry is the application's
     /// files, which do not change while it runs.)
     pub fn compile_with_registry(

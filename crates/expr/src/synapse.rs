@@ -9,7 +9,8 @@
 
 use crate::date::DateFormat;
 use crate::{
-    invalid, is_scope, literal, scope_by_name, unsupported, ExprError, PropScope, Registry,
+    invalid, is_scope, literal, scope_by_name, unsupported, ExprError, LoadScope, PropScope,
+    Registry,
 };
 
 /// What a rewritten variable stands for.
@@ -17,7 +18,7 @@ use crate::{
 pub(crate) enum Var {
     Property(PropScope, String),
     UrlParam(String),
-    /// A value known at load (`get-property('registry', KEY)`).
+    /// A value known at load (`get-property('registry' | 'file', KEY)`).
     Const(String),
     /// `get-property('SYSTEM_DATE'[, FORMAT])`: the time of the evaluation.
     SystemDate(DateFormat),
@@ -224,8 +225,8 @@ pub(crate) fn get_property<'t>(
         };
         Ok(Var::SystemDate(f))
     };
-    let read = |key: &str| -> Result<Var, ExprError> {
-        registry(key)
+    let read = |scope: LoadScope, key: &str| -> Result<Var, ExprError> {
+        registry(scope, key)
             .map(Var::Const)
             .map_err(|why| invalid(format!("'{whole}': {why}")))
     };
@@ -238,7 +239,8 @@ pub(crate) fn get_property<'t>(
         ["SYSTEM_DATE"] => date(None)?,
         [name] => Var::Property(PropScope::Default, (*name).to_owned()),
         [scope, "SYSTEM_DATE"] if is_scope(scope) => date(None)?,
-        ["registry", key] | ["registry", key, _] => read(key)?,
+        ["registry", key] | ["registry", key, _] => read(LoadScope::Registry, key)?,
+        ["file", key] | ["file", key, _] => read(LoadScope::File, key)?,
         ["SYSTEM_DATE", format] => date(Some(format))?,
         [name, _] if !is_scope(name) => Var::Property(PropScope::Default, (*name).to_owned()),
         [scope, name] => Var::Property(scope_by_name(scope)?, (*name).to_owned()),
@@ -345,7 +347,7 @@ pub(crate) fn reads_no_nodes(xpath: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn no_registry(key: &str) -> Result<String, String> {
+    fn no_registry(_: LoadScope, key: &str) -> Result<String, String> {
         Err(format!("no '{key}'"))
     }
 

@@ -229,10 +229,12 @@ fn system_date_in_a_java_format() {
 
 #[test]
 fn registry_values_are_read_at_load() {
-    let registry = |key: &str| match key {
-        "conf:/greeting.txt" => Ok("hello".to_owned()),
+    let registry = |scope: LoadScope, key: &str| match (scope, key) {
+        (LoadScope::File, "testKey") => Ok("from the file".to_owned()),
+        (LoadScope::File, _) => Ok(String::new()),
+        (LoadScope::Registry, "conf:/greeting.txt") => Ok("hello".to_owned()),
         // A resource's property (KEY@NAME): the caller's registry reads it.
-        "conf:/greeting.txt@owner" => Ok("me".to_owned()),
+        (LoadScope::Registry, "conf:/greeting.txt@owner") => Ok("me".to_owned()),
         _ => Err(format!("no local entry or registry resource '{key}'")),
     };
     let c = |t: &str| Expr::compile_with_registry(t, &[], &registry);
@@ -250,6 +252,11 @@ fn registry_values_are_read_at_load() {
     // Without a registry (Expr::compile), the key is not found.
     let err = Expr::compile("get-property('registry', 'conf:/greeting.txt')", &[]).unwrap_err();
     assert_eq!(err.kind, ExprErrorKind::Invalid);
+    // MI's file scope: conf/file.properties, read at load too.
+    let x = c("get-property('file', 'testKey')").unwrap();
+    assert!(matches!(&x, Expr::Literal(v) if v == "from the file"));
+    let x = c("concat(get-property('file', 'other'), '!')").unwrap();
+    assert_eq!(x.eval_string(&e).unwrap(), "!");
 }
 
 #[test]

@@ -8,7 +8,7 @@ use crate::endpoints::EndpointPlan;
 use crate::mediators::xslt::Sheet;
 use crate::plan::{CompileOptions, Plan, ProxyPlan, SeqPlan, Steps, Value, WsdlPlan};
 use sluice_config::{self as cfg, Diagnostics, Location, Severity};
-use sluice_expr::{Expr, ExprError, ExprErrorKind, FullRegex};
+use sluice_expr::{Expr, ExprError, ExprErrorKind, FullRegex, LoadScope};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -193,6 +193,7 @@ impl<'a> Compiler<'a> {
             next_func_exprs: Vec::new(),
             wsdls: Vec::new(),
             home: &config.home,
+            file_properties: config.file_properties.as_ref(),
             key_sources: &config.key_sources,
             artifact: String::new(),
             failed: false,
@@ -315,6 +316,8 @@ pub(crate) struct Compiler<'a> {
     pub(crate) wsdls: Vec<Arc<crate::endpoints::LazyWsdl>>,
     /// Where relative `file:` paths are read from.
     pub(crate) home: &'a std::path::Path,
+    /// MI's `conf/file.properties` under the home, for `get-property('file', KEY)`.
+    pub(crate) file_properties: Option<&'a Result<Vec<(String, String)>, String>>,
     /// The concurrency of each throttle `id`, shared by the throttles that name it.
     pub(crate) throttles: HashMap<String, Arc<crate::mediators::throttle::Concurrency>>,
     /// The `<priorityExecutor>`s by name, shared by the `enqueue`s that name them.
@@ -740,16 +743,24 @@ impl<'a> Compiler<'a> {
         // A key nothing holds reads as '' (Synapse and MI look it up per message and find
         // nothing), with a warning; unless a <registry> Sluice cannot read might hold it.
         let missing = std::cell::RefCell::new(Vec::new());
-        let registry = |key: &str| match self.registry_text(key) {
-            Err(why) if self.key_sources.is_empty() => {
-                missing.borrow_mut().push(why);
-                Ok(String::new())
-            }
-            r => r,
+        let registry = |scope: LoadScope, key: &str| match scope {
+            LoadScope::File => self.file_property(key).map(|v| {
+                v.unwrap_or_else(|why| {
+                    missing.borrow_mut().push((why, "file"));
+                    String::new()
+                })
+            }),
+            LoadScope::Registry => match self.registry_text(key) {
+                Err(why) if self.key_sources.is_empty() => {
+                    missing.borrow_mut().push((why, "registry"));
+                    Ok(String::new())
+                }
+                r => r,
+            },
         };
         let r = Expr::compile_with_registry(&e.text, &e.ns, &registry);
-        for why in missing.into_inner() {
-            let why = format!("{why}: get-property('registry', ...) gives '' here, as in Synapse");
+        for (why, scope) in missing.into_inner() {
+            let why = format!("{why}: get-property('{scope}', ...) gives '' here, as in Synapse");
             self.report(Severity::Warning, &e.loc, element, why);
         }
         self.compiled(r, &e.loc, element)
@@ -890,6 +901,22 @@ impl<'a> Compiler<'a> {
     }
     /// What `get-property('registry', key)` reads: the keyed text (Synapse looks up entry
     /// definitions, local entries included, by the key), an XML resource without its declaration.
+    /// `get-property('file', KEY)`: `Ok(Ok(value))`, `Ok(Err(why))` for a key the file does
+    /// not hold (MI reads '' then), `Err(why)` when there is no file to read (MI fails every
+    /// message then; Sluice refuses the artifact at load).
+    fn file_property(&self, key: &str) -> Result<Result<String, String>, String> {
+        let file = || self.home.join(sluice_config::load::FILE_PROPERTIES);
+        match self.file_properties {
+            None => Err(format!("no {} to read '{key}' from", file().display())),
+            Some(Err(why)) => Err(why.clone()),
+            Some(Ok(values)) => Ok(values
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+                .ok_or_else(|| format!("{} has no '{key}'", file().display()))),
+        }
+    }
+
     pub(crate) fn registry_text(&self, key: &str) -> Result<String, String> {
         // `KEY@NAME` (also `KEY/@NAME`): the resource's property NAME, as Synapse's
         // get-property reads it; a resource or property that is not there is "" (Synapse: null).
@@ -1055,148 +1082,5 @@ mod tests {
 /// a local entry holding one; what names nothing fails at run time, and what Synapse would look up
 /// where Sluice does not is unsupported.
 #[cfg(test)]
-mod key_tests {
-    use crate::exec::run;
-    use crate::message::Message;
-    use crate::{ErrorKind, Plan};
-    use sluice_config::{Diagnostics, Severity};
-
-    fn compiled(body: &str) -> (Plan, Diagnostics) {
-        let text =
-            format!(r#"<definitions xmlns="http://ws.apache.org/ns/synapse">{body}</definitions>"#);
-        let (cfg, mut diags) = sluice_config::load_str("t.xml", &text);
-        let plan = crate::compile(&cfg, &crate::CompileOptions::default(), &mut diags);
-        (plan, diags)
-    }
-
-    fn severities(d: &Diagnostics) -> Vec<Severity> {
-        d.items.iter().map(|x| x.severity).collect()
-    }
-
-    #[test]
-    fn keys_name_artifacts_defined_later_and_local_entries_holding_them() {
-        let (plan, d) = compiled(
-            r#"<proxy name="P"><target endpoint="E"><inSequence><sequence key="S"/><sequence key="LS"/></inSequence></target></proxy>
-<sequence name="S"><property name="s" value="1"/></sequence>
-<localEntry key="LS"><sequence name="ignored"><property name="ls" value="1"/></sequence></localEntry>
-<localEntry key="E"><endpoint><address uri="http://127.0.0.1:9/e"/></endpoint></localEntry>"#,
-        );
-        assert!(d.items.is_empty(), "{d:?}");
-        let p = &plan.proxies["P"];
-        assert_eq!(p.target.as_ref().unwrap().uri, "http://127.0.0.1:9/e");
-        let mut msg = Message::request(
-            "P".into(),
-            http::Method::POST,
-            "/".into(),
-            Default::default(),
-        );
-        run(&p.in_seq.steps, &mut msg).unwrap();
-        assert_eq!(
-            (msg.props.get("s"), msg.props.get("ls")),
-            (Some("1"), Some("1"))
-        );
-    }
-
-    #[test]
-    fn keys_naming_nothing_fail_the_message_that_reaches_them() {
-        let (plan, d) = compiled(
-            r#"<proxy name="P"><target faultSequence="nope"><inSequence><sequence key="nothing"/></inSequence></target></proxy>
-<proxy name="Q"><target endpoint="bogus"/></proxy>
-<proxy name="T"><target><inSequence><call-template target="none"/></inSequence></target></proxy>"#,
-        );
-        assert_eq!(severities(&d), [Severity::Warning; 4], "{d:?}");
-        // No fault sequence "nope": the default (none here) handles errors.
-        assert!(plan.proxies["P"].fault_seq.is_none());
-        let mut msg = Message::request(
-            "P".into(),
-            http::Method::POST,
-            "/".into(),
-            Default::default(),
-        );
-        let e = run(&plan.proxies["P"].in_seq.steps, &mut msg).unwrap_err();
-        assert_eq!(e.kind, ErrorKind::Mediation);
-        assert!(
-            e.context.contains("Sequence named nothing cannot be found"),
-            "{e}"
-        );
-        let e = run(&plan.proxies["T"].in_seq.steps, &mut msg).unwrap_err();
-        assert!(
-            e.context.contains("Sequence template none cannot be found"),
-            "{e}"
-        );
-        let bogus = plan.proxies["Q"].target.clone().unwrap();
-        let e = bogus.for_message(&msg).unwrap_err();
-        assert_eq!(
-            (e.kind, e.kind.synapse_code()),
-            (ErrorKind::EndpointNotFound, 305100)
-        );
-        assert_eq!(e.context, "Couldn't find the endpoint with the key : bogus");
-    }
-
-    /// As in Synapse and MI, which look the key up per message: `get-property('registry', KEY)`
-    /// for a key nothing holds is '' (a warning at load), not a configuration error.
-    #[test]
-    fn a_registry_key_nothing_holds_reads_as_empty() {
-        let (plan, d) = compiled(
-            r#"<proxy name="P"><target><inSequence><property name="v" expression="concat('[', get-property('registry', 'gov:/none.xml'), ']')"/></inSequence></target></proxy>"#,
-        );
-        assert_eq!(severities(&d), [Severity::Warning], "{d:?}");
-        let mut msg = Message::request(
-            "P".into(),
-            http::Method::POST,
-            "/".into(),
-            Default::default(),
-        );
-        run(&plan.proxies["P"].in_seq.steps, &mut msg).unwrap();
-        assert_eq!(msg.props.get("v"), Some("[]"));
-    }
-
-    #[test]
-    fn keys_synapse_would_look_up_elsewhere_are_unsupported() {
-        let (plan, d) = compiled(
-            r#"<proxy name="D"><target><inSequence><sequence key="{//k}"/></inSequence></target></proxy>
-<proxy name="U"><target endpoint="remote"/></proxy>
-<localEntry key="remote" src="file:repository/conf/sample/resources/endpoint/dynamic_endpt_1.xml"/>
-<localEntry key="text">plain</localEntry>
-<proxy name="X"><target><inSequence><sequence key="text"/></inSequence></target></proxy>"#,
-        );
-        // A `{...}` key is an expression naming the sequence per message: D deploys.
-        assert_eq!(
-            severities(&d),
-            [Severity::Unsupported, Severity::Error],
-            "{d:?}"
-        );
-        assert_eq!(plan.proxies.keys().collect::<Vec<_>>(), ["D"]);
-        // With a <registry>, a key naming nothing here may name something there.
-        let (plan, d) = compiled(
-            r#"<registry provider="org.apache.synapse.registry.url.SimpleURLRegistry"/>
-<proxy name="R"><target><inSequence><sequence key="sequence/dynamic_seq_1.xml"/></inSequence></target></proxy>"#,
-        );
-        assert_eq!(severities(&d), [Severity::Unsupported; 2], "{d:?}");
-        assert!(
-            d.items[1].message.contains("<registry> at t.xml:1:"),
-            "{d:?}"
-        );
-        assert!(plan.proxies.is_empty());
-    }
-
-    /// Stylesheets and other keyed text: a local entry's URL or a `<registry>` Synapse would read
-    /// is unsupported; a key naming nothing at all stays an error.
-    #[test]
-    fn keyed_text_synapse_would_fetch_is_unsupported() {
-        let (_, d) = compiled(
-            r#"<localEntry key="x" src="file:repository/conf/sample/resources/transform/t.xslt"/>
-<proxy name="P"><target><inSequence><xslt key="x"/><xslt key="nothing"/></inSequence></target></proxy>"#,
-        );
-        assert_eq!(
-            severities(&d),
-            [Severity::Unsupported, Severity::Error],
-            "{d:?}"
-        );
-        let (_, d) = compiled(
-            r#"<registry provider="org.apache.synapse.registry.url.SimpleURLRegistry"/>
-<proxy name="P"><target><inSequence><xslt key="t.xslt"/><validate><schema key="s.xsd"/><on-fail><drop/></on-fail></validate></inSequence></target></proxy>"#,
-        );
-        assert_eq!(severities(&d), [Severity::Unsupported; 3], "{d:?}");
-    }
-}
+#[path = "compile_key_tests.rs"]
+mod key_tests;

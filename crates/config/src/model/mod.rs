@@ -39,6 +39,9 @@ pub struct Config {
     pub registries: Vec<RegistryRoot>,
     /// Where relative `file:` paths are read from (SYNAPSE_HOME, MI_HOME).
     pub home: std::path::PathBuf,
+    /// MI's `HOME/conf/file.properties`, for `get-property('file', KEY)`: its values, or why it
+    /// could not be read (`None`: there is none).
+    pub file_properties: Option<Result<Vec<(String, String)>, String>>,
     /// `<priorityExecutor>`s, for `enqueue`.
     pub executors: Vec<PriorityExecutor>,
     /// `<messageStore>`s, for `store` and the message processors.
