@@ -42,6 +42,7 @@ pub fn load_path_in(path: &Path, home: Option<&Path>) -> (Config, Diagnostics) {
     };
     let bare = cfg.only_registries();
     load_registries(&home, &mut cfg, &mut diags);
+    load_declared_mi_registries(&home, mi_registry.as_deref(), &mut cfg, &mut diags);
     if bare {
         load_from_registry(&home, &mut cfg, &mut diags);
     }
@@ -86,6 +87,36 @@ fn load_registries(home: &Path, cfg: &mut Config, diags: &mut Diagnostics) {
             add_resource(rel.clone(), file, bytes, Vec::new(), cfg, diags);
         }
         cfg.registries.push(reg);
+    }
+}
+
+/// MI's `<registry>`s: each folder in MI's layout, unless it is the one beside the deployment
+/// folder, read already.
+fn load_declared_mi_registries(
+    home: &Path,
+    beside: Option<&Path>,
+    cfg: &mut Config,
+    diags: &mut Diagnostics,
+) {
+    let same = |a: &Path, b: &Path| match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    for reg in cfg.mi_registries.clone() {
+        let Some(dir) = file_url_path(home, &reg.root).filter(|d| d.is_dir()) else {
+            diags.push(
+                Severity::Warning,
+                reg.loc.clone(),
+                "registry",
+                format!("MI's registry folder '{}' is no folder under {} (--home sets where relative roots are read from); keys it would hold are missing", reg.root, home.display()),
+                None,
+            );
+            continue;
+        };
+        if beside.is_some_and(|b| same(b, &dir)) {
+            continue;
+        }
+        load_mi_registry(&dir, cfg, diags);
     }
 }
 
@@ -767,6 +798,60 @@ mod tests {
         let (cfg, _) = load_path(&deployment.join("proxy-services"));
         assert!(cfg.resources.is_empty());
         assert!(mi_registry_home(&home).is_none());
+    }
+
+    /// MI's own `<registry>` (no `root`: `<MI_HOME>/registry`, or `RegRoot`) is read in MI's
+    /// layout, once even when it is the one beside the deployment folder.
+    #[test]
+    fn mi_registry_declarations_read_mis_folder() {
+        let home = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../sluice/tests/configs/mi-home");
+        let dir = std::env::temp_dir().join(format!("sluice-mi-registry-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let conf = dir.join("synapse.xml");
+        let declared = |params: &str| {
+            format!(
+                r#"<definitions xmlns="http://ws.apache.org/ns/synapse"><registry provider="org.wso2.carbon.mediation.registry.WSO2Registry"><parameter name="cachableDuration">15000</parameter>{params}</registry></definitions>"#
+            )
+        };
+        std::fs::write(&conf, declared("")).unwrap();
+        let (cfg, d) = load_path_in(&conf, Some(&home));
+        assert!(d.items.is_empty(), "{:?}", d.items);
+        assert!(cfg.key_sources.is_empty());
+        assert!(cfg
+            .resources
+            .iter()
+            .any(|r| r.key == "conf:/xslt/upper.xslt"));
+        // RegRoot names the folder; one that is not there is said, and nothing is read.
+        std::fs::write(
+            &conf,
+            declared(r#"<parameter name="RegRoot">file:nowhere</parameter>"#),
+        )
+        .unwrap();
+        let (cfg, d) = load_path_in(&conf, Some(&home));
+        assert_eq!(d.items.len(), 1, "{:?}", d.items);
+        assert!(
+            d.items[0].message.contains("'file:nowhere'"),
+            "{:?}",
+            d.items
+        );
+        assert!(cfg.resources.is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+        // Beside an MI deployment folder: the same folder, read once.
+        let deployment = home.join("repository/deployment/server/synapse-configs/default");
+        let (mut cfg, mut d) = load_path(&deployment);
+        let before = cfg.resources.len();
+        cfg.mi_registries.push(crate::model::RegistryRoot {
+            root: "file:registry".to_owned(),
+            loc: crate::Location::file_only(&Arc::from("registry.xml")),
+        });
+        load_declared_mi_registries(
+            &home,
+            mi_registry_home(&deployment).as_deref(),
+            &mut cfg,
+            &mut d,
+        );
+        assert_eq!(cfg.resources.len(), before);
     }
 
     #[test]

@@ -37,6 +37,10 @@ pub struct Config {
     pub imports: Vec<Import>,
     /// `<registry>`s over a folder (`root` a `file:` URL), read when the configuration loads.
     pub registries: Vec<RegistryRoot>,
+    /// WSO2 MI's own `<registry>` (MicroIntegratorRegistry, or the older WSO2Registry): its
+    /// folder (`RegRoot`, else `file:registry` under the home), read in MI's layout (`config`
+    /// for `conf:` keys, `governance` for `gov:`).
+    pub mi_registries: Vec<RegistryRoot>,
     /// Where relative `file:` paths are read from (SYNAPSE_HOME, MI_HOME).
     pub home: std::path::PathBuf,
     /// MI's `HOME/conf/file.properties`, for `get-property('file', KEY)`: its values, or why it

@@ -125,13 +125,24 @@ impl FileParser<'_, '_> {
         });
     }
 
-    /// A `<registry>`: read when its root is a folder (`file:`); any other is reported and Synapse's
-    /// lookups in it are unsupported.
+    /// A `<registry>`: read when its root is a folder (`file:`), or when it is MI's own (its
+    /// folder, `<MI_HOME>/registry` unless `RegRoot` says otherwise); any other is reported and
+    /// Synapse's lookups in it are unsupported.
     fn registry(&mut self, n: Node, cfg: &mut Config) {
-        let root = elements(n)
-            .find(|p| p.tag_name().name() == "parameter" && p.attribute("name") == Some("root"))
-            .map(|p| p.text().unwrap_or("").trim().to_owned());
-        match root {
+        let parameter = |name: &str| {
+            elements(n)
+                .find(|p| p.tag_name().name() == "parameter" && p.attribute("name") == Some(name))
+                .map(|p| p.text().unwrap_or("").trim().to_owned())
+        };
+        if MI_REGISTRIES.contains(&n.attribute("provider").unwrap_or("")) {
+            let root = parameter("RegRoot").unwrap_or_else(|| "file:registry".to_owned());
+            if root.starts_with("file:") {
+                let loc = self.loc(n);
+                cfg.mi_registries.push(RegistryRoot { root, loc });
+                return;
+            }
+        }
+        match parameter("root") {
             Some(r) if r.starts_with("file:") => cfg.registries.push(RegistryRoot {
                 root: r,
                 loc: self.loc(n),
@@ -657,3 +668,10 @@ mod tests {
         assert!(cfg.apis.iter().all(|a| a.rejected));
     }
 }
+
+/// The registry providers of WSO2 MI (4.x, and the Carbon-based ESB's name for it) that read MI's
+/// file registry.
+const MI_REGISTRIES: [&str; 2] = [
+    "org.wso2.micro.integrator.registry.MicroIntegratorRegistry",
+    "org.wso2.carbon.mediation.registry.WSO2Registry",
+];
