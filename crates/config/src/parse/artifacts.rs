@@ -546,6 +546,13 @@ impl FileParser<'_, '_> {
     }
 }
 
+/// The registry providers of WSO2 MI (4.x, and the Carbon-based ESB's name for it) that read MI's
+/// file registry.
+const MI_REGISTRIES: [&str; 2] = [
+    "org.wso2.micro.integrator.registry.MicroIntegratorRegistry",
+    "org.wso2.carbon.mediation.registry.WSO2Registry",
+];
+
 #[cfg(test)]
 mod tests {
     use crate::model::*;
@@ -668,10 +675,3 @@ mod tests {
         assert!(cfg.apis.iter().all(|a| a.rejected));
     }
 }
-
-/// The registry providers of WSO2 MI (4.x, and the Carbon-based ESB's name for it) that read MI's
-/// file registry.
-const MI_REGISTRIES: [&str; 2] = [
-    "org.wso2.micro.integrator.registry.MicroIntegratorRegistry",
-    "org.wso2.carbon.mediation.registry.WSO2Registry",
-];
