@@ -13,6 +13,16 @@ fn compiled(body: &str) -> (Plan, Diagnostics) {
     (plan, diags)
 }
 
+/// A POST to proxy P.
+fn request() -> Message {
+    Message::request(
+        "P".into(),
+        http::Method::POST,
+        "/".into(),
+        Default::default(),
+    )
+}
+
 fn severities(d: &Diagnostics) -> Vec<Severity> {
     d.items.iter().map(|x| x.severity).collect()
 }
@@ -28,12 +38,7 @@ fn keys_name_artifacts_defined_later_and_local_entries_holding_them() {
     assert!(d.items.is_empty(), "{d:?}");
     let p = &plan.proxies["P"];
     assert_eq!(p.target.as_ref().unwrap().uri, "http://127.0.0.1:9/e");
-    let mut msg = Message::request(
-        "P".into(),
-        http::Method::POST,
-        "/".into(),
-        Default::default(),
-    );
+    let mut msg = request();
     run(&p.in_seq.steps, &mut msg).unwrap();
     assert_eq!(
         (msg.props.get("s"), msg.props.get("ls")),
@@ -51,12 +56,7 @@ fn keys_naming_nothing_fail_the_message_that_reaches_them() {
     assert_eq!(severities(&d), [Severity::Warning; 4], "{d:?}");
     // No fault sequence "nope": the default (none here) handles errors.
     assert!(plan.proxies["P"].fault_seq.is_none());
-    let mut msg = Message::request(
-        "P".into(),
-        http::Method::POST,
-        "/".into(),
-        Default::default(),
-    );
+    let mut msg = request();
     let e = run(&plan.proxies["P"].in_seq.steps, &mut msg).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Mediation);
     assert!(
@@ -85,12 +85,7 @@ fn a_registry_key_nothing_holds_reads_as_empty() {
         r#"<proxy name="P"><target><inSequence><property name="v" expression="concat('[', get-property('registry', 'gov:/none.xml'), ']')"/></inSequence></target></proxy>"#,
     );
     assert_eq!(severities(&d), [Severity::Warning], "{d:?}");
-    let mut msg = Message::request(
-        "P".into(),
-        http::Method::POST,
-        "/".into(),
-        Default::default(),
-    );
+    let mut msg = request();
     run(&plan.proxies["P"].in_seq.steps, &mut msg).unwrap();
     assert_eq!(msg.props.get("v"), Some("[]"));
 }
@@ -108,12 +103,7 @@ fn file_properties_are_read_at_load() {
     let plan = crate::compile(&cfg, &crate::CompileOptions::default(), &mut d);
     assert_eq!(severities(&d), [Severity::Warning], "{d:?}");
     assert!(d.items[0].message.contains("has no 'none'"), "{d:?}");
-    let mut msg = Message::request(
-        "P".into(),
-        http::Method::POST,
-        "/".into(),
-        Default::default(),
-    );
+    let mut msg = request();
     run(&plan.proxies["P"].in_seq.steps, &mut msg).unwrap();
     assert_eq!(msg.props.get("v"), Some("a value|"));
     let (plan, d) = compiled(
