@@ -67,6 +67,9 @@ struct BackendExpect {
     headers: BTreeMap<String, String>,
     #[serde(default)]
     absent: Vec<String>,
+    /// Texts the last request's body holds (a body with a Content-Length of at most 1 MiB).
+    #[serde(default)]
+    body_contains: Vec<String>,
 }
 
 async fn run_suite(dir: &std::path::Path) -> Vec<String> {
@@ -211,12 +214,19 @@ fn check_backend(b: &BackendExpect, seen: &[Seen], addr: &str) -> Vec<String> {
                 ));
             }
         }
+        let body = String::from_utf8_lossy(last.body.as_deref().unwrap_or_default());
+        for needle in &b.body_contains {
+            if !body.contains(needle.as_str()) {
+                why.push(format!("back-end body lacks {needle:?}: {body}"));
+            }
+        }
     } else if !b.headers.is_empty()
         || b.path.is_some()
         || b.target.is_some()
         || b.version.is_some()
         || b.method.is_some()
         || !b.absent.is_empty()
+        || !b.body_contains.is_empty()
     {
         // An expectation on the request the back-end got fails when none came.
         why.push("back-end saw nothing".into());

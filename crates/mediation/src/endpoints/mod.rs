@@ -691,8 +691,6 @@ impl EndpointPlan {
     #[cold]
     #[inline(never)]
     fn addressed(&self, version: cfg::WsaVersion, msg: &mut Message) -> Result<(), Error> {
-        const FINAL: &str = "http://www.w3.org/2005/08/addressing";
-        const SUBMISSION: &str = "http://schemas.xmlsoap.org/ws/2004/08/addressing";
         let crate::message::Body::Bytes(b) = &msg.body else {
             return Ok(());
         };
@@ -702,10 +700,7 @@ impl EndpointPlan {
         let Some(header) = d.ensure_soap_header().map_err(xml)? else {
             return Ok(());
         };
-        let ns = match version {
-            cfg::WsaVersion::Final => FINAL,
-            cfg::WsaVersion::Submission => SUBMISSION,
-        };
+        let ns = wsa_namespace(version);
         // A message sent again (failover to the next child) is addressed to that child alone.
         let old: Vec<sluice_xml::NodeId> = d
             .soap_header()
@@ -732,7 +727,7 @@ impl EndpointPlan {
             text(&self.uri.to_string())
         );
         if version == cfg::WsaVersion::Submission {
-            blocks.push_str(&format!("<wsa:ReplyTo xmlns:wsa=\"{ns}\"><wsa:Address>{SUBMISSION}/role/anonymous</wsa:Address></wsa:ReplyTo>"));
+            blocks.push_str(&format!("<wsa:ReplyTo xmlns:wsa=\"{ns}\"><wsa:Address>{ns}/role/anonymous</wsa:Address></wsa:ReplyTo>"));
         }
         blocks.push_str(&format!(
             "<wsa:MessageID xmlns:wsa=\"{ns}\">{}</wsa:MessageID>",
@@ -750,6 +745,26 @@ impl EndpointPlan {
         msg.body = crate::message::Body::Bytes(crate::exec::message_bytes(&d, what)?.into());
         msg.headers.remove(http::header::CONTENT_LENGTH);
         Ok(())
+    }
+
+    /// With `<enableAddressing>`: the answer without the WS-Addressing header blocks of the
+    /// endpoint's version, as Axis2's addressing module takes them in for Synapse (the client
+    /// then gets the rest of the Header). `None`: nothing to take out (no such endpoint, no SOAP
+    /// envelope, no such block, or a body that is no XML: it goes on as it came).
+    pub fn without_addressing(&self, body: &[u8]) -> Option<Vec<u8>> {
+        let ns = wsa_namespace(self.addressing?);
+        let mut d = sluice_xml::parse_untrusted(body, &Default::default()).ok()?;
+        let blocks: Vec<sluice_xml::NodeId> = (d.soap_header()?.child_elements())
+            .filter(|c| c.namespace_uri() == Some(ns))
+            .map(|c| c.id())
+            .collect();
+        if blocks.is_empty() {
+            return None;
+        }
+        for id in blocks {
+            d.remove(id).ok()?;
+        }
+        d.to_bytes().ok()
     }
 
     /// Sets the endpoint's properties on a message it sends. A value that cannot be had (an
@@ -868,6 +883,14 @@ fn http_uri(text: &str) -> Result<(Uri, HeaderValue), (Severity, String)> {
 
 mod compile;
 pub mod session;
+
+/// The namespace of a WS-Addressing version.
+fn wsa_namespace(version: cfg::WsaVersion) -> &'static str {
+    match version {
+        cfg::WsaVersion::Final => crate::addressing::NAMESPACES[0],
+        cfg::WsaVersion::Submission => crate::addressing::NAMESPACES[1],
+    }
+}
 
 #[cfg(test)]
 mod tests;

@@ -124,14 +124,11 @@ impl Engine {
             (self.send_routed(&mut msg, None, &ep, false).await).map_err(|n| n.error)?;
         let (parts, body) = resp.into_parts();
         let mut rmsg = msg.into_response(parts.status, parts.headers);
-        let mut stream = Some(Inbound::Backend(body));
-        if leaf.security.is_some() {
-            self.check_from_backend(&leaf, &mut rmsg, &mut stream)
-                .await?;
-            return Ok(rmsg);
-        }
+        let stream = Some(Inbound::Backend(body));
         let b = self.buffer(stream, "response").await?;
         rmsg.body = read_body(b);
+        // Checked or taken in as the answer of a plain send is (the body is in memory now).
+        self.take_in(&leaf, &mut rmsg, &mut None).await?;
         Ok(rmsg)
     }
 }

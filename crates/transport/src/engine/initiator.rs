@@ -124,6 +124,56 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// What Synapse's Axis2 modules do with an endpoint's answer as it comes in: Rampart checks
+    /// it ([`Engine::check_from_backend`]), the addressing module takes in its WS-Addressing
+    /// headers ([`Engine::take_addressing`]).
+    pub(super) async fn take_in(
+        &self,
+        leaf: &Arc<EndpointPlan>,
+        rmsg: &mut Message,
+        rstream: &mut Option<Inbound>,
+    ) -> Result<(), Error> {
+        if leaf.security.is_some() {
+            self.check_from_backend(leaf, rmsg, rstream).await?;
+        }
+        if leaf.addressing.is_some() {
+            self.take_addressing(leaf, rmsg, rstream).await?;
+        }
+        Ok(())
+    }
+
+    /// An answer from an endpoint with `<enableAddressing>`: its WS-Addressing header blocks are
+    /// taken out, as Axis2's addressing module takes them in for Synapse (the answer is read
+    /// whole for it; one with none goes on unchanged).
+    pub(super) async fn take_addressing(
+        &self,
+        leaf: &Arc<EndpointPlan>,
+        rmsg: &mut Message,
+        rstream: &mut Option<Inbound>,
+    ) -> Result<(), Error> {
+        let bytes = match rstream.take() {
+            Some(s) => self.buffer(Some(s), "response").await?,
+            None => match &rmsg.body {
+                Body::Bytes(b) => b.clone(),
+                _ => return Ok(()),
+            },
+        };
+        let ep = leaf.clone();
+        let kept = bytes.clone();
+        let taken = self
+            .opts
+            .offload
+            .blocking("reading the answer's WS-Addressing headers", move || {
+                ep.without_addressing(&kept)
+            })
+            .await?;
+        rmsg.body = read_body(taken.map_or(bytes, Bytes::from));
+        rmsg.headers.remove(http::header::CONTENT_LENGTH);
+        Ok(())
+    }
+}
+
 /// A SOAP fault with a WS-Security code and no security header: Rampart passes it unchecked
 /// (`RampartUtil.isSecurityFault`). The code is recognised by its local name.
 fn security_fault(doc: &sluice_xml::Document) -> bool {

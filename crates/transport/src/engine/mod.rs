@@ -435,13 +435,11 @@ impl Engine {
             rmsg.reply_pox = pox
                 && matches!(leaf.format, Format::Soap11 | Format::Soap12)
                 && !sluice_mediation::json::is_json_headers(&rmsg.headers);
-            if leaf.security.is_some() {
-                if let Err(e) = self
-                    .check_from_backend(&leaf, &mut rmsg, &mut rstream)
-                    .await
-                {
-                    let failed = NotSent::plain(e);
-                    return self.send_failed(proxy, rmsg, failed, depth).await;
+            if leaf.security.is_some() || leaf.addressing.is_some() {
+                if let Err(e) = self.take_in(&leaf, &mut rmsg, &mut rstream).await {
+                    return self
+                        .send_failed(proxy, rmsg, NotSent::plain(e), depth)
+                        .await;
                 }
             }
             let idle = IdleTimeout::new(limit, leaf.label.clone());
