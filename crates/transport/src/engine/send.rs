@@ -141,6 +141,7 @@ pub(super) fn backend_request(
     if let Some((_, ct)) = &msg.json_out {
         headers.insert(header::CONTENT_TYPE, ct.clone());
     }
+    with_charset(&mut headers);
     msg.apply_action(&mut headers);
     let method = outgoing_method(msg, ep);
     let wire = wire(msg, &mut headers);
@@ -371,6 +372,69 @@ async fn timed(
     }
 }
 
+/// The media types whose Content-Type Synapse writes with the character set (Axis2's SOAP, XML
+/// and JSON formatters), each with its value when it has no other parameter (made when Sluice
+/// is compiled: a request copies it, nothing is checked again).
+static CHARSET_TYPES: [(&[u8], HeaderValue); 4] = [
+    (
+        b"text/xml",
+        HeaderValue::from_static("text/xml; charset=UTF-8"),
+    ),
+    (
+        b"application/soap+xml",
+        HeaderValue::from_static("application/soap+xml; charset=UTF-8"),
+    ),
+    (
+        b"application/xml",
+        HeaderValue::from_static("application/xml; charset=UTF-8"),
+    ),
+    (
+        b"application/json",
+        HeaderValue::from_static("application/json; charset=UTF-8"),
+    ),
+];
+
+/// A request leaves with its Content-Type's character set, `charset=UTF-8` when it names none,
+/// as Synapse's pass-through writes the type from the message type and its encoding (UTF-8
+/// unless the client named another): right after the media type, before any other parameter
+/// (`application/soap+xml; charset=UTF-8; action="..."`). Other types leave as they came.
+pub(super) fn with_charset(headers: &mut HeaderMap) {
+    let Some(ct) = headers.get_mut(header::CONTENT_TYPE) else {
+        return;
+    };
+    let b = ct.as_bytes();
+    // The usual case first: the type alone, as written here.
+    if let Some((_, plain)) = CHARSET_TYPES.iter().find(|t| t.0 == b) {
+        *ct = plain.clone();
+        return;
+    }
+    let end = b.iter().position(|&c| c == b';').unwrap_or(b.len());
+    let media = b[..end].trim_ascii();
+    let Some((_, plain)) = CHARSET_TYPES
+        .iter()
+        .find(|t| media.eq_ignore_ascii_case(t.0))
+    else {
+        return;
+    };
+    if end == b.len() {
+        *ct = plain.clone();
+        return;
+    }
+    if b[end..]
+        .windows(7)
+        .any(|w| w.eq_ignore_ascii_case(b"charset"))
+    {
+        return;
+    }
+    let mut v = Vec::with_capacity(b.len() + 15);
+    v.extend_from_slice(media);
+    v.extend_from_slice(b"; charset=UTF-8");
+    v.extend_from_slice(&b[end..]);
+    if let Ok(v) = HeaderValue::from_bytes(&v) {
+        *ct = v;
+    }
+}
+
 /// `ContentType` (else `messageType`) in the axis2 scope sets the outgoing Content-Type.
 pub(super) fn apply_content_type_props(
     axis2: &sluice_mediation::message::Props,
@@ -463,5 +527,42 @@ impl Engine {
             .await
             .and_then(|()| ep.format.apply(msg))
             .map_err(NotSent::unreadable)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn charset_of(ct: &str) -> String {
+        let mut h = HeaderMap::new();
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_str(ct).unwrap());
+        with_charset(&mut h);
+        h[header::CONTENT_TYPE].to_str().unwrap().to_owned()
+    }
+
+    #[test]
+    fn soap_xml_and_json_types_leave_with_their_charset() {
+        assert_eq!(charset_of("text/xml"), "text/xml; charset=UTF-8");
+        assert_eq!(
+            charset_of("Application/JSON"),
+            "application/json; charset=UTF-8"
+        );
+        assert_eq!(charset_of("text/xml;"), "text/xml; charset=UTF-8;");
+        // Right after the media type, as Axis2's SOAP 1.2 formatter writes it.
+        assert_eq!(
+            charset_of("application/soap+xml; action=\"urn:a\""),
+            "application/soap+xml; charset=UTF-8; action=\"urn:a\""
+        );
+        // A charset named stays as it is; other types are left alone.
+        assert_eq!(
+            charset_of("text/xml;charset=ISO-8859-1"),
+            "text/xml;charset=ISO-8859-1"
+        );
+        assert_eq!(charset_of("text/plain"), "text/plain");
+        assert_eq!(
+            charset_of("application/octet-stream"),
+            "application/octet-stream"
+        );
     }
 }
