@@ -899,8 +899,6 @@ impl<'a> Compiler<'a> {
             ),
         }
     }
-    /// What `get-property('registry', key)` reads: the keyed text (Synapse looks up entry
-    /// definitions, local entries included, by the key), an XML resource without its declaration.
     /// `get-property('file', KEY)`: `Ok(Ok(value))`, `Ok(Err(why))` for a key the file does
     /// not hold (MI reads '' then), `Err(why)` when there is no file to read (MI fails every
     /// message then; Sluice refuses the artifact at load).
@@ -917,6 +915,9 @@ impl<'a> Compiler<'a> {
         }
     }
 
+    /// What `get-property('registry', key)` reads: a registry resource's text, an XML one
+    /// without its declaration. Only the registry: a local entry of that name is not read, as
+    /// Synapse and MI ask the registry alone (and find nothing without one).
     pub(crate) fn registry_text(&self, key: &str) -> Result<String, String> {
         // `KEY@NAME` (also `KEY/@NAME`): the resource's property NAME, as Synapse's
         // get-property reads it; a resource or property that is not there is "" (Synapse: null).
@@ -927,9 +928,15 @@ impl<'a> Compiler<'a> {
                 .map(|(_, v)| v.clone());
             return Ok(value.unwrap_or_default());
         }
-        match self.keyed(key) {
-            Ok((t, _)) => Ok(without_xml_declaration(t).to_owned()),
-            Err((_, why)) => Err(why),
+        let resource =
+            (self.resources.get(key)).or_else(|| self.resources.get(registry_form(key)?.as_str()));
+        match resource.map(|r| std::str::from_utf8(&r.bytes)) {
+            Some(Ok(t)) => Ok(without_xml_declaration(t).to_owned()),
+            Some(Err(_)) => Err(format!("registry resource '{key}' is not UTF-8 text")),
+            None if self.local_entries.contains_key(key) => Err(format!(
+                "no registry resource '{key}' (a local entry has that name, but get-property('registry', ...) reads the registry alone)"
+            )),
+            None => Err(self.no_such_key(key).1),
         }
     }
     /// The text of a local entry or registry resource, for formats and schemas.

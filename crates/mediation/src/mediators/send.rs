@@ -148,7 +148,13 @@ mod tests {
     /// The send steps of sequence `main` in `xml` (how many recipients each clones to), and the
     /// diagnostics.
     fn sends(xml: &str) -> (Vec<usize>, sluice_config::Diagnostics) {
-        let (cfg, mut diags) = sluice_config::load_str("t.xml", xml);
+        let (mut cfg, mut diags) = sluice_config::load_str("t.xml", xml);
+        cfg.resources.push(sluice_config::model::Resource {
+            key: "conf:/EP_LIST".into(),
+            loc: sluice_config::Location::file_only(&"registry".into()),
+            bytes: b"http://a/x, http://b/y,http://c/z".as_slice().into(),
+            properties: Vec::new(),
+        });
         let plan = crate::compile(&cfg, &crate::CompileOptions::default(), &mut diags);
         let counts = plan
             .main
@@ -177,10 +183,9 @@ mod tests {
         ));
         assert!(!d.has_errors(), "{d:?}");
         assert_eq!(n, [2]);
-        // An expression known at load: a registry or local entry's text.
+        // An expression known at load: a registry resource's text.
         let (n, d) = sends(&format!(
-            r#"<definitions {NS}><localEntry key="EP_LIST">http://a/x, http://b/y,http://c/z</localEntry>
-  <sequence name="main"><send><endpoint><recipientlist><endpoints value="{{get-property('registry', 'EP_LIST')}}"/></recipientlist></endpoint></send></sequence></definitions>"#
+            r#"<definitions {NS}><sequence name="main"><send><endpoint><recipientlist><endpoints value="{{get-property('registry', 'conf:/EP_LIST')}}"/></recipientlist></endpoint></send></sequence></definitions>"#
         ));
         assert!(!d.has_errors(), "{d:?}");
         assert_eq!(n, [3]);
