@@ -2,7 +2,7 @@
 //! unpacked folder.
 
 use crate::diag::{Diagnostics, Location, Severity};
-use crate::model::{Config, Resource};
+use crate::model::{Config, RegistryRoot, Resource};
 use crate::parse::{parse_text, read_document, Expect};
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -67,17 +67,30 @@ pub fn file_url_path(home: &Path, url: &str) -> Option<std::path::PathBuf> {
     })
 }
 
+/// The folder a registry's `file:` root names, or a warning that says where it was looked for.
+fn registry_folder(
+    home: &Path,
+    reg: &RegistryRoot,
+    what: &str,
+    diags: &mut Diagnostics,
+) -> Option<std::path::PathBuf> {
+    let dir = file_url_path(home, &reg.root).filter(|d| d.is_dir());
+    if dir.is_none() {
+        diags.push(
+            Severity::Warning,
+            reg.loc.clone(),
+            "registry",
+            format!("{what} '{}' is no folder under {} (--home sets where relative roots are read from); keys it would hold are missing", reg.root, home.display()),
+            None,
+        );
+    }
+    dir
+}
+
 /// Each `<registry>` over a folder: every file below its root, a resource keyed by its path there.
 fn load_registries(home: &Path, cfg: &mut Config, diags: &mut Diagnostics) {
     for reg in std::mem::take(&mut cfg.registries) {
-        let Some(dir) = file_url_path(home, &reg.root).filter(|d| d.is_dir()) else {
-            diags.push(
-                Severity::Warning,
-                reg.loc.clone(),
-                "registry",
-                format!("the registry root '{}' is no folder under {} (--home sets where relative roots are read from); keys it would hold are missing", reg.root, home.display()),
-                None,
-            );
+        let Some(dir) = registry_folder(home, &reg, "the registry root", diags) else {
             continue;
         };
         let mut tree = BTreeMap::new();
@@ -103,14 +116,7 @@ fn load_declared_mi_registries(
         _ => false,
     };
     for reg in cfg.mi_registries.clone() {
-        let Some(dir) = file_url_path(home, &reg.root).filter(|d| d.is_dir()) else {
-            diags.push(
-                Severity::Warning,
-                reg.loc.clone(),
-                "registry",
-                format!("MI's registry folder '{}' is no folder under {} (--home sets where relative roots are read from); keys it would hold are missing", reg.root, home.display()),
-                None,
-            );
+        let Some(dir) = registry_folder(home, &reg, "MI's registry folder", diags) else {
             continue;
         };
         if beside.is_some_and(|b| same(b, &dir)) {
@@ -841,7 +847,7 @@ mod tests {
         let deployment = home.join("repository/deployment/server/synapse-configs/default");
         let (mut cfg, mut d) = load_path(&deployment);
         let before = cfg.resources.len();
-        cfg.mi_registries.push(crate::model::RegistryRoot {
+        cfg.mi_registries.push(RegistryRoot {
             root: "file:registry".to_owned(),
             loc: crate::Location::file_only(&Arc::from("registry.xml")),
         });

@@ -77,13 +77,7 @@ impl Engine {
         let Some(security) = leaf.security.clone().filter(|s| s.inbound.is_some()) else {
             return Ok(());
         };
-        let bytes = match rstream.take() {
-            Some(s) => self.buffer(Some(s), "response").await?,
-            None => match &rmsg.body {
-                Body::Bytes(b) => b.clone(),
-                _ => Bytes::new(),
-            },
-        };
+        let bytes = self.answer_bytes(rmsg, rstream).await?;
         // An answer with no body (a one-way service's 202): nothing to check.
         if bytes.is_empty() {
             rmsg.body = Body::Empty;
@@ -143,6 +137,21 @@ impl Engine {
         Ok(())
     }
 
+    /// An answer's body, read whole (empty when it has none in bytes).
+    async fn answer_bytes(
+        &self,
+        rmsg: &Message,
+        rstream: &mut Option<Inbound>,
+    ) -> Result<Bytes, Error> {
+        Ok(match rstream.take() {
+            Some(s) => self.buffer(Some(s), "response").await?,
+            None => match &rmsg.body {
+                Body::Bytes(b) => b.clone(),
+                _ => Bytes::new(),
+            },
+        })
+    }
+
     /// An answer from an endpoint with `<enableAddressing>`: its WS-Addressing header blocks are
     /// taken out, as Axis2's addressing module takes them in for Synapse (the answer is read
     /// whole for it; one with none goes on unchanged).
@@ -152,13 +161,10 @@ impl Engine {
         rmsg: &mut Message,
         rstream: &mut Option<Inbound>,
     ) -> Result<(), Error> {
-        let bytes = match rstream.take() {
-            Some(s) => self.buffer(Some(s), "response").await?,
-            None => match &rmsg.body {
-                Body::Bytes(b) => b.clone(),
-                _ => return Ok(()),
-            },
-        };
+        let bytes = self.answer_bytes(rmsg, rstream).await?;
+        if bytes.is_empty() {
+            return Ok(());
+        }
         let ep = leaf.clone();
         let kept = bytes.clone();
         let taken = self
