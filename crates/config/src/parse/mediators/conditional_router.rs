@@ -17,7 +17,7 @@ pub struct ConditionalRouter {
     pub routes: Vec<ConditionalRoute>,
 }
 
-/// `<conditionalRoute breakRoute>` (also `<route>`, its older name): when `condition` holds, the
+/// `<conditionalRoute breakRoute>`: when `condition` holds, the
 /// message goes through `target`; then, with `break_route` (default true), no later route is
 /// tried.
 #[derive(Clone, Debug)]
@@ -35,7 +35,7 @@ impl FileParser<'_, '_> {
         let mut ok = true;
         for c in elements(n) {
             match c.tag_name().name() {
-                "conditionalRoute" | "route" => match self.conditional_route(c) {
+                "conditionalRoute" => match self.conditional_route(c) {
                     Some(r) => routes.push(r),
                     None => ok = false,
                 },
@@ -90,7 +90,7 @@ mod tests {
     #[test]
     fn routes_parse_with_synapse_defaults() {
         let (r, d) = router_of(
-            r#"<conditionalRouter><conditionalRoute><condition><match xmlns="" type="header" source="foo" regex="bar.*"/></condition><target sequence="a"/></conditionalRoute><route breakRoute="false"><condition><equal source="x" value="1"/></condition><target><sequence><drop/></sequence></target></route></conditionalRouter>"#,
+            r#"<conditionalRouter><conditionalRoute><condition><match xmlns="" type="header" source="foo" regex="bar.*"/></condition><target sequence="a"/></conditionalRoute><conditionalRoute breakRoute="false"><condition><equal source="x" value="1"/></condition><target><sequence><drop/></sequence></target></conditionalRoute></conditionalRouter>"#,
         );
         assert!(d.is_empty(), "{d:?}");
         let r = r.unwrap();
@@ -99,6 +99,16 @@ mod tests {
         assert!(r.routes[0].break_route);
         assert!(!r.routes[1].break_route);
         assert!(matches!(r.routes[0].condition, Condition::Match { .. }));
+    }
+
+    /// Synapse and MI read `conditionalRoute` alone: a `<route>` is an unknown child, left out.
+    #[test]
+    fn a_route_element_is_not_a_conditional_route() {
+        let (r, d) = router_of(
+            r#"<conditionalRouter><route><condition><equal source="x" value="1"/></condition><target sequence="a"/></route></conditionalRouter>"#,
+        );
+        assert!(r.unwrap().routes.is_empty());
+        assert!(d.iter().any(|m| m.contains("route")), "{d:?}");
     }
 
     #[test]
