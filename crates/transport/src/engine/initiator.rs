@@ -155,7 +155,7 @@ impl Engine {
     /// An answer from an endpoint with `<enableAddressing>`: its WS-Addressing header blocks are
     /// taken out, as Axis2's addressing module takes them in for Synapse (the answer is read
     /// whole for it; one with none goes on unchanged).
-    pub(super) async fn take_addressing(
+    async fn take_addressing(
         &self,
         leaf: &Arc<EndpointPlan>,
         rmsg: &mut Message,
@@ -163,6 +163,8 @@ impl Engine {
     ) -> Result<(), Error> {
         let bytes = self.answer_bytes(rmsg, rstream).await?;
         if bytes.is_empty() {
+            // The stream, if any, is read: the message holds what it had, nothing.
+            rmsg.body = Body::Empty;
             return Ok(());
         }
         let ep = leaf.clone();
